@@ -1,0 +1,203 @@
+/**
+ * The one place that answers "what may this user do to this team / repo / pull". Routes and
+ * services ask here; nothing re-derives access inline. Invisible things are 404, never 403.
+ */
+import type { Kysely, Selectable } from 'kysely';
+import type { DB, ReposTable, TeamsTable, UsersTable } from './db/types.ts';
+import type { Deps } from './deps.ts';
+import { forbidden, notFound } from './errors.ts';
+import { registerScopeReader } from './events/scopes.ts';
+import type { Viewer } from './viewer.ts';
+
+export type TeamRow = Selectable<TeamsTable>;
+export type RepoRow = Selectable<ReposTable>;
+export type UserRow = Selectable<UsersTable>;
+
+export const TEAM_ROLES = ['owner', 'maintainer', 'member', 'reader'] as const;
+export type TeamRole = (typeof TEAM_ROLES)[number];
+const ROLE_RANK: Record<TeamRole, number> = { reader: 1, member: 2, maintainer: 3, owner: 4 };
+
+export type RepoLevel = 'none' | 'read' | 'write' | 'maintain' | 'owner';
+const LEVEL_RANK: Record<RepoLevel, number> = { none: 0, read: 1, write: 2, maintain: 3, owner: 4 };
+
+export const roleAtLeast = (role: TeamRole | null, min: TeamRole): boolean =>
+  role !== null && ROLE_RANK[role] >= ROLE_RANK[min];
+export const levelAtLeast = (level: RepoLevel, min: RepoLevel): boolean => LEVEL_RANK[level] >= LEVEL_RANK[min];
+
+export async function teamRole(db: Kysely<DB>, viewer: Viewer | null, teamUuid: string): Promise<TeamRole | null> {
+  if (!viewer) return null;
+  const row = await db
+    .selectFrom('team_members')
+    .select('role')
+    .where('team_uuid', '=', teamUuid)
+    .where('user_uuid', '=', viewer.uuid)
+    .executeTakeFirst();
+  return (row?.role as TeamRole | undefined) ?? null;
+}
+
+// ---------------------------------------------------------------- teams
+
+export interface TeamAccess {
+  team: TeamRow;
+  /** the viewer's role; null for staff who are not members */
+  role: TeamRole | null;
+}
+
+/**
+ * A team is visible to its members and to staff; to anyone else it is 404. `min` is the role
+ * the action needs (403 below it); staff pass every check.
+ */
+export async function requireTeam(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  slug: string,
+  min: TeamRole = 'reader',
+): Promise<TeamAccess> {
+  const team = await db.selectFrom('teams').selectAll().where('slug', '=', slug.toLowerCase()).executeTakeFirst();
+  if (!team) throw notFound('Team');
+  const role = await teamRole(db, viewer, team.uuid);
+  if (viewer.isStaff) return { team, role };
+  if (role === null) throw notFound('Team');
+  if (!roleAtLeast(role, min)) throw forbidden(`This needs the ${min} role in the team.`);
+  return { team, role };
+}
+
+/** Writes under an inactive team are refused (decisions §3). */
+export function assertTeamActive(team: TeamRow | null): void {
+  if (team && team.is_active !== 1) throw forbidden('The team is inactive: its repos are read-only.', 'team_inactive');
+}
+
+// ---------------------------------------------------------------- repos
+
+export interface RepoRef {
+  ownerKind: 'team' | 'user';
+  /** team slug or username, as given in the path */
+  ownerName: string;
+  repoSlug: string;
+}
+
+export interface RepoOwner {
+  kind: 'team' | 'user';
+  uuid: string;
+  /** team slug or username */
+  name: string;
+  team: TeamRow | null;
+  user: UserRow | null;
+}
+
+/** Resolves the owner in a repo path; 404 when it does not exist (or is an inactive user). */
+export async function resolveOwner(db: Kysely<DB>, viewer: Viewer, kind: 'team' | 'user', name: string): Promise<RepoOwner> {
+  const key = name.toLowerCase();
+  if (kind === 'team') {
+    const team = await db.selectFrom('teams').selectAll().where('slug', '=', key).executeTakeFirst();
+    if (!team) throw notFound('Team');
+    return { kind, uuid: team.uuid, name: team.slug, team, user: null };
+  }
+  const user = await db.selectFrom('users').selectAll().where('username', '=', key).executeTakeFirst();
+  if (!user || (user.is_active !== 1 && !viewer.isStaff)) throw notFound('User');
+  return { kind, uuid: user.uuid, name: user.username, team: null, user };
+}
+
+/** The viewer's level on a repo (decisions §3 table); staff are owners everywhere. */
+export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, repo: RepoRow): Promise<RepoLevel> {
+  if (viewer?.isStaff) return 'owner';
+  let level: RepoLevel = 'none';
+  if (viewer && repo.owner_kind === 'user' && repo.owner_uuid === viewer.uuid) level = 'owner';
+  if (viewer && repo.owner_kind === 'team') {
+    const role = await teamRole(db, viewer, repo.owner_uuid);
+    if (role === 'owner') level = 'owner';
+    else if (role === 'maintainer') level = 'maintain';
+    else if (role === 'member') level = 'write';
+    else if (role === 'reader') level = 'read';
+  }
+  if (level === 'none' && viewer && repo.visibility === 'public') level = 'read';
+  // A deactivated repo is hidden from everyone below maintain level.
+  if (repo.is_active !== 1 && !levelAtLeast(level, 'maintain')) return 'none';
+  return level;
+}
+
+export interface RepoAccess {
+  repo: RepoRow;
+  owner: RepoOwner;
+  level: RepoLevel;
+}
+
+export interface RepoNeed {
+  /** the level the action needs; 403 below it (404 when the repo is not readable at all) */
+  level: Exclude<RepoLevel, 'none'>;
+  /**
+   * The action changes something under the repo: refused on an archived repo (403
+   * repo_archived) and under an inactive team (403 team_inactive).
+   */
+  write?: boolean;
+  /** archive/unarchive and delete stay possible on an archived repo */
+  allowArchived?: boolean;
+}
+
+export async function requireRepo(db: Kysely<DB>, viewer: Viewer, ref: RepoRef, need: RepoNeed): Promise<RepoAccess> {
+  const owner = await resolveOwner(db, viewer, ref.ownerKind, ref.ownerName);
+  const repo = await db
+    .selectFrom('repos')
+    .selectAll()
+    .where('owner_kind', '=', ref.ownerKind)
+    .where('owner_uuid', '=', owner.uuid)
+    .where('slug', '=', ref.repoSlug.toLowerCase())
+    .executeTakeFirst();
+  if (!repo) throw notFound('Repo');
+  const level = await repoAccessLevel(db, viewer, repo);
+  if (level === 'none') throw notFound('Repo');
+  if (!levelAtLeast(level, need.level)) throw forbidden(`This needs ${need.level} access to the repo.`);
+  if (need.write) {
+    assertTeamActive(owner.team);
+    if (repo.is_archived === 1 && !need.allowArchived) {
+      throw forbidden('The repo is archived and read-only.', 'repo_archived');
+    }
+  }
+  return { repo, owner, level };
+}
+
+/** Whether a user may open pulls on a repo under its public_repo_pull_policy (decisions §4). */
+export async function canOpenPull(db: Kysely<DB>, viewer: Viewer, access: RepoAccess): Promise<boolean> {
+  if (!levelAtLeast(access.level, 'read')) return false;
+  if (viewer.isStaff || levelAtLeast(access.level, 'write')) return true;
+  const policy = access.repo.public_repo_pull_policy;
+  if (policy === 'any') return true;
+  if (policy === 'owner') return levelAtLeast(access.level, 'maintain');
+  // 'team': members of the owning team (any role)
+  return access.owner.kind === 'team' && (await teamRole(db, viewer, access.owner.uuid)) !== null;
+}
+
+// ---------------------------------------------------------------- event scopes
+
+async function repoReadable(deps: Deps, viewer: Viewer, repoUuid: string): Promise<boolean> {
+  const repo = await deps.db.selectFrom('repos').selectAll().where('uuid', '=', repoUuid).executeTakeFirst();
+  return repo !== undefined && levelAtLeast(await repoAccessLevel(deps.db, viewer, repo), 'read');
+}
+
+registerScopeReader('user', async (deps, viewer, id) => {
+  if (!viewer.isStaff && viewer.uuid !== id) return false;
+  return (await deps.db.selectFrom('users').select('uuid').where('uuid', '=', id).executeTakeFirst()) !== undefined;
+});
+
+registerScopeReader('team', async (deps, viewer, id) => {
+  const team = await deps.db.selectFrom('teams').select('uuid').where('uuid', '=', id).executeTakeFirst();
+  if (!team) return false;
+  return viewer.isStaff || (await teamRole(deps.db, viewer, id)) !== null;
+});
+
+registerScopeReader('repo', (deps, viewer, id) => repoReadable(deps, viewer, id));
+
+registerScopeReader('pull', async (deps, viewer, id) => {
+  const pull = await deps.db.selectFrom('pulls').select('repo_uuid').where('uuid', '=', id).executeTakeFirst();
+  return pull !== undefined && repoReadable(deps, viewer, pull.repo_uuid);
+});
+
+registerScopeReader('review', async (deps, viewer, id) => {
+  const row = await deps.db
+    .selectFrom('reviews as r')
+    .innerJoin('pulls as p', 'p.uuid', 'r.pull_uuid')
+    .select('p.repo_uuid')
+    .where('r.uuid', '=', id)
+    .executeTakeFirst();
+  return row !== undefined && repoReadable(deps, viewer, row.repo_uuid);
+});

@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import './access.ts';
+import { pingDatabase } from './db/index.ts';
+import type { Deps } from './deps.ts';
+import { eventsRoutes } from './events/routes.ts';
+import { installAuth } from './http/auth.ts';
+import { installJsonParser } from './http/body.ts';
+import { installErrorHandling } from './http/error-handler.ts';
+import { installOpenApi } from './http/openapi.ts';
+import { installValidators } from './http/validation.ts';
+import { tokensRoutes } from './tokens/routes.ts';
+import { usersRoutes } from './users/routes.ts';
+
+export interface AppOptions {
+  logger?: boolean;
+}
+
+/** Each domain's routes, mounted under /api/v1. */
+const MODULES = [usersRoutes, tokensRoutes, eventsRoutes];
+
+export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger === false ? false : { level: deps.config.logLevel },
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
+    },
+    bodyLimit: 1024 * 1024,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 500 },
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  installValidators(app);
+  installJsonParser(app);
+  installErrorHandling(app);
+  await installOpenApi(app);
+  installAuth(app, deps);
+
+  app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {
+    const ok = await pingDatabase(deps.database);
+    return reply.status(ok ? 200 : 503).send(ok ? { status: 'ok' } : { error: 'service_unavailable', detail: 'The database is unreachable.' });
+  });
+
+  await app.register(
+    async (api) => {
+      api.get(
+        '/openapi.json',
+        { config: { public: true }, schema: { tags: ['meta'], summary: 'This OpenAPI 3.1.0 document' } },
+        async () => app.swagger(),
+      );
+      for (const module of MODULES) await api.register(module, { deps });
+    },
+    { prefix: '/api/v1' },
+  );
+  return app;
+}

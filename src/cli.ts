@@ -1,0 +1,87 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from './config.ts';
+import { openDatabase } from './db/index.ts';
+import type { Deps } from './deps.ts';
+import { AppError } from './errors.ts';
+import { EventBus } from './events/bus.ts';
+import { createTokenFor } from './tokens/service.ts';
+import { inTransaction } from './events/service.ts';
+import { createUser, findUserByUsername } from './users/service.ts';
+
+const USAGE = `usage: weft <command> [options]
+
+commands:
+  migrate                                   apply pending database migrations
+  create-user <username> --email E [--staff] [--display-name N] [--token-name T]
+                                            create a user and print a new API token
+  create-token <username> [--name T]        print a new API token for an existing user
+
+Configuration comes from the environment (DATABASE_URL, DATA_DIR, ...), as for the server.`;
+
+async function run(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      email: { type: 'string' },
+      staff: { type: 'boolean', default: false },
+      'display-name': { type: 'string' },
+      'token-name': { type: 'string', default: 'cli' },
+      name: { type: 'string', default: 'cli' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const [command, arg] = positionals;
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command || values.help ? 0 : 2;
+  }
+  const config = loadConfig();
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const deps: Deps = { config, database, db: database.db, dialect: database.dialect, bus: new EventBus() };
+  try {
+    if (command === 'migrate') {
+      console.log('migrations are up to date');
+      return 0;
+    }
+    if (command === 'create-user') {
+      if (!arg || !values.email) {
+        console.error('create-user needs a username and --email');
+        return 2;
+      }
+      const { user, token } = await createUser(
+        deps,
+        null,
+        { username: arg, email: values.email, display_name: values['display-name'], is_staff: values.staff },
+        { name: values['token-name'] },
+      );
+      console.error(`created ${user.is_staff ? 'staff ' : ''}user ${user.username} (${user.uuid})`);
+      console.log(token!.token);
+      return 0;
+    }
+    if (command === 'create-token') {
+      const user = arg ? await findUserByUsername(deps.db, arg) : undefined;
+      if (!user) {
+        console.error(`no such user: ${arg ?? ''}`);
+        return 1;
+      }
+      const token = await inTransaction(deps, (tx) => createTokenFor(tx, user, { name: values.name }, null));
+      console.log(token.token);
+      return 0;
+    }
+    console.error(`unknown command: ${command}\n\n${USAGE}`);
+    return 2;
+  } finally {
+    await database.close();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    if (err instanceof ConfigError) console.error(`weft: configuration error: ${err.message}`);
+    else if (err instanceof AppError) console.error(`weft: ${err.detail}`);
+    else console.error('weft:', err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,86 @@
+import { resolve } from 'node:path';
+
+/** Every environment variable Weft reads, parsed and validated in one place (decisions §10). */
+export interface Config {
+  port: number;
+  host: string;
+  publicUrl: string;
+  /** null means the embedded SQLite database under dataDir. */
+  databaseUrl: string | null;
+  dataDir: string;
+  bootstrapAdminToken: string | null;
+  bootstrapAdminUsername: string;
+  logLevel: string;
+  /** Default repo quota in bytes (decisions §4: 1 GiB). */
+  defaultMaxDiskBytes: number;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = intVar(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const dataDir = resolve(env.DATA_DIR || './data');
+
+  let databaseUrl: string | null = env.DATABASE_URL || null;
+  if (databaseUrl !== null) {
+    if (databaseUrl.startsWith('sqlite:')) {
+      databaseUrl = `sqlite:${resolve(databaseUrl.slice('sqlite:'.length))}`;
+    } else if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
+      throw new ConfigError('DATABASE_URL must be a postgres:// (or postgresql://) URL, or sqlite:PATH');
+    } else {
+      try {
+        new URL(databaseUrl);
+      } catch {
+        throw new ConfigError('DATABASE_URL is not a valid URL');
+      }
+    }
+  }
+
+  const publicUrlRaw = env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  let publicUrl: string;
+  try {
+    const u = new URL(publicUrlRaw);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+    publicUrl = publicUrlRaw.replace(/\/+$/, '');
+  } catch {
+    throw new ConfigError(`PUBLIC_URL must be an http(s) URL, got "${publicUrlRaw}"`);
+  }
+
+  const bootstrapAdminToken = env.BOOTSTRAP_ADMIN_TOKEN || null;
+  if (bootstrapAdminToken !== null && (bootstrapAdminToken.length < 20 || /\s/.test(bootstrapAdminToken))) {
+    throw new ConfigError('BOOTSTRAP_ADMIN_TOKEN must be at least 20 characters with no white space');
+  }
+  const bootstrapAdminUsername = (env.BOOTSTRAP_ADMIN_USERNAME || 'admin').toLowerCase();
+  if (!/^[a-z0-9][a-z0-9_-]{0,38}$/.test(bootstrapAdminUsername)) {
+    throw new ConfigError('BOOTSTRAP_ADMIN_USERNAME must be 1-39 characters of a-z, 0-9, - and _');
+  }
+
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+
+  const defaultMaxDiskBytes = intVar(env, 'DEFAULT_MAX_DISK_BYTES', 1024 ** 3, 0, Number.MAX_SAFE_INTEGER);
+
+  return {
+    port,
+    host,
+    publicUrl,
+    databaseUrl,
+    dataDir,
+    bootstrapAdminToken,
+    bootstrapAdminUsername,
+    logLevel,
+    defaultMaxDiskBytes,
+  };
+}

@@ -1,0 +1,63 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { migrateToLatest } from './migrate.ts';
+import type { DB } from './types.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Database {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  /** PostgreSQL only: the pool, for LISTEN/NOTIFY and advisory locks. */
+  pool: pg.Pool | null;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** null: SQLite file under dataDir; `sqlite:PATH`; or a postgres:// URL. */
+  url: string | null;
+  dataDir: string;
+  /** PostgreSQL only: the schema to work in (tests use one schema per run). */
+  schema?: string;
+  migrate?: boolean;
+}
+
+// int8 columns (counts, byte sizes, event ids) fit in a double for any realistic value.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  let database: Database;
+  if (opts.url && /^postgres(ql)?:\/\//.test(opts.url)) {
+    const pool = new pg.Pool({
+      connectionString: opts.url,
+      max: 10,
+      ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
+    });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    database = { db, dialect: 'postgres', pool, close: () => db.destroy() };
+  } else {
+    const file = opts.url?.startsWith('sqlite:') ? opts.url.slice('sqlite:'.length) : join(opts.dataDir, 'weft.sqlite');
+    mkdirSync(dirname(file), { recursive: true });
+    const handle = new SQLite(file);
+    handle.pragma('journal_mode = WAL');
+    handle.pragma('busy_timeout = 5000');
+    handle.pragma('foreign_keys = ON');
+    handle.pragma('synchronous = NORMAL');
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: handle }) });
+    database = { db, dialect: 'sqlite', pool: null, close: () => db.destroy() };
+  }
+  if (opts.migrate !== false) await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
+  return database;
+}
+
+export async function pingDatabase(database: Database): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(database.db);
+    return true;
+  } catch {
+    return false;
+  }
+}

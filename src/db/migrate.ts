@@ -1,0 +1,56 @@
+import { type Kysely, sql } from 'kysely';
+import * as m001 from './migrations/001_foundation.ts';
+import * as m002 from './migrations/002_teams_repos_pulls.ts';
+import type { Dialect } from './index.ts';
+
+export interface MigrationContext {
+  dialect: Dialect;
+}
+
+interface Migration {
+  name: string;
+  up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void>;
+}
+
+/** Every migration, in order. Never edit a shipped one: add the next file. */
+const MIGRATIONS: Migration[] = [
+  { name: '001_foundation', up: m001.up },
+  { name: '002_teams_repos_pulls', up: m002.up },
+];
+
+const MIGRATION_LOCK_KEY = 7_401_001;
+
+/**
+ * Applies the pending migrations, each in its own transaction. On PostgreSQL a session advisory
+ * lock makes concurrent starts of several instances take turns instead of racing.
+ */
+export async function migrateToLatest(db: Kysely<unknown>, dialect: Dialect): Promise<string[]> {
+  const applied: string[] = [];
+  await db.connection().execute(async (conn) => {
+    if (dialect === 'postgres') await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
+    try {
+      await conn.schema
+        .createTable('weft_migrations')
+        .ifNotExists()
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('applied_at', 'text', (c) => c.notNull())
+        .execute();
+      const done = new Set(
+        (await sql<{ name: string }>`select name from weft_migrations`.execute(conn)).rows.map((r) => r.name),
+      );
+      for (const migration of MIGRATIONS) {
+        if (done.has(migration.name)) continue;
+        await conn.transaction().execute(async (trx) => {
+          await migration.up(trx, { dialect });
+          await sql`insert into weft_migrations (name, applied_at) values (${migration.name}, ${new Date().toISOString()})`.execute(
+            trx,
+          );
+        });
+        applied.push(migration.name);
+      }
+    } finally {
+      if (dialect === 'postgres') await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn);
+    }
+  });
+  return applied;
+}

@@ -1,0 +1,153 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Table types. Both dialects store timestamps as ISO 8601 UTC text (one format, sortable as
+ * text) and booleans as 0/1 integers (better-sqlite3 cannot bind JS booleans), so one set of
+ * queries serves SQLite and PostgreSQL.
+ */
+export type Bool01 = 0 | 1;
+
+export interface UsersTable {
+  uuid: string;
+  username: string;
+  display_name: string;
+  email: string;
+  is_staff: Bool01;
+  is_active: Bool01;
+  ping_mentions: string;
+  password_hash: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApiTokensTable {
+  uuid: string;
+  user_uuid: string;
+  name: string;
+  token_hash: string;
+  expires_at: string | null;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface EventsTable {
+  id: Generated<number>;
+  kind: string;
+  scopes: string; // JSON array, for output; event_scopes is the index
+  actor_uuid: string | null;
+  actor_username: string | null;
+  payload: string; // JSON object
+  created_at: string;
+}
+
+export interface EventScopesTable {
+  event_id: number;
+  scope: string;
+}
+
+export interface TeamsTable {
+  uuid: string;
+  name: string;
+  slug: string;
+  is_active: Bool01;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TeamMembersTable {
+  team_uuid: string;
+  user_uuid: string;
+  role: string;
+  created_at: string;
+}
+
+export interface ReposTable {
+  uuid: string;
+  owner_kind: string; // 'team' | 'user'
+  owner_uuid: string;
+  name: string;
+  slug: string;
+  description: string | null;
+  about: string;
+  visibility: string;
+  default_branch: string;
+  public_repo_pull_policy: string;
+  max_disk_bytes: number;
+  disk_usage_bytes: number;
+  is_active: Bool01;
+  is_archived: Bool01;
+  fork_of_uuid: string | null;
+  pull_seq: number;
+  thread_seq: number;
+  created_by_uuid: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ForksTable {
+  uuid: string;
+  source_repo_uuid: string;
+  repo_uuid: string;
+  created_by_uuid: string;
+  created_at: string;
+}
+
+export interface ProtectionsTable {
+  uuid: string;
+  repo_uuid: string;
+  branch: string;
+  required_approvals: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ProtectionApproversTable {
+  protection_uuid: string;
+  user_uuid: string;
+  created_at: string;
+}
+
+export interface PullsTable {
+  uuid: string;
+  repo_uuid: string;
+  number: number;
+  title: string;
+  body: string;
+  source_branch: string;
+  target_branch: string;
+  status: string; // open | closed | merged
+  author_uuid: string;
+  created_at: string;
+  updated_at: string;
+  closed_at: string | null;
+  merged_at: string | null;
+  merged_by_uuid: string | null;
+  merge_commit_sha: string | null;
+  merge_strategy: string | null;
+}
+
+export interface ReviewsTable {
+  uuid: string;
+  pull_uuid: string;
+  author_uuid: string;
+  status: string;
+  body: string;
+  created_at: string;
+  removed_at: string | null;
+}
+
+export interface DB {
+  users: UsersTable;
+  api_tokens: ApiTokensTable;
+  events: EventsTable;
+  event_scopes: EventScopesTable;
+  teams: TeamsTable;
+  team_members: TeamMembersTable;
+  repos: ReposTable;
+  forks: ForksTable;
+  protections: ProtectionsTable;
+  protection_approvers: ProtectionApproversTable;
+  pulls: PullsTable;
+  reviews: ReviewsTable;
+}

@@ -1,0 +1,35 @@
+import { Type } from '@sinclair/typebox';
+import { NullableString, Timestamp } from '../http/schemas.ts';
+
+export const Event = Type.Object(
+  {
+    id: Type.String({ description: 'decimal string, increases with every event' }),
+    kind: Type.String(),
+    scopes: Type.Array(Type.String({ description: 'KIND:UUID' })),
+    actor: Type.Union([Type.Object({ uuid: Type.String(), username: Type.String() }), Type.Null()]),
+    payload: Type.Object({}, { additionalProperties: true }),
+    created_at: Timestamp,
+  },
+  { additionalProperties: false, title: 'Event' },
+);
+
+const Cursor = Type.String({ pattern: '^[0-9]{1,15}$', description: 'an event id' });
+
+export const EventsQuery = Type.Object({
+  scope: Type.String({ maxLength: 100, description: 'user:UUID, team:UUID, repo:UUID, thread:UUID, reply:UUID, pull:UUID, review:UUID or timer:UUID' }),
+  kind: Type.Optional(Type.String({ maxLength: 100 })),
+  before_id: Type.Optional(Cursor),
+  after_id: Type.Optional(Cursor),
+  per_page: Type.Optional(Type.Integer({ minimum: 1, description: 'default 30, larger values clamp to 100' })),
+});
+
+export const CursorPage = Type.Object(
+  {
+    results: Type.Array(Event),
+    next: NullableString({ description: 'newer events (after_id), or null when none exist now' }),
+    previous: NullableString({ description: 'older events (before_id), or null when none exist now' }),
+  },
+  { additionalProperties: false },
+);
+
+export const EventParams = Type.Object({ id: Type.String({ maxLength: 40 }) });

@@ -1,0 +1,115 @@
+import { type Kysely, type Transaction, sql } from 'kysely';
+import type { Dialect } from '../db/index.ts';
+import type { DB } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { nowIso } from '../time.ts';
+
+export interface EventActor {
+  uuid: string;
+  username: string;
+}
+
+export interface EventInput {
+  kind: string;
+  scopes: string[];
+  actor: EventActor | null;
+  payload: Record<string, unknown>;
+}
+
+export interface EventRecord {
+  id: string;
+  kind: string;
+  scopes: string[];
+  actor: EventActor | null;
+  payload: Record<string, unknown>;
+  created_at: string;
+}
+
+/** A transaction plus `emit`, which records an event in that same transaction (the outbox). */
+export interface TxContext {
+  db: Transaction<DB>;
+  dialect: Dialect;
+  emit(event: EventInput): Promise<EventRecord>;
+}
+
+// Event-writing transactions on PostgreSQL take this lock, so ids commit in increasing order
+// and a reader that saw id N can never later see a smaller id appear (no gaps on resume).
+const EVENT_ORDER_LOCK = 7_401_002;
+
+async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
+  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`.execute(db);
+  const created_at = nowIso();
+  const row = await db
+    .insertInto('events')
+    .values({
+      kind: input.kind,
+      scopes: JSON.stringify(input.scopes),
+      actor_uuid: input.actor?.uuid ?? null,
+      actor_username: input.actor?.username ?? null,
+      payload: JSON.stringify(input.payload),
+      created_at,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const scopes = [...new Set(input.scopes)];
+  if (scopes.length) {
+    await db
+      .insertInto('event_scopes')
+      .values(scopes.map((scope) => ({ event_id: row.id, scope })))
+      .execute();
+  }
+  return {
+    id: String(row.id),
+    kind: input.kind,
+    scopes,
+    actor: input.actor,
+    payload: input.payload,
+    created_at,
+  };
+}
+
+/**
+ * Runs `fn` in one transaction; events it emits are written in that transaction and published
+ * to live subscribers only after commit. No change without its event, no event without its change.
+ */
+export async function inTransaction<T>(deps: Deps, fn: (tx: TxContext) => Promise<T>): Promise<T> {
+  const emitted: EventRecord[] = [];
+  const result = await deps.db.transaction().execute((trx) =>
+    fn({
+      db: trx,
+      dialect: deps.dialect,
+      emit: async (input) => {
+        const record = await insertEvent(trx, deps.dialect, input);
+        emitted.push(record);
+        return record;
+      },
+    }),
+  );
+  for (const event of emitted) deps.bus.publish(event);
+  return result;
+}
+
+type EventRow = {
+  id: number;
+  kind: string;
+  scopes: string;
+  actor_uuid: string | null;
+  actor_username: string | null;
+  payload: string;
+  created_at: string;
+};
+
+export function eventFromRow(row: EventRow): EventRecord {
+  return {
+    id: String(row.id),
+    kind: row.kind,
+    scopes: JSON.parse(row.scopes) as string[],
+    actor: row.actor_uuid ? { uuid: row.actor_uuid, username: row.actor_username ?? '' } : null,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    created_at: row.created_at,
+  };
+}
+
+export async function getEventRow(db: Kysely<DB>, id: number): Promise<EventRow | undefined> {
+  return db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
+}

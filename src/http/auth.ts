@@ -1,0 +1,60 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { unauthorized } from '../errors.ts';
+import { authenticateSecret } from '../tokens/service.ts';
+import type { Viewer } from '../viewer.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    viewer: Viewer | null;
+  }
+  interface FastifyContextConfig {
+    /** No authentication requirement is declared for this route. */
+    public?: boolean;
+  }
+}
+
+/** Extracts the token from `Bearer <token>` or `Basic base64(":" + token)`; null when absent. */
+export function tokenFromHeader(header: string | undefined): string | null | false {
+  if (header === undefined || header === '') return null;
+  const match = /^(\S+)\s+(\S+)$/.exec(header.trim());
+  if (!match) return false;
+  const scheme = match[1]!.toLowerCase();
+  const value = match[2]!;
+  if (scheme === 'bearer') return value;
+  if (scheme === 'basic') {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) return false;
+    // decisions §2: an empty username with the token as the password. git clients may send a
+    // username anyway; the password is what authenticates.
+    const password = decoded.slice(colon + 1);
+    return password || false;
+  }
+  return false;
+}
+
+export function requireViewer(request: FastifyRequest): Viewer {
+  if (!request.viewer) throw unauthorized();
+  return request.viewer;
+}
+
+/**
+ * Authenticates every request that carries credentials; a route not marked public refuses
+ * anonymous callers with 401. Bad credentials are 401 even on public routes.
+ */
+export function installAuth(app: FastifyInstance, deps: Deps): void {
+  app.decorateRequest('viewer', null);
+  app.addHook('onRequest', async (request) => {
+    const token = tokenFromHeader(request.headers.authorization);
+    if (token === false) throw unauthorized('Malformed Authorization header: use Bearer or Basic with the API token.');
+    if (token !== null) {
+      const viewer = await authenticateSecret(deps, token);
+      if (!viewer) throw unauthorized('The API token is invalid, expired or revoked.');
+      request.viewer = viewer;
+      return;
+    }
+    const isPublic = request.routeOptions.config?.public === true || request.routeOptions.url === undefined;
+    if (!isPublic) throw unauthorized();
+  });
+}

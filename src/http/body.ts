@@ -1,0 +1,48 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError, badRequest } from '../errors.ts';
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Rejects prototype-poisoning keys and NUL characters (PostgreSQL text cannot hold them). */
+function checkValue(value: unknown, depth: number): void {
+  if (depth > 32) throw badRequest('JSON body is nested too deeply.');
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw badRequest('Strings must not contain NUL characters.');
+  } else if (Array.isArray(value)) {
+    for (const item of value) checkValue(item, depth + 1);
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      if (FORBIDDEN_KEYS.has(key)) throw badRequest(`Property "${key}" is not allowed.`);
+      if (key.includes('\u0000')) throw badRequest('Property names must not contain NUL characters.');
+      checkValue(item, depth + 1);
+    }
+  }
+}
+
+/** The JSON body parser: UTF-8 must be valid, the JSON well formed, an empty body is no body. */
+export function installJsonParser(app: FastifyInstance): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json$/, { parseAs: 'buffer' }, (_req, body, done) => {
+    const buffer = body as Buffer;
+    if (buffer.length === 0) return done(null, undefined);
+    let text: string;
+    try {
+      text = strictUtf8.decode(buffer);
+    } catch {
+      return done(new AppError(400, 'invalid_request', 'Request body is not valid UTF-8.'), undefined);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      return done(badRequest(`Malformed JSON body: ${(err as Error).message}`), undefined);
+    }
+    try {
+      checkValue(parsed, 0);
+    } catch (err) {
+      return done(err as Error, undefined);
+    }
+    done(null, parsed);
+  });
+}

@@ -1,0 +1,67 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { AppError } from '../errors.ts';
+
+const CODE_BY_STATUS: Record<number, string> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  409: 'conflict',
+  410: 'gone',
+  413: 'payload_too_large',
+  414: 'uri_too_long',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  431: 'request_header_fields_too_large',
+  503: 'service_unavailable',
+};
+
+export const WWW_AUTHENTICATE = 'Bearer realm="api", Basic realm="api"';
+
+function validationDetail(error: FastifyError): string {
+  const first = error.validation?.[0];
+  const where = error.validationContext ?? 'request';
+  if (!first) return error.message;
+  const path = first.instancePath ? `${where}${first.instancePath.replace(/\//g, '.')}` : where;
+  if (first.keyword === 'additionalProperties') {
+    const prop = (first.params as { additionalProperty?: string }).additionalProperty;
+    return `${where} has an unknown property "${prop}".`;
+  }
+  if (first.keyword === 'required') {
+    const prop = (first.params as { missingProperty?: string }).missingProperty;
+    return `${where} is missing the required property "${prop}".`;
+  }
+  return `${path} ${first.message ?? 'is invalid'}.`;
+}
+
+/** Every failure, ours or Fastify's, leaves as the error envelope of decisions §1. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    if (error instanceof AppError) {
+      if (error.status === 401) reply.header('www-authenticate', WWW_AUTHENTICATE);
+      if (error.headers) reply.headers(error.headers);
+      const body: Record<string, unknown> = { error: error.code, detail: error.detail };
+      if (error.conflictPaths) body.conflict_paths = error.conflictPaths;
+      return reply.status(error.status).send(body);
+    }
+    if (error.validation) {
+      return reply.status(400).send({ error: 'invalid_request', detail: validationDetail(error) });
+    }
+    const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
+    if (status >= 400 && status < 500) {
+      let detail = error.message;
+      if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') detail = 'Request body is too large.';
+      if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+        detail = `Unsupported Content-Type "${request.headers['content-type'] ?? ''}"; send application/json.`;
+      return reply.status(status).send({ error: CODE_BY_STATUS[status] ?? 'invalid_request', detail });
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return reply.status(500).send({ error: 'internal_error', detail: 'An internal error occurred.' });
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404).send({ error: 'not_found', detail: `No route for ${request.method} ${request.url.split('?')[0]}.` });
+  });
+}

@@ -1,0 +1,49 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import { SECURED } from './route-schemas.ts';
+import { ErrorBody } from './schemas.ts';
+
+const API_DESCRIPTION = `Weft: self-hostable collaboration hosting for source repositories.
+
+Conventions (see the README for the full list):
+- Errors are \`{error, detail}\` (plus \`conflict_paths\` on merge conflicts); \`error\` is a stable snake_case code.
+- Unknown body properties, wrong types and malformed JSON are 400 \`invalid_request\`; bodies must be valid UTF-8 JSON (1 MiB at most) and strings may not contain NUL.
+- Lists return a Page \`{results, next, previous}\`: \`page\` (default 1), \`per_page\` (default 30, values above 100 clamp to 100); \`next\`/\`previous\` keep every other query parameter; a \`Link\` header carries first/prev/next.
+- Authenticate with \`Authorization: Bearer <token>\` or Basic with an empty username and the token as password. A private resource you cannot see is 404, never 403.
+- Timestamps are ISO 8601 UTC with milliseconds and Z.`;
+
+/**
+ * Registers @fastify/swagger (OpenAPI 3.1.0 from the route schemas) and fills in, for every
+ * route, the security requirement and the error responses every route can give.
+ */
+export async function installOpenApi(app: FastifyInstance): Promise<void> {
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs') || route.schema?.hide) return;
+    const schema = (route.schema ??= {});
+    const isPublic = route.config?.public === true;
+    const s = schema as Record<string, unknown>;
+    s.security ??= isPublic ? [] : SECURED;
+    const response = (schema.response ??= {}) as Record<string, unknown>;
+    const common = isPublic ? [400, 404, 500] : [400, 401, 404, 500];
+    if (route.schema?.body) common.push(413, 415);
+    if (!isPublic || route.method !== 'GET') common.push(429);
+    for (const status of common) response[status] ??= ErrorBody;
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Weft API', version: '0.1.0', description: API_DESCRIPTION },
+      servers: [{ url: '/api/v1' }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'API token' },
+          basic: { type: 'http', scheme: 'basic', description: 'empty username, API token as password' },
+        },
+      },
+    },
+    transform: ({ schema, url }) => ({ schema: schema as never, url: url.replace(/^\/api\/v1/, '') }),
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } as never });
+}

@@ -1,0 +1,63 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+export const DEFAULT_PER_PAGE = 30;
+export const MAX_PER_PAGE = 100;
+
+export interface PageParams {
+  page: number;
+  perPage: number;
+  offset: number;
+  /** rows to fetch: one more than a page, to know whether a next page exists */
+  limit: number;
+}
+
+export function pageParams(query: { page?: number; per_page?: number }): PageParams {
+  const page = query.page ?? 1;
+  const perPage = Math.min(query.per_page ?? DEFAULT_PER_PAGE, MAX_PER_PAGE);
+  return { page, perPage, offset: (page - 1) * perPage, limit: perPage + 1 };
+}
+
+/** The request's own path and query with some parameters replaced; all others are kept. */
+export function linkWith(request: FastifyRequest, changes: Record<string, string | null>): string {
+  const url = new URL(request.url, 'http://x');
+  for (const [key, value] of Object.entries(changes)) {
+    if (value === null) url.searchParams.delete(key);
+    else url.searchParams.set(key, value);
+  }
+  return url.pathname + url.search;
+}
+
+function setLinkHeader(reply: FastifyReply, links: Record<string, string | null>): void {
+  const parts = Object.entries(links)
+    .filter((e): e is [string, string] => e[1] !== null)
+    .map(([rel, url]) => `<${url}>; rel="${rel}"`);
+  if (parts.length) reply.header('link', parts.join(', '));
+}
+
+export interface PageEnvelope<T> {
+  results: T[];
+  next: string | null;
+  previous: string | null;
+}
+
+/**
+ * Builds the Page envelope from `limit` fetched rows (one more than a page) and sets a Link
+ * header with first/prev/next, as GitHub does.
+ */
+export function pageOf<T>(request: FastifyRequest, reply: FastifyReply, p: PageParams, rows: T[]): PageEnvelope<T> {
+  const hasNext = rows.length > p.perPage;
+  const results = hasNext ? rows.slice(0, p.perPage) : rows;
+  const perPage = String(p.perPage);
+  const next = hasNext ? linkWith(request, { page: String(p.page + 1), per_page: perPage }) : null;
+  const previous = p.page > 1 ? linkWith(request, { page: String(p.page - 1), per_page: perPage }) : null;
+  setLinkHeader(reply, {
+    first: linkWith(request, { page: '1', per_page: perPage }),
+    prev: previous,
+    next,
+  });
+  return { results, next, previous };
+}
+
+export function cursorLinks(reply: FastifyReply, next: string | null, previous: string | null): void {
+  setLinkHeader(reply, { prev: previous, next });
+}

@@ -1,0 +1,45 @@
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { openDatabase } from './db/index.ts';
+import type { Deps } from './deps.ts';
+import { EventBus } from './events/bus.ts';
+import { bootstrapAdmin } from './users/service.ts';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`weft: configuration error: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const deps: Deps = { config, database, db: database.db, dialect: database.dialect, bus: new EventBus() };
+  const app = await buildApp(deps);
+  if (await bootstrapAdmin(deps)) app.log.info({ username: config.bootstrapAdminUsername }, 'bootstrap admin created');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const timer = setTimeout(() => process.exit(1), 15_000);
+    timer.unref();
+    await app.close();
+    await database.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  await app.listen({ port: config.port, host: config.host });
+  app.log.info({ dialect: database.dialect, publicUrl: config.publicUrl }, 'weft is serving');
+}
+
+main().catch((err) => {
+  console.error('weft: failed to start:', err);
+  process.exit(1);
+});

@@ -1,0 +1,216 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { badRequest, forbidden, notFound } from '../errors.ts';
+import { type TxContext, inTransaction } from '../events/service.ts';
+import { canonicalTimestamp, nowIso } from '../time.ts';
+import type { Viewer } from '../viewer.ts';
+import { hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
+
+type TokenRow = Selectable<ApiTokensTable>;
+type TokenWithUser = TokenRow & { username: string };
+
+export interface TokenJson {
+  uuid: string;
+  name: string;
+  username: string;
+  expires_at: string | null;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface CreatedToken extends TokenJson {
+  token: string;
+}
+
+export function tokenToJson(row: TokenWithUser): TokenJson {
+  return {
+    uuid: row.uuid,
+    name: row.name,
+    username: row.username,
+    expires_at: row.expires_at,
+    created_at: row.created_at,
+    last_used_at: row.last_used_at,
+    revoked_at: row.revoked_at,
+  };
+}
+
+// last_used_at is kept to the minute: a request writes it only when the stored value is older.
+const LAST_USED_GRANULARITY_MS = 60_000;
+
+/** Resolves a secret to its viewer; null for unknown, revoked, expired or deactivated. */
+export async function authenticateSecret(deps: Deps, secret: string): Promise<Viewer | null> {
+  if (secret.length > 200) return null;
+  const hash = hashSecret(secret);
+  const row = await deps.db
+    .selectFrom('api_tokens as t')
+    .innerJoin('users as u', 'u.uuid', 't.user_uuid')
+    .select([
+      't.uuid',
+      't.token_hash',
+      't.expires_at',
+      't.revoked_at',
+      't.last_used_at',
+      'u.uuid as user_uuid',
+      'u.username',
+      'u.is_staff',
+      'u.is_active',
+    ])
+    .where('t.token_hash', '=', hash)
+    .executeTakeFirst();
+  if (!row || !hashesEqual(row.token_hash, hash)) return null;
+  const now = Date.now();
+  if (row.revoked_at !== null || row.is_active !== 1) return null;
+  if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
+  if (row.last_used_at === null || now - Date.parse(row.last_used_at) >= LAST_USED_GRANULARITY_MS) {
+    deps.db
+      .updateTable('api_tokens')
+      .set({ last_used_at: new Date(now).toISOString() })
+      .where('uuid', '=', row.uuid)
+      .execute()
+      .catch(() => {
+        /* a missed last_used_at write is harmless; the next request retries */
+      });
+  }
+  return { uuid: row.user_uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: row.uuid };
+}
+
+function validExpiry(value: string | null | undefined): string | null {
+  if (value === undefined || value === null) return null;
+  const canonical = canonicalTimestamp(value);
+  if (!canonical) throw badRequest('expires_at must be an ISO 8601 timestamp.');
+  if (Date.parse(canonical) <= Date.now()) throw badRequest('expires_at must be in the future.');
+  return canonical;
+}
+
+/** Creates a token for `owner` inside a transaction; the secret is returned once, never stored. */
+export async function createTokenFor(
+  tx: TxContext,
+  owner: Selectable<UsersTable>,
+  input: { name: string; expires_at?: string | null; secret?: string },
+  actor: Viewer | null,
+): Promise<CreatedToken> {
+  const secret = input.secret ?? newTokenSecret();
+  const row: TokenRow = {
+    uuid: randomUUID(),
+    user_uuid: owner.uuid,
+    name: input.name,
+    token_hash: hashSecret(secret),
+    expires_at: validExpiry(input.expires_at),
+    created_at: nowIso(),
+    last_used_at: null,
+    revoked_at: null,
+  };
+  await tx.db.insertInto('api_tokens').values(row).execute();
+  await tx.emit({
+    kind: 'token-created',
+    scopes: [`user:${owner.uuid}`],
+    actor: actor ? { uuid: actor.uuid, username: actor.username } : { uuid: owner.uuid, username: owner.username },
+    payload: { token_uuid: row.uuid, name: row.name, username: owner.username, expires_at: row.expires_at },
+  });
+  return { ...tokenToJson({ ...row, username: owner.username }), token: secret };
+}
+
+async function ownerFor(db: Kysely<DB>, viewer: Viewer, username: string | null | undefined) {
+  const wanted = username?.trim().toLowerCase();
+  if (!wanted || wanted === viewer.username) {
+    return db.selectFrom('users').selectAll().where('uuid', '=', viewer.uuid).executeTakeFirstOrThrow();
+  }
+  if (!viewer.isStaff) throw forbidden("Only staff can manage another user's tokens.");
+  const row = await db.selectFrom('users').selectAll().where('username', '=', wanted).executeTakeFirst();
+  if (!row) throw notFound('User');
+  return row;
+}
+
+export async function createToken(
+  deps: Deps,
+  viewer: Viewer,
+  input: { name: string; expires_at?: string | null; username?: string | null },
+): Promise<CreatedToken> {
+  const name = input.name.trim();
+  if (!name) throw badRequest('name must not be blank.');
+  validExpiry(input.expires_at);
+  const owner = await ownerFor(deps.db, viewer, input.username);
+  return inTransaction(deps, (tx) => createTokenFor(tx, owner, { name, expires_at: input.expires_at }, viewer));
+}
+
+export const TOKEN_ORDERINGS = ['created_at', '-created_at', 'name', '-name', 'last_used_at', '-last_used_at'] as const;
+
+export async function listTokens(
+  deps: Deps,
+  viewer: Viewer,
+  opts: { username?: string; name?: string; ordering?: string; offset: number; limit: number },
+): Promise<TokenJson[]> {
+  const ordering = opts.ordering ?? 'created_at';
+  if (!(TOKEN_ORDERINGS as readonly string[]).includes(ordering)) {
+    throw badRequest(`ordering must be one of ${TOKEN_ORDERINGS.join(', ')}.`);
+  }
+  const owner = await ownerFor(deps.db, viewer, opts.username);
+  const column = ordering.replace(/^-/, '') as 'created_at' | 'name' | 'last_used_at';
+  const direction = ordering.startsWith('-') ? 'desc' : 'asc';
+  let q = deps.db
+    .selectFrom('api_tokens as t')
+    .innerJoin('users as u', 'u.uuid', 't.user_uuid')
+    .selectAll('t')
+    .select('u.username')
+    .where('t.user_uuid', '=', owner.uuid);
+  if (opts.name !== undefined) q = q.where('t.name', '=', opts.name);
+  // nulls (never used) sort last either way, the same on both dialects
+  if (column === 'last_used_at') q = q.orderBy((eb) => eb.case().when('t.last_used_at', 'is', null).then(1).else(0).end());
+  const rows = await q
+    .orderBy(`t.${column}`, direction)
+    .orderBy('t.uuid')
+    .offset(opts.offset)
+    .limit(opts.limit)
+    .execute();
+  return rows.map(tokenToJson);
+}
+
+/** A token the viewer may see: their own, or anyone's for staff. Others are 404. */
+async function visibleToken(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<TokenWithUser> {
+  const row = await db
+    .selectFrom('api_tokens as t')
+    .innerJoin('users as u', 'u.uuid', 't.user_uuid')
+    .selectAll('t')
+    .select('u.username')
+    .where('t.uuid', '=', uuid)
+    .executeTakeFirst();
+  if (!row || (row.user_uuid !== viewer.uuid && !viewer.isStaff)) throw notFound('API token');
+  return row;
+}
+
+export async function getToken(deps: Deps, viewer: Viewer, uuid: string): Promise<TokenJson> {
+  return tokenToJson(await visibleToken(deps.db, viewer, uuid));
+}
+
+export async function deleteToken(deps: Deps, viewer: Viewer, uuid: string): Promise<void> {
+  await inTransaction(deps, async (tx) => {
+    const row = await visibleToken(tx.db, viewer, uuid);
+    await tx.db.deleteFrom('api_tokens').where('uuid', '=', uuid).execute();
+    await tx.emit({
+      kind: 'token-deleted',
+      scopes: [`user:${row.user_uuid}`],
+      actor: { uuid: viewer.uuid, username: viewer.username },
+      payload: { token_uuid: row.uuid, name: row.name, username: row.username },
+    });
+  });
+}
+
+/** Revoking is idempotent: a revoked token keeps its first revoked_at. */
+export async function revokeToken(deps: Deps, viewer: Viewer, uuid: string): Promise<TokenJson> {
+  return inTransaction(deps, async (tx) => {
+    const row = await visibleToken(tx.db, viewer, uuid);
+    if (row.revoked_at !== null) return tokenToJson(row);
+    const revoked_at = nowIso();
+    await tx.db.updateTable('api_tokens').set({ revoked_at }).where('uuid', '=', uuid).execute();
+    await tx.emit({
+      kind: 'token-revoked',
+      scopes: [`user:${row.user_uuid}`],
+      actor: { uuid: viewer.uuid, username: viewer.username },
+      payload: { token_uuid: row.uuid, name: row.name, username: row.username },
+    });
+    return tokenToJson({ ...row, revoked_at });
+  });
+}

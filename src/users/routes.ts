@@ -1,0 +1,126 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { requireViewer } from '../http/auth.ts';
+import { pageOf, pageParams } from '../http/paging.ts';
+import { errors } from '../http/route-schemas.ts';
+import { Availability, Page } from '../http/schemas.ts';
+import { CreatedToken } from '../tokens/schemas.ts';
+import {
+  CheckUsernameQuery,
+  CreateUserBody,
+  ListUsersQuery,
+  LoginBody,
+  UpdateUserBody,
+  User,
+  UsernameParams,
+} from './schemas.ts';
+import { checkUsername, createUser, getUser, listUsers, login, updateUser, userToJson } from './service.ts';
+
+export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['users'];
+
+  r.post(
+    '/users',
+    {
+      schema: {
+        tags,
+        summary: 'Create a user (staff only)',
+        body: CreateUserBody,
+        response: { 201: User, ...errors(403, 409) },
+      },
+    },
+    async (request, reply) => {
+      const viewer = requireViewer(request);
+      const { user } = await createUser(deps, viewer, request.body);
+      return reply.status(201).send(userToJson(user, viewer));
+    },
+  );
+
+  r.get(
+    '/user',
+    { schema: { tags, summary: 'The authenticated user', response: { 200: User } } },
+    async (request) => {
+      const viewer = requireViewer(request);
+      return userToJson(await getUser(deps, viewer, viewer.username), viewer);
+    },
+  );
+
+  r.get(
+    '/users',
+    {
+      schema: {
+        tags,
+        summary: 'List users (staff only), oldest first',
+        querystring: ListUsersQuery,
+        response: { 200: Page(User), ...errors(403) },
+      },
+    },
+    async (request, reply) => {
+      const viewer = requireViewer(request);
+      const p = pageParams(request.query);
+      const rows = await listUsers(deps, viewer, { search: request.query.search, offset: p.offset, limit: p.limit });
+      return pageOf(request, reply, p, rows.map((row) => userToJson(row, viewer)));
+    },
+  );
+
+  r.get(
+    '/users/:username',
+    { schema: { tags, summary: 'Get a user', params: UsernameParams, response: { 200: User } } },
+    async (request) => {
+      const viewer = requireViewer(request);
+      return userToJson(await getUser(deps, viewer, request.params.username), viewer);
+    },
+  );
+
+  r.put(
+    '/users/:username',
+    {
+      schema: {
+        tags,
+        summary: 'Update a user (self or staff; is_staff and is_active by staff only)',
+        params: UsernameParams,
+        body: UpdateUserBody,
+        response: { 200: User, ...errors(403) },
+      },
+    },
+    async (request) => {
+      const viewer = requireViewer(request);
+      return userToJson(await updateUser(deps, viewer, request.params.username, request.body), viewer);
+    },
+  );
+
+  r.get(
+    '/check-username',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        summary: 'Is a username available? 200 when free, 409 with a free suggestion when taken or reserved',
+        querystring: CheckUsernameQuery,
+        response: { 200: Availability, 409: Availability },
+      },
+    },
+    async (request, reply) => {
+      const result = await checkUsername(deps, request.query.username);
+      return reply.status(result.available ? 200 : 409).send(result);
+    },
+  );
+
+  r.post(
+    '/auth/login',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['auth'],
+        summary: 'Exchange a username and password for a new API token',
+        body: LoginBody,
+        response: { 201: CreatedToken, ...errors(401) },
+      },
+    },
+    async (request, reply) => reply.status(201).send(await login(deps, request.body)),
+  );
+  void Type;
+}

@@ -1,0 +1,216 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import { containsText } from '../db/like.ts';
+import type { DB, UsersTable } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { AppError, badRequest, conflict, forbidden, notFound, unauthorized } from '../errors.ts';
+import { inTransaction } from '../events/service.ts';
+import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
+import { nowIso } from '../time.ts';
+import { type CreatedToken, createTokenFor } from '../tokens/service.ts';
+import type { Viewer } from '../viewer.ts';
+import { hashPassword, verifyPassword } from './password.ts';
+
+export type UserRow = Selectable<UsersTable>;
+
+export interface UserJson {
+  uuid: string;
+  username: string;
+  display_name: string;
+  email: string | null;
+  is_staff: boolean;
+  is_active: boolean;
+  ping_mentions: 'everyone' | 'team_only' | 'disabled';
+  created_at: string;
+}
+
+export function userToJson(row: UserRow, viewer: Viewer | null): UserJson {
+  const seesEmail = viewer !== null && (viewer.isStaff || viewer.uuid === row.uuid);
+  return {
+    uuid: row.uuid,
+    username: row.username,
+    display_name: row.display_name,
+    email: seesEmail ? row.email : null,
+    is_staff: row.is_staff === 1,
+    is_active: row.is_active === 1,
+    ping_mentions: row.ping_mentions as UserJson['ping_mentions'],
+    created_at: row.created_at,
+  };
+}
+
+export async function findUserByUsername(db: Kysely<DB>, username: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('username', '=', username.toLowerCase()).executeTakeFirst();
+}
+
+export async function findUserByUuid(db: Kysely<DB>, uuid: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+}
+
+/** An active user by name, or 404: inactive users are hidden from everyone but staff. */
+export async function requireActiveUser(db: Kysely<DB>, username: string): Promise<UserRow> {
+  const row = await findUserByUsername(db, username);
+  if (!row || row.is_active !== 1) throw notFound('User');
+  return row;
+}
+
+export async function isUsernameTaken(db: Kysely<DB>, username: string): Promise<boolean> {
+  if (isReserved('username', username)) return true;
+  const row = await db.selectFrom('users').select('uuid').where('username', '=', username).executeTakeFirst();
+  return row !== undefined;
+}
+
+export interface CreateUserInput {
+  username: string;
+  email: string;
+  display_name?: string;
+  is_staff?: boolean;
+  password?: string;
+}
+
+/**
+ * Creates a user. `actor` null means the system (bootstrap, CLI, signup); otherwise it must be
+ * staff. Returns the row; callers needing a token make one in the same transaction via `withToken`.
+ */
+export async function createUser(
+  deps: Deps,
+  actor: Viewer | null,
+  input: CreateUserInput,
+  withToken?: { name: string; secret?: string },
+  opts: { allowReserved?: boolean } = {},
+): Promise<{ user: UserRow; token: CreatedToken | null }> {
+  if (actor && !actor.isStaff) throw forbidden('Only staff can create users.');
+  const username = normalizeName('username', input.username);
+  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+  return inTransaction(deps, async (tx) => {
+    const reserved = isReserved('username', username) && !opts.allowReserved;
+    const exists = await tx.db.selectFrom('users').select('uuid').where('username', '=', username).executeTakeFirst();
+    if (reserved || exists) {
+      throw conflict('username_taken', `The username "${username}" is not available.`);
+    }
+    const now = nowIso();
+    const row: UserRow = {
+      uuid: randomUUID(),
+      username,
+      display_name: (input.display_name ?? '').trim(),
+      email: input.email.trim(),
+      is_staff: input.is_staff ? 1 : 0,
+      is_active: 1,
+      ping_mentions: 'everyone',
+      password_hash: passwordHash,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await tx.db.insertInto('users').values(row).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict('username_taken', `The username "${username}" is not available.`);
+      throw err;
+    }
+    await tx.emit({
+      kind: 'user-created',
+      scopes: [`user:${row.uuid}`],
+      actor: actor ? { uuid: actor.uuid, username: actor.username } : null,
+      payload: { user_uuid: row.uuid, username },
+    });
+    const token = withToken ? await createTokenFor(tx, row, { name: withToken.name, secret: withToken.secret }, actor) : null;
+    return { user: row, token };
+  });
+}
+
+/** True for a unique-constraint failure on either dialect. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+export async function listUsers(
+  deps: Deps,
+  viewer: Viewer,
+  opts: { search?: string; offset: number; limit: number },
+): Promise<UserRow[]> {
+  if (!viewer.isStaff) throw forbidden('Only staff can list users.');
+  let q = deps.db.selectFrom('users').selectAll();
+  if (opts.search) {
+    const s = opts.search;
+    q = q.where((eb) =>
+      eb.or([eb(containsText('username', s), '=', true), eb(containsText('display_name', s), '=', true), eb(containsText('email', s), '=', true)]),
+    );
+  }
+  return q.orderBy('created_at').orderBy('uuid').offset(opts.offset).limit(opts.limit).execute();
+}
+
+export async function getUser(deps: Deps, viewer: Viewer, username: string): Promise<UserRow> {
+  const row = await findUserByUsername(deps.db, username);
+  if (!row || (row.is_active !== 1 && !viewer.isStaff)) throw notFound('User');
+  return row;
+}
+
+export interface UpdateUserInput {
+  display_name?: string;
+  email?: string;
+  ping_mentions?: string;
+  password?: string;
+  is_staff?: boolean;
+  is_active?: boolean;
+}
+
+export async function updateUser(deps: Deps, viewer: Viewer, username: string, input: UpdateUserInput): Promise<UserRow> {
+  const row = await getUser(deps, viewer, username);
+  if (!viewer.isStaff && viewer.uuid !== row.uuid) throw forbidden('You can only change your own account.');
+  if (!viewer.isStaff && (input.is_staff !== undefined || input.is_active !== undefined)) {
+    throw forbidden('Only staff can change is_staff or is_active.');
+  }
+  const changes: Partial<UserRow> = { updated_at: nowIso() };
+  if (input.display_name !== undefined) changes.display_name = input.display_name.trim();
+  if (input.email !== undefined) changes.email = input.email.trim();
+  if (input.ping_mentions !== undefined) changes.ping_mentions = input.ping_mentions;
+  if (input.password !== undefined) changes.password_hash = await hashPassword(input.password);
+  if (input.is_staff !== undefined) changes.is_staff = input.is_staff ? 1 : 0;
+  if (input.is_active !== undefined) changes.is_active = input.is_active ? 1 : 0;
+  return inTransaction(deps, async (tx) => {
+    await tx.db.updateTable('users').set(changes).where('uuid', '=', row.uuid).execute();
+    const updated = (await findUserByUuid(tx.db, row.uuid))!;
+    await tx.emit({
+      kind: 'user-updated',
+      scopes: [`user:${row.uuid}`],
+      actor: { uuid: viewer.uuid, username: viewer.username },
+      payload: { user_uuid: row.uuid, username: row.username, fields: Object.keys(input).filter((k) => k !== 'password') },
+    });
+    return updated;
+  });
+}
+
+export async function checkUsername(deps: Deps, raw: string): Promise<{ available: boolean; suggestion: string | null }> {
+  const username = raw.trim().toLowerCase();
+  const problem = nameRuleError('username', username);
+  if (problem) throw badRequest(problem);
+  if (!(await isUsernameTaken(deps.db, username))) return { available: true, suggestion: null };
+  return { available: false, suggestion: await suggestName('username', username, (c) => isUsernameTaken(deps.db, c)) };
+}
+
+export async function login(
+  deps: Deps,
+  input: { username: string; password: string; token_name: string },
+): Promise<CreatedToken> {
+  const row = await findUserByUsername(deps.db, input.username.trim());
+  const ok = row?.password_hash && row.is_active === 1 ? await verifyPassword(input.password, row.password_hash) : false;
+  if (!row || !ok) throw unauthorized('Wrong username or password.');
+  const name = input.token_name.trim();
+  if (!name) throw badRequest('token_name must not be blank.');
+  return inTransaction(deps, (tx) => createTokenFor(tx, row, { name }, { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: '' }));
+}
+
+/** BOOTSTRAP_ADMIN_TOKEN: create the staff user with that exact secret when it does not exist. */
+export async function bootstrapAdmin(deps: Deps): Promise<boolean> {
+  const { bootstrapAdminToken: secret, bootstrapAdminUsername: username } = deps.config;
+  if (!secret) return false;
+  if (await findUserByUsername(deps.db, username)) return false;
+  try {
+    await createUser(deps, null, { username, email: `${username}@localhost`, is_staff: true }, { name: 'bootstrap', secret }, { allowReserved: true });
+  } catch (err) {
+    // Another instance bootstrapped at the same moment.
+    if (err instanceof AppError && err.code === 'username_taken') return false;
+    throw err;
+  }
+  return true;
+}
