@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
-import { type EventRecord, eventFromRow } from './service.ts';
+import { type EventRecord, type EventRow, eventFromRow } from './service.ts';
 import { canReadScope, parseScope, scopeChecker } from './scopes.ts';
 
 export interface CursorQuery {
@@ -41,7 +41,7 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
     if (q.kind) query = query.where('e.kind', '=', q.kind);
     return query;
   };
-  let rows;
+  let rows: EventRow[];
   if (q.after_id !== undefined) {
     rows = await base().selectAll('e').where('e.id', '>', Number(q.after_id)).orderBy('e.id', 'asc').limit(q.perPage).execute();
   } else {

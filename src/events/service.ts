@@ -89,7 +89,7 @@ export async function inTransaction<T>(deps: Deps, fn: (tx: TxContext) => Promis
   return result;
 }
 
-type EventRow = {
+export type EventRow = {
   id: number;
   kind: string;
   scopes: string;

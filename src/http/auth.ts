@@ -54,7 +54,8 @@ export function installAuth(app: FastifyInstance, deps: Deps): void {
       request.viewer = viewer;
       return;
     }
-    const isPublic = request.routeOptions.config?.public === true || request.routeOptions.url === undefined;
+    const url = request.routeOptions.url;
+    const isPublic = request.routeOptions.config?.public === true || url === undefined || url.startsWith('/docs');
     if (!isPublic) throw unauthorized();
   });
 }

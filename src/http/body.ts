@@ -22,7 +22,8 @@ function checkValue(value: unknown, depth: number): void {
 
 /** The JSON body parser: UTF-8 must be valid, the JSON well formed, an empty body is no body. */
 export function installJsonParser(app: FastifyInstance): void {
-  app.removeContentTypeParser('application/json');
+  // Only JSON is accepted by default; anything else is 415 (uploads register their own parsers).
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(/^application\/([\w.+-]+\+)?json$/, { parseAs: 'buffer' }, (_req, body, done) => {
     const buffer = body as Buffer;
     if (buffer.length === 0) return done(null, undefined);

@@ -20,11 +20,13 @@ Conventions (see the README for the full list):
 export async function installOpenApi(app: FastifyInstance): Promise<void> {
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs') || route.schema?.hide) return;
-    const schema = (route.schema ??= {});
+    route.schema ??= {};
+    const schema = route.schema;
     const isPublic = route.config?.public === true;
     const s = schema as Record<string, unknown>;
     s.security ??= isPublic ? [] : SECURED;
-    const response = (schema.response ??= {}) as Record<string, unknown>;
+    schema.response ??= {};
+    const response = schema.response as Record<string, unknown>;
     const common = isPublic ? [400, 404, 500] : [400, 401, 404, 500];
     if (route.schema?.body) common.push(413, 415);
     if (!isPublic || route.method !== 'GET') common.push(429);

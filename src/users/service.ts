@@ -49,7 +49,7 @@ export async function findUserByUuid(db: Kysely<DB>, uuid: string): Promise<User
 /** An active user by name, or 404: inactive users are hidden from everyone but staff. */
 export async function requireActiveUser(db: Kysely<DB>, username: string): Promise<UserRow> {
   const row = await findUserByUsername(db, username);
-  if (!row || row.is_active !== 1) throw notFound('User');
+  if (row?.is_active !== 1) throw notFound('User');
   return row;
 }
 
