@@ -67,6 +67,46 @@ export function assertTeamActive(team: TeamRow | null): void {
   if (team && team.is_active !== 1) throw forbidden('The team is inactive: its repos are read-only.', 'team_inactive');
 }
 
+/**
+ * Team settings and membership changes: the team's owners and staff (403 below owner, 404 to
+ * outsiders). An inactive team refuses them with 403 team_inactive unless the caller is staff,
+ * who may still change it (and reactivate it).
+ */
+export async function requireTeamManager(db: Kysely<DB>, viewer: Viewer, slug: string): Promise<TeamAccess> {
+  const access = await requireTeam(db, viewer, slug, 'owner');
+  assertTeamManageable(access.team, viewer);
+  return access;
+}
+
+export function assertTeamManageable(team: TeamRow, viewer: Viewer): void {
+  if (team.is_active !== 1 && !viewer.isStaff) {
+    throw forbidden('The team is inactive: only staff can change it.', 'team_inactive');
+  }
+}
+
+/**
+ * Removing a member: owners and staff may remove anyone; any member may remove themself
+ * (leave the team, as on GitHub), also from an inactive team. The last-owner rule still applies.
+ */
+export async function requireMemberRemoval(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  slug: string,
+  targetUserUuid: string | null,
+): Promise<TeamAccess> {
+  const access = await requireTeam(db, viewer, slug, 'reader');
+  if (targetUserUuid !== null && targetUserUuid === viewer.uuid && access.role !== null) return access;
+  if (!viewer.isStaff && !roleAtLeast(access.role, 'owner')) throw forbidden('This needs the owner role in the team.');
+  assertTeamManageable(access.team, viewer);
+  return access;
+}
+
+/** Whether a (possibly anonymous) caller may see a team: its members and staff. */
+export async function teamVisibleTo(db: Kysely<DB>, viewer: Viewer | null, team: TeamRow): Promise<boolean> {
+  if (!viewer) return false;
+  return viewer.isStaff || (await teamRole(db, viewer, team.uuid)) !== null;
+}
+
 // ---------------------------------------------------------------- repos
 
 export interface RepoRef {

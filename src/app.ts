@@ -3,12 +3,14 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import './access.ts';
 import { pingDatabase } from './db/index.ts';
 import type { Deps } from './deps.ts';
+import { activityRoutes } from './activity/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { installJsonParser } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installValidators } from './http/validation.ts';
+import { teamsRoutes } from './teams/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 
@@ -17,7 +19,7 @@ export interface AppOptions {
 }
 
 /** Each domain's routes, mounted under /api/v1. */
-const MODULES = [usersRoutes, tokensRoutes, eventsRoutes];
+const MODULES = [usersRoutes, tokensRoutes, eventsRoutes, teamsRoutes, activityRoutes];
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({

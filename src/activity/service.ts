@@ -1,0 +1,63 @@
+import { sql } from 'kysely';
+import { requireTeam } from '../access.ts';
+import type { Deps } from '../deps.ts';
+import { visibleEventsNewestFirst } from '../events/feed.ts';
+import { type EventRecord, eventFromRow } from '../events/service.ts';
+import { getUser } from '../users/service.ts';
+import type { Viewer } from '../viewer.ts';
+
+export interface Window {
+  offset: number;
+  limit: number;
+}
+
+/**
+ * decisions §3: events in the team's scope and in the scopes of the repos it owns now, newest
+ * first; members and staff only (404 to anyone else). Each event is still checked against the
+ * caller's read access (a deactivated repo's events stay hidden below maintain level).
+ */
+export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string, page: Window): Promise<EventRecord[]> {
+  const { team } = await requireTeam(deps.db, viewer, teamSlug);
+  const teamScope = `team:${team.uuid}`;
+  const fetchBatch = async (beforeId: number | null, size: number): Promise<EventRecord[]> => {
+    let q = deps.db
+      .selectFrom('events as e')
+      .selectAll('e')
+      .where('e.id', 'in', (eb) =>
+        eb
+          .selectFrom('event_scopes as s')
+          .select('s.event_id')
+          .where((w) =>
+            w.or([
+              w('s.scope', '=', teamScope),
+              w(
+                's.scope',
+                'in',
+                w
+                  .selectFrom('repos as r')
+                  .select(sql<string>`'repo:' || r.uuid`.as('scope'))
+                  .where('r.owner_kind', '=', 'team')
+                  .where('r.owner_uuid', '=', team.uuid),
+              ),
+            ]),
+          ),
+      );
+    if (beforeId !== null) q = q.where('e.id', '<', beforeId);
+    return (await q.orderBy('e.id', 'desc').limit(size).execute()).map(eventFromRow);
+  };
+  return visibleEventsNewestFirst(deps, viewer, fetchBatch, page.offset, page.limit);
+}
+
+/**
+ * decisions §2: events whose actor is the user and that the caller may read (one of the event's
+ * scopes readable), newest first. An unknown user, or an inactive one for non-staff, is 404.
+ */
+export async function userActivity(deps: Deps, viewer: Viewer, username: string, page: Window): Promise<EventRecord[]> {
+  const user = await getUser(deps, viewer, username);
+  const fetchBatch = async (beforeId: number | null, size: number): Promise<EventRecord[]> => {
+    let q = deps.db.selectFrom('events').selectAll().where('actor_uuid', '=', user.uuid);
+    if (beforeId !== null) q = q.where('id', '<', beforeId);
+    return (await q.orderBy('id', 'desc').limit(size).execute()).map(eventFromRow);
+  };
+  return visibleEventsNewestFirst(deps, viewer, fetchBatch, page.offset, page.limit);
+}

@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { inTransaction } from '../src/events/service.ts';
+import { seedRepo, seedTeam } from './fixtures.ts';
+import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
+
+type U = { token: string; uuid: string; username: string };
+type Ev = { id: string; kind: string; scopes: string[]; actor: { uuid: string; username: string } | null; payload: Record<string, unknown> };
+const EVENT_KEYS = ['actor', 'created_at', 'id', 'kind', 'payload', 'scopes'];
+
+for (const dialect of DIALECTS) {
+  describe(`activity feeds (${dialect})`, () => {
+    let t: TestApp;
+    let alice: U;
+    let bob: U;
+    let carol: U;
+    let dave: U;
+    let team: { uuid: string };
+    const ids: Record<string, string> = {};
+
+    /** Set-up only: records an event as another domain (repos, threads) would. */
+    const emit = async (name: string, kind: string, scopes: string[], actor: U | null) => {
+      const ev = await inTransaction(t.deps, (tx) =>
+        tx.emit({ kind, scopes, actor: actor && { uuid: actor.uuid, username: actor.username }, payload: { label: name } }),
+      );
+      ids[name] = ev.id;
+    };
+    const feed = async (url: string, token?: string) => {
+      const res = await t.req('GET', url, { token });
+      assert.equal(res.status, 200, res.text);
+      return res.body.results as Ev[];
+    };
+    const names = (events: Ev[]) => events.map((e) => (e.payload.label as string | undefined) ?? e.kind);
+
+    before(async () => {
+      t = await startApp(dialect);
+      alice = await t.user('alice');
+      bob = await t.user('bob');
+      carol = await t.user('carol');
+      dave = await t.user('dave');
+      team = (await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Act', slug: 'act' } })).body;
+      await t.req('POST', '/api/v1/teams/act/members', { token: alice.token, body: { username: 'bob', role: 'member' } });
+      await t.req('POST', '/api/v1/teams/act/members', { token: alice.token, body: { username: 'carol', role: 'reader' } });
+      const other = await seedTeam(t, 'other', [{ uuid: dave.uuid, role: 'owner' }]);
+      const r1 = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'r1');
+      const rOff = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'r-off');
+      await t.deps.db.updateTable('repos').set({ is_active: 0 }).where('uuid', '=', rOff.uuid).execute();
+      const r2 = await seedRepo(t, { kind: 'team', uuid: other.uuid }, 'r2');
+      const rPub = await seedRepo(t, { kind: 'team', uuid: other.uuid }, 'r-pub', { visibility: 'public' });
+      await emit('r1-created', 'repo-created', [`repo:${r1.uuid}`], alice);
+      await emit('r1-thread', 'thread-created', [`repo:${r1.uuid}`, `thread:${randomUUID()}`], bob);
+      await emit('roff-created', 'repo-created', [`repo:${rOff.uuid}`], alice);
+      await emit('r2-created', 'repo-created', [`repo:${r2.uuid}`], alice);
+      await emit('rpub-thread', 'thread-created', [`repo:${rPub.uuid}`], alice);
+      await emit('alice-only', 'user-updated', [`user:${alice.uuid}`], alice);
+      await emit('team-and-repo', 'repo-updated', [`team:${team.uuid}`, `repo:${r1.uuid}`], alice);
+      await emit('system', 'timer-fired', [`team:${team.uuid}`], null);
+    });
+    after(() => t.close());
+
+    describe('GET /teams/{t}/activity', () => {
+      const forMembers = ['system', 'team-and-repo', 'r1-thread', 'r1-created', 'member-added', 'member-added', 'team-created'];
+
+      it("lists the team's and its repos' events, newest first, each once", async () => {
+        const events = await feed('/api/v1/teams/act/activity', bob.token);
+        assert.deepEqual(names(events), forMembers);
+        for (const e of events) assert.deepEqual(Object.keys(e).sort(), EVENT_KEYS);
+        const idNums = events.map((e) => Number(e.id));
+        assert.deepEqual(idNums, [...idNums].sort((a, b) => b - a));
+        assert.equal(events[0]!.actor, null);
+        assert.deepEqual(events.at(-1)!.actor, { uuid: alice.uuid, username: 'alice' });
+        assert.deepEqual(names(await feed('/api/v1/teams/act/activity', carol.token)), forMembers);
+      });
+
+      it("a deactivated repo's events show only from maintain level up", async () => {
+        const withOff = ['system', 'team-and-repo', 'roff-created', 'r1-thread', 'r1-created', 'member-added', 'member-added', 'team-created'];
+        assert.deepEqual(names(await feed('/api/v1/teams/ACT/activity', alice.token)), withOff);
+        assert.deepEqual(names(await feed('/api/v1/teams/act/activity')), withOff, 'staff');
+      });
+
+      it('pages newest first', async () => {
+        const p1 = await t.req('GET', '/api/v1/teams/act/activity?per_page=3', { token: bob.token });
+        assert.equal(p1.status, 200);
+        assert.deepEqual(names(p1.body.results), forMembers.slice(0, 3));
+        assert.equal(p1.body.previous, null);
+        assert.equal(p1.body.next, '/api/v1/teams/act/activity?per_page=3&page=2');
+        const p3 = await t.req('GET', '/api/v1/teams/act/activity?per_page=3&page=3', { token: bob.token });
+        assert.deepEqual(names(p3.body.results), forMembers.slice(6));
+        assert.equal(p3.body.next, null);
+        assert.equal(p3.body.previous, '/api/v1/teams/act/activity?per_page=3&page=2');
+        const beyond = await t.req('GET', '/api/v1/teams/act/activity?page=9', { token: bob.token });
+        assert.deepEqual(beyond.body.results, []);
+        assert.equal((await t.req('GET', '/api/v1/teams/act/activity?per_page=0', { token: bob.token })).status, 400);
+      });
+
+      it('404 to outsiders and for unknown teams, 401 anonymous', async () => {
+        for (const [token, slug] of [[dave.token, 'act'], [bob.token, 'nope']] as const) {
+          const res = await t.req('GET', `/api/v1/teams/${slug}/activity`, { token });
+          assert.equal(res.status, 404);
+          assert.ok(isErrorBody(res.body, 'not_found'));
+        }
+        const anon = await t.req('GET', '/api/v1/teams/act/activity', { token: null });
+        assert.equal(anon.status, 401);
+        assert.ok(isErrorBody(anon.body, 'unauthorized'));
+      });
+
+      it('a member who leaves loses the feed', async () => {
+        assert.equal((await t.req('DELETE', '/api/v1/teams/act/members/carol', { token: carol.token })).status, 204);
+        assert.equal((await t.req('GET', '/api/v1/teams/act/activity', { token: carol.token })).status, 404);
+        const events = await feed('/api/v1/teams/act/activity', bob.token);
+        assert.equal(events[0]!.kind, 'member-removed');
+      });
+    });
+
+    describe('GET /users/{username}/activity', () => {
+      it('the user themself sees every event they caused that they can read, newest first', async () => {
+        const events = await feed('/api/v1/users/alice/activity', alice.token);
+        // r2-created: a private repo of a team alice is not in, so not even she can read it
+        assert.deepEqual(names(events), [
+          'team-and-repo', 'alice-only', 'rpub-thread', 'roff-created', 'r1-created', 'member-added', 'member-added', 'team-created',
+        ]);
+        for (const e of events) {
+          assert.equal(e.actor?.uuid, alice.uuid);
+          assert.deepEqual(Object.keys(e).sort(), EVENT_KEYS);
+        }
+      });
+
+      it('others see only what they may read', async () => {
+        assert.deepEqual(names(await feed('/api/v1/users/alice/activity', bob.token)), [
+          'team-and-repo', 'rpub-thread', 'r1-created', 'member-added', 'member-added', 'team-created',
+        ]);
+        // dave: owner of "other", outside "act": the public repo event and his team's private repo
+        assert.deepEqual(names(await feed('/api/v1/users/ALICE/activity', dave.token)), ['rpub-thread', 'r2-created']);
+        // carol left "act": she still sees the member-added event about herself (her user scope)
+        assert.deepEqual(names(await feed('/api/v1/users/alice/activity', carol.token)), ['rpub-thread', 'member-added']);
+        const staff = names(await feed('/api/v1/users/alice/activity'));
+        assert.deepEqual(staff, [
+          'team-and-repo', 'alice-only', 'rpub-thread', 'r2-created', 'roff-created', 'r1-created',
+          'member-added', 'member-added', 'team-created',
+        ]);
+        assert.deepEqual(names(await feed('/api/v1/users/bob/activity', alice.token)), ['r1-thread']);
+        assert.deepEqual(names(await feed('/api/v1/users/dave/activity', alice.token)), []);
+      });
+
+      it('pages newest first', async () => {
+        const p1 = await t.req('GET', '/api/v1/users/alice/activity?per_page=4');
+        assert.deepEqual(names(p1.body.results), ['team-and-repo', 'alice-only', 'rpub-thread', 'r2-created']);
+        assert.equal(p1.body.next, '/api/v1/users/alice/activity?per_page=4&page=2');
+        const p3 = await t.req('GET', '/api/v1/users/alice/activity?per_page=4&page=3');
+        assert.deepEqual(names(p3.body.results), ['team-created']);
+        assert.equal(p3.body.next, null);
+      });
+
+      it('404 for unknown users, and inactive ones except to staff; 401 anonymous', async () => {
+        const res = await t.req('GET', '/api/v1/users/nobody/activity', { token: bob.token });
+        assert.equal(res.status, 404);
+        assert.ok(isErrorBody(res.body, 'not_found'));
+        await t.req('PUT', '/api/v1/users/dave', { body: { is_active: false } });
+        assert.equal((await t.req('GET', '/api/v1/users/dave/activity', { token: bob.token })).status, 404);
+        assert.equal((await t.req('GET', '/api/v1/users/dave/activity')).status, 200);
+        assert.equal((await t.req('GET', '/api/v1/users/alice/activity', { token: null })).status, 401);
+      });
+    });
+  });
+}
