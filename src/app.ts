@@ -10,6 +10,7 @@ import { installJsonParser } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installValidators } from './http/validation.ts';
+import { pullsRoutes } from './pulls/routes.ts';
 import { teamsRoutes } from './teams/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { usersRoutes } from './users/routes.ts';
@@ -19,7 +20,7 @@ export interface AppOptions {
 }
 
 /** Each domain's routes, mounted under /api/v1. */
-const MODULES = [usersRoutes, tokensRoutes, eventsRoutes, teamsRoutes, activityRoutes];
+const MODULES = [usersRoutes, tokensRoutes, eventsRoutes, teamsRoutes, activityRoutes, pullsRoutes];
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({

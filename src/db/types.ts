@@ -125,6 +125,8 @@ export interface PullsTable {
   merged_by_uuid: string | null;
   merge_commit_sha: string | null;
   merge_strategy: string | null;
+  /** counter for reviews.seq (migration 005) */
+  review_seq: number;
 }
 
 export interface ReviewsTable {
@@ -135,6 +137,8 @@ export interface ReviewsTable {
   body: string;
   created_at: string;
   removed_at: string | null;
+  /** per-pull order of submission (migration 005) */
+  seq: number;
 }
 
 export interface DB {

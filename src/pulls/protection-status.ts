@@ -1,0 +1,133 @@
+import type { Kysely, Selectable } from 'kysely';
+import { levelAtLeast, type RepoRef, type RepoRow, repoAccessLevel } from '../access.ts';
+import type { DB, ProtectionsTable } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import type { Viewer } from '../viewer.ts';
+import { type PullRow, requirePull } from './pulls-service.ts';
+
+type ProtectionRow = Selectable<ProtectionsTable>;
+
+export interface PullProtectionJson {
+  protected: boolean;
+  branch_pattern: string | null;
+  required_approvals: number;
+  approvers: string[];
+  approved_by: string[];
+  satisfied: boolean;
+}
+
+export const PROTECTION_MATCHING_RULES =
+  "The protection that applies is the one whose `branch` matches the pull's target branch. " +
+  'A `branch` without `*` or `?` matches only that exact name. In a glob, `*` matches any run of characters ' +
+  'except `/`, `**` matches any run including `/`, and `?` matches one character except `/`; the glob must ' +
+  'match the whole branch name. An exact name beats every glob; among several matching globs the most specific ' +
+  'wins: the one with the most literal (non-wildcard) characters, ties broken by the earliest created. ' +
+  'Approvals: the latest non-removed review of each user counts when it is `approved`. When the protection has ' +
+  'approvers, only listed users count; otherwise any user with write access to the repo (staff included) other ' +
+  'than the pull author. `satisfied` is `approved_by.length >= required_approvals`; an unprotected pull is ' +
+  'always satisfied.';
+
+const isGlob = (pattern: string) => /[*?]/.test(pattern);
+
+const globCache = new Map<string, RegExp>();
+
+/** `*` any run without `/`, `**` any run, `?` one character but `/`; everything else literal. */
+export function globToRegExp(pattern: string): RegExp {
+  let re = globCache.get(pattern);
+  if (re) return re;
+  let source = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]!;
+    if (ch === '*' && pattern[i + 1] === '*') {
+      source += '.*';
+      while (pattern[i + 1] === '*') i++;
+    } else if (ch === '*') source += '[^/]*';
+    else if (ch === '?') source += '[^/]';
+    else source += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  re = new RegExp(`^${source}$`, 'su');
+  if (globCache.size > 1000) globCache.clear();
+  globCache.set(pattern, re);
+  return re;
+}
+
+const literalLength = (pattern: string) => pattern.replace(/[*?]/g, '').length;
+
+/** The protection that governs `branch` among a repo's protections (rules in PROTECTION_MATCHING_RULES). */
+export function matchProtection(protections: ProtectionRow[], branch: string): ProtectionRow | null {
+  const exact = protections.find((p) => p.branch === branch);
+  if (exact) return exact;
+  const globs = protections
+    .filter((p) => isGlob(p.branch) && globToRegExp(p.branch).test(branch))
+    .sort(
+      (a, b) =>
+        literalLength(b.branch) - literalLength(a.branch) ||
+        a.created_at.localeCompare(b.created_at) ||
+        a.uuid.localeCompare(b.uuid),
+    );
+  return globs[0] ?? null;
+}
+
+/**
+ * The protection status of a pull, read through `db` (pass the transaction when inside one:
+ * on SQLite a query on the outer handle would wait for the transaction forever).
+ */
+export async function pullProtectionStatus(db: Kysely<DB>, repo: RepoRow, pull: PullRow): Promise<PullProtectionJson> {
+  const protections = await db.selectFrom('protections').selectAll().where('repo_uuid', '=', repo.uuid).execute();
+  const protection = matchProtection(protections, pull.target_branch);
+  if (!protection) {
+    return { protected: false, branch_pattern: null, required_approvals: 0, approvers: [], approved_by: [], satisfied: true };
+  }
+  const approverRows = await db
+    .selectFrom('protection_approvers as pa')
+    .innerJoin('users as u', 'u.uuid', 'pa.user_uuid')
+    .select(['u.uuid', 'u.username'])
+    .where('pa.protection_uuid', '=', protection.uuid)
+    .orderBy('pa.created_at')
+    .orderBy('u.username')
+    .execute();
+  const approverUuids = new Set(approverRows.map((r) => r.uuid));
+
+  const reviews = await db
+    .selectFrom('reviews as r')
+    .innerJoin('users as u', 'u.uuid', 'r.author_uuid')
+    .select(['r.author_uuid', 'r.status', 'r.seq', 'u.username', 'u.is_staff'])
+    .where('r.pull_uuid', '=', pull.uuid)
+    .where('r.removed_at', 'is', null)
+    .orderBy('r.seq')
+    .orderBy('r.created_at')
+    .orderBy('r.uuid')
+    .execute();
+  const latest = new Map<string, (typeof reviews)[number]>();
+  for (const review of reviews) {
+    // re-inserting keeps the map in order of each user's latest review
+    latest.delete(review.author_uuid);
+    latest.set(review.author_uuid, review);
+  }
+
+  const approvedBy: string[] = [];
+  for (const review of latest.values()) {
+    if (review.status !== 'approved' || review.author_uuid === pull.author_uuid) continue;
+    if (approverUuids.size > 0) {
+      if (!approverUuids.has(review.author_uuid)) continue;
+    } else {
+      const reviewer = { uuid: review.author_uuid, username: review.username, isStaff: review.is_staff === 1, tokenUuid: '' };
+      if (!levelAtLeast(await repoAccessLevel(db, reviewer, repo), 'write')) continue;
+    }
+    approvedBy.push(review.username);
+  }
+  return {
+    protected: true,
+    branch_pattern: protection.branch,
+    required_approvals: protection.required_approvals,
+    approvers: approverRows.map((r) => r.username),
+    approved_by: approvedBy,
+    satisfied: approvedBy.length >= protection.required_approvals,
+  };
+}
+
+/** GET .../pulls/{n}/protection: read access to the repo. */
+export async function getPullProtection(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<PullProtectionJson> {
+  const { access, pull } = await requirePull(deps, viewer, ref, number);
+  return pullProtectionStatus(deps.db, access.repo, pull);
+}

@@ -1,0 +1,257 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import { canOpenPull, levelAtLeast, type RepoAccess, type RepoRef, requireRepo } from '../access.ts';
+import type { DB, PullsTable } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { badRequest, conflict, forbidden, notFound } from '../errors.ts';
+import { inTransaction, type TxContext } from '../events/service.ts';
+import { isValidBranchName } from '../git/refname.ts';
+import { nowIso } from '../time.ts';
+import type { Viewer } from '../viewer.ts';
+import { TITLE_MAX } from './schemas.ts';
+
+export type PullRow = Selectable<PullsTable>;
+export type PullStatus = 'open' | 'closed' | 'merged';
+
+export interface PullJson {
+  uuid: string;
+  repo_uuid: string;
+  number: number;
+  title: string;
+  body: string;
+  source_branch: string;
+  target_branch: string;
+  status: PullStatus;
+  author_username: string;
+  author_uuid: string;
+  created_at: string;
+  updated_at: string;
+  closed_at: string | null;
+  merged_at: string | null;
+  merged_by_username: string | null;
+  merge_commit_sha: string | null;
+  merge_strategy: string | null;
+}
+
+type PullWithNames = PullRow & { author_username: string; merged_by_username: string | null };
+
+function pullsWithNames(db: Kysely<DB>) {
+  return db
+    .selectFrom('pulls as p')
+    .innerJoin('users as a', 'a.uuid', 'p.author_uuid')
+    .leftJoin('users as m', 'm.uuid', 'p.merged_by_uuid')
+    .selectAll('p')
+    .select(['a.username as author_username', 'm.username as merged_by_username']);
+}
+
+export function pullToJson(row: PullWithNames): PullJson {
+  return {
+    uuid: row.uuid,
+    repo_uuid: row.repo_uuid,
+    number: row.number,
+    title: row.title,
+    body: row.body,
+    source_branch: row.source_branch,
+    target_branch: row.target_branch,
+    status: row.status as PullStatus,
+    author_username: row.author_username,
+    author_uuid: row.author_uuid,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    closed_at: row.closed_at,
+    merged_at: row.merged_at,
+    merged_by_username: row.merged_by_username,
+    merge_commit_sha: row.merge_commit_sha,
+    merge_strategy: row.merge_strategy,
+  };
+}
+
+/** The pull as JSON, read through `db` (a transaction inside one). */
+export async function loadPullJson(db: Kysely<DB>, pullUuid: string): Promise<PullJson> {
+  return pullToJson(await pullsWithNames(db).where('p.uuid', '=', pullUuid).executeTakeFirstOrThrow());
+}
+
+/** The pull with this number in the repo; 404 when there is none. */
+export async function findPull(db: Kysely<DB>, repoUuid: string, number: number): Promise<PullRow> {
+  const row = await db
+    .selectFrom('pulls')
+    .selectAll()
+    .where('repo_uuid', '=', repoUuid)
+    .where('number', '=', number)
+    .executeTakeFirst();
+  if (!row) throw notFound('Pull');
+  return row;
+}
+
+/** The event payload every pull event carries. */
+export function pullEventPayload(pull: PullJson): Record<string, unknown> {
+  return {
+    repo_uuid: pull.repo_uuid,
+    pull_uuid: pull.uuid,
+    number: pull.number,
+    title: pull.title,
+    status: pull.status,
+    source_branch: pull.source_branch,
+    target_branch: pull.target_branch,
+    author_username: pull.author_username,
+  };
+}
+
+export const pullScopes = (pull: { repo_uuid: string; uuid: string }) => [`repo:${pull.repo_uuid}`, `pull:${pull.uuid}`];
+export const actorOf = (viewer: Viewer) => ({ uuid: viewer.uuid, username: viewer.username });
+
+function cleanTitle(raw: string): string {
+  const title = raw.trim();
+  if (!title) throw badRequest('title must not be blank.');
+  if (title.length > TITLE_MAX) throw badRequest(`title must be at most ${TITLE_MAX} characters.`);
+  return title;
+}
+
+function checkBranch(field: string, name: string): void {
+  if (!isValidBranchName(name)) throw badRequest(`${field} "${name}" is not a valid git branch name.`);
+}
+
+export interface CreatePullInput {
+  title: string;
+  body: string;
+  source_branch: string;
+  target_branch: string;
+}
+
+export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input: CreatePullInput): Promise<PullJson> {
+  const title = cleanTitle(input.title);
+  checkBranch('source_branch', input.source_branch);
+  checkBranch('target_branch', input.target_branch);
+  if (input.source_branch === input.target_branch) throw badRequest('source_branch and target_branch must differ.');
+  const access = await requireRepo(deps.db, viewer, ref, { level: 'read', write: true });
+  if (!(await canOpenPull(deps.db, viewer, access))) {
+    throw forbidden(`The repo's pull policy (${access.repo.public_repo_pull_policy}) does not let you open pulls.`);
+  }
+  return inTransaction(deps, async (tx) => {
+    // The row lock on the repo serialises concurrent creations: numbers are unique and gap-free.
+    const seq = await tx.db
+      .updateTable('repos')
+      .set((eb) => ({ pull_seq: eb('pull_seq', '+', 1) }))
+      .where('uuid', '=', access.repo.uuid)
+      .returning('pull_seq')
+      .executeTakeFirstOrThrow();
+    const now = nowIso();
+    const uuid = randomUUID();
+    await tx.db
+      .insertInto('pulls')
+      .values({
+        uuid,
+        repo_uuid: access.repo.uuid,
+        number: seq.pull_seq,
+        title,
+        body: input.body,
+        source_branch: input.source_branch,
+        target_branch: input.target_branch,
+        status: 'open',
+        author_uuid: viewer.uuid,
+        created_at: now,
+        updated_at: now,
+        closed_at: null,
+        merged_at: null,
+        merged_by_uuid: null,
+        merge_commit_sha: null,
+        merge_strategy: null,
+        review_seq: 0,
+      })
+      .execute();
+    const pull = await loadPullJson(tx.db, uuid);
+    await tx.emit({ kind: 'pull-opened', scopes: pullScopes(pull), actor: actorOf(viewer), payload: pullEventPayload(pull) });
+    return pull;
+  });
+}
+
+export async function listPulls(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  opts: { status?: PullStatus; offset: number; limit: number },
+): Promise<PullJson[]> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
+  let q = pullsWithNames(deps.db).where('p.repo_uuid', '=', repo.uuid);
+  if (opts.status) q = q.where('p.status', '=', opts.status);
+  const rows = await q.orderBy('p.number').offset(opts.offset).limit(opts.limit).execute();
+  return rows.map(pullToJson);
+}
+
+/** Resolves a readable repo and the pull with that number in it (404 for either). */
+export async function requirePull(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  need: Parameters<typeof requireRepo>[3] = { level: 'read' },
+): Promise<{ access: RepoAccess; pull: PullRow }> {
+  const access = await requireRepo(deps.db, viewer, ref, need);
+  return { access, pull: await findPull(deps.db, access.repo.uuid, number) };
+}
+
+export async function getPull(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<PullJson> {
+  const { pull } = await requirePull(deps, viewer, ref, number);
+  return loadPullJson(deps.db, pull.uuid);
+}
+
+export interface UpdatePullInput {
+  title?: string;
+  body?: string;
+  status?: PullStatus;
+}
+
+export async function updatePull(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  input: UpdatePullInput,
+): Promise<PullJson> {
+  const title = input.title === undefined ? undefined : cleanTitle(input.title);
+  if (input.status === 'merged') throw badRequest('status can be set to open or closed only: merge with POST .../merge.');
+  const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
+  if (pull.author_uuid !== viewer.uuid && !levelAtLeast(access.level, 'maintain')) {
+    throw forbidden('Only the pull author or a maintainer can change a pull.');
+  }
+  return inTransaction(deps, async (tx) => {
+    const current = await lockPull(tx, pull.uuid);
+    if (current.status === 'merged') throw conflict('pull_merged', 'The pull is merged and can no longer change.');
+    const changes: Partial<PullRow> = {};
+    if (title !== undefined && title !== current.title) changes.title = title;
+    if (input.body !== undefined && input.body !== current.body) changes.body = input.body;
+    const now = nowIso();
+    if (input.status !== undefined && input.status !== current.status) {
+      changes.status = input.status;
+      changes.closed_at = input.status === 'closed' ? now : null;
+    }
+    const changed = Object.keys(changes).filter((k) => k !== 'closed_at');
+    if (changed.length === 0) return loadPullJson(tx.db, pull.uuid);
+    await tx.db
+      .updateTable('pulls')
+      .set({ ...changes, updated_at: now })
+      .where('uuid', '=', pull.uuid)
+      .execute();
+    const json = await loadPullJson(tx.db, pull.uuid);
+    const action = changes.status === 'closed' ? 'closed' : changes.status === 'open' ? 'reopened' : 'edited';
+    await tx.emit({
+      kind: 'pull-updated',
+      scopes: pullScopes(json),
+      actor: actorOf(viewer),
+      payload: { ...pullEventPayload(json), action, changed },
+    });
+    return json;
+  });
+}
+
+/**
+ * Reads the pull inside a transaction, locking its row on PostgreSQL so a concurrent merge or
+ * update waits for this transaction (SQLite transactions are serialised already).
+ */
+export async function lockPull(tx: TxContext, pullUuid: string): Promise<PullRow> {
+  let q = tx.db.selectFrom('pulls').selectAll().where('uuid', '=', pullUuid);
+  if (tx.dialect === 'postgres') q = q.forUpdate();
+  const row = await q.executeTakeFirst();
+  if (!row) throw notFound('Pull');
+  return row;
+}

@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import { levelAtLeast, type RepoRef } from '../access.ts';
+import type { DB, ReviewsTable } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { conflict, forbidden, notFound } from '../errors.ts';
+import { inTransaction } from '../events/service.ts';
+import { nowIso } from '../time.ts';
+import type { Viewer } from '../viewer.ts';
+import { actorOf, type PullRow, requirePull } from './pulls-service.ts';
+
+export type ReviewStatus = 'approved' | 'changes_requested' | 'commented';
+
+export interface ReviewJson {
+  uuid: string;
+  pull_uuid: string;
+  pull_number: number;
+  status: ReviewStatus;
+  body: string;
+  author_username: string;
+  author_uuid: string;
+  created_at: string;
+  removed_at: string | null;
+}
+
+type ReviewWithNames = Selectable<ReviewsTable> & { author_username: string; pull_number: number };
+
+function reviewsWithNames(db: Kysely<DB>) {
+  return db
+    .selectFrom('reviews as r')
+    .innerJoin('users as a', 'a.uuid', 'r.author_uuid')
+    .innerJoin('pulls as p', 'p.uuid', 'r.pull_uuid')
+    .selectAll('r')
+    .select(['a.username as author_username', 'p.number as pull_number']);
+}
+
+function reviewToJson(row: ReviewWithNames): ReviewJson {
+  return {
+    uuid: row.uuid,
+    pull_uuid: row.pull_uuid,
+    pull_number: row.pull_number,
+    status: row.status as ReviewStatus,
+    body: row.body,
+    author_username: row.author_username,
+    author_uuid: row.author_uuid,
+    created_at: row.created_at,
+    removed_at: row.removed_at,
+  };
+}
+
+const reviewScopes = (pull: PullRow, reviewUuid: string) => [
+  `repo:${pull.repo_uuid}`,
+  `pull:${pull.uuid}`,
+  `review:${reviewUuid}`,
+];
+
+function reviewEventPayload(pull: PullRow, review: ReviewJson): Record<string, unknown> {
+  return {
+    repo_uuid: pull.repo_uuid,
+    pull_uuid: pull.uuid,
+    pull_number: pull.number,
+    review_uuid: review.uuid,
+    status: review.status,
+    author_username: review.author_username,
+  };
+}
+
+const MERGED = () => conflict('pull_merged', 'The pull is merged: its reviews can no longer change.');
+
+export async function createReview(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  input: { status: ReviewStatus; body?: string },
+): Promise<ReviewJson> {
+  // Read access is enough to review (decisions §3); a review is still a write under the repo.
+  const { pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
+  if (pull.author_uuid === viewer.uuid && input.status !== 'commented') {
+    throw forbidden('The author of a pull may only comment on it, not approve or request changes.', 'cannot_approve_own_pull');
+  }
+  return inTransaction(deps, async (tx) => {
+    // Bumping the pull's review counter locks its row: a concurrent merge either sees this
+    // review or commits first, in which case the status read here is `merged`.
+    const counter = await tx.db
+      .updateTable('pulls')
+      .set((eb) => ({ review_seq: eb('review_seq', '+', 1) }))
+      .where('uuid', '=', pull.uuid)
+      .returning(['review_seq', 'status'])
+      .executeTakeFirst();
+    if (!counter) throw notFound('Pull');
+    if (counter.status === 'merged') throw MERGED();
+    const uuid = randomUUID();
+    await tx.db
+      .insertInto('reviews')
+      .values({
+        uuid,
+        pull_uuid: pull.uuid,
+        author_uuid: viewer.uuid,
+        status: input.status,
+        body: input.body ?? '',
+        created_at: nowIso(),
+        removed_at: null,
+        seq: counter.review_seq,
+      })
+      .execute();
+    const review = reviewToJson(await reviewsWithNames(tx.db).where('r.uuid', '=', uuid).executeTakeFirstOrThrow());
+    await tx.emit({
+      kind: 'review-submitted',
+      scopes: reviewScopes(pull, uuid),
+      actor: actorOf(viewer),
+      payload: reviewEventPayload(pull, review),
+    });
+    return review;
+  });
+}
+
+export async function listReviews(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  page: { offset: number; limit: number },
+): Promise<ReviewJson[]> {
+  const { pull } = await requirePull(deps, viewer, ref, number);
+  const rows = await reviewsWithNames(deps.db)
+    .where('r.pull_uuid', '=', pull.uuid)
+    .where('r.removed_at', 'is', null)
+    .orderBy('r.seq')
+    .orderBy('r.created_at')
+    .orderBy('r.uuid')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
+  return rows.map(reviewToJson);
+}
+
+async function findReview(db: Kysely<DB>, pull: PullRow, reviewUuid: string): Promise<ReviewWithNames> {
+  const row = await reviewsWithNames(db)
+    .where('r.uuid', '=', reviewUuid)
+    .where('r.pull_uuid', '=', pull.uuid)
+    .executeTakeFirst();
+  if (!row) throw notFound('Review');
+  return row;
+}
+
+export async function getReview(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  reviewUuid: string,
+): Promise<ReviewJson> {
+  const { pull } = await requirePull(deps, viewer, ref, number);
+  return reviewToJson(await findReview(deps.db, pull, reviewUuid));
+}
+
+/** Soft removal: the review stays readable with removed_at set and stops counting. Idempotent. */
+export async function removeReview(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  reviewUuid: string,
+): Promise<void> {
+  const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
+  const review = await findReview(deps.db, pull, reviewUuid);
+  if (review.author_uuid !== viewer.uuid && !levelAtLeast(access.level, 'maintain')) {
+    throw forbidden('Only the review author or a maintainer can remove a review.');
+  }
+  await inTransaction(deps, async (tx) => {
+    let q = tx.db.selectFrom('pulls').select('status').where('uuid', '=', pull.uuid);
+    if (tx.dialect === 'postgres') q = q.forUpdate();
+    const current = await q.executeTakeFirst();
+    if (!current) throw notFound('Pull');
+    if (current.status === 'merged') throw MERGED();
+    const result = await tx.db
+      .updateTable('reviews')
+      .set({ removed_at: nowIso() })
+      .where('uuid', '=', review.uuid)
+      .where('removed_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return; // already removed: nothing changes
+    const removed = reviewToJson(await findReview(tx.db, pull, review.uuid));
+    await tx.emit({
+      kind: 'review-removed',
+      scopes: reviewScopes(pull, review.uuid),
+      actor: actorOf(viewer),
+      payload: { ...reviewEventPayload(pull, removed), removed_at: removed.removed_at },
+    });
+  });
+}

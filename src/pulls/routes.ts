@@ -1,0 +1,240 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { RepoRef } from '../access.ts';
+import type { Deps } from '../deps.ts';
+import { requireViewer } from '../http/auth.ts';
+import { pageOf, pageParams } from '../http/paging.ts';
+import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { errors } from '../http/route-schemas.ts';
+import { Page, PageQuery } from '../http/schemas.ts';
+import type { Viewer } from '../viewer.ts';
+import { mergePull } from './merge.ts';
+import { getPullProtection, PROTECTION_MATCHING_RULES } from './protection-status.ts';
+import { createPull, getPull, listPulls, updatePull } from './pulls-service.ts';
+import { createReview, getReview, listReviews, removeReview } from './reviews-service.ts';
+import {
+  CreatePullBody,
+  CreateReviewBody,
+  ListPullsQuery,
+  MergeBody,
+  MergeResponse,
+  Pull,
+  PullNumber,
+  PullProtection,
+  Review,
+  ReviewUuid,
+  UpdatePullBody,
+} from './schemas.ts';
+
+const OPEN_RULES =
+  "Who may open a pull: anyone with read access under the repo's public_repo_pull_policy `any`; members of the " +
+  'owning team under `team`; maintain level under `owner`; write level and staff always. Refused: 403 forbidden. ' +
+  'Branches must be valid git branch names (git check-ref-format --branch) and differ from each other (400); they ' +
+  'need not exist yet. Numbers are per repo, from 1, without gaps. Archived repo: 403 repo_archived; inactive team: ' +
+  '403 team_inactive.';
+
+const UPDATE_RULES =
+  'Author or maintain level (403 otherwise). `status` may be `open` (reopen: closed_at cleared) or `closed` ' +
+  '(closed_at set); `merged` is 400 (use the merge endpoint). Any PUT on a merged pull is 409 pull_merged, even one ' +
+  'that would change nothing. A PUT that changes nothing returns the pull unchanged and emits no event.';
+
+const REVIEW_RULES =
+  'Read access is enough to review. The pull author may only comment (403 cannot_approve_own_pull). A merged pull ' +
+  'takes no reviews (409 pull_merged); a closed pull still does. Archived repo: 403 repo_archived.';
+
+const REMOVE_RULES =
+  'Soft removal by the review author or maintain level (403 otherwise): the review keeps its record with removed_at ' +
+  'set, is left out of the list and stops counting towards protection. Removing an already removed review is a ' +
+  'no-op 204. Reviews of a merged pull cannot be removed (409 pull_merged).';
+
+const MERGE_RULES =
+  'Write access (403 otherwise). Closed: 409 pull_closed; already merged: 409 pull_merged; branch protection not ' +
+  'satisfied: 409 protection_unsatisfied; conflicting changes: 409 merge_conflict with conflict_paths. When the ' +
+  'source branch has no commits the pull is recorded as merged with merge_commit_sha null. A merged pull also gets ' +
+  'closed_at = merged_at (as GitHub does). An empty body means the default strategy `merge`.';
+
+type PullPath = RepoParams & { number: number; review_uuid: string };
+
+/** Caller, repo and pull number of a request (the per-form params schemas validated them). */
+function onPull(request: FastifyRequest): [Viewer, RepoRef, number] {
+  const p = request.params as PullPath;
+  return [requireViewer(request), repoRef(p), p.number];
+}
+
+const onRepo = (request: FastifyRequest): [Viewer, RepoRef] => [requireViewer(request), repoRef(request.params as PullPath)];
+const reviewUuidOf = (request: FastifyRequest) => (request.params as PullPath).review_uuid;
+
+export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['pulls'];
+
+  for (const form of REPO_FORMS) {
+    const RepoPath = repoParamsSchema(form);
+    const PullParams = repoParamsSchema(form, { number: PullNumber });
+    const ReviewParams = repoParamsSchema(form, { number: PullNumber, review_uuid: ReviewUuid });
+    const base = `${form.prefix}/pulls`;
+
+    r.get(
+      base,
+      {
+        schema: {
+          tags,
+          summary: 'List pulls, by number ascending',
+          description: '`status` filters by open, closed or merged (other values 400). Read access.',
+          params: RepoPath,
+          querystring: ListPullsQuery,
+          response: { 200: Page(Pull) },
+        },
+      },
+      async (request, reply) => {
+        const p = pageParams(request.query);
+        const rows = await listPulls(deps, ...onRepo(request), {
+          status: request.query.status,
+          offset: p.offset,
+          limit: p.limit,
+        });
+        return pageOf(request, reply, p, rows);
+      },
+    );
+
+    r.post(
+      base,
+      {
+        schema: {
+          tags,
+          summary: 'Open a pull',
+          description: OPEN_RULES,
+          params: RepoPath,
+          body: CreatePullBody,
+          response: { 201: Pull, ...errors(403) },
+        },
+      },
+      async (request, reply) =>
+        reply.status(201).send(await createPull(deps, ...onRepo(request), request.body)),
+    );
+
+    r.get(
+      `${base}/:number`,
+      { schema: { tags, summary: 'Get a pull', params: PullParams, response: { 200: Pull } } },
+      async (request) => getPull(deps, ...onPull(request)),
+    );
+
+    r.put(
+      `${base}/:number`,
+      {
+        schema: {
+          tags,
+          summary: 'Edit, close or reopen a pull',
+          description: UPDATE_RULES,
+          params: PullParams,
+          body: UpdatePullBody,
+          response: { 200: Pull, ...errors(403, 409) },
+        },
+      },
+      async (request) =>
+        updatePull(deps, ...onPull(request), request.body),
+    );
+
+    r.post(
+      `${base}/:number/merge`,
+      {
+        schema: {
+          tags,
+          summary: 'Merge a pull',
+          description: MERGE_RULES,
+          params: PullParams,
+          body: MergeBody,
+          response: { 200: MergeResponse, ...errors(403, 409) },
+        },
+        // No body at all means the default strategy.
+        preValidation: async (request) => {
+          if (request.body === undefined || request.body === null) request.body = {};
+        },
+      },
+      async (request) =>
+mergePull(deps, ...onPull(request), request.body.merge_strategy),
+    );
+
+    r.get(
+      `${base}/:number/protection`,
+      {
+        schema: {
+          tags,
+          summary: "The branch protection that applies to a pull's target branch, and whether it is satisfied",
+          description: PROTECTION_MATCHING_RULES,
+          params: PullParams,
+          response: { 200: PullProtection },
+        },
+      },
+      async (request) => getPullProtection(deps, ...onPull(request)),
+    );
+
+    r.get(
+      `${base}/:number/reviews`,
+      {
+        schema: {
+          tags,
+          summary: 'List the reviews of a pull, oldest first; removed reviews are left out',
+          params: PullParams,
+          querystring: Type.Object(PageQuery),
+          response: { 200: Page(Review) },
+        },
+      },
+      async (request, reply) => {
+        const p = pageParams(request.query);
+        const rows = await listReviews(deps, ...onPull(request), p);
+        return pageOf(request, reply, p, rows);
+      },
+    );
+
+    r.post(
+      `${base}/:number/reviews`,
+      {
+        schema: {
+          tags,
+          summary: 'Review a pull',
+          description: REVIEW_RULES,
+          params: PullParams,
+          body: CreateReviewBody,
+          response: { 201: Review, ...errors(403, 409) },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .status(201)
+          .send(await createReview(deps, ...onPull(request), request.body)),
+    );
+
+    r.get(
+      `${base}/:number/reviews/:review_uuid`,
+      {
+        schema: {
+          tags,
+          summary: 'Get a review; a removed review stays readable with removed_at set',
+          params: ReviewParams,
+          response: { 200: Review },
+        },
+      },
+      async (request) =>
+        getReview(deps, ...onPull(request), reviewUuidOf(request)),
+    );
+
+    r.delete(
+      `${base}/:number/reviews/:review_uuid`,
+      {
+        schema: {
+          tags,
+          summary: 'Remove a review (soft)',
+          description: REMOVE_RULES,
+          params: ReviewParams,
+          response: { 204: { type: 'null' }, ...errors(403, 409) },
+        },
+      },
+      async (request, reply) => {
+        await removeReview(deps, ...onPull(request), reviewUuidOf(request));
+        return reply.status(204).send();
+      },
+    );
+  }
+}

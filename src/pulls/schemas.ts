@@ -1,0 +1,123 @@
+import { type TLiteral, type TUnion, Type } from '@sinclair/typebox';
+import { NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+
+export const PULL_STATUSES = ['open', 'closed', 'merged'] as const;
+export const REVIEW_STATUSES = ['approved', 'changes_requested', 'commented'] as const;
+export const MERGE_STRATEGIES = ['merge', 'squash', 'rebase', 'fast_forward'] as const;
+
+export const TITLE_MAX = 256;
+export const BODY_MAX = 65_536;
+
+const literals = <T extends readonly string[]>(values: T, description?: string): TUnion<TLiteral<T[number]>[]> =>
+  Type.Union(
+    values.map((v) => Type.Literal(v as T[number])),
+    description ? { description } : {},
+  );
+
+const BranchName = (what: string) =>
+  Type.String({
+    maxLength: 1000,
+    description: `${what}: a valid git branch name (git check-ref-format --branch rules, at most 255 bytes); it need not exist yet`,
+  });
+
+export const Pull = Type.Object(
+  {
+    uuid: Type.String(),
+    repo_uuid: Type.String(),
+    number: Type.Integer({ description: 'per repo, from 1, gap-free' }),
+    title: Type.String(),
+    body: Type.String(),
+    source_branch: Type.String(),
+    target_branch: Type.String(),
+    status: literals(PULL_STATUSES),
+    author_username: Type.String(),
+    author_uuid: Type.String(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    closed_at: { ...NullableTimestamp, description: 'set when closed or merged; cleared on reopen' },
+    merged_at: NullableTimestamp,
+    merged_by_username: NullableString(),
+    merge_commit_sha: NullableString({ description: 'null until merged, and null when the source branch had no commits' }),
+    merge_strategy: NullableString({ description: 'merge, squash, rebase or fast_forward once merged; else null' }),
+  },
+  { additionalProperties: false, title: 'Pull' },
+);
+
+export const CreatePullBody = StrictObject({
+  title: Type.String({ maxLength: 4096, description: `non-blank, at most ${TITLE_MAX} characters after trimming` }),
+  body: Type.String({ maxLength: BODY_MAX, description: `Markdown, at most ${BODY_MAX} characters; may be empty` }),
+  source_branch: BranchName('the branch to merge from'),
+  target_branch: BranchName('the branch to merge into; must differ from source_branch'),
+});
+
+export const UpdatePullBody = StrictObject({
+  title: Type.Optional(
+    Type.String({ maxLength: 4096, description: `non-blank, at most ${TITLE_MAX} characters after trimming` }),
+  ),
+  body: Type.Optional(Type.String({ maxLength: BODY_MAX })),
+  status: Type.Optional(
+    literals(PULL_STATUSES, 'open (reopen) or closed; merged is refused with 400: use the merge endpoint'),
+  ),
+});
+
+export const ListPullsQuery = Type.Object({
+  status: Type.Optional(literals(PULL_STATUSES, 'only pulls in this state; other values are 400')),
+  ...PageQuery,
+});
+
+export const PullNumber = Type.Integer({
+  minimum: 1,
+  maximum: 2_147_483_647,
+  description: 'the pull number; a value that is not a positive integer is 400, an unknown number 404',
+});
+
+export const ReviewUuid = Type.String({ minLength: 1, maxLength: 100 });
+
+export const Review = Type.Object(
+  {
+    uuid: Type.String(),
+    pull_uuid: Type.String(),
+    pull_number: Type.Integer(),
+    status: literals(REVIEW_STATUSES),
+    body: Type.String(),
+    author_username: Type.String(),
+    author_uuid: Type.String(),
+    created_at: Timestamp,
+    removed_at: { ...NullableTimestamp, description: 'set once the review is removed; a removed review no longer counts' },
+  },
+  { additionalProperties: false, title: 'PullReview' },
+);
+
+export const CreateReviewBody = StrictObject({
+  status: literals(REVIEW_STATUSES, "the pull's author may only use commented"),
+  body: Type.Optional(Type.String({ maxLength: BODY_MAX, description: 'Markdown; default empty' })),
+});
+
+export const PullProtection = Type.Object(
+  {
+    protected: Type.Boolean({ description: "whether a branch protection matches the pull's target branch" }),
+    branch_pattern: NullableString({ description: 'the `branch` of the matching protection, or null' }),
+    required_approvals: Type.Integer({ description: '0 when unprotected' }),
+    approvers: Type.Array(Type.String(), {
+      description: "usernames on the protection's approver list; empty means any user with write access",
+    }),
+    approved_by: Type.Array(Type.String(), { description: 'usernames whose approval counts, in order of approval' }),
+    satisfied: Type.Boolean({ description: 'approved_by has at least required_approvals entries' }),
+  },
+  { additionalProperties: false, title: 'PullProtection' },
+);
+
+export const MergeBody = StrictObject({
+  merge_strategy: Type.Optional(literals(MERGE_STRATEGIES, 'default merge; other values are 400')),
+});
+
+export const MergeResponse = Type.Object(
+  {
+    pull: Pull,
+    merge_strategy: literals(MERGE_STRATEGIES),
+    merge_commit_sha: NullableString({ description: 'null when the source branch has no commits' }),
+    merged_at: Timestamp,
+    merged_by_username: Type.String(),
+  },
+  { additionalProperties: false, title: 'PullMerge' },
+);
