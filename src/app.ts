@@ -9,6 +9,9 @@ import { installJsonParser } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installValidators } from './http/validation.ts';
+import { forksRoutes } from './forks/routes.ts';
+import { protectionsRoutes } from './protections/routes.ts';
+import { reposRoutes } from './repos/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 
@@ -17,7 +20,7 @@ export interface AppOptions {
 }
 
 /** Each domain's routes, mounted under /api/v1. */
-const MODULES = [usersRoutes, tokensRoutes, eventsRoutes];
+const MODULES = [usersRoutes, tokensRoutes, eventsRoutes, reposRoutes, forksRoutes, protectionsRoutes];
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
