@@ -2,7 +2,7 @@
  * The one place that answers "what may this user do to this team / repo / pull". Routes and
  * services ask here; nothing re-derives access inline. Invisible things are 404, never 403.
  */
-import type { Kysely, Selectable } from 'kysely';
+import { type Expression, type Kysely, type Selectable, type SqlBool, sql } from 'kysely';
 import type { DB, ReposTable, TeamsTable, UsersTable } from './db/types.ts';
 import type { Deps } from './deps.ts';
 import { forbidden, notFound } from './errors.ts';
@@ -194,6 +194,66 @@ export async function requireRepo(db: Kysely<DB>, viewer: Viewer, ref: RepoRef, 
     }
   }
   return { repo, owner, level };
+}
+
+/** Like `requireRepo`, for a repo known by uuid (fork records, event scopes). */
+export async function requireRepoByUuid(db: Kysely<DB>, viewer: Viewer, uuid: string, need: RepoNeed): Promise<RepoAccess> {
+  const repo = await db.selectFrom('repos').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+  if (!repo) throw notFound('Repo');
+  const ownerName =
+    repo.owner_kind === 'team'
+      ? (await db.selectFrom('teams').select('slug').where('uuid', '=', repo.owner_uuid).executeTakeFirst())?.slug
+      : (await db.selectFrom('users').select('username').where('uuid', '=', repo.owner_uuid).executeTakeFirst())?.username;
+  if (ownerName === undefined) throw notFound('Repo');
+  return requireRepo(db, viewer, { ownerKind: repo.owner_kind as 'team' | 'user', ownerName, repoSlug: repo.slug }, need);
+}
+
+/**
+ * The SQL twin of `repoAccessLevel(...) >= read`, for lists that must page over only the repos
+ * a viewer may read. It refers to the table as `repos` (unaliased). Keep the two in step.
+ */
+export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
+  if (!viewer) return sql<SqlBool>`1 = 0`;
+  if (viewer.isStaff) return sql<SqlBool>`1 = 1`;
+  return sql<SqlBool>`(
+    (repos.visibility = 'public' and repos.is_active = 1)
+    or (repos.owner_kind = 'user' and repos.owner_uuid = ${viewer.uuid})
+    or (repos.owner_kind = 'team' and exists (
+      select 1 from team_members tm
+      where tm.team_uuid = repos.owner_uuid and tm.user_uuid = ${viewer.uuid}
+        and (repos.is_active = 1 or tm.role in ('maintainer', 'owner'))
+    ))
+  )`;
+}
+
+/**
+ * Who may create a repo in a namespace (decisions §4): a team's maintainers and owners (the team
+ * is invisible, 404, to non-members; an inactive team refuses with 403 team_inactive), or the
+ * user themself; staff anywhere.
+ */
+export async function requireRepoCreation(db: Kysely<DB>, viewer: Viewer, kind: 'team' | 'user', name: string): Promise<RepoOwner> {
+  if (kind === 'team') {
+    const { team } = await requireTeam(db, viewer, name, 'maintainer');
+    assertTeamActive(team);
+    return { kind, uuid: team.uuid, name: team.slug, team, user: null };
+  }
+  const owner = await resolveOwner(db, viewer, kind, name);
+  if (!viewer.isStaff && owner.uuid !== viewer.uuid) throw forbidden('You can only create repos in your own namespace.');
+  return owner;
+}
+
+/**
+ * Who may inspect a namespace's repo slugs (check-repo-slug): a team's members (the team is
+ * 404 to anyone else) or the user themself (403 for another user's namespace); staff anywhere.
+ */
+export async function requireNamespaceInsight(db: Kysely<DB>, viewer: Viewer, kind: 'team' | 'user', name: string): Promise<RepoOwner> {
+  if (kind === 'team') {
+    const { team } = await requireTeam(db, viewer, name, 'reader');
+    return { kind, uuid: team.uuid, name: team.slug, team, user: null };
+  }
+  const owner = await resolveOwner(db, viewer, kind, name);
+  if (!viewer.isStaff && owner.uuid !== viewer.uuid) throw forbidden("You can only check slugs in your own namespace or your teams'.");
+  return owner;
 }
 
 /** Whether a user may open pulls on a repo under its public_repo_pull_policy (decisions §4). */

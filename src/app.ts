@@ -10,7 +10,10 @@ import { installJsonParser } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installValidators } from './http/validation.ts';
+import { forksRoutes } from './forks/routes.ts';
+import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
+import { reposRoutes } from './repos/routes.ts';
 import { teamsRoutes } from './teams/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { usersRoutes } from './users/routes.ts';
@@ -20,7 +23,17 @@ export interface AppOptions {
 }
 
 /** Each domain's routes, mounted under /api/v1. */
-const MODULES = [usersRoutes, tokensRoutes, eventsRoutes, teamsRoutes, activityRoutes, pullsRoutes];
+const MODULES = [
+  usersRoutes,
+  tokensRoutes,
+  eventsRoutes,
+  teamsRoutes,
+  activityRoutes,
+  reposRoutes,
+  forksRoutes,
+  protectionsRoutes,
+  pullsRoutes,
+];
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({

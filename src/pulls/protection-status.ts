@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { levelAtLeast, type RepoRef, type RepoRow, repoAccessLevel } from '../access.ts';
 import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
+import { branchMatchesPattern, isGlobPattern } from '../git/refname.ts';
 import type { Viewer } from '../viewer.ts';
 import { type PullRow, requirePull } from './pulls-service.ts';
 
@@ -27,30 +28,6 @@ export const PROTECTION_MATCHING_RULES =
   'than the pull author. `satisfied` is `approved_by.length >= required_approvals`; an unprotected pull is ' +
   'always satisfied.';
 
-const isGlob = (pattern: string) => /[*?]/.test(pattern);
-
-const globCache = new Map<string, RegExp>();
-
-/** `*` any run without `/`, `**` any run, `?` one character but `/`; everything else literal. */
-export function globToRegExp(pattern: string): RegExp {
-  let re = globCache.get(pattern);
-  if (re) return re;
-  let source = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i]!;
-    if (ch === '*' && pattern[i + 1] === '*') {
-      source += '.*';
-      while (pattern[i + 1] === '*') i++;
-    } else if (ch === '*') source += '[^/]*';
-    else if (ch === '?') source += '[^/]';
-    else source += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  re = new RegExp(`^${source}$`, 'su');
-  if (globCache.size > 1000) globCache.clear();
-  globCache.set(pattern, re);
-  return re;
-}
-
 const literalLength = (pattern: string) => pattern.replace(/[*?]/g, '').length;
 
 /** The protection that governs `branch` among a repo's protections (rules in PROTECTION_MATCHING_RULES). */
@@ -58,7 +35,7 @@ export function matchProtection(protections: ProtectionRow[], branch: string): P
   const exact = protections.find((p) => p.branch === branch);
   if (exact) return exact;
   const globs = protections
-    .filter((p) => isGlob(p.branch) && globToRegExp(p.branch).test(branch))
+    .filter((p) => isGlobPattern(p.branch) && branchMatchesPattern(p.branch, branch))
     .sort(
       (a, b) =>
         literalLength(b.branch) - literalLength(a.branch) ||

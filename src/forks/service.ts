@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import { type RepoRef, repoReadableBy, requireRepo, requireRepoByUuid, requireRepoCreation } from '../access.ts';
+import type { DB, ForksTable } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { AppError, notFound } from '../errors.ts';
+import { inTransaction } from '../events/service.ts';
+import { actorOf, insertRepo } from '../repos/service.ts';
+import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from '../repos/view.ts';
+import type { Viewer } from '../viewer.ts';
+import { copyGitContentForFork } from './git-seam.ts';
+
+type ForkRow = Selectable<ForksTable>;
+
+export interface ForkJson {
+  uuid: string;
+  source_repo_uuid: string;
+  source_full_name: string;
+  repo: RepoJson;
+  created_at: string;
+  created_by_username: string;
+}
+
+async function usernameOf(db: Kysely<DB>, uuid: string): Promise<string> {
+  return (await db.selectFrom('users').select('username').where('uuid', '=', uuid).executeTakeFirst())?.username ?? '';
+}
+
+async function forkToJson(db: Kysely<DB>, fork: ForkRow, publicUrl: string, repo?: RepoJson, sourceFullName?: string): Promise<ForkJson> {
+  return {
+    uuid: fork.uuid,
+    source_repo_uuid: fork.source_repo_uuid,
+    source_full_name: sourceFullName ?? (await loadRepoJson(db, fork.source_repo_uuid, publicUrl)).full_name,
+    repo: repo ?? (await loadRepoJson(db, fork.repo_uuid, publicUrl)),
+    created_at: fork.created_at,
+    created_by_username: await usernameOf(db, fork.created_by_uuid),
+  };
+}
+
+/**
+ * POST {repo}/forks: read access to the source. Into `teamSlug` (maintainer or owner there,
+ * active team) or else the caller's own namespace, with the source's slug; a taken slug is 409
+ * slug_taken. The new repo copies name, description, about, visibility and default_branch.
+ */
+export async function createFork(deps: Deps, viewer: Viewer, ref: RepoRef, teamSlug: string | undefined): Promise<ForkJson> {
+  return inTransaction(deps, async (tx) => {
+    const { repo: source, owner: sourceOwner } = await requireRepo(tx.db, viewer, ref, { level: 'read' });
+    const target =
+      teamSlug === undefined
+        ? await requireRepoCreation(tx.db, viewer, 'user', viewer.username)
+        : await requireRepoCreation(tx.db, viewer, 'team', teamSlug);
+    const repo = await insertRepo(
+      deps,
+      tx,
+      target,
+      {
+        name: source.name,
+        slug: source.slug,
+        description: source.description,
+        about: source.about,
+        visibility: source.visibility as 'public' | 'private',
+        default_branch: source.default_branch,
+        fork_of_uuid: source.uuid,
+      },
+      viewer,
+    );
+    const fork: ForkRow = {
+      uuid: randomUUID(),
+      source_repo_uuid: source.uuid,
+      repo_uuid: repo.uuid,
+      created_by_uuid: viewer.uuid,
+      created_at: repo.created_at,
+    };
+    await tx.db.insertInto('forks').values(fork).execute();
+    await copyGitContentForFork(deps, tx, source, repo);
+    const sourceFullName = `${sourceOwner.name}/${source.slug}`;
+    const json = await forkToJson(tx.db, fork, deps.config.publicUrl, undefined, sourceFullName);
+    await tx.emit({
+      kind: 'fork-created',
+      scopes: [...repoScopes(repo), `repo:${source.uuid}`],
+      actor: actorOf(viewer),
+      payload: {
+        fork_uuid: fork.uuid,
+        repo_uuid: repo.uuid,
+        full_name: json.repo.full_name,
+        source_repo_uuid: source.uuid,
+        source_full_name: sourceFullName,
+      },
+    });
+    return json;
+  });
+}
+
+/** GET /forks/{uuid}: visible when the caller can read the fork repo (404 otherwise). */
+export async function getForkByUuid(deps: Deps, viewer: Viewer, uuid: string): Promise<ForkJson> {
+  const fork = await deps.db.selectFrom('forks').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+  if (!fork) throw notFound('Fork');
+  try {
+    await requireRepoByUuid(deps.db, viewer, fork.repo_uuid, { level: 'read' });
+  } catch (err) {
+    throw err instanceof AppError && err.status === 404 ? notFound('Fork') : err;
+  }
+  return forkToJson(deps.db, fork, deps.config.publicUrl);
+}
+
+/** GET {repo}/fork: this repo's own fork record; 404 when it is not a fork. */
+export async function getOwnFork(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<ForkJson> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
+  const fork = await deps.db.selectFrom('forks').selectAll().where('repo_uuid', '=', repo.uuid).executeTakeFirst();
+  if (!fork) throw notFound('Fork');
+  return forkToJson(deps.db, fork, deps.config.publicUrl);
+}
+
+/** The forks of a source repo whose repos the viewer may read, oldest first. */
+function readableForksOf(deps: Deps, viewer: Viewer, sourceUuid: string) {
+  return deps.db
+    .selectFrom('forks')
+    .innerJoin('repos', 'repos.uuid', 'forks.repo_uuid')
+    .selectAll('forks')
+    .where('forks.source_repo_uuid', '=', sourceUuid)
+    .where(repoReadableBy(viewer))
+    .orderBy('forks.created_at')
+    .orderBy('forks.uuid');
+}
+
+async function forksToJson(deps: Deps, forks: ForkRow[], sourceFullName: string): Promise<ForkJson[]> {
+  if (forks.length === 0) return [];
+  const repos = await repoViewQuery(deps.db)
+    .where(
+      'repos.uuid',
+      'in',
+      forks.map((f) => f.repo_uuid),
+    )
+    .execute();
+  const byUuid = new Map(repos.map((row) => [row.uuid, repoToJson(row, deps.config.publicUrl)]));
+  const out: ForkJson[] = [];
+  for (const fork of forks) {
+    out.push(await forkToJson(deps.db, fork, deps.config.publicUrl, byUuid.get(fork.repo_uuid), sourceFullName));
+  }
+  return out;
+}
+
+/** GET {repo}/forks: a Page of this repo's forks that the caller may read. */
+export async function listForks(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  page: { offset: number; limit: number },
+): Promise<ForkJson[]> {
+  const { repo, owner } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
+  const forks = await readableForksOf(deps, viewer, repo.uuid).offset(page.offset).limit(page.limit).execute();
+  return forksToJson(deps, forks, `${owner.name}/${repo.slug}`);
+}
+
+/**
+ * GET {repo}/forks/team/{t} and .../forks/user/{u}: the fork of this repo in that namespace, or
+ * 404 (also when the caller cannot read it). Should a namespace hold several forks of the repo
+ * (a fork renamed, then forked again), the oldest is answered.
+ */
+export async function getForkIn(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  kind: 'team' | 'user',
+  namespace: string,
+): Promise<ForkJson> {
+  const { repo, owner } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
+  const key = namespace.toLowerCase();
+  const ns =
+    kind === 'team'
+      ? await deps.db.selectFrom('teams').select('uuid').where('slug', '=', key).executeTakeFirst()
+      : await deps.db.selectFrom('users').select('uuid').where('username', '=', key).executeTakeFirst();
+  if (!ns) throw notFound(kind === 'team' ? 'Team' : 'User');
+  const fork = await readableForksOf(deps, viewer, repo.uuid)
+    .where('repos.owner_kind', '=', kind)
+    .where('repos.owner_uuid', '=', ns.uuid)
+    .executeTakeFirst();
+  if (!fork) throw notFound('Fork');
+  const [json] = await forksToJson(deps, [fork], `${owner.name}/${repo.slug}`);
+  return json!;
+}

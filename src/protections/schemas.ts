@@ -1,0 +1,38 @@
+import { Type } from '@sinclair/typebox';
+import { PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+
+export const Protection = Type.Object(
+  {
+    uuid: Type.String(),
+    branch: Type.String({ description: 'an exact branch name or a glob such as release/*' }),
+    required_approvals: Type.Integer({ minimum: 1 }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { additionalProperties: false, title: 'BranchProtection' },
+);
+
+export const Approver = Type.Object(
+  { user_uuid: Type.String(), username: Type.String(), created_at: Timestamp },
+  { additionalProperties: false, title: 'ProtectionApprover' },
+);
+
+const Branch = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  description:
+    'an exact branch name or a glob: `*` matches within one path segment, `**` across segments, `?` one character; ' +
+    'otherwise git branch-name rules (no white space or control characters, no `..`, `~^:[\\`)',
+});
+const RequiredApprovals = Type.Integer({ minimum: 1, maximum: 100, description: 'integer 1-100; default 1' });
+
+export const CreateProtectionBody = StrictObject({ branch: Branch, required_approvals: Type.Optional(RequiredApprovals) });
+export const UpdateProtectionBody = StrictObject({
+  branch: Type.Optional(Branch),
+  required_approvals: Type.Optional(RequiredApprovals),
+});
+export const AddApproverBody = StrictObject({ username: Type.String({ minLength: 1, maxLength: 200 }) });
+
+export const ListQuery = Type.Object({ ...PageQuery });
+export const ProtectionParam = { protection_uuid: Type.String({ maxLength: 100 }) };
+export const ApproverParam = { user_uuid: Type.String({ maxLength: 100 }) };

@@ -1,0 +1,266 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import { type RepoRef, type RepoRow, requireRepo } from '../access.ts';
+import type { DB, ProtectionsTable } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
+import { type TxContext, inTransaction } from '../events/service.ts';
+import { isValidBranchPattern } from '../git/refname.ts';
+import { actorOf } from '../repos/service.ts';
+import { repoScopes } from '../repos/view.ts';
+import { nowIso } from '../time.ts';
+import { isUniqueViolation, requireActiveUser } from '../users/service.ts';
+import type { Viewer } from '../viewer.ts';
+
+type ProtectionRow = Selectable<ProtectionsTable>;
+
+export interface ProtectionJson {
+  uuid: string;
+  branch: string;
+  required_approvals: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApproverJson {
+  user_uuid: string;
+  username: string;
+  created_at: string;
+}
+
+export const protectionToJson = (row: ProtectionRow): ProtectionJson => ({
+  uuid: row.uuid,
+  branch: row.branch,
+  required_approvals: row.required_approvals,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+// Reading protections needs read access; changing them (and their approvers) maintain level.
+const READ = { level: 'read' } as const;
+const MANAGE = { level: 'maintain', write: true } as const;
+
+function checkPattern(branch: string): string {
+  if (!isValidBranchPattern(branch)) {
+    throw badRequest(
+      'branch must be a branch name or a glob (`*`, `?`) of at most 255 characters, without white space, control characters, `..` or `~^:[\\`.',
+    );
+  }
+  return branch;
+}
+
+const duplicateBranch = (branch: string) => conflict('conflict', `The repo already has a protection for "${branch}".`);
+
+async function findProtection(db: Kysely<DB>, repo: RepoRow, uuid: string): Promise<ProtectionRow> {
+  const row = await db
+    .selectFrom('protections')
+    .selectAll()
+    .where('repo_uuid', '=', repo.uuid)
+    .where('uuid', '=', uuid)
+    .executeTakeFirst();
+  if (!row) throw notFound('Protection');
+  return row;
+}
+
+async function branchTaken(db: Kysely<DB>, repoUuid: string, branch: string, except?: string): Promise<boolean> {
+  let q = db.selectFrom('protections').select('uuid').where('repo_uuid', '=', repoUuid).where('branch', '=', branch);
+  if (except) q = q.where('uuid', '!=', except);
+  return (await q.executeTakeFirst()) !== undefined;
+}
+
+async function emitProtectionEvent(
+  tx: TxContext,
+  viewer: Viewer,
+  repo: RepoRow,
+  kind: string,
+  payload: Record<string, unknown>,
+): Promise<void> {
+  await tx.emit({ kind, scopes: repoScopes(repo), actor: actorOf(viewer), payload: { repo_uuid: repo.uuid, ...payload } });
+}
+
+export async function listProtections(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  page: { offset: number; limit: number },
+): Promise<ProtectionJson[]> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const rows = await deps.db
+    .selectFrom('protections')
+    .selectAll()
+    .where('repo_uuid', '=', repo.uuid)
+    .orderBy('created_at')
+    .orderBy('uuid')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
+  return rows.map(protectionToJson);
+}
+
+export async function createProtection(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  input: { branch: string; required_approvals?: number },
+): Promise<ProtectionJson> {
+  return inTransaction(deps, async (tx) => {
+    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+    const branch = checkPattern(input.branch);
+    if (await branchTaken(tx.db, repo.uuid, branch)) throw duplicateBranch(branch);
+    const now = nowIso();
+    const row: ProtectionRow = {
+      uuid: randomUUID(),
+      repo_uuid: repo.uuid,
+      branch,
+      required_approvals: input.required_approvals ?? 1,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await tx.db.insertInto('protections').values(row).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw duplicateBranch(branch);
+      throw err;
+    }
+    await emitProtectionEvent(tx, viewer, repo, 'protection-created', {
+      protection_uuid: row.uuid,
+      branch,
+      required_approvals: row.required_approvals,
+    });
+    return protectionToJson(row);
+  });
+}
+
+export async function getProtection(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<ProtectionJson> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  return protectionToJson(await findProtection(deps.db, repo, uuid));
+}
+
+export async function updateProtection(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  uuid: string,
+  input: { branch?: string; required_approvals?: number },
+): Promise<ProtectionJson> {
+  return inTransaction(deps, async (tx) => {
+    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+    const row = await findProtection(tx.db, repo, uuid);
+    const changes: Partial<ProtectionRow> = {};
+    if (input.branch !== undefined && input.branch !== row.branch) {
+      const branch = checkPattern(input.branch);
+      if (await branchTaken(tx.db, repo.uuid, branch, row.uuid)) throw duplicateBranch(branch);
+      changes.branch = branch;
+    }
+    if (input.required_approvals !== undefined && input.required_approvals !== row.required_approvals) {
+      changes.required_approvals = input.required_approvals;
+    }
+    if (Object.keys(changes).length === 0) return protectionToJson(row);
+    const updated = { ...row, ...changes, updated_at: nowIso() };
+    try {
+      await tx.db.updateTable('protections').set({ ...changes, updated_at: updated.updated_at }).where('uuid', '=', row.uuid).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw duplicateBranch(String(changes.branch));
+      throw err;
+    }
+    await emitProtectionEvent(tx, viewer, repo, 'protection-updated', {
+      protection_uuid: row.uuid,
+      branch: updated.branch,
+      required_approvals: updated.required_approvals,
+      fields: Object.keys(changes),
+    });
+    return protectionToJson(updated);
+  });
+}
+
+export async function deleteProtection(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<void> {
+  await inTransaction(deps, async (tx) => {
+    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+    const row = await findProtection(tx.db, repo, uuid);
+    await tx.db.deleteFrom('protections').where('uuid', '=', row.uuid).execute();
+    await emitProtectionEvent(tx, viewer, repo, 'protection-deleted', { protection_uuid: row.uuid, branch: row.branch });
+  });
+}
+
+export async function listApprovers(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  uuid: string,
+  page: { offset: number; limit: number },
+): Promise<ApproverJson[]> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const protection = await findProtection(deps.db, repo, uuid);
+  return deps.db
+    .selectFrom('protection_approvers as a')
+    .innerJoin('users as u', 'u.uuid', 'a.user_uuid')
+    .select(['a.user_uuid', 'u.username', 'a.created_at'])
+    .where('a.protection_uuid', '=', protection.uuid)
+    .orderBy('a.created_at')
+    .orderBy('a.user_uuid')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
+}
+
+export async function addApprover(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  uuid: string,
+  username: string,
+): Promise<ApproverJson> {
+  return inTransaction(deps, async (tx) => {
+    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+    const protection = await findProtection(tx.db, repo, uuid);
+    const user = await requireActiveUser(tx.db, username.trim());
+    const already = () => conflict('conflict', `${user.username} is already an approver of this protection.`);
+    const existing = await tx.db
+      .selectFrom('protection_approvers')
+      .select('user_uuid')
+      .where('protection_uuid', '=', protection.uuid)
+      .where('user_uuid', '=', user.uuid)
+      .executeTakeFirst();
+    if (existing) throw already();
+    const row = { protection_uuid: protection.uuid, user_uuid: user.uuid, created_at: nowIso() };
+    try {
+      await tx.db.insertInto('protection_approvers').values(row).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw already();
+      throw err;
+    }
+    await emitProtectionEvent(tx, viewer, repo, 'protection-approver-added', {
+      protection_uuid: protection.uuid,
+      branch: protection.branch,
+      user_uuid: user.uuid,
+      username: user.username,
+    });
+    return { user_uuid: user.uuid, username: user.username, created_at: row.created_at };
+  });
+}
+
+export async function removeApprover(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string, userUuid: string): Promise<void> {
+  await inTransaction(deps, async (tx) => {
+    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+    const protection = await findProtection(tx.db, repo, uuid);
+    const listed = await tx.db
+      .selectFrom('protection_approvers as a')
+      .innerJoin('users as u', 'u.uuid', 'a.user_uuid')
+      .select(['a.user_uuid', 'u.username'])
+      .where('a.protection_uuid', '=', protection.uuid)
+      .where('a.user_uuid', '=', userUuid)
+      .executeTakeFirst();
+    if (!listed) throw notFound('Approver');
+    await tx.db
+      .deleteFrom('protection_approvers')
+      .where('protection_uuid', '=', protection.uuid)
+      .where('user_uuid', '=', userUuid)
+      .execute();
+    await emitProtectionEvent(tx, viewer, repo, 'protection-approver-removed', {
+      protection_uuid: protection.uuid,
+      branch: protection.branch,
+      user_uuid: listed.user_uuid,
+      username: listed.username,
+    });
+  });
+}

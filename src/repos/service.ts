@@ -1,0 +1,324 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import {
+  type RepoRef,
+  type RepoRow,
+  requireNamespaceInsight,
+  requireRepo,
+  requireRepoCreation,
+  resolveOwner,
+} from '../access.ts';
+import type { DB } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { badRequest, conflict, forbidden } from '../errors.ts';
+import { type EventActor, type TxContext, inTransaction } from '../events/service.ts';
+import { isValidBranchName } from '../git/refname.ts';
+import { nameRuleError, normalizeName, suggestName } from '../names.ts';
+import { nowIso } from '../time.ts';
+import { isUniqueViolation } from '../users/service.ts';
+import type { Viewer } from '../viewer.ts';
+import { removeGitContentOfDeletedRepo } from './git-seam.ts';
+import { type RepoJson, loadRepoJson, repoReadableQuery, repoScopes, repoToJson } from './view.ts';
+
+export const actorOf = (viewer: Viewer): EventActor => ({ uuid: viewer.uuid, username: viewer.username });
+
+export function cleanName(raw: string): string {
+  const name = raw.trim();
+  if (!name) throw badRequest('name must not be blank.');
+  return name;
+}
+
+const slugTaken = (slug: string) => conflict('slug_taken', `The repo slug "${slug}" is already taken in this namespace.`);
+
+export async function isRepoSlugTaken(db: Kysely<DB>, ownerKind: string, ownerUuid: string, slug: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('repos')
+    .select('uuid')
+    .where('owner_kind', '=', ownerKind)
+    .where('owner_uuid', '=', ownerUuid)
+    .where('slug', '=', slug)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export interface NewRepo {
+  name: string;
+  slug: string;
+  description: string | null;
+  about?: string;
+  visibility: 'public' | 'private';
+  default_branch?: string;
+  fork_of_uuid?: string | null;
+}
+
+/**
+ * Inserts a repo row in a namespace and emits repo-created. The slug must already be normalised.
+ * A taken slug is 409 slug_taken, also when a concurrent request took it a moment earlier
+ * (the unique index decides).
+ */
+export async function insertRepo(
+  deps: Deps,
+  tx: TxContext,
+  owner: { kind: 'team' | 'user'; uuid: string; name: string },
+  input: NewRepo,
+  actor: Viewer,
+): Promise<RepoRow> {
+  if (await isRepoSlugTaken(tx.db, owner.kind, owner.uuid, input.slug)) throw slugTaken(input.slug);
+  const now = nowIso();
+  const row: RepoRow = {
+    uuid: randomUUID(),
+    owner_kind: owner.kind,
+    owner_uuid: owner.uuid,
+    name: input.name,
+    slug: input.slug,
+    description: input.description,
+    about: input.about ?? '',
+    visibility: input.visibility,
+    default_branch: input.default_branch ?? 'main',
+    public_repo_pull_policy: 'any',
+    max_disk_bytes: deps.config.defaultMaxDiskBytes,
+    disk_usage_bytes: 0,
+    is_active: 1,
+    is_archived: 0,
+    fork_of_uuid: input.fork_of_uuid ?? null,
+    pull_seq: 0,
+    thread_seq: 0,
+    created_by_uuid: actor.uuid,
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await tx.db.insertInto('repos').values(row).execute();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw slugTaken(input.slug);
+    throw err;
+  }
+  await tx.emit({
+    kind: 'repo-created',
+    scopes: repoScopes(row),
+    actor: actorOf(actor),
+    payload: {
+      repo_uuid: row.uuid,
+      full_name: `${owner.name}/${row.slug}`,
+      name: row.name,
+      visibility: row.visibility,
+      fork_of_uuid: row.fork_of_uuid,
+    },
+  });
+  return row;
+}
+
+export async function createRepo(
+  deps: Deps,
+  viewer: Viewer,
+  kind: 'team' | 'user',
+  ownerName: string,
+  input: { name: string; slug: string; description?: string | null; visibility?: 'public' | 'private' },
+): Promise<RepoJson> {
+  const name = cleanName(input.name);
+  const slug = normalizeName('repo slug', input.slug);
+  return inTransaction(deps, async (tx) => {
+    const owner = await requireRepoCreation(tx.db, viewer, kind, ownerName);
+    const row = await insertRepo(
+      deps,
+      tx,
+      owner,
+      { name, slug, description: input.description ?? null, visibility: input.visibility ?? 'private' },
+      viewer,
+    );
+    return loadRepoJson(tx.db, row.uuid, deps.config.publicUrl);
+  });
+}
+
+/** A namespace's repos that the viewer may read, oldest first. */
+export async function listRepos(
+  deps: Deps,
+  viewer: Viewer,
+  kind: 'team' | 'user',
+  ownerName: string,
+  page: { offset: number; limit: number },
+): Promise<RepoJson[]> {
+  const owner = await resolveOwner(deps.db, viewer, kind, ownerName);
+  const rows = await repoReadableQuery(deps.db, viewer)
+    .where('repos.owner_kind', '=', kind)
+    .where('repos.owner_uuid', '=', owner.uuid)
+    .orderBy('repos.created_at')
+    .orderBy('repos.uuid')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
+  return rows.map((row) => repoToJson(row, deps.config.publicUrl));
+}
+
+export async function getRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<RepoJson> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
+  return loadRepoJson(deps.db, repo.uuid, deps.config.publicUrl);
+}
+
+export interface UpdateRepoInput {
+  name?: string;
+  slug?: string;
+  description?: string | null;
+  about?: string;
+  visibility?: 'public' | 'private';
+  default_branch?: string;
+  public_repo_pull_policy?: 'any' | 'team' | 'owner';
+  max_disk_bytes?: number;
+  is_active?: boolean;
+}
+
+type RepoChanges = Partial<Omit<RepoRow, 'uuid' | 'owner_kind' | 'owner_uuid'>>;
+
+/**
+ * Applies a changes object, bumps updated_at and emits repo-updated with the changed fields.
+ * Nothing changed: no write and no event.
+ */
+async function applyRepoChanges(
+  deps: Deps,
+  tx: TxContext,
+  repo: RepoRow,
+  changes: RepoChanges,
+  viewer: Viewer,
+  extra: Record<string, unknown> = {},
+): Promise<RepoJson> {
+  const changed = Object.fromEntries(
+    Object.entries(changes).filter(([key, value]) => repo[key as keyof RepoRow] !== value),
+  ) as RepoChanges;
+  if (Object.keys(changed).length === 0) return loadRepoJson(tx.db, repo.uuid, deps.config.publicUrl);
+  try {
+    await tx.db
+      .updateTable('repos')
+      .set({ ...changed, updated_at: nowIso() })
+      .where('uuid', '=', repo.uuid)
+      .execute();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw slugTaken(String(changed.slug));
+    throw err;
+  }
+  const json = await loadRepoJson(tx.db, repo.uuid, deps.config.publicUrl);
+  // Payload values in API form (booleans, not 0/1).
+  const shown: Record<string, unknown> = {};
+  for (const key of Object.keys(changed)) shown[key] = json[key as keyof RepoJson];
+  await tx.emit({
+    kind: 'repo-updated',
+    scopes: repoScopes(repo),
+    actor: actorOf(viewer),
+    payload: { repo_uuid: repo.uuid, full_name: json.full_name, fields: Object.keys(changed), changes: shown, ...extra },
+  });
+  return json;
+}
+
+/**
+ * PUT {repo} (api.md "Update repo"): maintain level; `max_disk_bytes` is staff only (403, even
+ * when unchanged); `public_repo_pull_policy: team` only on a public team repo (409
+ * invalid_pull_policy); a taken slug 409 slug_taken.
+ */
+export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input: UpdateRepoInput): Promise<RepoJson> {
+  return inTransaction(deps, async (tx) => {
+    const { repo, owner } = await requireRepo(tx.db, viewer, ref, { level: 'maintain', write: true });
+    if (input.max_disk_bytes !== undefined && !viewer.isStaff) {
+      throw forbidden('Only staff can change max_disk_bytes.');
+    }
+    const changes: RepoChanges = {};
+    if (input.name !== undefined) changes.name = cleanName(input.name);
+    if (input.slug !== undefined) changes.slug = normalizeName('repo slug', input.slug);
+    if (input.description !== undefined) changes.description = input.description;
+    if (input.about !== undefined) changes.about = input.about;
+    if (input.visibility !== undefined) changes.visibility = input.visibility;
+    if (input.default_branch !== undefined) {
+      if (!isValidBranchName(input.default_branch)) {
+        throw badRequest('default_branch must be a valid git branch name.');
+      }
+      changes.default_branch = input.default_branch;
+    }
+    if (input.public_repo_pull_policy !== undefined) changes.public_repo_pull_policy = input.public_repo_pull_policy;
+    if (input.max_disk_bytes !== undefined) changes.max_disk_bytes = input.max_disk_bytes;
+    if (input.is_active !== undefined) changes.is_active = input.is_active ? 1 : 0;
+
+    if (changes.slug !== undefined && changes.slug !== repo.slug) {
+      if (await isRepoSlugTaken(tx.db, repo.owner_kind, repo.owner_uuid, changes.slug)) throw slugTaken(changes.slug);
+    }
+    if (input.public_repo_pull_policy === 'team') {
+      if (owner.kind !== 'team') {
+        throw conflict('invalid_pull_policy', 'public_repo_pull_policy "team" is only valid for team repos.');
+      }
+      if ((changes.visibility ?? repo.visibility) !== 'public') {
+        throw conflict('invalid_pull_policy', 'public_repo_pull_policy "team" is only valid for public team repos.');
+      }
+    }
+    return applyRepoChanges(deps, tx, repo, changes, viewer);
+  });
+}
+
+/** PUT/DELETE {repo}/archive: maintain level; idempotent; allowed on an archived repo. */
+export async function setArchived(deps: Deps, viewer: Viewer, ref: RepoRef, archived: boolean): Promise<RepoJson> {
+  return inTransaction(deps, async (tx) => {
+    const { repo } = await requireRepo(tx.db, viewer, ref, { level: 'maintain', write: true, allowArchived: true });
+    return applyRepoChanges(deps, tx, repo, { is_archived: archived ? 1 : 0 }, viewer, {
+      action: archived ? 'archived' : 'unarchived',
+    });
+  });
+}
+
+/**
+ * DELETE {repo}: team owner, user owner or staff. Its protections, pulls and reviews go with it
+ * (foreign keys cascade), as does its own fork record. Forks of it survive as standalone repos
+ * (as Gitea does): their fork_of_uuid becomes null and their fork records are removed, each
+ * with a repo-updated event.
+ */
+export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<void> {
+  const deleted = await inTransaction(deps, async (tx) => {
+    const { repo, owner } = await requireRepo(tx.db, viewer, ref, { level: 'owner', write: true, allowArchived: true });
+    const forks = await tx.db
+      .selectFrom('repos')
+      .select(['uuid', 'owner_kind', 'owner_uuid'])
+      .where('fork_of_uuid', '=', repo.uuid)
+      .orderBy('uuid')
+      .execute();
+    await tx.db.deleteFrom('forks').where('source_repo_uuid', '=', repo.uuid).execute();
+    if (forks.length) {
+      const now = nowIso();
+      await tx.db.updateTable('repos').set({ fork_of_uuid: null, updated_at: now }).where('fork_of_uuid', '=', repo.uuid).execute();
+      for (const fork of forks) {
+        await tx.emit({
+          kind: 'repo-updated',
+          scopes: repoScopes(fork),
+          actor: actorOf(viewer),
+          payload: {
+            repo_uuid: fork.uuid,
+            fields: ['fork_of_uuid'],
+            changes: { fork_of_uuid: null },
+            action: 'fork_source_deleted',
+            source_repo_uuid: repo.uuid,
+          },
+        });
+      }
+    }
+    await tx.db.deleteFrom('repos').where('uuid', '=', repo.uuid).execute();
+    await tx.emit({
+      kind: 'repo-deleted',
+      scopes: repoScopes(repo),
+      actor: actorOf(viewer),
+      payload: { repo_uuid: repo.uuid, full_name: `${owner.name}/${repo.slug}`, detached_fork_uuids: forks.map((f) => f.uuid) },
+    });
+    return repo;
+  });
+  await removeGitContentOfDeletedRepo(deps, deleted);
+}
+
+/** GET /teams/{t}/check-repo-slug and /users/{u}/check-repo-slug. */
+export async function checkRepoSlug(
+  deps: Deps,
+  viewer: Viewer,
+  kind: 'team' | 'user',
+  ownerName: string,
+  raw: string,
+): Promise<{ available: boolean; suggestion: string | null }> {
+  const slug = raw.trim().toLowerCase();
+  const problem = nameRuleError('repo slug', slug);
+  if (problem) throw badRequest(problem);
+  const owner = await requireNamespaceInsight(deps.db, viewer, kind, ownerName);
+  const taken = (candidate: string) => isRepoSlugTaken(deps.db, kind, owner.uuid, candidate);
+  if (!(await taken(slug))) return { available: true, suggestion: null };
+  return { available: false, suggestion: await suggestName('repo slug', slug, taken) };
+}
