@@ -9,6 +9,12 @@ export interface EventActor {
   username: string;
 }
 
+/** The event actor for a request's viewer. */
+export const actorOf = (viewer: { uuid: string; username: string }): EventActor => ({
+  uuid: viewer.uuid,
+  username: viewer.username,
+});
+
 export interface EventInput {
   kind: string;
   scopes: string[];

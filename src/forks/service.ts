@@ -4,8 +4,8 @@ import { type RepoRef, repoReadableBy, requireRepo, requireRepoByUuid, requireRe
 import type { DB, ForksTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, notFound } from '../errors.ts';
-import { inTransaction } from '../events/service.ts';
-import { actorOf, insertRepo } from '../repos/service.ts';
+import { actorOf, inTransaction } from '../events/service.ts';
+import { insertRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from '../repos/view.ts';
 import type { Viewer } from '../viewer.ts';
 import { copyGitContentForFork } from './git-seam.ts';

@@ -1,12 +1,12 @@
 import type { RepoRef } from '../access.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
-import { inTransaction } from '../events/service.ts';
+import { actorOf, inTransaction } from '../events/service.ts';
 import { type MergeStrategy, mergeBranches } from '../git/merge.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import { pullProtectionStatus } from './protection-status.ts';
-import { actorOf, loadPullJson, type PullJson, pullEventPayload, pullScopes, requirePull } from './pulls-service.ts';
+import { loadPullJson, type PullJson, pullEventPayload, pullScopes, requirePull } from './pulls-service.ts';
 
 export interface MergeResultJson {
   pull: PullJson;

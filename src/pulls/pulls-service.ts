@@ -4,7 +4,7 @@ import { canOpenPull, levelAtLeast, type RepoAccess, type RepoRef, requireRepo }
 import type { DB, PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden, notFound } from '../errors.ts';
-import { inTransaction, type TxContext } from '../events/service.ts';
+import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
@@ -98,7 +98,6 @@ export function pullEventPayload(pull: PullJson): Record<string, unknown> {
 }
 
 export const pullScopes = (pull: { repo_uuid: string; uuid: string }) => [`repo:${pull.repo_uuid}`, `pull:${pull.uuid}`];
-export const actorOf = (viewer: Viewer) => ({ uuid: viewer.uuid, username: viewer.username });
 
 function cleanTitle(raw: string): string {
   const title = raw.trim();

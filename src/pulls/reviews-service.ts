@@ -4,10 +4,10 @@ import { levelAtLeast, type RepoRef } from '../access.ts';
 import type { DB, ReviewsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, forbidden, notFound } from '../errors.ts';
-import { inTransaction } from '../events/service.ts';
+import { actorOf, inTransaction } from '../events/service.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
-import { actorOf, type PullRow, requirePull } from './pulls-service.ts';
+import { type PullRow, requirePull } from './pulls-service.ts';
 
 export type ReviewStatus = 'approved' | 'changes_requested' | 'commented';
 

@@ -11,7 +11,7 @@ import {
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden } from '../errors.ts';
-import { type EventActor, type TxContext, inTransaction } from '../events/service.ts';
+import { actorOf, type TxContext, inTransaction } from '../events/service.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
@@ -20,7 +20,6 @@ import type { Viewer } from '../viewer.ts';
 import { removeGitContentOfDeletedRepo } from './git-seam.ts';
 import { type RepoJson, loadRepoJson, repoReadableQuery, repoScopes, repoToJson } from './view.ts';
 
-export const actorOf = (viewer: Viewer): EventActor => ({ uuid: viewer.uuid, username: viewer.username });
 
 export function cleanName(raw: string): string {
   const name = raw.trim();

@@ -3,11 +3,10 @@ import { type TeamRole, requireMemberRemoval, requireTeam, requireTeamManager } 
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
-import { type TxContext, inTransaction } from '../events/service.ts';
+import { actorOf, type TxContext, inTransaction } from '../events/service.ts';
 import { nowIso } from '../time.ts';
 import { findUserByUsername, isUniqueViolation, requireActiveUser } from '../users/service.ts';
 import type { Viewer } from '../viewer.ts';
-import { actorOf } from './service.ts';
 
 export interface MemberJson {
   user_uuid: string;

@@ -4,7 +4,7 @@ import { type TeamRow, assertTeamManageable, requireTeam } from '../access.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden } from '../errors.ts';
-import { type EventActor, inTransaction } from '../events/service.ts';
+import { actorOf, inTransaction } from '../events/service.ts';
 import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
 import { isUniqueViolation } from '../users/service.ts';
@@ -30,7 +30,6 @@ export function teamToJson(row: TeamRow): TeamJson {
   };
 }
 
-export const actorOf = (viewer: Viewer): EventActor => ({ uuid: viewer.uuid, username: viewer.username });
 
 const slugTaken = (slug: string) => conflict('slug_taken', `The team slug "${slug}" is not available.`);
 
