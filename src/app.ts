@@ -8,6 +8,7 @@ import { installAuth } from './http/auth.ts';
 import { installJsonParser } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
+import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
 import { installValidators } from './http/validation.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { usersRoutes } from './users/routes.ts';
@@ -29,6 +30,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     bodyLimit: 1024 * 1024,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 500 },
+    frameworkErrors,
+    clientErrorHandler,
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -38,6 +41,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installJsonParser(app);
   installErrorHandling(app);
   await installOpenApi(app);
+  installUrlCheck(app);
   installAuth(app, deps);
 
   app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -50,7 +54,14 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     async (api) => {
       api.get(
         '/openapi.json',
-        { config: { public: true }, schema: { tags: ['meta'], summary: 'This OpenAPI 3.1.0 document' } },
+        {
+          config: { public: true },
+          schema: {
+            tags: ['meta'],
+            summary: 'This OpenAPI 3.1.0 document',
+            response: { 200: { type: 'object', additionalProperties: true, description: 'An OpenAPI 3.1.0 document' } },
+          },
+        },
         async () => app.swagger(),
       );
       for (const module of MODULES) await api.register(module, { deps });

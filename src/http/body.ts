@@ -24,7 +24,13 @@ function checkValue(value: unknown, depth: number): void {
 export function installJsonParser(app: FastifyInstance): void {
   // Only JSON is accepted by default; anything else is 415 (uploads register their own parsers).
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json$/, { parseAs: 'buffer' }, (_req, body, done) => {
+  // Fastify tests a RegExp parser against the whole header, parameters included
+  // (`application/json; charset=utf-8`), so the pattern must allow them.
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\s*(;|$)/i, { parseAs: 'buffer' }, (req, body, done) => {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      return done(new AppError(415, 'unsupported_media_type', 'JSON bodies must be UTF-8 (charset=utf-8).'), undefined);
+    }
     const buffer = body as Buffer;
     if (buffer.length === 0) return done(null, undefined);
     let text: string;

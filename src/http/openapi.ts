@@ -13,6 +13,23 @@ Conventions (see the README for the full list):
 - Authenticate with \`Authorization: Bearer <token>\` or Basic with an empty username and the token as password. A private resource you cannot see is 404, never 403.
 - Timestamps are ISO 8601 UTC with milliseconds and Z.`;
 
+// @fastify/swagger takes a response's description from this keyword; the schema is untouched.
+const X_DESCRIPTION = 'x-response-description';
+const RESPONSE_DESCRIPTIONS: Record<number, string> = {
+  200: 'Success',
+  201: 'Created',
+  204: 'No content',
+  400: 'invalid_request: schema, query, JSON or format problem; unknown body properties',
+  401: 'unauthorized: missing, malformed, unknown, expired or revoked token (sets WWW-Authenticate)',
+  403: 'forbidden (or a more specific code): authenticated but not allowed',
+  404: 'not_found: no such resource, or not visible to the caller',
+  409: 'conflict (or a more specific code)',
+  413: 'payload_too_large: the body is over 1 MiB',
+  415: 'unsupported_media_type: the body is not application/json',
+  429: 'rate_limited: retry after Retry-After seconds',
+  500: 'internal_error',
+};
+
 /**
  * Registers @fastify/swagger (OpenAPI 3.1.0 from the route schemas) and fills in, for every
  * route, the security requirement and the error responses every route can give.
@@ -31,6 +48,12 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     if (route.schema?.body) common.push(413, 415);
     if (!isPublic || route.method !== 'GET') common.push(429);
     for (const status of common) response[status] ??= ErrorBody;
+    for (const [status, body] of Object.entries(response)) {
+      const description = RESPONSE_DESCRIPTIONS[Number(status)];
+      if (description && body && typeof body === 'object' && !(X_DESCRIPTION in body)) {
+        response[status] = { ...body, [X_DESCRIPTION]: description };
+      }
+    }
   });
 
   await app.register(swagger, {

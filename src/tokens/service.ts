@@ -65,7 +65,9 @@ export async function authenticateSecret(deps: Deps, secret: string): Promise<Vi
   if (row.revoked_at !== null || row.is_active !== 1) return null;
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
   if (row.last_used_at === null || now - Date.parse(row.last_used_at) >= LAST_USED_GRANULARITY_MS) {
-    deps.db
+    // At most one write per token per minute. Awaited so the request that makes it sees it
+    // (GET /api-tokens/self) and no write is left running when the server stops.
+    await deps.db
       .updateTable('api_tokens')
       .set({ last_used_at: new Date(now).toISOString() })
       .where('uuid', '=', row.uuid)

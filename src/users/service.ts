@@ -132,9 +132,9 @@ export async function listUsers(
   let q = deps.db.selectFrom('users').selectAll();
   if (opts.search) {
     const s = opts.search;
-    q = q.where((eb) =>
-      eb.or([eb(containsText('username', s), '=', true), eb(containsText('display_name', s), '=', true), eb(containsText('email', s), '=', true)]),
-    );
+    // The LIKE expressions are used as conditions themselves: comparing them with `true`
+    // would bind a JS boolean, which better-sqlite3 refuses.
+    q = q.where((eb) => eb.or([containsText('username', s), containsText('display_name', s), containsText('email', s)]));
   }
   return q.orderBy('created_at').orderBy('uuid').offset(opts.offset).limit(opts.limit).execute();
 }
