@@ -33,8 +33,15 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     frameworkErrors,
     clientErrorHandler,
   });
+  // Once the server is closing, responses to in-flight requests close their keep-alive
+  // connection: otherwise it would stay open (idle) and hold up a graceful shutdown.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
   });
 
   installValidators(app);

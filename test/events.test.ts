@@ -195,7 +195,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('malformed cursors, both cursors at once, and a missing scope are 400', async () => {
-      for (const params of [
+      for (const params of <Array<Record<string, string | number>>>[
         { before_id: 'abc' },
         { after_id: '-1' },
         { after_id: '1.5' },
