@@ -151,8 +151,9 @@ for (const dialect of DIALECTS) {
         await t.req('POST', '/api/v1/users', { body: { username: 'srch1', email: 'one@findme.test', display_name: 'Zed' } });
         await t.req('POST', '/api/v1/users', { body: { username: 'srch2', email: 'two@example.com', display_name: 'Findme Person' } });
         await t.req('POST', '/api/v1/users', { body: { username: 'find_me', email: 'three@example.com' } });
+        // sorted: users created in the same millisecond are listed in uuid order
         const names = async (q: string) =>
-          (await t.req('GET', `/api/v1/users?search=${encodeURIComponent(q)}`)).body.results.map((u: { username: string }) => u.username);
+          (await t.req('GET', `/api/v1/users?search=${encodeURIComponent(q)}`)).body.results.map((u: { username: string }) => u.username).sort();
         assert.deepEqual(await names('FINDME'), ['srch1', 'srch2']);
         assert.deepEqual(await names('find_me'), ['find_me']);
         assert.deepEqual(await names('zed'), ['srch1']);

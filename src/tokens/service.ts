@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
+import { compiledOnce } from '../db/compiled.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, forbidden, notFound } from '../errors.ts';
@@ -40,11 +41,9 @@ export function tokenToJson(row: TokenWithUser): TokenJson {
 // last_used_at is kept to the minute: a request writes it only when the stored value is older.
 const LAST_USED_GRANULARITY_MS = 60_000;
 
-/** Resolves a secret to its viewer; null for unknown, revoked, expired or deactivated. */
-export async function authenticateSecret(deps: Deps, secret: string): Promise<Viewer | null> {
-  if (secret.length > 200) return null;
-  const hash = hashSecret(secret);
-  const row = await deps.db
+// Every authenticated request runs this lookup: it is compiled once (see compiledOnce).
+const tokenByHash = compiledOnce((db, hash: string) =>
+  db
     .selectFrom('api_tokens as t')
     .innerJoin('users as u', 'u.uuid', 't.user_uuid')
     .select([
@@ -58,8 +57,14 @@ export async function authenticateSecret(deps: Deps, secret: string): Promise<Vi
       'u.is_staff',
       'u.is_active',
     ])
-    .where('t.token_hash', '=', hash)
-    .executeTakeFirst();
+    .where('t.token_hash', '=', hash),
+);
+
+/** Resolves a secret to its viewer; null for unknown, revoked, expired or deactivated. */
+export async function authenticateSecret(deps: Deps, secret: string): Promise<Viewer | null> {
+  if (secret.length > 200) return null;
+  const hash = hashSecret(secret);
+  const [row] = await tokenByHash(deps.db, hash);
   if (!row || !hashesEqual(row.token_hash, hash)) return null;
   const now = Date.now();
   if (row.revoked_at !== null || row.is_active !== 1) return null;

@@ -1,0 +1,17 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/index.ts';
+import { EventBus } from '../src/events/bus.ts';
+import { bootstrapAdmin } from '../src/users/service.ts';
+const TOKEN = 'weft_bench_bootstrap_token_0123456789abc';
+const dataDir = mkdtempSync(join(tmpdir(), 'weft-prof-'));
+const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), bootstrapAdminToken: TOKEN };
+const database = await openDatabase({ url: null, dataDir });
+const deps = { config, database, db: database.db, dialect: database.dialect, bus: new EventBus() };
+await bootstrapAdmin(deps);
+const app = await buildApp(deps, { logger: false });
+await app.listen({ port: 39877, host: '127.0.0.1' });
+setTimeout(async () => { await app.close(); process.exit(0); }, 8000);
