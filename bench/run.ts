@@ -3,6 +3,7 @@
  *
  *   npm run bench                      # 50 connections, 10 s per target, 2 rounds
  *   BENCH_DURATION=5 BENCH_CONNECTIONS=100 BENCH_ROUNDS=3 npm run bench
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench   # Weft on PostgreSQL
  *
  * The servers run in a child process (raw hello and Weft built in-process with buildApp on a
  * fresh temp SQLite database and a bootstrap token, logging off); this process runs autocannon,
@@ -10,6 +11,7 @@
  * machine's cores, as in the architecture guide's figures.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,10 +19,12 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type Result } from 'autocannon';
+import pg from 'pg';
 
 const TOKEN = 'weft_bench_bootstrap_token_0123456789abc';
 
 interface Ports {
+  dialect: string;
   raw: number;
   weft: number;
 }
@@ -40,8 +44,18 @@ async function serve(): Promise<void> {
   await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
 
   const dataDir = mkdtempSync(join(tmpdir(), 'weft-bench-'));
-  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), bootstrapAdminToken: TOKEN };
-  const database = await openDatabase({ url: null, dataDir });
+  // BENCH_DATABASE_URL=postgres://… runs Weft on PostgreSQL, in a schema of its own.
+  const pgUrl = process.env.BENCH_DATABASE_URL || null;
+  const schema = pgUrl ? `weft_bench_${randomBytes(6).toString('hex')}` : undefined;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: pgUrl! });
+    await client.connect();
+    await client.query(statement);
+    await client.end();
+  };
+  if (schema) await admin(`create schema ${schema}`);
+  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), databaseUrl: pgUrl, bootstrapAdminToken: TOKEN };
+  const database = await openDatabase({ url: pgUrl, dataDir, schema });
   const deps = { config, database, db: database.db, dialect: database.dialect, bus: new EventBus() };
   await bootstrapAdmin(deps);
   const app = await buildApp(deps, { logger: false });
@@ -51,12 +65,14 @@ async function serve(): Promise<void> {
     raw.close();
     await app.close();
     await database.close();
+    if (schema) await admin(`drop schema ${schema} cascade`);
     rmSync(dataDir, { recursive: true, force: true });
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop());
   process.on('disconnect', () => void stop());
-  const ports: Ports = { raw: (raw.address() as AddressInfo).port, weft: (app.server.address() as AddressInfo).port };
+  const ports: Ports = {
+    dialect: database.dialect, raw: (raw.address() as AddressInfo).port, weft: (app.server.address() as AddressInfo).port };
   process.send!(ports);
 }
 
@@ -93,7 +109,7 @@ async function main(): Promise<void> {
       { name: 'raw node:http hello', url: `http://127.0.0.1:${ports.raw}/` },
       { name: 'Weft GET /healthz (no auth, no DB)', url: `http://127.0.0.1:${ports.weft}/healthz` },
       {
-        name: 'Weft GET /api/v1/user (Bearer)',
+        name: `Weft GET /api/v1/user (Bearer, ${ports.dialect})`,
         url: `http://127.0.0.1:${ports.weft}/api/v1/user`,
         headers: { authorization: `Bearer ${TOKEN}` },
       },

@@ -44,7 +44,7 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     { schema: { tags, summary: 'The authenticated user', response: { 200: User } } },
     async (request) => {
       const viewer = requireViewer(request);
-      return userToJson(await getUser(deps, viewer, viewer.username), viewer);
+      return userToJson(request.viewerUser ?? (await getUser(deps, viewer, viewer.username)), viewer);
     },
   );
 

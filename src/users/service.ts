@@ -24,7 +24,7 @@ export interface UserJson {
   created_at: string;
 }
 
-export function userToJson(row: UserRow, viewer: Viewer | null): UserJson {
+export function userToJson(row: Omit<UserRow, 'password_hash'>, viewer: Viewer | null): UserJson {
   const seesEmail = viewer !== null && (viewer.isStaff || viewer.uuid === row.uuid);
   return {
     uuid: row.uuid,
