@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { type AddressInfo, createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
@@ -137,14 +138,24 @@ describe('operations', () => {
     assert.equal(defaults.logLevel, 'info');
   });
 
-  it('a bad configuration value stops start-up with a clear message and exit code 2', async () => {
+  it('a bad configuration value stops start-up with a clear message and exit code 2; so does a busy port (exit 1)', async () => {
     const store = await freshStore('sqlite');
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const busyPort = (busy.address() as AddressInfo).port;
     try {
-      const res = await runTs('src/main.ts', [], { DATA_DIR: store.dataDir, PORT: 'eighty' });
+      const [res, inUse] = await Promise.all([
+        runTs('src/main.ts', [], { DATA_DIR: store.dataDir, PORT: 'eighty' }),
+        runTs('src/main.ts', [], { DATA_DIR: store.dataDir, PORT: String(busyPort), LOG_LEVEL: 'silent' }),
+      ]);
       assert.equal(res.code, 2);
       assert.match(res.stderr, /weft: configuration error: PORT must be a whole number, got "eighty"/);
       assert.doesNotMatch(res.stderr, /\bat .*:\d+:\d+/, 'no stack trace');
+      assert.equal(inUse.code, 1);
+      assert.match(inUse.stderr, /weft: failed to start: .*EADDRINUSE/);
+      assert.doesNotMatch(inUse.stderr, /\bat .*:\d+:\d+/, 'no stack trace');
     } finally {
+      busy.close();
       await store.drop();
     }
   });

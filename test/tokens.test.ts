@@ -309,10 +309,25 @@ for (const dialect of DIALECTS) {
         await refused(404, 'not_found', 'PUT', '/api/v1/api-tokens/00000000-0000-4000-8000-000000000000/revoke', { token: bob.token });
       });
 
-      it('takes no body', async () => {
+      it('takes no body: an empty object is fine, anything else is 400 and changes nothing', async () => {
         const tok = await create(alice.token, { name: 'nobody-body' });
-        const res = await t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: alice.token, body: { reason: 'x' } });
+        for (const rawBody of ['{"reason":"x"}', '[]', '"x"', '{"revoked_at":null}']) {
+          await refused(400, 'invalid_request', 'PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, {
+            token: alice.token,
+            rawBody,
+            headers: { 'content-type': 'application/json' },
+          });
+          await refused(400, 'invalid_request', 'DELETE', `/api/v1/api-tokens/${tok.uuid}`, {
+            token: alice.token,
+            rawBody,
+            headers: { 'content-type': 'application/json' },
+          });
+        }
+        assert.equal((await t.req('GET', '/api/v1/user', { token: tok.token })).status, 200);
+        const res = await t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: alice.token, body: {} });
         assert.equal(res.status, 200);
+        assert.notEqual(res.body.revoked_at, null);
+        assert.equal((await t.req('DELETE', `/api/v1/api-tokens/${tok.uuid}`, { token: alice.token, body: {} })).status, 204);
       });
     });
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, badRequest } from '../errors.ts';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
@@ -52,4 +52,15 @@ export function installJsonParser(app: FastifyInstance): void {
     }
     done(null, parsed);
   });
+}
+
+/**
+ * preValidation for routes that take no body (decisions §1: unknown properties are 400). No
+ * body, or an empty JSON object (some clients always send one), is accepted; anything else 400.
+ */
+export async function noBody(request: FastifyRequest): Promise<void> {
+  const body = request.body;
+  if (body === undefined || body === null) return;
+  if (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0) return;
+  throw badRequest('This endpoint takes no request body.');
 }

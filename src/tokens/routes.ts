@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
+import { noBody } from '../http/body.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
@@ -60,7 +61,10 @@ export async function tokensRoutes(app: FastifyInstance, { deps }: { deps: Deps 
 
   r.delete(
     '/api-tokens/:uuid',
-    { schema: { tags, summary: 'Delete a token; it stops working at once', params: TokenParams, response: { 204: { type: 'null' } } } },
+    {
+      preValidation: noBody,
+      schema: { tags, summary: 'Delete a token; it stops working at once', params: TokenParams, response: { 204: { type: 'null' } } },
+    },
     async (request, reply) => {
       await deleteToken(deps, requireViewer(request), request.params.uuid);
       return reply.status(204).send();
@@ -70,9 +74,11 @@ export async function tokensRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   r.put(
     '/api-tokens/:uuid/revoke',
     {
+      preValidation: noBody,
       schema: {
         tags,
         summary: 'Revoke a token; it stops working at once. Idempotent.',
+        description: 'Takes no body (an empty JSON object is accepted). Revoking a revoked token returns it unchanged.',
         params: TokenParams,
         response: { 200: Token },
       },
