@@ -199,6 +199,14 @@ for (const dialect of DIALECTS) {
         assert.doesNotMatch(JSON.stringify(events.body), /another secret/);
       });
 
+      it('an empty update returns the user and writes nothing', async () => {
+        const before = await snapshot(t);
+        const res = await t.req('PUT', '/api/v1/users/bob', { token: bob.token, body: {} });
+        assert.equal(res.status, 200);
+        assert.equal(res.body.username, 'bob');
+        assert.deepEqual(await snapshot(t), before);
+      });
+
       it("someone else's account is 403 for non-staff; unknown users 404", async () => {
         await refused(403, 'forbidden', 'PUT', '/api/v1/users/alice', { token: bob.token, body: { display_name: 'hacked' } });
         await refused(404, 'not_found', 'PUT', '/api/v1/users/nobody', { token: bob.token, body: { display_name: 'x' } });

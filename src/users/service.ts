@@ -160,6 +160,8 @@ export async function updateUser(deps: Deps, viewer: Viewer, username: string, i
   if (!viewer.isStaff && (input.is_staff !== undefined || input.is_active !== undefined)) {
     throw forbidden('Only staff can change is_staff or is_active.');
   }
+  // An empty update changes nothing: no write, no event.
+  if (Object.values(input).every((v) => v === undefined)) return row;
   const changes: Partial<UserRow> = { updated_at: nowIso() };
   if (input.display_name !== undefined) changes.display_name = input.display_name.trim();
   if (input.email !== undefined) changes.email = input.email.trim();
