@@ -80,6 +80,14 @@ for (const dialect of DIALECTS) {
         res = await refused(400, 'invalid_request', 'POST', '/api/v1/api-tokens', { body: { name: 'a\u0000b' } });
         assert.match(res.body.detail, /NUL/);
         await refused(400, 'invalid_request', 'PUT', '/api/v1/users/alice', { body: { display_name: '\u0000' } });
+        res = await refused(400, 'invalid_request', 'PUT', '/api/v1/users/alice', {
+          rawBody: '{"display_name":"x\\ud800y"}',
+          headers: JSON_CT,
+        });
+        assert.match(res.body.detail, /surrogate/);
+        const emoji = await t.req('PUT', '/api/v1/users/alice', { token: alice.token, body: { display_name: 'Alice \ud83e\uddf5' } });
+        assert.equal(emoji.body.display_name, 'Alice 🧵');
+        await t.req('PUT', '/api/v1/users/alice', { token: alice.token, body: { display_name: '' } });
         await refused(400, 'invalid_request', 'POST', '/api/v1/api-tokens', {
           rawBody: '{"name":"x","a\\u0000":1}',
           headers: JSON_CT,
@@ -288,22 +296,28 @@ for (const dialect of DIALECTS) {
       });
     });
 
-    it('a malformed HTTP request gets the error envelope over a real socket', async () => {
+    it('requests the HTTP parser rejects get the error envelope over a real socket', async () => {
       await t.app.listen({ port: 0, host: '127.0.0.1' });
       const address = t.app.server.address();
       const port = typeof address === 'object' && address ? address.port : 0;
-      const raw = await new Promise<string>((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1', () => socket.write('GET /api/v1/user HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n'));
-        let data = '';
-        socket.on('data', (d) => {
-          data += d;
+      const send = (request: string) =>
+        new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1', () => socket.write(request));
+          let data = '';
+          socket.on('data', (d) => {
+            data += d;
+          });
+          socket.on('close', () =>
+            resolve({ status: Number(data.slice(9, 12)), body: JSON.parse(data.slice(data.indexOf('\r\n\r\n') + 4)) }),
+          );
+          socket.on('error', reject);
         });
-        socket.on('close', () => resolve(data));
-        socket.on('error', reject);
-      });
-      assert.match(raw, /^HTTP\/1\.1 400 /);
-      const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
-      assert.ok(isErrorBody(body, 'invalid_request'));
+      const malformed = await send('GET /api/v1/user HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
+      assert.equal(malformed.status, 400);
+      assert.ok(isErrorBody(malformed.body, 'invalid_request'));
+      const huge = await send(`GET /api/v1/user HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+      assert.equal(huge.status, 431);
+      assert.ok(isErrorBody(huge.body, 'request_header_fields_too_large'));
     });
   });
 }

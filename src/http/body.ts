@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, badRequest } from '../errors.ts';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+// In a u-mode regex a surrogate pair is one code point, so only unpaired halves match.
+const LONE_SURROGATE = /\p{Cs}/u;
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Rejects prototype-poisoning keys and NUL characters (PostgreSQL text cannot hold them). */
@@ -9,6 +11,8 @@ function checkValue(value: unknown, depth: number): void {
   if (depth > 32) throw badRequest('JSON body is nested too deeply.');
   if (typeof value === 'string') {
     if (value.includes('\u0000')) throw badRequest('Strings must not contain NUL characters.');
+    // "\ud800" is valid JSON but no Unicode text: it cannot be stored as UTF-8.
+    if (LONE_SURROGATE.test(value)) throw badRequest('Strings must be valid Unicode (no unpaired surrogates).');
   } else if (Array.isArray(value)) {
     for (const item of value) checkValue(item, depth + 1);
   } else if (value !== null && typeof value === 'object') {
