@@ -9,6 +9,7 @@ import { installAuth } from './http/auth.ts';
 import { installJsonParser } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
+import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
 import { installValidators } from './http/validation.ts';
 import { forksRoutes } from './forks/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
@@ -45,15 +46,25 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     bodyLimit: 1024 * 1024,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 500 },
+    frameworkErrors,
+    clientErrorHandler,
+  });
+  // Once the server is closing, responses to in-flight requests close their keep-alive
+  // connection: otherwise it would stay open (idle) and hold up a graceful shutdown.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
   });
 
   installValidators(app);
   installJsonParser(app);
   installErrorHandling(app);
   await installOpenApi(app);
+  installUrlCheck(app);
   installAuth(app, deps);
 
   app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -66,7 +77,14 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     async (api) => {
       api.get(
         '/openapi.json',
-        { config: { public: true }, schema: { tags: ['meta'], summary: 'This OpenAPI 3.1.0 document' } },
+        {
+          config: { public: true },
+          schema: {
+            tags: ['meta'],
+            summary: 'This OpenAPI 3.1.0 document',
+            response: { 200: { type: 'object', additionalProperties: true, description: 'An OpenAPI 3.1.0 document' } },
+          },
+        },
         async () => app.swagger(),
       );
       for (const module of MODULES) await api.register(module, { deps });

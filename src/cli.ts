@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
+import type { Kysely } from 'kysely';
 import { ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/index.ts';
+import { migrateToLatest } from './db/migrate.ts';
 import type { Deps } from './deps.ts';
 import { AppError } from './errors.ts';
 import { EventBus } from './events/bus.ts';
@@ -18,8 +20,10 @@ commands:
 
 Configuration comes from the environment (DATABASE_URL, DATA_DIR, ...), as for the server.`;
 
-async function run(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
+const COMMANDS = ['migrate', 'create-user', 'create-token'];
+
+function parse(argv: string[]) {
+  return parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
@@ -31,29 +35,54 @@ async function run(argv: string[]): Promise<number> {
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
+}
+
+async function run(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    console.error(`weft: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { positionals, values } = parsed;
   const [command, arg] = positionals;
   if (values.help || !command) {
     console.log(USAGE);
     return command || values.help ? 0 : 2;
   }
+  if (!COMMANDS.includes(command)) {
+    console.error(`weft: unknown command: ${command}\n\n${USAGE}`);
+    return 2;
+  }
+  if (command === 'create-user' && (!arg || !values.email)) {
+    console.error('weft: create-user needs a username and --email');
+    return 2;
+  }
+  if (command === 'create-user' && !/^[^\s@]+@[^\s@]+$/.test(values.email ?? '')) {
+    console.error('weft: --email must be an email address');
+    return 2;
+  }
+  const tokenName = (command === 'create-user' ? values['token-name'] : values.name).trim();
+  if (!tokenName || tokenName.length > 100) {
+    console.error('weft: the token name must be 1-100 characters');
+    return 2;
+  }
   const config = loadConfig();
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, migrate: false });
   const deps: Deps = { config, database, db: database.db, dialect: database.dialect, bus: new EventBus() };
   try {
+    const applied = await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
     if (command === 'migrate') {
-      console.log('migrations are up to date');
+      console.log(applied.length ? `applied: ${applied.join(', ')}` : 'migrations are up to date');
       return 0;
     }
     if (command === 'create-user') {
-      if (!arg || !values.email) {
-        console.error('create-user needs a username and --email');
-        return 2;
-      }
       const { user, token } = await createUser(
         deps,
         null,
-        { username: arg, email: values.email, display_name: values['display-name'], is_staff: values.staff },
-        { name: values['token-name'] },
+        { username: arg!, email: values.email!, display_name: values['display-name'], is_staff: values.staff },
+        { name: tokenName },
       );
       console.error(`created ${user.is_staff ? 'staff ' : ''}user ${user.username} (${user.uuid})`);
       console.log(token!.token);
@@ -62,14 +91,13 @@ async function run(argv: string[]): Promise<number> {
     if (command === 'create-token') {
       const user = arg ? await findUserByUsername(deps.db, arg) : undefined;
       if (!user) {
-        console.error(`no such user: ${arg ?? ''}`);
+        console.error(`weft: no such user: ${arg ?? ''}`);
         return 1;
       }
-      const token = await inTransaction(deps, (tx) => createTokenFor(tx, user, { name: values.name }, null));
+      const token = await inTransaction(deps, (tx) => createTokenFor(tx, user, { name: tokenName }, null));
       console.log(token.token);
       return 0;
     }
-    console.error(`unknown command: ${command}\n\n${USAGE}`);
     return 2;
   } finally {
     await database.close();

@@ -40,6 +40,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error('weft: failed to start:', err);
+  // A clear one-line reason (database unreachable, DATA_DIR not writable, port in use...);
+  // the stack only when asked for with LOG_LEVEL=debug or trace.
+  const verbose = ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '');
+  const code = (err as { code?: string })?.code;
+  console.error(`weft: failed to start: ${err instanceof Error ? err.message : String(err)}${code ? ` (${code})` : ''}`);
+  if (verbose) console.error(err);
   process.exit(1);
 });

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, sql } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrate.ts';
 import type { DB } from './types.ts';
@@ -46,11 +46,32 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     handle.pragma('busy_timeout = 5000');
     handle.pragma('foreign_keys = ON');
     handle.pragma('synchronous = NORMAL');
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: handle }) });
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }) });
     database = { db, dialect: 'sqlite', pool: null, close: () => db.destroy() };
   }
   if (opts.migrate !== false) await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   return database;
+}
+
+/**
+ * Kysely prepares every query anew; on SQLite preparing costs about as much as running a small
+ * query. Statements are reusable, so they are kept per SQL text (parameters are bound apart,
+ * so the set of texts is small; the cache is bounded all the same). A statement still being
+ * iterated (`busy`) is never handed out twice.
+ */
+function withStatementCache(handle: SQLite.Database, max = 1000): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => handle.close(),
+    prepare(text: string) {
+      const cached = cache.get(text);
+      if (cached && !cached.busy) return cached;
+      const statement = handle.prepare(text);
+      if (!cached && cache.size >= max) cache.delete(cache.keys().next().value as string);
+      cache.set(text, statement);
+      return statement;
+    },
+  };
 }
 
 export async function pingDatabase(database: Database): Promise<boolean> {

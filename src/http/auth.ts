@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { unauthorized } from '../errors.ts';
-import { authenticateSecret } from '../tokens/service.ts';
+import { type AuthenticatedUser, authenticate } from '../tokens/service.ts';
 import type { Viewer } from '../viewer.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     viewer: Viewer | null;
+    /** the viewer's user record, read with the token (GET /user answers from it) */
+    viewerUser: AuthenticatedUser | null;
   }
   interface FastifyContextConfig {
     /** No authentication requirement is declared for this route. */
@@ -45,13 +47,15 @@ export function requireViewer(request: FastifyRequest): Viewer {
  */
 export function installAuth(app: FastifyInstance, deps: Deps): void {
   app.decorateRequest('viewer', null);
+  app.decorateRequest('viewerUser', null);
   app.addHook('onRequest', async (request) => {
     const token = tokenFromHeader(request.headers.authorization);
     if (token === false) throw unauthorized('Malformed Authorization header: use Bearer or Basic with the API token.');
     if (token !== null) {
-      const viewer = await authenticateSecret(deps, token);
-      if (!viewer) throw unauthorized('The API token is invalid, expired or revoked.');
-      request.viewer = viewer;
+      const found = await authenticate(deps, token);
+      if (!found) throw unauthorized('The API token is invalid, expired or revoked.');
+      request.viewer = found.viewer;
+      request.viewerUser = found.user;
       return;
     }
     const url = request.routeOptions.url;

@@ -1,7 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, badRequest } from '../errors.ts';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+// In a u-mode regex a surrogate pair is one code point, so only unpaired halves match.
+const LONE_SURROGATE = /\p{Cs}/u;
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Rejects prototype-poisoning keys and NUL characters (PostgreSQL text cannot hold them). */
@@ -9,6 +11,8 @@ function checkValue(value: unknown, depth: number): void {
   if (depth > 32) throw badRequest('JSON body is nested too deeply.');
   if (typeof value === 'string') {
     if (value.includes('\u0000')) throw badRequest('Strings must not contain NUL characters.');
+    // "\ud800" is valid JSON but no Unicode text: it cannot be stored as UTF-8.
+    if (LONE_SURROGATE.test(value)) throw badRequest('Strings must be valid Unicode (no unpaired surrogates).');
   } else if (Array.isArray(value)) {
     for (const item of value) checkValue(item, depth + 1);
   } else if (value !== null && typeof value === 'object') {
@@ -24,7 +28,13 @@ function checkValue(value: unknown, depth: number): void {
 export function installJsonParser(app: FastifyInstance): void {
   // Only JSON is accepted by default; anything else is 415 (uploads register their own parsers).
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json$/, { parseAs: 'buffer' }, (_req, body, done) => {
+  // Fastify tests a RegExp parser against the whole header, parameters included
+  // (`application/json; charset=utf-8`), so the pattern must allow them.
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\s*(;|$)/i, { parseAs: 'buffer' }, (req, body, done) => {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      return done(new AppError(415, 'unsupported_media_type', 'JSON bodies must be UTF-8 (charset=utf-8).'), undefined);
+    }
     const buffer = body as Buffer;
     if (buffer.length === 0) return done(null, undefined);
     let text: string;
@@ -46,4 +56,15 @@ export function installJsonParser(app: FastifyInstance): void {
     }
     done(null, parsed);
   });
+}
+
+/**
+ * preValidation for routes that take no body (decisions §1: unknown properties are 400). No
+ * body, or an empty JSON object (some clients always send one), is accepted; anything else 400.
+ */
+export async function noBody(request: FastifyRequest): Promise<void> {
+  const body = request.body;
+  if (body === undefined || body === null) return;
+  if (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0) return;
+  throw badRequest('This endpoint takes no request body.');
 }

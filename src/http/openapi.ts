@@ -10,8 +10,26 @@ Conventions (see the README for the full list):
 - Errors are \`{error, detail}\` (plus \`conflict_paths\` on merge conflicts); \`error\` is a stable snake_case code.
 - Unknown body properties, wrong types and malformed JSON are 400 \`invalid_request\`; bodies must be valid UTF-8 JSON (1 MiB at most) and strings may not contain NUL.
 - Lists return a Page \`{results, next, previous}\`: \`page\` (default 1), \`per_page\` (default 30, values above 100 clamp to 100); \`next\`/\`previous\` keep every other query parameter; a \`Link\` header carries first/prev/next.
-- Authenticate with \`Authorization: Bearer <token>\` or Basic with an empty username and the token as password. A private resource you cannot see is 404, never 403.
+- Authenticate with \`Authorization: Bearer <token>\` or Basic with an empty username and the token as password (as git sends it; a non-empty username is ignored). Missing, malformed, unknown, expired or revoked credentials, and the tokens of deactivated users, are 401 with \`WWW-Authenticate\`, even on public routes. A private resource you cannot see is 404, never 403.
+- URLs with NUL (%00) or broken percent-encoding are 400. Every response carries \`X-Request-Id\` (yours when you send a sane one).
 - Timestamps are ISO 8601 UTC with milliseconds and Z.`;
+
+// @fastify/swagger takes a response's description from this keyword; the schema is untouched.
+const X_DESCRIPTION = 'x-response-description';
+const RESPONSE_DESCRIPTIONS: Record<number, string> = {
+  200: 'Success',
+  201: 'Created',
+  204: 'No content',
+  400: 'invalid_request: schema, query, JSON or format problem; unknown body properties',
+  401: 'unauthorized: missing, malformed, unknown, expired or revoked token (sets WWW-Authenticate)',
+  403: 'forbidden (or a more specific code): authenticated but not allowed',
+  404: 'not_found: no such resource, or not visible to the caller',
+  409: 'conflict (or a more specific code)',
+  413: 'payload_too_large: the body is over 1 MiB',
+  415: 'unsupported_media_type: the body is not application/json',
+  429: 'rate_limited: retry after Retry-After seconds',
+  500: 'internal_error',
+};
 
 /**
  * Registers @fastify/swagger (OpenAPI 3.1.0 from the route schemas) and fills in, for every
@@ -31,6 +49,12 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     if (route.schema?.body) common.push(413, 415);
     if (!isPublic || route.method !== 'GET') common.push(429);
     for (const status of common) response[status] ??= ErrorBody;
+    for (const [status, body] of Object.entries(response)) {
+      const description = RESPONSE_DESCRIPTIONS[Number(status)];
+      if (description && body && typeof body === 'object' && !(X_DESCRIPTION in body)) {
+        response[status] = { ...body, [X_DESCRIPTION]: description };
+      }
+    }
   });
 
   await app.register(swagger, {

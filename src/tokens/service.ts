@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
+import { compiledOnce } from '../db/compiled.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, forbidden, notFound } from '../errors.ts';
@@ -40,41 +41,75 @@ export function tokenToJson(row: TokenWithUser): TokenJson {
 // last_used_at is kept to the minute: a request writes it only when the stored value is older.
 const LAST_USED_GRANULARITY_MS = 60_000;
 
-/** Resolves a secret to its viewer; null for unknown, revoked, expired or deactivated. */
-export async function authenticateSecret(deps: Deps, secret: string): Promise<Viewer | null> {
-  if (secret.length > 200) return null;
-  const hash = hashSecret(secret);
-  const row = await deps.db
+// Every authenticated request runs this lookup: it is compiled once (see compiledOnce). It also
+// reads the caller's public user fields, so GET /user needs no second query.
+const tokenByHash = compiledOnce((db, hash: string) =>
+  db
     .selectFrom('api_tokens as t')
     .innerJoin('users as u', 'u.uuid', 't.user_uuid')
     .select([
-      't.uuid',
+      't.uuid as token_uuid',
       't.token_hash',
       't.expires_at',
       't.revoked_at',
       't.last_used_at',
-      'u.uuid as user_uuid',
+      'u.uuid',
       'u.username',
+      'u.display_name',
+      'u.email',
       'u.is_staff',
       'u.is_active',
+      'u.ping_mentions',
+      'u.created_at',
+      'u.updated_at',
     ])
-    .where('t.token_hash', '=', hash)
-    .executeTakeFirst();
+    .where('t.token_hash', '=', hash),
+);
+
+/** The caller's user record as read with their token (everything but the password hash). */
+export type AuthenticatedUser = Omit<Selectable<UsersTable>, 'password_hash'>;
+
+/**
+ * Resolves a secret to its viewer and user record; null for unknown, revoked, expired or
+ * deactivated. last_used_at is written at most once a minute per token, not on every request.
+ */
+export async function authenticate(deps: Deps, secret: string): Promise<{ viewer: Viewer; user: AuthenticatedUser } | null> {
+  if (secret.length > 200) return null;
+  const hash = hashSecret(secret);
+  const [row] = await tokenByHash(deps.database, hash);
   if (!row || !hashesEqual(row.token_hash, hash)) return null;
   const now = Date.now();
   if (row.revoked_at !== null || row.is_active !== 1) return null;
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return null;
   if (row.last_used_at === null || now - Date.parse(row.last_used_at) >= LAST_USED_GRANULARITY_MS) {
-    deps.db
+    // At most one write per token per minute. Awaited so the request that makes it sees it
+    // (GET /api-tokens/self) and no write is left running when the server stops.
+    await deps.db
       .updateTable('api_tokens')
       .set({ last_used_at: new Date(now).toISOString() })
-      .where('uuid', '=', row.uuid)
+      .where('uuid', '=', row.token_uuid)
       .execute()
       .catch(() => {
         /* a missed last_used_at write is harmless; the next request retries */
       });
   }
-  return { uuid: row.user_uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: row.uuid };
+  const user: AuthenticatedUser = {
+    uuid: row.uuid,
+    username: row.username,
+    display_name: row.display_name,
+    email: row.email,
+    is_staff: row.is_staff,
+    is_active: row.is_active,
+    ping_mentions: row.ping_mentions,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+  return { viewer: { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: row.token_uuid }, user };
+}
+
+/** Resolves a secret to its viewer; null for unknown, revoked, expired or deactivated. */
+export async function authenticateSecret(deps: Deps, secret: string): Promise<Viewer | null> {
+  return (await authenticate(deps, secret))?.viewer ?? null;
 }
 
 function validExpiry(value: string | null | undefined): string | null {

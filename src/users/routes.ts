@@ -28,6 +28,8 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       schema: {
         tags,
         summary: 'Create a user (staff only)',
+        description:
+          "The username is trimmed and lower-cased; taken (case-insensitively) or reserved names are 409 username_taken. Emits user-created in the new user's scope.",
         body: CreateUserBody,
         response: { 201: User, ...errors(403, 409) },
       },
@@ -44,7 +46,7 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     { schema: { tags, summary: 'The authenticated user', response: { 200: User } } },
     async (request) => {
       const viewer = requireViewer(request);
-      return userToJson(await getUser(deps, viewer, viewer.username), viewer);
+      return userToJson(request.viewerUser ?? (await getUser(deps, viewer, viewer.username)), viewer);
     },
   );
 
@@ -54,6 +56,8 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       schema: {
         tags,
         summary: 'List users (staff only), oldest first',
+        description:
+          '`search` matches a case-insensitive substring of the username, display name or email (% and _ are literal). Non-staff callers get 403. Users created in the same millisecond are ordered by uuid.',
         querystring: ListUsersQuery,
         response: { 200: Page(User), ...errors(403) },
       },
@@ -81,6 +85,8 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       schema: {
         tags,
         summary: 'Update a user (self or staff; is_staff and is_active by staff only)',
+        description:
+          "Another user's account is 403 for non-staff. Setting is_staff or is_active without staff is 403, even on oneself and even to the current value. A deactivated user's tokens get 401 and the user is 404 to non-staff. Emits user-updated listing the changed fields (never the password).",
         params: UsernameParams,
         body: UpdateUserBody,
         response: { 200: User, ...errors(403) },
@@ -99,6 +105,8 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       schema: {
         tags,
         summary: 'Is a username available? 200 when free, 409 with a free suggestion when taken or reserved',
+        description:
+          'Reserved words are never available. The suggestion is the first free name-2, name-3, and so on, trimmed to 39 characters. A missing or malformed name is 400.',
         querystring: CheckUsernameQuery,
         response: { 200: Availability, 409: Availability },
       },
@@ -116,6 +124,8 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       schema: {
         tags: ['auth'],
         summary: 'Exchange a username and password for a new API token',
+        description:
+          'A wrong password, an unknown or deactivated user, and a user without a password all get the same 401.',
         body: LoginBody,
         response: { 201: CreatedToken, ...errors(401) },
       },

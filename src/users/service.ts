@@ -24,7 +24,7 @@ export interface UserJson {
   created_at: string;
 }
 
-export function userToJson(row: UserRow, viewer: Viewer | null): UserJson {
+export function userToJson(row: Omit<UserRow, 'password_hash'>, viewer: Viewer | null): UserJson {
   const seesEmail = viewer !== null && (viewer.isStaff || viewer.uuid === row.uuid);
   return {
     uuid: row.uuid,
@@ -132,9 +132,9 @@ export async function listUsers(
   let q = deps.db.selectFrom('users').selectAll();
   if (opts.search) {
     const s = opts.search;
-    q = q.where((eb) =>
-      eb.or([eb(containsText('username', s), '=', true), eb(containsText('display_name', s), '=', true), eb(containsText('email', s), '=', true)]),
-    );
+    // The LIKE expressions are used as conditions themselves: comparing them with `true`
+    // would bind a JS boolean, which better-sqlite3 refuses.
+    q = q.where((eb) => eb.or([containsText('username', s), containsText('display_name', s), containsText('email', s)]));
   }
   return q.orderBy('created_at').orderBy('uuid').offset(opts.offset).limit(opts.limit).execute();
 }
@@ -160,6 +160,8 @@ export async function updateUser(deps: Deps, viewer: Viewer, username: string, i
   if (!viewer.isStaff && (input.is_staff !== undefined || input.is_active !== undefined)) {
     throw forbidden('Only staff can change is_staff or is_active.');
   }
+  // An empty update changes nothing: no write, no event.
+  if (Object.values(input).every((v) => v === undefined)) return row;
   const changes: Partial<UserRow> = { updated_at: nowIso() };
   if (input.display_name !== undefined) changes.display_name = input.display_name.trim();
   if (input.email !== undefined) changes.email = input.email.trim();

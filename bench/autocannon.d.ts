@@ -1,0 +1,31 @@
+// Minimal types for the part of autocannon the benchmark uses (the package ships none).
+declare module 'autocannon' {
+  export interface Options {
+    url: string;
+    connections?: number;
+    duration?: number;
+    pipelining?: number;
+    headers?: Record<string, string>;
+    method?: string;
+  }
+  export interface Histogram {
+    average: number;
+    mean: number;
+    p50: number;
+    p90: number;
+    p99: number;
+    max: number;
+    total: number;
+  }
+  export interface Result {
+    requests: Histogram;
+    latency: Histogram;
+    throughput: Histogram;
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+    duration: number;
+  }
+  function autocannon(opts: Options): Promise<Result>;
+  export default autocannon;
+}

@@ -1,0 +1,43 @@
+import type { CompiledQuery, Kysely } from 'kysely';
+import type { Database } from './index.ts';
+import type { DB } from './types.ts';
+
+let statementCount = 0;
+
+/**
+ * A query built and compiled once per database, then run with new parameter values.
+ *
+ * Building and compiling a Kysely query costs more than running it on SQLite, and on
+ * PostgreSQL parsing and planning it costs a round of server work: on a hot path (the token
+ * lookup of every authenticated request) that halves throughput. So the query is compiled once;
+ * on PostgreSQL it runs as a named prepared statement (each pooled connection prepares it on
+ * first use). It runs outside any transaction. `build` receives placeholder strings for the
+ * parameters; every other value in the query stays as compiled.
+ */
+export function compiledOnce<Row, Params extends string[]>(
+  build: (db: Kysely<DB>, ...params: Params) => { compile(): CompiledQuery<Row> },
+): (database: Database, ...params: Params) => Promise<Row[]> {
+  const name = `weft_compiled_${++statementCount}`;
+  const cache = new WeakMap<Database, { compiled: CompiledQuery<Row>; slots: Array<number | { value: unknown }> }>();
+  return async (database, ...params) => {
+    let entry = cache.get(database);
+    if (!entry) {
+      // NUL cannot occur in a real value (request input with NUL is refused), so no clash.
+      const placeholders = params.map((_, i) => `\u0000param${i}\u0000`) as Params;
+      const compiled = build(database.db, ...placeholders).compile();
+      const slots = compiled.parameters.map((p) => {
+        const i = placeholders.indexOf(p as string);
+        return i >= 0 ? i : { value: p };
+      });
+      entry = { compiled, slots };
+      cache.set(database, entry);
+    }
+    const parameters = entry.slots.map((slot) => (typeof slot === 'number' ? params[slot] : slot.value));
+    if (database.pool) {
+      const result = await database.pool.query({ name, text: entry.compiled.sql, values: parameters });
+      return result.rows as Row[];
+    }
+    const result = await database.db.executeQuery<Row>({ ...entry.compiled, parameters });
+    return result.rows;
+  };
+}
