@@ -6,7 +6,7 @@ import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { installAuth } from './http/auth.ts';
-import { installJsonParser } from './http/body.ts';
+import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
@@ -62,6 +62,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   installValidators(app);
   installJsonParser(app);
+  installNoBodyCheck(app);
   installErrorHandling(app);
   await installOpenApi(app);
   installUrlCheck(app);

@@ -62,9 +62,18 @@ export function installJsonParser(app: FastifyInstance): void {
  * preValidation for routes that take no body (decisions §1: unknown properties are 400). No
  * body, or an empty JSON object (some clients always send one), is accepted; anything else 400.
  */
-export async function noBody(request: FastifyRequest): Promise<void> {
+async function noBody(request: FastifyRequest): Promise<void> {
   const body = request.body;
   if (body === undefined || body === null) return;
   if (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0) return;
   throw badRequest('This endpoint takes no request body.');
+}
+
+/** Every route that declares no body schema refuses a body (see noBody), in one place. */
+export function installNoBodyCheck(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return;
+    if (request.routeOptions.url === undefined || request.routeOptions.schema?.body) return;
+    await noBody(request);
+  });
 }

@@ -2,7 +2,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
-import { noBody } from '../http/body.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
@@ -68,7 +67,6 @@ export async function tokensRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   r.delete(
     '/api-tokens/:uuid',
     {
-      preValidation: noBody,
       schema: {
         tags,
         summary: 'Delete a token; it stops working at once',
@@ -87,7 +85,6 @@ export async function tokensRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   r.put(
     '/api-tokens/:uuid/revoke',
     {
-      preValidation: noBody,
       schema: {
         tags,
         summary: 'Revoke a token; it stops working at once. Idempotent.',
