@@ -8,7 +8,7 @@ import { actorOf, inTransaction } from '../events/service.ts';
 import { insertRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from '../repos/view.ts';
 import type { Viewer } from '../viewer.ts';
-import { copyGitContentForFork } from './git-seam.ts';
+import { copyGitContentForFork } from '../git/storage.ts';
 
 type ForkRow = Selectable<ForksTable>;
 

@@ -17,7 +17,7 @@ import { nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
 import { isUniqueViolation } from '../users/service.ts';
 import type { Viewer } from '../viewer.ts';
-import { removeGitContentOfDeletedRepo } from './git-seam.ts';
+import { removeGitContentOfDeletedRepo } from '../git/storage.ts';
 import { type RepoJson, loadRepoJson, repoReadableQuery, repoScopes, repoToJson } from './view.ts';
 
 
