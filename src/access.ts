@@ -150,10 +150,36 @@ export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, rep
     else if (role === 'member') level = 'write';
     else if (role === 'reader') level = 'read';
   }
-  if (level === 'none' && viewer && repo.visibility === 'public') level = 'read';
+  if (level === 'none' && viewer && repo.visibility === 'public') {
+    // A deactivated user's repos are absent for everyone but staff (as the user is: resolveOwner).
+    if (repo.owner_kind === 'user' && !(await userIsActive(db, repo.owner_uuid))) return 'none';
+    level = 'read';
+  }
   // A deactivated repo is hidden from everyone below maintain level.
   if (repo.is_active !== 1 && !levelAtLeast(level, 'maintain')) return 'none';
   return level;
+}
+
+async function userIsActive(db: Kysely<DB>, uuid: string): Promise<boolean> {
+  const row = await db.selectFrom('users').select('is_active').where('uuid', '=', uuid).executeTakeFirst();
+  return row?.is_active === 1;
+}
+
+/**
+ * A fork record names its source (`source_full_name`): it is visible only to callers who can
+ * read both the fork repo and the source repo, so a fork made public never reveals a private
+ * source. Staff read everything.
+ */
+export async function forkRecordReadable(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  fork: { repo_uuid: string; source_repo_uuid: string },
+): Promise<boolean> {
+  for (const uuid of [fork.repo_uuid, fork.source_repo_uuid]) {
+    const repo = await db.selectFrom('repos').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+    if (!repo || !levelAtLeast(await repoAccessLevel(db, viewer, repo), 'read')) return false;
+  }
+  return true;
 }
 
 export interface RepoAccess {
@@ -216,7 +242,9 @@ export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
   if (!viewer) return sql<SqlBool>`1 = 0`;
   if (viewer.isStaff) return sql<SqlBool>`1 = 1`;
   return sql<SqlBool>`(
-    (repos.visibility = 'public' and repos.is_active = 1)
+    (repos.visibility = 'public' and repos.is_active = 1 and (repos.owner_kind = 'team' or exists (
+      select 1 from users ou where ou.uuid = repos.owner_uuid and ou.is_active = 1
+    )))
     or (repos.owner_kind = 'user' and repos.owner_uuid = ${viewer.uuid})
     or (repos.owner_kind = 'team' and exists (
       select 1 from team_members tm

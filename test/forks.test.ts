@@ -234,6 +234,62 @@ for (const dialect of DIALECTS) {
       assert.equal(second.body.repo.fork_of_uuid, res.body.repo.uuid);
     });
 
+    it('never shows a private source through a fork record to someone who cannot read the source', async () => {
+      const hidden = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'hushed', { visibility: 'private' });
+      const res = await t.req('POST', '/api/v1/teams/src/repos/hushed/forks', { token: member.token });
+      assert.equal(res.status, 201, res.text);
+      const made = await t.req('PUT', '/api/v1/users/mel/repos/hushed', { token: member.token, body: { visibility: 'public' } });
+      assert.equal(made.status, 200, made.text);
+      // the fork repo itself is public now
+      assert.equal((await t.req('GET', '/api/v1/users/mel/repos/hushed', { token: outsider.token })).status, 200);
+      // but its fork record names the private source: 404 to anyone who cannot read the source
+      for (const path of [`/api/v1/forks/${res.body.uuid}`, '/api/v1/users/mel/repos/hushed/fork']) {
+        const denied = await t.req('GET', path, { token: outsider.token });
+        assert.equal(denied.status, 404, `${path}: ${denied.text}`);
+        assert.ok(isErrorBody(denied.body, 'not_found'));
+        assert.doesNotMatch(denied.text, /src\/hushed/);
+        const allowed = await t.req('GET', path, { token: member.token });
+        assert.equal(allowed.status, 200, path);
+        assert.equal(allowed.body.source_repo_uuid, hidden.uuid);
+        assert.equal((await t.req('GET', path)).status, 200, `${path} (staff)`);
+      }
+      for (const path of ['/api/v1/teams/src/repos/hushed/forks', '/api/v1/teams/src/repos/hushed/forks/user/mel']) {
+        assert.equal((await t.req('GET', path, { token: outsider.token })).status, 404, path);
+      }
+    });
+
+    it("treats a deactivated user's repos as absent everywhere for non-staff: lists, fork lookups, event scopes", async () => {
+      const ghost = await t.user('ghost');
+      const own = await seedRepo(t, { kind: 'user', uuid: ghost.uuid }, 'haunt', { visibility: 'public' });
+      const fork = await t.req('POST', '/api/v1/teams/src/repos/pubtool/forks', { token: ghost.token });
+      assert.equal(fork.status, 201, fork.text);
+      const fullNames = async (token: string) =>
+        (await t.req('GET', '/api/v1/teams/src/repos/pubtool/forks?per_page=100', { token })).body.results.map(
+          (f: { repo: { full_name: string } }) => f.repo.full_name,
+        );
+      assert.ok((await fullNames(outsider.token)).includes('ghost/pubtool'));
+      assert.equal((await t.req('PUT', '/api/v1/users/ghost', { body: { is_active: false } })).status, 200);
+
+      assert.equal((await t.req('GET', '/api/v1/users/ghost/repos/haunt', { token: outsider.token })).status, 404);
+      assert.ok(!(await fullNames(outsider.token)).includes('ghost/pubtool'));
+      for (const path of [
+        '/api/v1/teams/src/repos/pubtool/forks/user/ghost',
+        `/api/v1/forks/${fork.body.uuid}`,
+        `/api/v1/events?scope=repo:${own.uuid}`,
+        `/api/v1/events?scope=repo:${fork.body.repo.uuid}`,
+      ]) {
+        const res = await t.req('GET', path, { token: outsider.token });
+        assert.equal(res.status, 404, `${path}: ${res.text}`);
+        assert.ok(isErrorBody(res.body, 'not_found'));
+      }
+      // staff still see everything
+      assert.ok((await fullNames(t.adminToken)).includes('ghost/pubtool'));
+      assert.equal((await t.req('GET', '/api/v1/teams/src/repos/pubtool/forks/user/ghost')).status, 200);
+      assert.equal((await t.req('GET', `/api/v1/events?scope=repo:${own.uuid}`)).status, 200);
+      assert.equal((await t.req('PUT', '/api/v1/users/ghost', { body: { is_active: true } })).status, 200);
+      assert.ok((await fullNames(outsider.token)).includes('ghost/pubtool'));
+    });
+
     it('keeps forks as standalone repos when their source is deleted', async () => {
       const u = await t.user('dora');
       await seedRepo(t, { kind: 'user', uuid: u.uuid }, 'base', { visibility: 'public' });

@@ -18,7 +18,10 @@ export async function forksRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     {
       schema: {
         tags,
-        summary: 'Get a fork record; 404 unless the caller can read the fork repo',
+        summary: 'Get a fork record; 404 unless the caller can read the fork repo and its source',
+        description:
+          'A fork record names its source, so it is shown only to callers who can read both repos: a fork made public ' +
+          'never reveals a private source (the fork repo itself stays readable).',
         params: ForkUuidParams,
         response: { 200: Fork },
       },
@@ -55,6 +58,7 @@ export async function forksRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         schema: {
           tags,
           summary: "This repo's own fork record; 404 when it is not a fork",
+          description: 'Also 404 when the caller cannot read the source repo (the record would name a private repo).',
           params: repoParamsSchema(form),
           response: { 200: Fork },
         },

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { type RepoRef, repoReadableBy, requireRepo, requireRepoByUuid, requireRepoCreation } from '../access.ts';
+import { type RepoRef, forkRecordReadable, repoReadableBy, requireRepo, requireRepoCreation } from '../access.ts';
 import type { DB, ForksTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { AppError, notFound } from '../errors.ts';
+import { notFound } from '../errors.ts';
 import { actorOf, inTransaction } from '../events/service.ts';
 import { insertRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from '../repos/view.ts';
@@ -90,23 +90,21 @@ export async function createFork(deps: Deps, viewer: Viewer, ref: RepoRef, teamS
   });
 }
 
-/** GET /forks/{uuid}: visible when the caller can read the fork repo (404 otherwise). */
+/** GET /forks/{uuid}: visible when the caller can read the fork repo and its source (404 otherwise). */
 export async function getForkByUuid(deps: Deps, viewer: Viewer, uuid: string): Promise<ForkJson> {
   const fork = await deps.db.selectFrom('forks').selectAll().where('uuid', '=', uuid).executeTakeFirst();
-  if (!fork) throw notFound('Fork');
-  try {
-    await requireRepoByUuid(deps.db, viewer, fork.repo_uuid, { level: 'read' });
-  } catch (err) {
-    throw err instanceof AppError && err.status === 404 ? notFound('Fork') : err;
-  }
+  if (!fork || !(await forkRecordReadable(deps.db, viewer, fork))) throw notFound('Fork');
   return forkToJson(deps.db, fork, deps.config.publicUrl);
 }
 
-/** GET {repo}/fork: this repo's own fork record; 404 when it is not a fork. */
+/**
+ * GET {repo}/fork: this repo's own fork record; 404 when it is not a fork, or when the caller
+ * cannot read its source.
+ */
 export async function getOwnFork(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<ForkJson> {
   const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
   const fork = await deps.db.selectFrom('forks').selectAll().where('repo_uuid', '=', repo.uuid).executeTakeFirst();
-  if (!fork) throw notFound('Fork');
+  if (!fork || !(await forkRecordReadable(deps.db, viewer, fork))) throw notFound('Fork');
   return forkToJson(deps.db, fork, deps.config.publicUrl);
 }
 
