@@ -416,6 +416,51 @@ for (const dialect of DIALECTS) {
         assert.equal((await t.req('PUT', r.path, { body: { max_disk_bytes: 1.5 } })).status, 400);
       });
 
+      it('checks visibility before the disallowed update: max_disk_bytes is 404 to whoever cannot see the repo, 403 to the rest', async () => {
+        const priv = await fresh();
+        const pub = await fresh({ visibility: 'public' });
+        const off = await fresh({ visibility: 'public' });
+        await t.deps.db.updateTable('repos').set({ is_active: 0 }).where('uuid', '=', off.uuid).execute();
+        const quota = await t.user('quota');
+        const uPriv = await seedRepo(t, { kind: 'user', uuid: quota.uuid }, 'q-priv');
+        const uPub = await seedRepo(t, { kind: 'user', uuid: quota.uuid }, 'q-pub', { visibility: 'public' });
+        const cases: Array<[U | null, { path: string; uuid: string }, number, string]> = [
+          [null, priv, 401, 'unauthorized'],
+          [outsider, priv, 404, 'not_found'],
+          [member, off, 404, 'not_found'],
+          [reader, priv, 403, 'forbidden'],
+          [member, priv, 403, 'forbidden'],
+          [outsider, pub, 403, 'forbidden'],
+          [maint, priv, 403, 'forbidden'],
+          [outsider, { path: '/api/v1/users/quota/repos/q-priv', uuid: uPriv.uuid }, 404, 'not_found'],
+          [outsider, { path: '/api/v1/users/quota/repos/q-pub', uuid: uPub.uuid }, 403, 'forbidden'],
+          [quota, { path: '/api/v1/users/quota/repos/q-priv', uuid: uPriv.uuid }, 403, 'forbidden'],
+        ];
+        for (const [who, r, status, code] of cases) {
+          const before = await repoSnapshot(t, r.path, r.uuid);
+          const res = await t.req('PUT', r.path, { token: who ? who.token : null, body: { max_disk_bytes: 1 } });
+          assert.equal(res.status, status, `${who?.username ?? 'anonymous'} ${r.path}: ${res.text}`);
+          assert.ok(isErrorBody(res.body, code), res.text);
+          assert.equal(await repoSnapshot(t, r.path, r.uuid), before);
+        }
+        for (const path of ['/api/v1/teams/acme/repos/nope', '/api/v1/users/quota/repos/nope', '/api/v1/users/nobody-here/repos/q-priv']) {
+          const res = await t.req('PUT', path, { token: quota.token, body: { max_disk_bytes: 1 } });
+          assert.equal(res.status, 404, path);
+        }
+      });
+
+      it('answers a staff update of a user repo with the creator, not the caller, in created_by', async () => {
+        const u = await t.user('creator');
+        const made = await t.req('POST', '/api/v1/users/creator/repos', { token: u.token, body: { name: 'C', slug: 'c' } });
+        assert.equal(made.status, 201);
+        const res = await t.req('PUT', '/api/v1/users/creator/repos/c', { body: { max_disk_bytes: 10, name: 'Changed' } });
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.body.max_disk_bytes, 10);
+        assert.equal(res.body.created_by_uuid, u.uuid);
+        assert.equal(res.body.created_by_username, 'creator');
+        assert.equal(res.body.name, 'Changed');
+      });
+
       it('is 404 when the owner or the repo does not exist', async () => {
         for (const path of ['/api/v1/teams/acme/repos/nope', '/api/v1/teams/nope/repos/upd-1', '/api/v1/users/nope/repos/x', '/api/v1/users/olga/repos/nope']) {
           const res = await t.req('PUT', path, { body: { name: 'x' } });
@@ -676,6 +721,135 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(now.body.results.map((e: { kind: string }) => e.kind), ['repo-created', 'repo-updated']);
       });
     });
+  });
+}
+
+// ---------------------------------------------------------------- read-only states
+
+interface StateCtx {
+  repo: string;
+  repoUuid: string;
+  protection: string;
+  approver: string;
+}
+
+/** Every route under a repo (issue 3), with what an archived repo and an inactive team answer. */
+const STATE_CASES: Array<{
+  name: string;
+  method: string;
+  path: (c: StateCtx) => string;
+  body?: unknown;
+  /** [status, error code] on an archived repo, and under an inactive team */
+  archived: [number, string?];
+  inactive: [number, string?];
+}> = [
+  { name: 'GET repo', method: 'GET', path: (c) => c.repo, archived: [200], inactive: [200] },
+  { name: 'PUT repo', method: 'PUT', path: (c) => c.repo, body: { description: 'x' }, archived: [403, 'repo_archived'], inactive: [403, 'team_inactive'] },
+  { name: 'PUT repo (max_disk_bytes)', method: 'PUT', path: (c) => c.repo, body: { max_disk_bytes: 1 }, archived: [403, 'repo_archived'], inactive: [403, 'team_inactive'] },
+  { name: 'PUT archive', method: 'PUT', path: (c) => `${c.repo}/archive`, archived: [200], inactive: [403, 'team_inactive'] },
+  { name: 'DELETE archive', method: 'DELETE', path: (c) => `${c.repo}/archive`, archived: [200], inactive: [403, 'team_inactive'] },
+  { name: 'DELETE repo', method: 'DELETE', path: (c) => c.repo, archived: [204], inactive: [403, 'team_inactive'] },
+  { name: 'POST forks (into the caller)', method: 'POST', path: (c) => `${c.repo}/forks`, archived: [201], inactive: [201] },
+  { name: 'GET forks', method: 'GET', path: (c) => `${c.repo}/forks`, archived: [200], inactive: [200] },
+  { name: 'GET protections', method: 'GET', path: (c) => `${c.repo}/protections`, archived: [200], inactive: [200] },
+  { name: 'POST protections', method: 'POST', path: (c) => `${c.repo}/protections`, body: { branch: 'main' }, archived: [403, 'repo_archived'], inactive: [403, 'team_inactive'] },
+  { name: 'GET protection', method: 'GET', path: (c) => `${c.repo}/protections/${c.protection}`, archived: [200], inactive: [200] },
+  {
+    name: 'PUT protection',
+    method: 'PUT',
+    path: (c) => `${c.repo}/protections/${c.protection}`,
+    body: { required_approvals: 3 },
+    archived: [403, 'repo_archived'],
+    inactive: [403, 'team_inactive'],
+  },
+  { name: 'DELETE protection', method: 'DELETE', path: (c) => `${c.repo}/protections/${c.protection}`, archived: [403, 'repo_archived'], inactive: [403, 'team_inactive'] },
+  { name: 'GET approvers', method: 'GET', path: (c) => `${c.repo}/protections/${c.protection}/approvers`, archived: [200], inactive: [200] },
+  {
+    name: 'POST approvers',
+    method: 'POST',
+    path: (c) => `${c.repo}/protections/${c.protection}/approvers`,
+    body: { username: 's-extra' },
+    archived: [403, 'repo_archived'],
+    inactive: [403, 'team_inactive'],
+  },
+  {
+    name: 'DELETE approver',
+    method: 'DELETE',
+    path: (c) => `${c.repo}/protections/${c.protection}/approvers/${c.approver}`,
+    archived: [403, 'repo_archived'],
+    inactive: [403, 'team_inactive'],
+  },
+  { name: 'GET events of the repo scope', method: 'GET', path: (c) => `/api/v1/events?scope=repo:${c.repoUuid}`, archived: [200], inactive: [200] },
+];
+
+for (const dialect of DIALECTS) {
+  describe(`archived repos and inactive teams (${dialect})`, () => {
+    let t: TestApp;
+    let owner: U;
+    let maint: U;
+    let userOwner: U;
+    let n = 0;
+
+    before(async () => {
+      t = await startApp(dialect);
+      owner = await t.user('s-owner');
+      maint = await t.user('s-maint');
+      userOwner = await t.user('s-user');
+      await t.user('s-approver');
+      await t.user('s-extra');
+    });
+    after(() => t.close());
+
+    /** A fresh repo with one protection and one approver; `state` is applied last. */
+    async function prepare(state: 'archived' | 'inactive', kind: 'team' | 'user'): Promise<StateCtx> {
+      n += 1;
+      let repo: string;
+      let repoUuid: string;
+      let teamUuid = '';
+      if (kind === 'team') {
+        const team = await seedTeam(t, `st-${n}`, [
+          { uuid: owner.uuid, role: 'owner' },
+          { uuid: maint.uuid, role: 'maintainer' },
+        ]);
+        teamUuid = team.uuid;
+        repoUuid = (await seedRepoNow(t, { kind: 'team', uuid: team.uuid }, `r-${n}`)).uuid;
+        repo = `/api/v1/teams/st-${n}/repos/r-${n}`;
+      } else {
+        repoUuid = (await seedRepoNow(t, { kind: 'user', uuid: userOwner.uuid }, `r-${n}`)).uuid;
+        repo = `/api/v1/users/s-user/repos/r-${n}`;
+      }
+      const p = await t.req('POST', `${repo}/protections`, { body: { branch: 'release/*' } });
+      assert.equal(p.status, 201, p.text);
+      const a = await t.req('POST', `${repo}/protections/${p.body.uuid}/approvers`, { body: { username: 's-approver' } });
+      assert.equal(a.status, 201, a.text);
+      if (state === 'archived') await t.deps.db.updateTable('repos').set({ is_archived: 1 }).where('uuid', '=', repoUuid).execute();
+      else await t.deps.db.updateTable('teams').set({ is_active: 0 }).where('uuid', '=', teamUuid).execute();
+      return { repo, repoUuid, protection: p.body.uuid, approver: a.body.user_uuid };
+    }
+
+    for (const state of ['archived', 'inactive'] as const) {
+      for (const kind of state === 'archived' ? (['team', 'user'] as const) : (['team'] as const)) {
+        for (const c of STATE_CASES) {
+          it(`${c.name}: ${state === 'archived' ? `archived ${kind} repo` : 'repo of an inactive team'}`, async () => {
+            const [status, code] = c[state];
+            // the strongest callers: staff, and the repo's owner (team owner or user); maintainers for maintain-level routes
+            const callers = kind === 'user' ? [userOwner.token, t.adminToken] : [owner.token, maint.token, t.adminToken];
+            for (const token of callers) {
+              if (token === maint.token && c.name === 'DELETE repo') continue; // needs the owner level anyway
+              if (token === userOwner.token && c.method === 'POST' && c.name.startsWith('POST forks')) continue; // own slug: 409
+              const ctx = await prepare(state, kind);
+              const before = await repoSnapshot(t, ctx.repo, ctx.repoUuid);
+              const res = await t.req(c.method, c.path(ctx), { token, ...(c.body === undefined ? {} : { body: c.body }) });
+              assert.equal(res.status, status, `${c.method} ${c.path(ctx)}: ${res.text}`);
+              if (code) {
+                assert.ok(isErrorBody(res.body, code), res.text);
+                assert.equal(await repoSnapshot(t, ctx.repo, ctx.repoUuid), before, 'a refused write changed something');
+              }
+            }
+          });
+        }
+      }
+    }
   });
 }
 
