@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { seedRepo as seedRepoNow, seedTeam } from './fixtures.ts';
@@ -864,6 +865,11 @@ interface MatrixCtx {
   repoUuid: string;
   protection: string; // a protection uuid (when the case asks for one)
   approver: string; // a listed approver's user uuid
+  /** setup 'forked': a fork of the repo in the same namespace, as visible as the repo */
+  fork: string; // the fork repo's path
+  forkUuid: string; // the fork record's uuid
+  namespace: string; // "team/matrix" or "user/umatrix"
+  event: string; // setup 'event': the id of a repo-updated event of the repo
 }
 
 interface RepoCase {
@@ -871,7 +877,7 @@ interface RepoCase {
   method: string;
   path: (c: MatrixCtx) => string;
   body?: unknown;
-  setup?: 'protection' | 'approver';
+  setup?: 'protection' | 'approver' | 'forked' | 'event';
   /** expected statuses in role order: TEAM_FORM_ROLES for team, USER_FORM_ROLES for user */
   team: { private: string; public: string };
   user: { private: string; public: string };
@@ -943,6 +949,18 @@ const REPO_CASES: RepoCase[] = [
     path: (c) => `${c.repo}/protections/${c.protection}/approvers/${c.approver}`,
     ...maintain(204),
   },
+  { name: 'GET fork (a fork)', method: 'GET', setup: 'forked', path: (c) => `${c.fork}/fork`, ...READ },
+  { name: 'GET /forks/{uuid}', method: 'GET', setup: 'forked', path: (c) => `/api/v1/forks/${c.forkUuid}`, ...READ },
+  { name: 'GET forks/{kind}/{owner}', method: 'GET', setup: 'forked', path: (c) => `${c.repo}/forks/${c.namespace}`, ...READ },
+  {
+    // the destination team "mdest" has the same members with the same roles as "matrix"; umatrix is not in it
+    name: 'POST forks?team=',
+    method: 'POST',
+    path: (c) => `${c.repo}/forks?team=mdest`,
+    team: { private: '401 404 403 403 201 201 201', public: '401 404 403 403 201 201 201' },
+    user: { private: '401 404 404 201', public: '401 404 404 201' },
+  },
+  { name: 'GET /events/{id} of a repo event', method: 'GET', setup: 'event', path: (c) => `/api/v1/events/${c.event}`, ...READ },
 ];
 
 interface OwnerCase {
@@ -981,12 +999,14 @@ for (const dialect of DIALECTS) {
       userOwner = await t.user('umatrix');
       await t.user('approver');
       await t.user('approver2');
-      const team = await seedTeam(t, 'matrix', [
-        { uuid: users['m-reader']!.uuid, role: 'reader' },
-        { uuid: users['m-member']!.uuid, role: 'member' },
-        { uuid: users['m-maint']!.uuid, role: 'maintainer' },
-        { uuid: users['m-owner']!.uuid, role: 'owner' },
-      ]);
+      const roles = [
+        { uuid: users['m-reader']!.uuid, role: 'reader' as const },
+        { uuid: users['m-member']!.uuid, role: 'member' as const },
+        { uuid: users['m-maint']!.uuid, role: 'maintainer' as const },
+        { uuid: users['m-owner']!.uuid, role: 'owner' as const },
+      ];
+      const team = await seedTeam(t, 'matrix', roles);
+      await seedTeam(t, 'mdest', roles);
       teamUuid = team.uuid;
       Object.assign(tokens, {
         anon: null,
@@ -1014,8 +1034,23 @@ for (const dialect of DIALECTS) {
               const ownerUuid = kind === 'team' ? teamUuid : userOwner.uuid;
               const seeded = await seedRepoNow(t, { kind, uuid: ownerUuid }, slug, { visibility });
               const repo = kind === 'team' ? `/api/v1/teams/matrix/repos/${slug}` : `/api/v1/users/umatrix/repos/${slug}`;
-              const ctx: MatrixCtx = { repo, repoUuid: seeded.uuid, protection: '', approver: '' };
-              if (c.setup) {
+              const namespace = kind === 'team' ? 'team/matrix' : 'user/umatrix';
+              const ctx: MatrixCtx = { repo, repoUuid: seeded.uuid, protection: '', approver: '', fork: '', forkUuid: '', namespace, event: '' };
+              if (c.setup === 'forked') {
+                const forkRepo = await seedRepoNow(t, { kind, uuid: ownerUuid }, `${slug}-fork`, { visibility });
+                await t.deps.db.updateTable('repos').set({ fork_of_uuid: seeded.uuid }).where('uuid', '=', forkRepo.uuid).execute();
+                ctx.forkUuid = randomUUID();
+                await t.deps.db
+                  .insertInto('forks')
+                  .values({ uuid: ctx.forkUuid, source_repo_uuid: seeded.uuid, repo_uuid: forkRepo.uuid, created_by_uuid: ownerUuid, created_at: new Date().toISOString() })
+                  .execute();
+                ctx.fork = `${repo}-fork`;
+              } else if (c.setup === 'event') {
+                const put = await t.req('PUT', repo, { body: { about: 'for the event' } });
+                assert.equal(put.status, 200);
+                const events = await t.req('GET', `/api/v1/events?scope=repo:${seeded.uuid}&kind=repo-updated`);
+                ctx.event = events.body.results[0].id;
+              } else if (c.setup) {
                 const p = await t.req('POST', `${repo}/protections`, { body: { branch: 'release/*' } });
                 assert.equal(p.status, 201);
                 ctx.protection = p.body.uuid;

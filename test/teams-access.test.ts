@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { inTransaction } from '../src/events/service.ts';
 import { seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
 
@@ -18,6 +19,10 @@ interface Cell {
   team: string;
   me: string;
   n: number;
+  /** the seeded team's uuid */
+  uuid: string;
+  /** with `event: true`, the id of an event in the team's scope */
+  event: string;
 }
 
 interface Row {
@@ -26,6 +31,8 @@ interface Row {
   path: (c: Cell) => string;
   body?: (c: Cell) => unknown;
   inactive?: boolean;
+  /** record an event in the team's scope first (as a team change would) */
+  event?: boolean;
   /** anonymous, outsider, reader, member, maintainer, owner, staff */
   expect: Expect;
   /** the error code expected with each 403 */
@@ -55,6 +62,9 @@ const ROWS: Row[] = [
     expect: [401, 404, 403, 403, 403, 403, 200],
   },
   { name: 'GET /teams/{t}/activity', method: 'GET', path: (c) => `/teams/${c.team}/activity`, expect: [401, 404, 200, 200, 200, 200, 200] },
+  { name: 'GET /teams/{t}/activity (inactive)', inactive: true, method: 'GET', path: (c) => `/teams/${c.team}/activity`, expect: [401, 404, 200, 200, 200, 200, 200] },
+  { name: 'GET /events?scope=team:{uuid}', method: 'GET', path: (c) => `/events?scope=team:${c.uuid}`, expect: [401, 404, 200, 200, 200, 200, 200] },
+  { name: 'GET /events/{id} of a team event', event: true, method: 'GET', path: (c) => `/events/${c.event}`, expect: [401, 404, 200, 200, 200, 200, 200] },
   { name: 'GET /check-team-slug (free)', method: 'GET', path: (c) => `/check-team-slug?slug=free-${c.n}`, expect: [200, 200, 200, 200, 200, 200, 200] },
   { name: 'GET /check-team-slug (taken)', method: 'GET', path: (c) => `/check-team-slug?slug=${c.team}`, expect: [409, 409, 409, 409, 409, 409, 409] },
   { name: 'GET /teams/{t}/members', method: 'GET', path: (c) => `/teams/${c.team}/members`, expect: [401, 404, 200, 200, 200, 200, 200] },
@@ -142,7 +152,14 @@ for (const dialect of DIALECTS) {
             { is_active: !row.inactive },
           );
           const me = caller === 'anonymous' ? 'outsider' : caller === 'staff' ? 'staffer' : caller;
-          const cell = { team: team.slug, me, n };
+          let event = '';
+          if (row.event) {
+            const ev = await inTransaction(t.deps, (tx) =>
+              tx.emit({ kind: 'team-updated', scopes: [`team:${team.uuid}`], actor: null, payload: { fields: [] } }),
+            );
+            event = ev.id;
+          }
+          const cell = { team: team.slug, me, n, uuid: team.uuid, event };
           const res = await t.req(row.method, `/api/v1${row.path(cell)}`, {
             token: caller === 'anonymous' ? null : users[caller].token,
             ...(row.body ? { body: row.body(cell) } : {}),
