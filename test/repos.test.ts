@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { loadConfig } from '../src/config.ts';
 import { seedRepo as seedRepoNow, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
 
@@ -721,6 +722,36 @@ for (const dialect of DIALECTS) {
         assert.equal(now.status, 200);
         assert.deepEqual(now.body.results.map((e: { kind: string }) => e.kind), ['repo-created', 'repo-updated']);
       });
+    });
+  });
+}
+
+// ---------------------------------------------------------------- clone_url with PUBLIC_URL
+
+for (const dialect of DIALECTS) {
+  describe(`clone_url under a configured PUBLIC_URL (${dialect})`, () => {
+    let t: TestApp;
+    before(async () => {
+      // as the server reads it from the environment: a path prefix and a trailing slash
+      const { publicUrl } = loadConfig({ PUBLIC_URL: 'https://code.example.org/weft/' });
+      t = await startApp(dialect, { config: { publicUrl } });
+    });
+    after(() => t.close());
+
+    it('is {PUBLIC_URL}/git/teams/{t}/{slug}.git or /git/users/{u}/{slug}.git in every answer that carries a repo', async () => {
+      const u = await t.user('cloner');
+      assert.equal((await t.req('POST', '/api/v1/teams', { token: u.token, body: { name: 'C', slug: 'clones' } })).status, 201);
+      const team = await t.req('POST', '/api/v1/teams/clones/repos', { token: u.token, body: { name: 'R', slug: 'Repo' } });
+      assert.equal(team.body.clone_url, 'https://code.example.org/weft/git/teams/clones/repo.git');
+      const user = await t.req('POST', '/api/v1/users/cloner/repos', { token: u.token, body: { name: 'R', slug: 'mine' } });
+      assert.equal(user.body.clone_url, 'https://code.example.org/weft/git/users/cloner/mine.git');
+      const fork = await t.req('POST', '/api/v1/teams/clones/repos/repo/forks', { token: u.token });
+      assert.equal(fork.status, 201, fork.text);
+      assert.equal(fork.body.repo.clone_url, 'https://code.example.org/weft/git/users/cloner/repo.git');
+      const list = await t.req('GET', '/api/v1/teams/clones/repos', { token: u.token });
+      assert.deepEqual(list.body.results.map((r: { clone_url: string }) => r.clone_url), [team.body.clone_url]);
+      const renamed = await t.req('PUT', '/api/v1/users/cloner/repos/mine', { token: u.token, body: { slug: 'ours' } });
+      assert.equal(renamed.body.clone_url, 'https://code.example.org/weft/git/users/cloner/ours.git');
     });
   });
 }
