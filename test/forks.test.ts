@@ -85,6 +85,8 @@ for (const dialect of DIALECTS) {
           source_full_name: 'src/tool',
         });
         assert.deepEqual(e.actor, { uuid: member.uuid, username: 'mel' });
+        // the new repo and its owner, and the source repo
+        assert.deepEqual([...e.scopes].sort(), [`repo:${repo.uuid}`, `user:${member.uuid}`, `repo:${source.uuid}`].sort());
       }
     });
 

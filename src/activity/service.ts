@@ -14,7 +14,9 @@ export interface Window {
 /**
  * decisions §3: events in the team's scope and in the scopes of the repos it owns now, newest
  * first; members and staff only (404 to anyone else). Each event is still checked against the
- * caller's read access (a deactivated repo's events stay hidden below maintain level).
+ * caller's read access, one readable scope sufficing (decisions §8): an event that carries only
+ * a deactivated repo's scope stays hidden below maintain level, but the repo's own events
+ * (repo-created, repo-updated, ...) also carry the team's scope, so every member sees those.
  */
 export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string, page: Window): Promise<EventRecord[]> {
   const { team } = await requireTeam(deps.db, viewer, teamSlug);
