@@ -256,15 +256,19 @@ export async function requireNamespaceInsight(db: Kysely<DB>, viewer: Viewer, ki
   return owner;
 }
 
-/** Whether a user may open pulls on a repo under its public_repo_pull_policy (decisions §4). */
+/**
+ * Whether a user may open pulls on a repo under its public_repo_pull_policy (decisions §4), on
+ * public and private repos alike: `any` — anyone with read access; `team` — members of the owning
+ * team, any role; `owner` — maintain level only (write level is not enough). Maintain level and
+ * staff may under every policy.
+ */
 export async function canOpenPull(db: Kysely<DB>, viewer: Viewer, access: RepoAccess): Promise<boolean> {
   if (!levelAtLeast(access.level, 'read')) return false;
-  if (viewer.isStaff || levelAtLeast(access.level, 'write')) return true;
+  if (viewer.isStaff || levelAtLeast(access.level, 'maintain')) return true;
   const policy = access.repo.public_repo_pull_policy;
   if (policy === 'any') return true;
-  if (policy === 'owner') return levelAtLeast(access.level, 'maintain');
-  // 'team': members of the owning team (any role)
-  return access.owner.kind === 'team' && (await teamRole(db, viewer, access.owner.uuid)) !== null;
+  if (policy === 'team') return access.owner.kind === 'team' && (await teamRole(db, viewer, access.owner.uuid)) !== null;
+  return false; // 'owner'
 }
 
 // ---------------------------------------------------------------- event scopes
