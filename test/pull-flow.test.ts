@@ -454,6 +454,29 @@ for (const dialect of DIALECTS) {
       });
     }
 
+    it('pull writes racing the deletion of their repo succeed or are 404, never 500', async () => {
+      for (let round = 0; round < 3; round++) {
+        const team = await makeTeam(owner, [[member, 'member']]);
+        const repo = await makeRepo(owner.token, `teams/${team}`, 'private');
+        const pull = await open(member.token, repo.base);
+        const body = { title: 'Racer', body: '', source_branch: 'topic/race', target_branch: 'main' };
+        const results = await Promise.all([
+          ...Array.from({ length: 8 }, () => t.req('POST', `${repo.base}/pulls`, { token: member.token, body })),
+          t.req('DELETE', repo.base, { token: owner.token }),
+          ...Array.from({ length: 8 }, () => t.req('POST', `${repo.base}/pulls/${pull.number}/reviews`, { token: owner.token, body: { status: 'approved' } })),
+          ...Array.from({ length: 8 }, () => t.req('POST', `${repo.base}/pulls`, { token: member.token, body })),
+          t.req('PUT', `${repo.base}/pulls/${pull.number}`, { token: member.token, body: { title: 'Renamed' } }),
+          t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: member.token, body: {} }),
+        ]);
+        for (const res of results) {
+          // (a PUT that loses to the merge is 409 pull_merged)
+          const fine = [200, 201, 204, 404].includes(res.status) || (res.status === 409 && res.body.error === 'pull_merged');
+          assert.ok(fine, `${res.status} ${res.text}`);
+        }
+        assert.equal(results[8]!.status, 204);
+      }
+    });
+
     it('two merges at once through HTTP after approvals: one 200, one 409 pull_merged, one event', async () => {
       const team = await makeTeam(owner, [
         [maintainer, 'maintainer'],
