@@ -169,6 +169,16 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.req('POST', `${repo.base}/protections`, { token: outsider.token, body: { branch: 'x' } })).status, 403);
 
       const pull = await open(contributor.token, repo.base, 'release/1.0');
+      // an outsider of a public repo may comment and remove their own review, not someone else's
+      const note = await review(outsider.token, repo.base, pull.number, 'commented');
+      const other = await t.req('DELETE', `${repo.base}/pulls/${pull.number}/reviews/${note.uuid}`, { token: contributor.token });
+      assert.equal(other.status, 403);
+      assert.ok(isErrorBody(other.body, 'forbidden'));
+      ok(await t.req('DELETE', `${repo.base}/pulls/${pull.number}/reviews/${note.uuid}`, { token: outsider.token }), 204, 'remove own');
+      // and the author of a pull, at read level, may edit and close it; others at read level may not
+      const retitle = await t.req('PUT', `${repo.base}/pulls/${pull.number}`, { token: outsider.token, body: { title: 'Mine now' } });
+      assert.equal(retitle.status, 403);
+      ok(await t.req('PUT', `${repo.base}/pulls/${pull.number}`, { token: contributor.token, body: { title: 'Release fix' } }), 200, 'edit own');
       let s = await status(repo.base, pull.number, contributor.token);
       assert.equal(s.branch_pattern, 'release/*');
       assert.deepEqual(s.approvers, [outsider.username]);
