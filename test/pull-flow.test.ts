@@ -153,6 +153,16 @@ for (const dialect of DIALECTS) {
       assert.equal(pullEvents.status, 200);
       assert.deepEqual(kinds(pullEvents), ['pull-opened', 'review-submitted', 'review-submitted', 'review-submitted', 'pull-merged']);
       assert.equal((await events(`pull:${pull.uuid}`, outsider.token)).status, 404);
+      const submitted = pullEvents.body.results[1];
+      assert.deepEqual([...submitted.scopes].sort(), [`pull:${pull.uuid}`, `repo:${repo.uuid}`, `review:${submitted.payload.review_uuid}`].sort());
+      assert.equal((await events(`review:${submitted.payload.review_uuid}`, reader.token)).status, 200);
+      assert.equal((await events(`review:${submitted.payload.review_uuid}`, outsider.token)).status, 404);
+      for (const e of pullEvents.body.results) {
+        assert.equal((await t.req('GET', `/api/v1/events/${e.id}`, { token: reader.token })).status, 200);
+        const hidden = await t.req('GET', `/api/v1/events/${e.id}`, { token: outsider.token });
+        assert.equal(hidden.status, 404, e.kind);
+        assert.ok(isErrorBody(hidden.body, 'not_found'));
+      }
       const repoEvents = await events(`repo:${repo.uuid}`, member.token);
       assert.deepEqual(
         kinds(repoEvents).filter((k) => k.startsWith('pull-') || k.startsWith('review-') || k.startsWith('protection-')),
