@@ -284,15 +284,51 @@ export async function requireNamespaceInsight(db: Kysely<DB>, viewer: Viewer, ki
   return owner;
 }
 
-/** Whether a user may open pulls on a repo under its public_repo_pull_policy (decisions §4). */
+/**
+ * Whether a user may open pulls on a repo under its public_repo_pull_policy (decisions §4), on
+ * public and private repos alike: `any` — anyone with read access; `team` — members of the owning
+ * team, any role; `owner` — maintain level only (write level is not enough). Maintain level and
+ * staff may under every policy.
+ */
 export async function canOpenPull(db: Kysely<DB>, viewer: Viewer, access: RepoAccess): Promise<boolean> {
   if (!levelAtLeast(access.level, 'read')) return false;
-  if (viewer.isStaff || levelAtLeast(access.level, 'write')) return true;
+  if (viewer.isStaff || levelAtLeast(access.level, 'maintain')) return true;
   const policy = access.repo.public_repo_pull_policy;
   if (policy === 'any') return true;
-  if (policy === 'owner') return levelAtLeast(access.level, 'maintain');
-  // 'team': members of the owning team (any role)
-  return access.owner.kind === 'team' && (await teamRole(db, viewer, access.owner.uuid)) !== null;
+  if (policy === 'team') return access.owner.kind === 'team' && (await teamRole(db, viewer, access.owner.uuid)) !== null;
+  return false; // 'owner'
+}
+
+/** A user known from a stored record (a reviewer), not the caller. */
+export interface StoredUser {
+  uuid: string;
+  username: string;
+  is_staff: number;
+  is_active: number;
+}
+
+/** A stored user's level on a repo now; a deactivated user has none. */
+export async function storedUserRepoLevel(db: Kysely<DB>, user: StoredUser, repo: RepoRow): Promise<RepoLevel> {
+  if (user.is_active !== 1) return 'none';
+  return repoAccessLevel(db, { uuid: user.uuid, username: user.username, isStaff: user.is_staff === 1, tokenUuid: '' }, repo);
+}
+
+/**
+ * Whether an approving review by `reviewer` counts towards a pull's branch protection (decisions
+ * §5), with access evaluated now, not when the review was written: with an approver list, a
+ * listed user who can still read the repo; without one, any user with write access (staff
+ * included). A deactivated user's approval never counts. (That the pull's author never counts is
+ * the caller's rule.)
+ */
+export async function approvalCounts(
+  db: Kysely<DB>,
+  reviewer: StoredUser,
+  repo: RepoRow,
+  approverUuids: ReadonlySet<string>,
+): Promise<boolean> {
+  if (approverUuids.size > 0 && !approverUuids.has(reviewer.uuid)) return false;
+  const level = await storedUserRepoLevel(db, reviewer, repo);
+  return levelAtLeast(level, approverUuids.size > 0 ? 'read' : 'write');
 }
 
 // ---------------------------------------------------------------- event scopes

@@ -331,38 +331,64 @@ for (const dialect of DIALECTS) {
         }
       });
 
-      it('follows the public repo pull policy', async () => {
-        const team = w.team;
-        const teamPolicy = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'policy-team', {
-          visibility: 'public',
-          public_repo_pull_policy: 'team',
-        });
-        const ownerPolicy = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'policy-owner', {
-          visibility: 'public',
-          public_repo_pull_policy: 'owner',
-        });
-        const expectations: Array<[string, string, number]> = [
-          [teamPolicy.slug, w.outsider.token, 403],
-          [teamPolicy.slug, w.reader.token, 201],
-          [teamPolicy.slug, w.member.token, 201],
-          [teamPolicy.slug, w.staff.token, 201],
-          [ownerPolicy.slug, w.outsider.token, 403],
-          [ownerPolicy.slug, w.reader.token, 403],
-          [ownerPolicy.slug, w.member.token, 201],
-          [ownerPolicy.slug, w.maintainer.token, 201],
-          [ownerPolicy.slug, w.owner.token, 201],
-          [ownerPolicy.slug, w.staff.token, 201],
+      it('follows public_repo_pull_policy for every role, in both owner forms and both visibilities', async () => {
+        // decisions §4: any = read access; team = members of the owning team; owner = maintain level
+        // only (write level is not enough); staff always. Outsiders of a private repo get 404.
+        type Who = 'outsider' | 'reader' | 'member' | 'maintainer' | 'owner' | 'staff';
+        const teamCases: Array<[visibility: 'public' | 'private', policy: string, expected: Record<Who, number>]> = [
+          ['public', 'any', { outsider: 201, reader: 201, member: 201, maintainer: 201, owner: 201, staff: 201 }],
+          ['public', 'team', { outsider: 403, reader: 201, member: 201, maintainer: 201, owner: 201, staff: 201 }],
+          ['public', 'owner', { outsider: 403, reader: 403, member: 403, maintainer: 201, owner: 201, staff: 201 }],
+          ['private', 'any', { outsider: 404, reader: 201, member: 201, maintainer: 201, owner: 201, staff: 201 }],
+          ['private', 'team', { outsider: 404, reader: 201, member: 201, maintainer: 201, owner: 201, staff: 201 }],
+          ['private', 'owner', { outsider: 404, reader: 403, member: 403, maintainer: 201, owner: 201, staff: 201 }],
         ];
-        for (const [slug, token, status] of expectations) {
-          const repoUuid = slug === teamPolicy.slug ? teamPolicy.uuid : ownerPolicy.uuid;
+        const userCases: Array<[visibility: 'public' | 'private', policy: string, expected: Record<'outsider' | 'owner' | 'staff', number>]> = [
+          ['public', 'any', { outsider: 201, owner: 201, staff: 201 }],
+          ['public', 'owner', { outsider: 403, owner: 201, staff: 201 }],
+          ['private', 'any', { outsider: 404, owner: 201, staff: 201 }],
+          ['private', 'owner', { outsider: 404, owner: 201, staff: 201 }],
+        ];
+        const attempt = async (base: string, repoUuid: string, who: string, token: string, expected: number) => {
           const before = await pullCount(t, repoUuid);
-          const res = await t.req('POST', `/api/v1/teams/${team.slug}/repos/${slug}/pulls`, { token, body: newPull() });
-          assert.equal(res.status, status, `${slug}: ${res.text}`);
-          if (status === 403) {
-            assert.ok(isErrorBody(res.body, 'forbidden'));
+          const res = await t.req('POST', `${base}/pulls`, { token, body: newPull() });
+          assert.equal(res.status, expected, `${base} as ${who}: ${res.text}`);
+          if (expected !== 201) {
+            assert.ok(isErrorBody(res.body, expected === 403 ? 'forbidden' : 'not_found'), res.text);
             assert.equal(await pullCount(t, repoUuid), before);
           }
+        };
+        for (const [visibility, policy, expected] of teamCases) {
+          const slug = `policy-${visibility}-${policy}`;
+          const r = await seedRepo(t, { kind: 'team', uuid: w.team.uuid }, slug, { visibility, public_repo_pull_policy: policy });
+          for (const [who, status] of Object.entries(expected) as Array<[Who, number]>) {
+            await attempt(`/api/v1/teams/${w.team.slug}/repos/${slug}`, r.uuid, who, w[who].token, status);
+          }
         }
+        for (const [visibility, policy, expected] of userCases) {
+          const slug = `policy-${visibility}-${policy}`;
+          const r = await seedRepo(t, { kind: 'user', uuid: w.solo.uuid }, slug, { visibility, public_repo_pull_policy: policy });
+          const tokens = { outsider: w.outsider.token, owner: w.solo.token, staff: w.staff.token };
+          for (const [who, status] of Object.entries(expected) as Array<[keyof typeof tokens, number]>) {
+            await attempt(`/api/v1/users/${w.solo.username}/repos/${slug}`, r.uuid, who, tokens[who], status);
+          }
+        }
+      });
+
+      it('applies a policy changed through PUT {repo} to the next pull', async () => {
+        const r = await seedRepo(t, { kind: 'team', uuid: w.team.uuid }, 'policy-switch', { visibility: 'public' });
+        const base = `/api/v1/teams/${w.team.slug}/repos/${r.slug}`;
+        assert.equal((await t.req('POST', `${base}/pulls`, { token: w.outsider.token, body: newPull() })).status, 201);
+        const put = await t.req('PUT', base, { token: w.maintainer.token, body: { public_repo_pull_policy: 'team' } });
+        assert.equal(put.status, 200, put.text);
+        assert.equal((await t.req('POST', `${base}/pulls`, { token: w.outsider.token, body: newPull() })).status, 403);
+        assert.equal((await t.req('POST', `${base}/pulls`, { token: w.reader.token, body: newPull() })).status, 201);
+        assert.equal((await t.req('PUT', base, { token: w.maintainer.token, body: { public_repo_pull_policy: 'owner' } })).status, 200);
+        assert.equal((await t.req('POST', `${base}/pulls`, { token: w.member.token, body: newPull() })).status, 403);
+        assert.equal((await t.req('POST', `${base}/pulls`, { token: w.maintainer.token, body: newPull() })).status, 201);
+        // pulls opened before the change stay readable and editable by their authors
+        const first = await t.req('PUT', `${base}/pulls/1`, { token: w.outsider.token, body: { status: 'closed' } });
+        assert.equal(first.status, 200, first.text);
       });
 
       it('answers 404 for an unknown owner or repo', async () => {

@@ -60,7 +60,7 @@ export async function mergePull(
           `it has ${protection.approved_by.length}.`,
       );
     }
-    const outcome = await mergeBranches(access.repo, current, strategy);
+    const outcome = await mergeBranches(deps, tx, access.repo, current, strategy);
     if ('conflictPaths' in outcome) {
       throw conflict('merge_conflict', 'The source branch does not merge cleanly into the target branch.', outcome.conflictPaths);
     }

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import { levelAtLeast, type RepoRef, type RepoRow, repoAccessLevel } from '../access.ts';
+import { approvalCounts, type RepoRef, type RepoRow } from '../access.ts';
 import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { branchMatchesPattern, isGlobPattern } from '../git/refname.ts';
@@ -24,9 +24,12 @@ export const PROTECTION_MATCHING_RULES =
   'match the whole branch name. An exact name beats every glob; among several matching globs the most specific ' +
   'wins: the one with the most literal (non-wildcard) characters, ties broken by the earliest created. ' +
   'Approvals: the latest non-removed review of each user counts when it is `approved`. When the protection has ' +
-  'approvers, only listed users count; otherwise any user with write access to the repo (staff included) other ' +
-  'than the pull author. `satisfied` is `approved_by.length >= required_approvals`; an unprotected pull is ' +
-  'always satisfied.';
+  'approvers, only listed users count (read access is enough); otherwise any user with write access to the repo ' +
+  '(staff included) other than the pull author. Access is evaluated at the time of the request, not of the review: ' +
+  'an approval stops counting when its author loses the access it needs (demoted, removed from the team, taken off ' +
+  'the approver list) or is deactivated, and counts again if that access returns. Protections are read at request ' +
+  'time too, so editing or deleting a protection or its approvers changes the status of open pulls at once. ' +
+  '`satisfied` is `approved_by.length >= required_approvals`; an unprotected pull is always satisfied.';
 
 const literalLength = (pattern: string) => pattern.replace(/[*?]/g, '').length;
 
@@ -68,7 +71,7 @@ export async function pullProtectionStatus(db: Kysely<DB>, repo: RepoRow, pull: 
   const reviews = await db
     .selectFrom('reviews as r')
     .innerJoin('users as u', 'u.uuid', 'r.author_uuid')
-    .select(['r.author_uuid', 'r.status', 'r.seq', 'u.username', 'u.is_staff'])
+    .select(['r.author_uuid', 'r.status', 'r.seq', 'u.username', 'u.is_staff', 'u.is_active'])
     .where('r.pull_uuid', '=', pull.uuid)
     .where('r.removed_at', 'is', null)
     .orderBy('r.seq')
@@ -85,12 +88,8 @@ export async function pullProtectionStatus(db: Kysely<DB>, repo: RepoRow, pull: 
   const approvedBy: string[] = [];
   for (const review of latest.values()) {
     if (review.status !== 'approved' || review.author_uuid === pull.author_uuid) continue;
-    if (approverUuids.size > 0) {
-      if (!approverUuids.has(review.author_uuid)) continue;
-    } else {
-      const reviewer = { uuid: review.author_uuid, username: review.username, isStaff: review.is_staff === 1, tokenUuid: '' };
-      if (!levelAtLeast(await repoAccessLevel(db, reviewer, repo), 'write')) continue;
-    }
+    const reviewer = { uuid: review.author_uuid, username: review.username, is_staff: review.is_staff, is_active: review.is_active };
+    if (!(await approvalCounts(db, reviewer, repo, approverUuids))) continue;
     approvedBy.push(review.username);
   }
   return {

@@ -133,7 +133,9 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
       .set((eb) => ({ pull_seq: eb('pull_seq', '+', 1) }))
       .where('uuid', '=', access.repo.uuid)
       .returning('pull_seq')
-      .executeTakeFirstOrThrow();
+      .executeTakeFirst();
+    // the repo was deleted after the access check
+    if (!seq) throw notFound('Repo');
     const now = nowIso();
     const uuid = randomUUID();
     await tx.db

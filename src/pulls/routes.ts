@@ -28,8 +28,9 @@ import {
 } from './schemas.ts';
 
 const OPEN_RULES =
-  "Who may open a pull: anyone with read access under the repo's public_repo_pull_policy `any`; members of the " +
-  'owning team under `team`; maintain level under `owner`; write level and staff always. Refused: 403 forbidden. ' +
+  "Who may open a pull, under the repo's public_repo_pull_policy (public and private repos alike): `any` — anyone " +
+  'with read access; `team` — members of the owning team, any role; `owner` — maintain level only (write level is ' +
+  'not enough). Maintain level and staff may under every policy. Refused: 403 forbidden (404 without read access). ' +
   'Branches must be valid git branch names (git check-ref-format --branch) and differ from each other (400); they ' +
   'need not exist yet. Numbers are per repo, from 1, without gaps. Archived repo: 403 repo_archived; inactive team: ' +
   '403 team_inactive.';
