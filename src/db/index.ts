@@ -58,12 +58,18 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
  * query. Statements are reusable, so they are kept per SQL text (parameters are bound apart,
  * so the set of texts is small; the cache is bounded all the same). A statement still being
  * iterated (`busy`) is never handed out twice.
+ *
+ * One server process per SQLite file (plus short CLI runs): several instances need PostgreSQL.
  */
 function withStatementCache(handle: SQLite.Database, max = 1000): SqliteDatabase {
   const cache = new Map<string, SQLite.Statement>();
   return {
     close: () => handle.close(),
     prepare(text: string) {
+      // Kysely begins SQLite transactions with a deferred BEGIN. A transaction that reads and then
+      // writes would fail with SQLITE_BUSY_SNAPSHOT if another process (the CLI, say) committed
+      // in between; BEGIN IMMEDIATE takes the write lock up front and busy_timeout waits for it.
+      if (text === 'begin') text = 'begin immediate';
       const cached = cache.get(text);
       if (cached && !cached.busy) return cached;
       const statement = handle.prepare(text);
