@@ -222,18 +222,6 @@ export async function requireRepo(db: Kysely<DB>, viewer: Viewer, ref: RepoRef, 
   return { repo, owner, level };
 }
 
-/** Like `requireRepo`, for a repo known by uuid (fork records, event scopes). */
-export async function requireRepoByUuid(db: Kysely<DB>, viewer: Viewer, uuid: string, need: RepoNeed): Promise<RepoAccess> {
-  const repo = await db.selectFrom('repos').selectAll().where('uuid', '=', uuid).executeTakeFirst();
-  if (!repo) throw notFound('Repo');
-  const ownerName =
-    repo.owner_kind === 'team'
-      ? (await db.selectFrom('teams').select('slug').where('uuid', '=', repo.owner_uuid).executeTakeFirst())?.slug
-      : (await db.selectFrom('users').select('username').where('uuid', '=', repo.owner_uuid).executeTakeFirst())?.username;
-  if (ownerName === undefined) throw notFound('Repo');
-  return requireRepo(db, viewer, { ownerKind: repo.owner_kind as 'team' | 'user', ownerName, repoSlug: repo.slug }, need);
-}
-
 /**
  * The SQL twin of `repoAccessLevel(...) >= read`, for lists that must page over only the repos
  * a viewer may read. It refers to the table as `repos` (unaliased). Keep the two in step.
