@@ -24,7 +24,10 @@ function checkValue(value: unknown, depth: number): void {
   }
 }
 
-/** The JSON body parser: UTF-8 must be valid, the JSON well formed, an empty body is no body. */
+/**
+ * The JSON body parser: UTF-8 must be valid, the JSON well formed and an object; an empty body
+ * is no body.
+ */
 export function installJsonParser(app: FastifyInstance): void {
   // Only JSON is accepted by default; anything else is 415 (uploads register their own parsers).
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -48,6 +51,11 @@ export function installJsonParser(app: FastifyInstance): void {
       parsed = JSON.parse(text);
     } catch (err) {
       return done(badRequest(`Malformed JSON body: ${(err as Error).message}`), undefined);
+    }
+    // Every JSON body of this API is an object; `null`, arrays, strings and numbers are not
+    // bodies a route can take (and `null` must not pass for "no body").
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      return done(badRequest('The request body must be a JSON object.'), undefined);
     }
     try {
       checkValue(parsed, 0);
