@@ -145,6 +145,19 @@ for (const dialect of DIALECTS) {
       const before0 = await get(q({ before_id: 0 }));
       assert.deepEqual(before0.body.results, []);
       assert.equal(before0.body.previous, null);
+      // everything is newer than "before 0": next is a cursor the API accepts, and leads there
+      assert.notEqual(before0.body.next, null);
+      const fromStart = await get(before0.body.next);
+      assert.equal(fromStart.status, 200, fromStart.text);
+      assert.deepEqual(idsOf(fromStart.body), ids.slice(0, 30));
+      assert.equal(fromStart.body.previous, null);
+      // the largest cursor the API accepts: previous is a cursor it accepts too
+      const farAfter = await get(q({ after_id: '999999999999999', per_page: 4 }));
+      assert.deepEqual(farAfter.body.results, []);
+      assert.equal(farAfter.body.next, null);
+      const back = await get(farAfter.body.previous);
+      assert.equal(back.status, 200, back.text);
+      assert.deepEqual(idsOf(back.body), ids.slice(-4));
     });
 
     it('a new event shows up after the last cursor; next is null only while nothing newer exists', async () => {
