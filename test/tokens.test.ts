@@ -90,10 +90,13 @@ for (const dialect of DIALECTS) {
       it('expires_at: a future timestamp is canonicalised; past or malformed is 400', async () => {
         const tok = await create(alice.token, { name: 'exp', expires_at: '2099-06-01T12:00:00+02:00' });
         assert.equal(tok.expires_at, '2099-06-01T10:00:00.000Z');
+        const leap = await create(alice.token, { name: 'leap', expires_at: '2096-02-29T23:59:59.5-01:30' });
+        assert.equal(leap.expires_at, '2096-03-01T01:29:59.500Z');
         const none = await create(alice.token, { name: 'never', expires_at: null });
         assert.equal(none.expires_at, null);
         const past = new Date(Date.now() - 60_000).toISOString();
-        for (const expires_at of [past, '2000-01-01T00:00:00Z', 'tomorrow', '2099-13-01T00:00:00Z', '2099-01-01', '', 17]) {
+        const impossible = ['2099-02-30T00:00:00Z', '2099-04-31T00:00:00Z', '2099-02-29T00:00:00Z', '2099-01-01T24:00:00Z', '2099-01-01T12:60:00Z', '2099-01-01T00:00:00+23:60'];
+        for (const expires_at of [past, '2000-01-01T00:00:00Z', 'tomorrow', '2099-13-01T00:00:00Z', '2099-01-01', '', 17, ...impossible]) {
           const res = await refused(400, 'invalid_request', 'POST', '/api/v1/api-tokens', {
             token: alice.token,
             body: { name: 'x', expires_at },
