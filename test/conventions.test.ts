@@ -277,14 +277,33 @@ for (const dialect of DIALECTS) {
         assert.equal(back.body.previous, null);
       });
 
-      it('sets a Link header with first, prev and next', async () => {
+      it('sets a Link header with first, prev and next: absolute URLs on PUBLIC_URL, as GitHub sends them', async () => {
         const res = await t.req('GET', '/api/v1/users?per_page=10&page=3');
         const link = String(res.headers.link);
-        assert.match(link, /<\/api\/v1\/users\?per_page=10&page=1>; rel="first"/);
-        assert.match(link, /<\/api\/v1\/users\?per_page=10&page=2>; rel="prev"/);
-        assert.match(link, /<\/api\/v1\/users\?per_page=10&page=4>; rel="next"/);
+        const base = t.deps.config.publicUrl;
+        assert.match(base, /^http:\/\/127\.0\.0\.1:3000$/);
+        assert.equal(
+          link,
+          `<${base}/api/v1/users?per_page=10&page=1>; rel="first", <${base}${res.body.previous}>; rel="prev", <${base}${res.body.next}>; rel="next"`,
+        );
+        assert.equal(res.body.next, '/api/v1/users?per_page=10&page=4');
         const lastPage = await t.req('GET', '/api/v1/users?per_page=100&page=2');
         assert.doesNotMatch(String(lastPage.headers.link), /rel="next"/);
+      });
+
+      it('Link URLs keep the path of a PUBLIC_URL behind a proxy', async () => {
+        const proxied = await startApp(dialect, { config: { publicUrl: 'https://weft.example/base' } });
+        try {
+          await proxied.user('second');
+          const res = await proxied.req('GET', '/api/v1/users?per_page=1');
+          assert.equal(res.body.next, '/api/v1/users?per_page=1&page=2');
+          assert.equal(
+            res.headers.link,
+            '<https://weft.example/base/api/v1/users?per_page=1&page=1>; rel="first", <https://weft.example/base/api/v1/users?per_page=1&page=2>; rel="next"',
+          );
+        } finally {
+          await proxied.close();
+        }
       });
 
       it('a page past the end is empty with a previous link', async () => {
