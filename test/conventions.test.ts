@@ -187,6 +187,20 @@ for (const dialect of DIALECTS) {
         rawBody: body,
         headers: { 'content-type': 'application/json; charset=latin1' },
       });
+      // a compressed body is not read as if it were plain JSON
+      for (const encoding of ['gzip', 'deflate', 'br', 'compress', 'gzip, identity']) {
+        const res = await refused(415, 'unsupported_media_type', 'POST', '/api/v1/api-tokens', {
+          rawBody: body,
+          headers: { ...JSON_CT, 'content-encoding': encoding },
+        });
+        assert.match(res.body.detail, /Content-Encoding/);
+      }
+      const identity = await t.req('POST', '/api/v1/api-tokens', {
+        token: alice.token,
+        rawBody: '{"name":"plain"}',
+        headers: { ...JSON_CT, 'content-encoding': 'identity' },
+      });
+      assert.equal(identity.status, 201, identity.text);
     });
 
     it('JSON with a charset parameter or a +json type is accepted', async () => {

@@ -273,6 +273,7 @@ for (const dialect of DIALECTS) {
         for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/json; charset=latin1']) {
           await refused(`${o.key} ${type}`, [415], o.method, url, { rawBody: JSON.stringify(minimal), headers: { 'content-type': type } });
         }
+        await refused(`${o.key} gzip`, [415], o.method, url, { rawBody: JSON.stringify(minimal), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
         const invalidUtf8 = Buffer.concat([Buffer.from('{"x":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]);
         await refused(`${o.key} invalid UTF-8`, [400], o.method, url, json(invalidUtf8));
         const overlong = Buffer.concat([Buffer.from('{"x":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]);
