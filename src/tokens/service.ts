@@ -7,7 +7,7 @@ import { badRequest, forbidden, notFound } from '../errors.ts';
 import { type TxContext, inTransaction } from '../events/service.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
-import { hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
+import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
 
 type TokenRow = Selectable<ApiTokensTable>;
 type TokenWithUser = TokenRow & { username: string };
@@ -74,7 +74,7 @@ export type AuthenticatedUser = Omit<Selectable<UsersTable>, 'password_hash'>;
  * deactivated. last_used_at is written at most once a minute per token, not on every request.
  */
 export async function authenticate(deps: Deps, secret: string): Promise<{ viewer: Viewer; user: AuthenticatedUser } | null> {
-  if (secret.length > 200) return null;
+  if (secret.length > MAX_SECRET_LENGTH) return null;
   const hash = hashSecret(secret);
   const [row] = await tokenByHash(deps.database, hash);
   if (!row || !hashesEqual(row.token_hash, hash)) return null;
