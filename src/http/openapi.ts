@@ -47,7 +47,9 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     const response = schema.response as Record<string, unknown>;
     const common = isPublic ? [400, 404, 500] : [400, 401, 404, 500];
     if (route.schema?.body) common.push(413, 415);
-    if (!isPublic || route.method !== 'GET') common.push(429);
+    // HEAD routes share their GET route's schema object: they must not add to it either.
+    const isRead = route.method === 'GET' || route.method === 'HEAD';
+    if (!isPublic || !isRead) common.push(429);
     for (const status of common) response[status] ??= ErrorBody;
     for (const [status, body] of Object.entries(response)) {
       const description = RESPONSE_DESCRIPTIONS[Number(status)];
