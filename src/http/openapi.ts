@@ -8,7 +8,7 @@ const API_DESCRIPTION = `Weft: self-hostable collaboration hosting for source re
 
 Conventions (see the README for the full list):
 - Errors are \`{error, detail}\` (plus \`conflict_paths\` on merge conflicts); \`error\` is a stable snake_case code.
-- Unknown body properties, wrong types and malformed JSON are 400 \`invalid_request\`; bodies must be valid UTF-8 JSON (1 MiB at most) and strings may not contain NUL.
+- Unknown body properties, wrong types and malformed JSON are 400 \`invalid_request\`; bodies must be valid UTF-8 JSON objects (1 MiB at most, not compressed) and strings may not contain NUL. Integer query and path parameters are plain decimal digits.
 - Lists return a Page \`{results, next, previous}\`: \`page\` (default 1), \`per_page\` (default 30, values above 100 clamp to 100); \`next\`/\`previous\` keep every other query parameter; a \`Link\` header carries first/prev/next as absolute URLs on PUBLIC_URL (as GitHub sends it).
 - Authenticate with \`Authorization: Bearer <token>\` or Basic with an empty username and the token as password (as git sends it; a non-empty username is ignored). Missing, malformed, unknown, expired or revoked credentials, and the tokens of deactivated users, are 401 with \`WWW-Authenticate\`, even on public routes. A private resource you cannot see is 404, never 403.
 - URLs with NUL (%00) or broken percent-encoding are 400. Every response carries \`X-Request-Id\` (yours when you send a sane one).
