@@ -268,7 +268,7 @@ for (const dialect of DIALECTS) {
       });
 
       it('page and per_page below 1 or not integers are 400', async () => {
-        for (const q of ['page=0', 'page=-1', 'page=1.5', 'page=abc', 'page=', 'page=1&page=2', 'per_page=0', 'per_page=-5', 'per_page=2.5', 'per_page=x', 'page=99999999999']) {
+        for (const q of ['page=0', 'page=-1', 'page=1.5', 'page=abc', 'page=', 'page=1&page=2', 'per_page=0', 'per_page=-5', 'per_page=2.5', 'per_page=x', 'page=99999999999', 'page=0x10', 'page=1e2', 'page=%2B1', 'page=%201', 'per_page=Infinity', 'per_page=1e2']) {
           await refused(400, 'invalid_request', 'GET', `/api/v1/users?${q}`);
         }
         await refused(400, 'invalid_request', 'GET', '/api/v1/api-tokens?per_page=0', { token: alice.token });
