@@ -293,6 +293,21 @@ for (const dialect of DIALECTS) {
         assert.equal(listed.body.revoked_at, res.body.revoked_at);
       });
 
+      it('concurrent revokes of one token: all 200 with the same revoked_at, one event', async () => {
+        for (let round = 0; round < 5; round++) {
+          const tok = await create(alice.token, { name: `race-${round}` });
+          const before = await countRows(t, 'events');
+          const results = await Promise.all(
+            Array.from({ length: 4 }, () => t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: alice.token })),
+          );
+          assert.deepEqual(results.map((r) => r.status), [200, 200, 200, 200]);
+          assert.equal(new Set(results.map((r) => r.body.revoked_at)).size, 1, 'one revoked_at');
+          const stored = await t.deps.db.selectFrom('api_tokens').select('revoked_at').where('uuid', '=', tok.uuid).executeTakeFirstOrThrow();
+          assert.equal(stored.revoked_at, results[0]!.body.revoked_at);
+          assert.equal(await countRows(t, 'events'), before + 1, 'one token-revoked event');
+        }
+      });
+
       it('a token can revoke itself; the next request is 401', async () => {
         const tok = await create(alice.token, { name: 'suicide' });
         const res = await t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: tok.token });
@@ -350,6 +365,19 @@ for (const dialect of DIALECTS) {
         assert.equal(denied.headers['www-authenticate'], WWW);
         await refused(404, 'not_found', 'GET', `/api/v1/api-tokens/${tok.uuid}`, { token: alice.token });
         await refused(404, 'not_found', 'DELETE', `/api/v1/api-tokens/${tok.uuid}`, { token: alice.token });
+      });
+
+      it('concurrent deletes of one token: one 204, the others 404, one event', async () => {
+        for (let round = 0; round < 5; round++) {
+          const tok = await create(alice.token, { name: `gone-${round}` });
+          const before = await countRows(t, 'events');
+          const results = await Promise.all(
+            Array.from({ length: 4 }, () => t.req('DELETE', `/api/v1/api-tokens/${tok.uuid}`, { token: alice.token })),
+          );
+          assert.deepEqual(results.map((r) => r.status).sort(), [204, 404, 404, 404]);
+          for (const r of results.filter((x) => x.status === 404)) assert.ok(isErrorBody(r.body, 'not_found'), r.text);
+          assert.equal(await countRows(t, 'events'), before + 1, 'one token-deleted event');
+        }
       });
 
       it("someone else's token is 404 for non-staff and stays; staff may delete it", async () => {

@@ -223,7 +223,9 @@ export async function getToken(deps: Deps, viewer: Viewer, uuid: string): Promis
 export async function deleteToken(deps: Deps, viewer: Viewer, uuid: string): Promise<void> {
   await inTransaction(deps, async (tx) => {
     const row = await visibleToken(tx.db, viewer, uuid);
-    await tx.db.deleteFrom('api_tokens').where('uuid', '=', uuid).execute();
+    const deleted = await tx.db.deleteFrom('api_tokens').where('uuid', '=', uuid).executeTakeFirst();
+    // A concurrent delete got there first: this one deleted nothing and reports nothing.
+    if (Number(deleted.numDeletedRows) === 0) throw notFound('API token');
     await tx.emit({
       kind: 'token-deleted',
       scopes: [`user:${row.user_uuid}`],
@@ -233,13 +235,20 @@ export async function deleteToken(deps: Deps, viewer: Viewer, uuid: string): Pro
   });
 }
 
-/** Revoking is idempotent: a revoked token keeps its first revoked_at. */
+/** Revoking is idempotent: a revoked token keeps its first revoked_at, and one event. */
 export async function revokeToken(deps: Deps, viewer: Viewer, uuid: string): Promise<TokenJson> {
   return inTransaction(deps, async (tx) => {
     const row = await visibleToken(tx.db, viewer, uuid);
     if (row.revoked_at !== null) return tokenToJson(row);
     const revoked_at = nowIso();
-    await tx.db.updateTable('api_tokens').set({ revoked_at }).where('uuid', '=', uuid).execute();
+    const updated = await tx.db
+      .updateTable('api_tokens')
+      .set({ revoked_at })
+      .where('uuid', '=', uuid)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    // A concurrent revoke (or delete) got there first: answer with what it left.
+    if (Number(updated.numUpdatedRows) === 0) return tokenToJson(await visibleToken(tx.db, viewer, uuid));
     await tx.emit({
       kind: 'token-revoked',
       scopes: [`user:${row.user_uuid}`],
