@@ -9,6 +9,7 @@ import { installAuth } from './http/auth.ts';
 import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
+import { installPaging } from './http/paging.ts';
 import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
 import { installValidators } from './http/validation.ts';
 import { forksRoutes } from './forks/routes.ts';
@@ -67,6 +68,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   await installOpenApi(app);
   installUrlCheck(app);
   installAuth(app, deps);
+  installPaging(app, deps.config.publicUrl);
 
   app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {

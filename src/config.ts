@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { MAX_SECRET_LENGTH } from './tokens/secret.ts';
 
 /** Every environment variable Weft reads, parsed and validated in one place (decisions §10). */
 export interface Config {
@@ -59,8 +60,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   const bootstrapAdminToken = env.BOOTSTRAP_ADMIN_TOKEN || null;
-  if (bootstrapAdminToken !== null && (bootstrapAdminToken.length < 20 || /\s/.test(bootstrapAdminToken))) {
-    throw new ConfigError('BOOTSTRAP_ADMIN_TOKEN must be at least 20 characters with no white space');
+  if (bootstrapAdminToken !== null) {
+    if (bootstrapAdminToken.length < 20 || /\s/.test(bootstrapAdminToken)) {
+      throw new ConfigError('BOOTSTRAP_ADMIN_TOKEN must be at least 20 characters with no white space');
+    }
+    // Longer secrets never authenticate; others cannot travel in an Authorization header as sent.
+    if (bootstrapAdminToken.length > MAX_SECRET_LENGTH) {
+      throw new ConfigError(`BOOTSTRAP_ADMIN_TOKEN must be at most ${MAX_SECRET_LENGTH} characters`);
+    }
+    if (!/^[\x21-\x7e]+$/.test(bootstrapAdminToken)) {
+      throw new ConfigError('BOOTSTRAP_ADMIN_TOKEN must be printable ASCII (no spaces or accented letters)');
+    }
   }
   const bootstrapAdminUsername = (env.BOOTSTRAP_ADMIN_USERNAME || 'admin').toLowerCase();
   if (!/^[a-z0-9][a-z0-9_-]{0,38}$/.test(bootstrapAdminUsername)) {

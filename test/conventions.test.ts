@@ -187,6 +187,20 @@ for (const dialect of DIALECTS) {
         rawBody: body,
         headers: { 'content-type': 'application/json; charset=latin1' },
       });
+      // a compressed body is not read as if it were plain JSON
+      for (const encoding of ['gzip', 'deflate', 'br', 'compress', 'gzip, identity']) {
+        const res = await refused(415, 'unsupported_media_type', 'POST', '/api/v1/api-tokens', {
+          rawBody: body,
+          headers: { ...JSON_CT, 'content-encoding': encoding },
+        });
+        assert.match(res.body.detail, /Content-Encoding/);
+      }
+      const identity = await t.req('POST', '/api/v1/api-tokens', {
+        token: alice.token,
+        rawBody: '{"name":"plain"}',
+        headers: { ...JSON_CT, 'content-encoding': 'identity' },
+      });
+      assert.equal(identity.status, 201, identity.text);
     });
 
     it('JSON with a charset parameter or a +json type is accepted', async () => {
@@ -254,7 +268,7 @@ for (const dialect of DIALECTS) {
       });
 
       it('page and per_page below 1 or not integers are 400', async () => {
-        for (const q of ['page=0', 'page=-1', 'page=1.5', 'page=abc', 'page=', 'page=1&page=2', 'per_page=0', 'per_page=-5', 'per_page=2.5', 'per_page=x', 'page=99999999999']) {
+        for (const q of ['page=0', 'page=-1', 'page=1.5', 'page=abc', 'page=', 'page=1&page=2', 'per_page=0', 'per_page=-5', 'per_page=2.5', 'per_page=x', 'page=99999999999', 'page=0x10', 'page=1e2', 'page=%2B1', 'page=%201', 'per_page=Infinity', 'per_page=1e2']) {
           await refused(400, 'invalid_request', 'GET', `/api/v1/users?${q}`);
         }
         await refused(400, 'invalid_request', 'GET', '/api/v1/api-tokens?per_page=0', { token: alice.token });
@@ -277,14 +291,33 @@ for (const dialect of DIALECTS) {
         assert.equal(back.body.previous, null);
       });
 
-      it('sets a Link header with first, prev and next', async () => {
+      it('sets a Link header with first, prev and next: absolute URLs on PUBLIC_URL, as GitHub sends them', async () => {
         const res = await t.req('GET', '/api/v1/users?per_page=10&page=3');
         const link = String(res.headers.link);
-        assert.match(link, /<\/api\/v1\/users\?per_page=10&page=1>; rel="first"/);
-        assert.match(link, /<\/api\/v1\/users\?per_page=10&page=2>; rel="prev"/);
-        assert.match(link, /<\/api\/v1\/users\?per_page=10&page=4>; rel="next"/);
+        const base = t.deps.config.publicUrl;
+        assert.match(base, /^http:\/\/127\.0\.0\.1:3000$/);
+        assert.equal(
+          link,
+          `<${base}/api/v1/users?per_page=10&page=1>; rel="first", <${base}${res.body.previous}>; rel="prev", <${base}${res.body.next}>; rel="next"`,
+        );
+        assert.equal(res.body.next, '/api/v1/users?per_page=10&page=4');
         const lastPage = await t.req('GET', '/api/v1/users?per_page=100&page=2');
         assert.doesNotMatch(String(lastPage.headers.link), /rel="next"/);
+      });
+
+      it('Link URLs keep the path of a PUBLIC_URL behind a proxy', async () => {
+        const proxied = await startApp(dialect, { config: { publicUrl: 'https://weft.example/base' } });
+        try {
+          await proxied.user('second');
+          const res = await proxied.req('GET', '/api/v1/users?per_page=1');
+          assert.equal(res.body.next, '/api/v1/users?per_page=1&page=2');
+          assert.equal(
+            res.headers.link,
+            '<https://weft.example/base/api/v1/users?per_page=1&page=1>; rel="first", <https://weft.example/base/api/v1/users?per_page=1&page=2>; rel="next"',
+          );
+        } finally {
+          await proxied.close();
+        }
       });
 
       it('a page past the end is empty with a previous link', async () => {

@@ -70,8 +70,7 @@ for (const dialect of DIALECTS) {
       const prev = new URL(res.body.previous, 'http://x');
       assert.equal(prev.pathname, '/api/v1/events');
       assert.deepEqual(Object.fromEntries(prev.searchParams), { scope, before_id: String(ids.at(-30)), per_page: '30' });
-      assert.match(String(res.headers.link), /rel="prev"/);
-      assert.doesNotMatch(String(res.headers.link), /rel="next"/);
+      assert.equal(res.headers.link, `<${t.deps.config.publicUrl}${res.body.previous}>; rel="prev"`);
     });
 
     it('before_id=X: the per_page events just before X; after_id=X: just after X', async () => {
@@ -81,6 +80,8 @@ for (const dialect of DIALECTS) {
       assert.ok(before.body.next && before.body.previous);
       const afterRes = await get(q({ after_id: x, per_page: 5 }));
       assert.deepEqual(idsOf(afterRes.body), ids.slice(21, 26));
+      const base = t.deps.config.publicUrl;
+      assert.equal(afterRes.headers.link, `<${base}${afterRes.body.previous}>; rel="prev", <${base}${afterRes.body.next}>; rel="next"`);
       const next = new URL(afterRes.body.next, 'http://x');
       assert.deepEqual(Object.fromEntries(next.searchParams), { scope, after_id: String(ids[25]), per_page: '5' });
       const prev = new URL(afterRes.body.previous, 'http://x');
@@ -145,6 +146,19 @@ for (const dialect of DIALECTS) {
       const before0 = await get(q({ before_id: 0 }));
       assert.deepEqual(before0.body.results, []);
       assert.equal(before0.body.previous, null);
+      // everything is newer than "before 0": next is a cursor the API accepts, and leads there
+      assert.notEqual(before0.body.next, null);
+      const fromStart = await get(before0.body.next);
+      assert.equal(fromStart.status, 200, fromStart.text);
+      assert.deepEqual(idsOf(fromStart.body), ids.slice(0, 30));
+      assert.equal(fromStart.body.previous, null);
+      // the largest cursor the API accepts: previous is a cursor it accepts too
+      const farAfter = await get(q({ after_id: '999999999999999', per_page: 4 }));
+      assert.deepEqual(farAfter.body.results, []);
+      assert.equal(farAfter.body.next, null);
+      const back = await get(farAfter.body.previous);
+      assert.equal(back.status, 200, back.text);
+      assert.deepEqual(idsOf(back.body), ids.slice(-4));
     });
 
     it('a new event shows up after the last cursor; next is null only while nothing newer exists', async () => {

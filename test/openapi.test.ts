@@ -124,6 +124,12 @@ describe('OpenAPI document', () => {
       assert.ok(op.responses['401'], `${key} documents 401`);
     }
     for (const key of publicOps) assert.ok(ALLOWED_PUBLIC.has(key), `${key} must not be public`);
+    // no rate-limit rule instruments a public read (decisions §8), so they document no 429
+    for (const key of publicOps) {
+      const op = operations.find((o) => o.key === key)!.op;
+      if (key.startsWith('get ')) assert.equal(op.responses['429'], undefined, `${key} is not rate limited`);
+      else assert.ok(op.responses['429'], `${key} documents 429`);
+    }
     for (const key of ['get /check-username', 'get /openapi.json', 'post /auth/login']) assert.ok(publicOps.has(key), `${key} is public`);
   });
 

@@ -120,6 +120,8 @@ describe('operations', () => {
       [{ PUBLIC_URL: 'not a url' }, /PUBLIC_URL must be an http\(s\) URL/],
       [{ BOOTSTRAP_ADMIN_TOKEN: 'short' }, /BOOTSTRAP_ADMIN_TOKEN must be at least 20 characters/],
       [{ BOOTSTRAP_ADMIN_TOKEN: 'has spaces in it, twenty+ chars' }, /no white space/],
+      [{ BOOTSTRAP_ADMIN_TOKEN: 'x'.repeat(201) }, /BOOTSTRAP_ADMIN_TOKEN must be at most 200 characters/],
+      [{ BOOTSTRAP_ADMIN_TOKEN: 'tökén-with-ümlauts-0123456789' }, /printable ASCII/],
       [{ BOOTSTRAP_ADMIN_USERNAME: 'bad name' }, /BOOTSTRAP_ADMIN_USERNAME must be/],
       [{ DEFAULT_MAX_DISK_BYTES: '1.5' }, /DEFAULT_MAX_DISK_BYTES must be a whole number/],
     ];

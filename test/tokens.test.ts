@@ -90,10 +90,13 @@ for (const dialect of DIALECTS) {
       it('expires_at: a future timestamp is canonicalised; past or malformed is 400', async () => {
         const tok = await create(alice.token, { name: 'exp', expires_at: '2099-06-01T12:00:00+02:00' });
         assert.equal(tok.expires_at, '2099-06-01T10:00:00.000Z');
+        const leap = await create(alice.token, { name: 'leap', expires_at: '2096-02-29T23:59:59.5-01:30' });
+        assert.equal(leap.expires_at, '2096-03-01T01:29:59.500Z');
         const none = await create(alice.token, { name: 'never', expires_at: null });
         assert.equal(none.expires_at, null);
         const past = new Date(Date.now() - 60_000).toISOString();
-        for (const expires_at of [past, '2000-01-01T00:00:00Z', 'tomorrow', '2099-13-01T00:00:00Z', '2099-01-01', '', 17]) {
+        const impossible = ['2099-02-30T00:00:00Z', '2099-04-31T00:00:00Z', '2099-02-29T00:00:00Z', '2099-01-01T24:00:00Z', '2099-01-01T12:60:00Z', '2099-01-01T00:00:00+23:60'];
+        for (const expires_at of [past, '2000-01-01T00:00:00Z', 'tomorrow', '2099-13-01T00:00:00Z', '2099-01-01', '', 17, ...impossible]) {
           const res = await refused(400, 'invalid_request', 'POST', '/api/v1/api-tokens', {
             token: alice.token,
             body: { name: 'x', expires_at },
@@ -290,6 +293,21 @@ for (const dialect of DIALECTS) {
         assert.equal(listed.body.revoked_at, res.body.revoked_at);
       });
 
+      it('concurrent revokes of one token: all 200 with the same revoked_at, one event', async () => {
+        for (let round = 0; round < 5; round++) {
+          const tok = await create(alice.token, { name: `race-${round}` });
+          const before = await countRows(t, 'events');
+          const results = await Promise.all(
+            Array.from({ length: 4 }, () => t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: alice.token })),
+          );
+          assert.deepEqual(results.map((r) => r.status), [200, 200, 200, 200]);
+          assert.equal(new Set(results.map((r) => r.body.revoked_at)).size, 1, 'one revoked_at');
+          const stored = await t.deps.db.selectFrom('api_tokens').select('revoked_at').where('uuid', '=', tok.uuid).executeTakeFirstOrThrow();
+          assert.equal(stored.revoked_at, results[0]!.body.revoked_at);
+          assert.equal(await countRows(t, 'events'), before + 1, 'one token-revoked event');
+        }
+      });
+
       it('a token can revoke itself; the next request is 401', async () => {
         const tok = await create(alice.token, { name: 'suicide' });
         const res = await t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: tok.token });
@@ -347,6 +365,19 @@ for (const dialect of DIALECTS) {
         assert.equal(denied.headers['www-authenticate'], WWW);
         await refused(404, 'not_found', 'GET', `/api/v1/api-tokens/${tok.uuid}`, { token: alice.token });
         await refused(404, 'not_found', 'DELETE', `/api/v1/api-tokens/${tok.uuid}`, { token: alice.token });
+      });
+
+      it('concurrent deletes of one token: one 204, the others 404, one event', async () => {
+        for (let round = 0; round < 5; round++) {
+          const tok = await create(alice.token, { name: `gone-${round}` });
+          const before = await countRows(t, 'events');
+          const results = await Promise.all(
+            Array.from({ length: 4 }, () => t.req('DELETE', `/api/v1/api-tokens/${tok.uuid}`, { token: alice.token })),
+          );
+          assert.deepEqual(results.map((r) => r.status).sort(), [204, 404, 404, 404]);
+          for (const r of results.filter((x) => x.status === 404)) assert.ok(isErrorBody(r.body, 'not_found'), r.text);
+          assert.equal(await countRows(t, 'events'), before + 1, 'one token-deleted event');
+        }
       });
 
       it("someone else's token is 404 for non-staff and stays; staff may delete it", async () => {

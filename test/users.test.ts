@@ -347,6 +347,33 @@ for (const dialect of DIALECTS) {
         const tokens = await t.req('GET', '/api/v1/api-tokens?name=bootstrap');
         assert.equal(tokens.body.results.length, 1);
       });
+
+      it('BOOTSTRAP_ADMIN_USERNAME names the admin; a secret of the longest allowed length works with both schemes', async () => {
+        const { MAX_SECRET_LENGTH } = await import('../src/tokens/secret.ts');
+        const secret = `root-${'A1b2:C3d4!'.repeat(40)}`.slice(0, MAX_SECRET_LENGTH);
+        const other = await startApp(dialect, { config: { bootstrapAdminUsername: 'root', bootstrapAdminToken: secret } });
+        try {
+          for (const authorization of [`Bearer ${secret}`, `Basic ${Buffer.from(`:${secret}`).toString('base64')}`]) {
+            const me = await other.req('GET', '/api/v1/user', { token: null, headers: { authorization } });
+            assert.equal(me.status, 200, me.text);
+            assert.equal(me.body.username, 'root');
+            assert.equal(me.body.is_staff, true);
+          }
+          assert.equal((await other.req('GET', '/api/v1/users/admin', { token: secret })).status, 404, 'no other admin is made');
+        } finally {
+          await other.close();
+        }
+      });
+
+      it('an existing user of that name is left alone: not promoted, no token made', async () => {
+        const before = await snapshot(t);
+        const secret = 'weft_bootstrap_for_alice_0123456789';
+        const created = await bootstrapAdmin({ ...t.deps, config: { ...t.deps.config, bootstrapAdminUsername: 'alice', bootstrapAdminToken: secret } });
+        assert.equal(created, false);
+        assert.deepEqual(await snapshot(t), before);
+        assert.equal((await t.req('GET', '/api/v1/user', { token: secret })).status, 401);
+        assert.equal((await t.req('GET', '/api/v1/users/alice')).body.is_staff, false);
+      });
     });
   });
 }

@@ -50,17 +50,42 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
     rows = (await query.orderBy('e.id', 'desc').limit(q.perPage).execute()).reverse();
   }
   const results = rows.map(eventFromRow);
-  const first = rows[0]?.id;
-  const last = rows.at(-1)?.id;
-  // Bounds for "anything older / newer": the page's own ends, or the cursor for an empty page.
-  const olderThan = first ?? (q.after_id !== undefined ? Number(q.after_id) + 1 : q.before_id !== undefined ? Number(q.before_id) : null);
-  const newerThan = last ?? (q.before_id !== undefined ? Number(q.before_id) - 1 : q.after_id !== undefined ? Number(q.after_id) : null);
-  const exists = async (op: '<' | '>', bound: number | null) =>
-    bound !== null && (await base().select('e.id').where('e.id', op, bound).limit(1).executeTakeFirst()) !== undefined;
+  const exists = async (op: '<' | '>', bound: number) =>
+    (await base().select('e.id').where('e.id', op, bound).limit(1).executeTakeFirst()) !== undefined;
+  const nearest = async (op: '<=' | '>=', bound: number): Promise<number | null> => {
+    const row = await base()
+      .select('e.id')
+      .where('e.id', op, bound)
+      .orderBy('e.id', op === '<=' ? 'desc' : 'asc')
+      .limit(1)
+      .executeTakeFirst();
+    return row === undefined ? null : Number(row.id);
+  };
+  let previousBeforeId: number | null = null;
+  let nextAfterId: number | null = null;
+  if (rows.length > 0) {
+    // The page's own ends are the cursors, when something lies beyond them.
+    const first = Number(rows[0]!.id);
+    const last = Number(rows.at(-1)!.id);
+    if (await exists('<', first)) previousBeforeId = first;
+    if (await exists('>', last)) nextAfterId = last;
+  } else if (q.after_id !== undefined) {
+    // Past the newest end: previous leads to the nearest events at or before the cursor.
+    const x = Number(q.after_id);
+    const newest = await nearest('<=', x);
+    if (newest !== null) previousBeforeId = newest + 1;
+    if (await exists('>', x)) nextAfterId = x;
+  } else if (q.before_id !== undefined) {
+    // Past the oldest end: next leads to the nearest events at or after the cursor.
+    const x = Number(q.before_id);
+    const oldest = await nearest('>=', x);
+    if (oldest !== null) nextAfterId = oldest - 1;
+    if (await exists('<', x)) previousBeforeId = x;
+  }
   return {
     results,
-    previousBeforeId: (await exists('<', olderThan)) ? String(olderThan) : null,
-    nextAfterId: (await exists('>', newerThan)) ? String(newerThan) : null,
+    previousBeforeId: previousBeforeId === null ? null : String(previousBeforeId),
+    nextAfterId: nextAfterId === null ? null : String(nextAfterId),
   };
 }
 

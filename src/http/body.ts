@@ -24,7 +24,10 @@ function checkValue(value: unknown, depth: number): void {
   }
 }
 
-/** The JSON body parser: UTF-8 must be valid, the JSON well formed, an empty body is no body. */
+/**
+ * The JSON body parser: UTF-8 must be valid, the JSON well formed and an object; an empty body
+ * is no body.
+ */
 export function installJsonParser(app: FastifyInstance): void {
   // Only JSON is accepted by default; anything else is 415 (uploads register their own parsers).
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -34,6 +37,11 @@ export function installJsonParser(app: FastifyInstance): void {
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       return done(new AppError(415, 'unsupported_media_type', 'JSON bodies must be UTF-8 (charset=utf-8).'), undefined);
+    }
+    // Bodies are read as sent: a compressed one would otherwise be parsed as if it were plain.
+    const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding && encoding !== 'identity') {
+      return done(new AppError(415, 'unsupported_media_type', `Content-Encoding "${encoding}" is not supported; send the body uncompressed.`), undefined);
     }
     const buffer = body as Buffer;
     if (buffer.length === 0) return done(null, undefined);
@@ -48,6 +56,11 @@ export function installJsonParser(app: FastifyInstance): void {
       parsed = JSON.parse(text);
     } catch (err) {
       return done(badRequest(`Malformed JSON body: ${(err as Error).message}`), undefined);
+    }
+    // Every JSON body of this API is an object; `null`, arrays, strings and numbers are not
+    // bodies a route can take (and `null` must not pass for "no body").
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      return done(badRequest('The request body must be a JSON object.'), undefined);
     }
     try {
       checkValue(parsed, 0);

@@ -8,8 +8,8 @@ const API_DESCRIPTION = `Weft: self-hostable collaboration hosting for source re
 
 Conventions (see the README for the full list):
 - Errors are \`{error, detail}\` (plus \`conflict_paths\` on merge conflicts); \`error\` is a stable snake_case code.
-- Unknown body properties, wrong types and malformed JSON are 400 \`invalid_request\`; bodies must be valid UTF-8 JSON (1 MiB at most) and strings may not contain NUL.
-- Lists return a Page \`{results, next, previous}\`: \`page\` (default 1), \`per_page\` (default 30, values above 100 clamp to 100); \`next\`/\`previous\` keep every other query parameter; a \`Link\` header carries first/prev/next.
+- Unknown body properties, wrong types and malformed JSON are 400 \`invalid_request\`; bodies must be valid UTF-8 JSON objects (1 MiB at most, not compressed) and strings may not contain NUL. Integer query and path parameters are plain decimal digits.
+- Lists return a Page \`{results, next, previous}\`: \`page\` (default 1), \`per_page\` (default 30, values above 100 clamp to 100); \`next\`/\`previous\` keep every other query parameter; a \`Link\` header carries first/prev/next as absolute URLs on PUBLIC_URL (as GitHub sends it).
 - Authenticate with \`Authorization: Bearer <token>\` or Basic with an empty username and the token as password (as git sends it; a non-empty username is ignored). Missing, malformed, unknown, expired or revoked credentials, and the tokens of deactivated users, are 401 with \`WWW-Authenticate\`, even on public routes. A private resource you cannot see is 404, never 403.
 - URLs with NUL (%00) or broken percent-encoding are 400. Every response carries \`X-Request-Id\` (yours when you send a sane one).
 - Timestamps are ISO 8601 UTC with milliseconds and Z.`;
@@ -47,7 +47,9 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     const response = schema.response as Record<string, unknown>;
     const common = isPublic ? [400, 404, 500] : [400, 401, 404, 500];
     if (route.schema?.body) common.push(413, 415);
-    if (!isPublic || route.method !== 'GET') common.push(429);
+    // HEAD routes share their GET route's schema object: they must not add to it either.
+    const isRead = route.method === 'GET' || route.method === 'HEAD';
+    if (!isPublic || !isRead) common.push(429);
     for (const status of common) response[status] ??= ErrorBody;
     for (const [status, body] of Object.entries(response)) {
       const description = RESPONSE_DESCRIPTIONS[Number(status)];

@@ -1,4 +1,16 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** PUBLIC_URL: where clients reach this server (absolute Link header URLs). */
+    publicUrl: string;
+  }
+}
+
+/** Link headers carry absolute URLs on PUBLIC_URL, as GitHub sends them. */
+export function installPaging(app: FastifyInstance, publicUrl: string): void {
+  app.decorate('publicUrl', publicUrl);
+}
 
 export const DEFAULT_PER_PAGE = 30;
 export const MAX_PER_PAGE = 100;
@@ -27,10 +39,12 @@ export function linkWith(request: FastifyRequest, changes: Record<string, string
   return url.pathname + url.search;
 }
 
+/** `links` are path-and-query URLs (as in the page body); the header makes them absolute. */
 function setLinkHeader(reply: FastifyReply, links: Record<string, string | null>): void {
+  const base = reply.server.publicUrl;
   const parts = Object.entries(links)
     .filter((e): e is [string, string] => e[1] !== null)
-    .map(([rel, url]) => `<${url}>; rel="${rel}"`);
+    .map(([rel, url]) => `<${base}${url}>; rel="${rel}"`);
   if (parts.length) reply.header('link', parts.join(', '));
 }
 
@@ -42,7 +56,7 @@ export interface PageEnvelope<T> {
 
 /**
  * Builds the Page envelope from `limit` fetched rows (one more than a page) and sets a Link
- * header with first/prev/next, as GitHub does.
+ * header with first/prev/next, as GitHub does (absolute URLs; the body's are path and query).
  */
 export function pageOf<T>(request: FastifyRequest, reply: FastifyReply, p: PageParams, rows: T[]): PageEnvelope<T> {
   const hasNext = rows.length > p.perPage;

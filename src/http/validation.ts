@@ -1,17 +1,63 @@
-import Ajv, { type Options } from 'ajv';
+import Ajv, { type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
+
+/** How an integer must look on the wire (query string, path): decimal digits, maybe a minus. */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+function declaresInteger(schema: unknown): boolean {
+  const type = (schema as { type?: unknown } | null)?.type;
+  return type === 'integer' || (Array.isArray(type) && type.includes('integer'));
+}
+
+/**
+ * Ajv's type coercion turns any text JavaScript reads as a number into one: "0x10" is 16,
+ * "1e2" is 100, " 1" and "+1" are 1, "Infinity" passes as an integer. Text parameters declared
+ * as integers must be plain decimal integers (decisions §1: not an integer is 400), so they are
+ * checked as text before Ajv coerces them.
+ */
+function withDecimalIntegers(schema: unknown, validate: ValidateFunction): ValidateFunction {
+  const properties = (schema as { properties?: Record<string, unknown> } | null)?.properties ?? {};
+  const integers = Object.keys(properties).filter((name) => declaresInteger(properties[name]));
+  if (integers.length === 0) return validate;
+  const wrapped = ((data: unknown, ...rest: unknown[]) => {
+    if (data !== null && typeof data === 'object') {
+      for (const name of integers) {
+        const raw = (data as Record<string, unknown>)[name];
+        for (const value of Array.isArray(raw) ? raw : [raw]) {
+          if (typeof value === 'string' && !DECIMAL_INTEGER.test(value)) {
+            const error: ErrorObject = {
+              instancePath: `/${name}`,
+              schemaPath: `#/properties/${name}/type`,
+              keyword: 'type',
+              params: { type: 'integer' },
+              message: 'must be a decimal integer',
+            };
+            wrapped.errors = [error];
+            return false;
+          }
+        }
+      }
+    }
+    const ok = (validate as (...args: unknown[]) => boolean)(data, ...rest);
+    wrapped.errors = validate.errors;
+    return ok;
+  }) as ValidateFunction;
+  // Fastify passes the parent object (so Ajv may coerce the root) only to Ajv functions.
+  Object.assign(wrapped, { schema: validate.schema, schemaEnv: validate.schemaEnv });
+  return wrapped;
+}
 
 /**
  * Two validators: bodies are checked strictly (no type coercion, unknown properties rejected,
  * never stripped), while path, query and headers coerce text to the declared types, as they
- * can only be text on the wire.
+ * can only be text on the wire (integers only from plain decimal digits).
  */
 export function installValidators(app: FastifyInstance): void {
   const common: Options = { allErrors: false, strict: false, removeAdditional: false, useDefaults: true };
   const bodyAjv = addFormats.default(new Ajv.default({ ...common, coerceTypes: false }));
   const textAjv = addFormats.default(new Ajv.default({ ...common, coerceTypes: 'array' }));
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? bodyAjv.compile(schema) : textAjv.compile(schema),
+    httpPart === 'body' ? bodyAjv.compile(schema) : withDecimalIntegers(schema, textAjv.compile(schema)),
   );
 }

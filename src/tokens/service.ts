@@ -7,7 +7,7 @@ import { badRequest, forbidden, notFound } from '../errors.ts';
 import { type TxContext, inTransaction } from '../events/service.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
-import { hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
+import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
 
 type TokenRow = Selectable<ApiTokensTable>;
 type TokenWithUser = TokenRow & { username: string };
@@ -74,7 +74,7 @@ export type AuthenticatedUser = Omit<Selectable<UsersTable>, 'password_hash'>;
  * deactivated. last_used_at is written at most once a minute per token, not on every request.
  */
 export async function authenticate(deps: Deps, secret: string): Promise<{ viewer: Viewer; user: AuthenticatedUser } | null> {
-  if (secret.length > 200) return null;
+  if (secret.length > MAX_SECRET_LENGTH) return null;
   const hash = hashSecret(secret);
   const [row] = await tokenByHash(deps.database, hash);
   if (!row || !hashesEqual(row.token_hash, hash)) return null;
@@ -223,7 +223,9 @@ export async function getToken(deps: Deps, viewer: Viewer, uuid: string): Promis
 export async function deleteToken(deps: Deps, viewer: Viewer, uuid: string): Promise<void> {
   await inTransaction(deps, async (tx) => {
     const row = await visibleToken(tx.db, viewer, uuid);
-    await tx.db.deleteFrom('api_tokens').where('uuid', '=', uuid).execute();
+    const deleted = await tx.db.deleteFrom('api_tokens').where('uuid', '=', uuid).executeTakeFirst();
+    // A concurrent delete got there first: this one deleted nothing and reports nothing.
+    if (Number(deleted.numDeletedRows) === 0) throw notFound('API token');
     await tx.emit({
       kind: 'token-deleted',
       scopes: [`user:${row.user_uuid}`],
@@ -233,13 +235,20 @@ export async function deleteToken(deps: Deps, viewer: Viewer, uuid: string): Pro
   });
 }
 
-/** Revoking is idempotent: a revoked token keeps its first revoked_at. */
+/** Revoking is idempotent: a revoked token keeps its first revoked_at, and one event. */
 export async function revokeToken(deps: Deps, viewer: Viewer, uuid: string): Promise<TokenJson> {
   return inTransaction(deps, async (tx) => {
     const row = await visibleToken(tx.db, viewer, uuid);
     if (row.revoked_at !== null) return tokenToJson(row);
     const revoked_at = nowIso();
-    await tx.db.updateTable('api_tokens').set({ revoked_at }).where('uuid', '=', uuid).execute();
+    const updated = await tx.db
+      .updateTable('api_tokens')
+      .set({ revoked_at })
+      .where('uuid', '=', uuid)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    // A concurrent revoke (or delete) got there first: answer with what it left.
+    if (Number(updated.numUpdatedRows) === 0) return tokenToJson(await visibleToken(tx.db, viewer, uuid));
     await tx.emit({
       kind: 'token-revoked',
       scopes: [`user:${row.user_uuid}`],
