@@ -20,6 +20,14 @@ export async function hashPassword(password: string): Promise<string> {
   return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
+let dummy: Promise<string> | null = null;
+
+/** A hash of nothing anyone knows, to verify against when there is no real one. */
+export function dummyPasswordHash(): Promise<string> {
+  dummy ??= hashPassword(randomBytes(32).toString('hex'));
+  return dummy;
+}
+
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [algo, n, r, p, salt, hash] = stored.split('$');
   if (algo !== 'scrypt' || !n || !r || !p || !salt || !hash) return false;

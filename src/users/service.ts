@@ -9,7 +9,7 @@ import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.
 import { nowIso } from '../time.ts';
 import { type CreatedToken, createTokenFor } from '../tokens/service.ts';
 import type { Viewer } from '../viewer.ts';
-import { hashPassword, verifyPassword } from './password.ts';
+import { dummyPasswordHash, hashPassword, verifyPassword } from './password.ts';
 
 export type UserRow = Selectable<UsersTable>;
 
@@ -195,8 +195,11 @@ export async function login(
   input: { username: string; password: string; token_name: string },
 ): Promise<CreatedToken> {
   const row = await findUserByUsername(deps.db, input.username.trim());
-  const ok = row?.password_hash && row.is_active === 1 ? await verifyPassword(input.password, row.password_hash) : false;
-  if (!row || !ok) throw unauthorized('Wrong username or password.');
+  const usable = row?.password_hash && row.is_active === 1 ? row.password_hash : null;
+  // Unknown users, users without a password and inactive users cost one scrypt too, so the
+  // response time does not tell which usernames exist.
+  const ok = await verifyPassword(input.password, usable ?? (await dummyPasswordHash()));
+  if (!row || !usable || !ok) throw unauthorized('Wrong username or password.');
   const name = input.token_name.trim();
   if (!name) throw badRequest('token_name must not be blank.');
   return inTransaction(deps, (tx) => createTokenFor(tx, row, { name }, { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: '' }));
