@@ -72,7 +72,10 @@ async function serve(): Promise<void> {
   process.on('SIGTERM', () => void stop());
   process.on('disconnect', () => void stop());
   const ports: Ports = {
-    dialect: database.dialect, raw: (raw.address() as AddressInfo).port, weft: (app.server.address() as AddressInfo).port };
+    dialect: database.dialect,
+    raw: (raw.address() as AddressInfo).port,
+    weft: (app.server.address() as AddressInfo).port,
+  };
   process.send!(ports);
 }
 
@@ -125,7 +128,9 @@ async function main(): Promise<void> {
         const row = { rps: r.requests.average, p99: r.latency.p99 };
         const prev = best.get(target.name);
         if (!prev || row.rps > prev.rps) best.set(target.name, row);
-        console.log(`round ${round}  ${target.name.padEnd(40)} ${row.rps.toFixed(0).padStart(7)} req/s   p99 ${String(row.p99).padStart(4)} ms`);
+        console.log(
+          `round ${round}  ${target.name.padEnd(40)} ${row.rps.toFixed(0).padStart(7)} req/s   p99 ${String(row.p99).padStart(4)} ms`,
+        );
       }
     }
     const base = best.get(targets[0]!.name)!;

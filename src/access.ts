@@ -20,8 +20,7 @@ const ROLE_RANK: Record<TeamRole, number> = { reader: 1, member: 2, maintainer: 
 export type RepoLevel = 'none' | 'read' | 'write' | 'maintain' | 'owner';
 const LEVEL_RANK: Record<RepoLevel, number> = { none: 0, read: 1, write: 2, maintain: 3, owner: 4 };
 
-export const roleAtLeast = (role: TeamRole | null, min: TeamRole): boolean =>
-  role !== null && ROLE_RANK[role] >= ROLE_RANK[min];
+export const roleAtLeast = (role: TeamRole | null, min: TeamRole): boolean => role !== null && ROLE_RANK[role] >= ROLE_RANK[min];
 export const levelAtLeast = (level: RepoLevel, min: RepoLevel): boolean => LEVEL_RANK[level] >= LEVEL_RANK[min];
 
 export async function teamRole(db: Kysely<DB>, viewer: Viewer | null, teamUuid: string): Promise<TeamRole | null> {
@@ -47,12 +46,7 @@ export interface TeamAccess {
  * A team is visible to its members and to staff; to anyone else it is 404. `min` is the role
  * the action needs (403 below it); staff pass every check.
  */
-export async function requireTeam(
-  db: Kysely<DB>,
-  viewer: Viewer,
-  slug: string,
-  min: TeamRole = 'reader',
-): Promise<TeamAccess> {
+export async function requireTeam(db: Kysely<DB>, viewer: Viewer, slug: string, min: TeamRole = 'reader'): Promise<TeamAccess> {
   const team = await db.selectFrom('teams').selectAll().where('slug', '=', slug.toLowerCase()).executeTakeFirst();
   if (!team) throw notFound('Team');
   const role = await teamRole(db, viewer, team.uuid);
@@ -247,7 +241,12 @@ export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
  * is invisible, 404, to non-members; an inactive team refuses with 403 team_inactive), or the
  * user themself; staff anywhere.
  */
-export async function requireRepoCreation(db: Kysely<DB>, viewer: Viewer, kind: 'team' | 'user', name: string): Promise<RepoOwner> {
+export async function requireRepoCreation(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  kind: 'team' | 'user',
+  name: string,
+): Promise<RepoOwner> {
   if (kind === 'team') {
     const { team } = await requireTeam(db, viewer, name, 'maintainer');
     assertTeamActive(team);
@@ -262,13 +261,19 @@ export async function requireRepoCreation(db: Kysely<DB>, viewer: Viewer, kind: 
  * Who may inspect a namespace's repo slugs (check-repo-slug): a team's members (the team is
  * 404 to anyone else) or the user themself (403 for another user's namespace); staff anywhere.
  */
-export async function requireNamespaceInsight(db: Kysely<DB>, viewer: Viewer, kind: 'team' | 'user', name: string): Promise<RepoOwner> {
+export async function requireNamespaceInsight(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  kind: 'team' | 'user',
+  name: string,
+): Promise<RepoOwner> {
   if (kind === 'team') {
     const { team } = await requireTeam(db, viewer, name, 'reader');
     return { kind, uuid: team.uuid, name: team.slug, team, user: null };
   }
   const owner = await resolveOwner(db, viewer, kind, name);
-  if (!viewer.isStaff && owner.uuid !== viewer.uuid) throw forbidden("You can only check slugs in your own namespace or your teams'.");
+  if (!viewer.isStaff && owner.uuid !== viewer.uuid)
+    throw forbidden("You can only check slugs in your own namespace or your teams'.");
   return owner;
 }
 

@@ -73,7 +73,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {
     const ok = await pingDatabase(deps.database);
-    return reply.status(ok ? 200 : 503).send(ok ? { status: 'ok' } : { error: 'service_unavailable', detail: 'The database is unreachable.' });
+    return reply
+      .status(ok ? 200 : 503)
+      .send(ok ? { status: 'ok' } : { error: 'service_unavailable', detail: 'The database is unreachable.' });
   });
 
   await app.register(

@@ -6,7 +6,13 @@ import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
 
 type U = { token: string; uuid: string; username: string };
-type Ev = { id: string; kind: string; scopes: string[]; actor: { uuid: string; username: string } | null; payload: Record<string, unknown> };
+type Ev = {
+  id: string;
+  kind: string;
+  scopes: string[];
+  actor: { uuid: string; username: string } | null;
+  payload: Record<string, unknown>;
+};
 const EVENT_KEYS = ['actor', 'created_at', 'id', 'kind', 'payload', 'scopes'];
 
 for (const dialect of DIALECTS) {
@@ -67,14 +73,26 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(names(events), forMembers);
         for (const e of events) assert.deepEqual(Object.keys(e).sort(), EVENT_KEYS);
         const idNums = events.map((e) => Number(e.id));
-        assert.deepEqual(idNums, [...idNums].sort((a, b) => b - a));
+        assert.deepEqual(
+          idNums,
+          [...idNums].sort((a, b) => b - a),
+        );
         assert.equal(events[0]!.actor, null);
         assert.deepEqual(events.at(-1)!.actor, { uuid: alice.uuid, username: 'alice' });
         assert.deepEqual(names(await feed('/api/v1/teams/act/activity', carol.token)), forMembers);
       });
 
       it("a deactivated repo's events show only from maintain level up", async () => {
-        const withOff = ['system', 'team-and-repo', 'roff-created', 'r1-thread', 'r1-created', 'member-added', 'member-added', 'team-created'];
+        const withOff = [
+          'system',
+          'team-and-repo',
+          'roff-created',
+          'r1-thread',
+          'r1-created',
+          'member-added',
+          'member-added',
+          'team-created',
+        ];
         assert.deepEqual(names(await feed('/api/v1/teams/ACT/activity', alice.token)), withOff);
         assert.deepEqual(names(await feed('/api/v1/teams/act/activity')), withOff, 'staff');
       });
@@ -95,7 +113,10 @@ for (const dialect of DIALECTS) {
       });
 
       it('404 to outsiders and for unknown teams, 401 anonymous', async () => {
-        for (const [token, slug] of [[dave.token, 'act'], [bob.token, 'nope']] as const) {
+        for (const [token, slug] of [
+          [dave.token, 'act'],
+          [bob.token, 'nope'],
+        ] as const) {
           const res = await t.req('GET', `/api/v1/teams/${slug}/activity`, { token });
           assert.equal(res.status, 404);
           assert.ok(isErrorBody(res.body, 'not_found'));
@@ -118,7 +139,14 @@ for (const dialect of DIALECTS) {
         const events = await feed('/api/v1/users/alice/activity', alice.token);
         // r2-created: a private repo of a team alice is not in, so not even she can read it
         assert.deepEqual(names(events), [
-          'team-and-repo', 'alice-only', 'rpub-thread', 'roff-created', 'r1-created', 'member-added', 'member-added', 'team-created',
+          'team-and-repo',
+          'alice-only',
+          'rpub-thread',
+          'roff-created',
+          'r1-created',
+          'member-added',
+          'member-added',
+          'team-created',
         ]);
         for (const e of events) {
           assert.equal(e.actor?.uuid, alice.uuid);
@@ -128,7 +156,12 @@ for (const dialect of DIALECTS) {
 
       it('others see only what they may read', async () => {
         assert.deepEqual(names(await feed('/api/v1/users/alice/activity', bob.token)), [
-          'team-and-repo', 'rpub-thread', 'r1-created', 'member-added', 'member-added', 'team-created',
+          'team-and-repo',
+          'rpub-thread',
+          'r1-created',
+          'member-added',
+          'member-added',
+          'team-created',
         ]);
         // dave: owner of "other", outside "act": the public repo event and his team's private repo
         assert.deepEqual(names(await feed('/api/v1/users/ALICE/activity', dave.token)), ['rpub-thread', 'r2-created']);
@@ -136,8 +169,15 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(names(await feed('/api/v1/users/alice/activity', carol.token)), ['rpub-thread', 'member-added']);
         const staff = names(await feed('/api/v1/users/alice/activity'));
         assert.deepEqual(staff, [
-          'team-and-repo', 'alice-only', 'rpub-thread', 'r2-created', 'roff-created', 'r1-created',
-          'member-added', 'member-added', 'team-created',
+          'team-and-repo',
+          'alice-only',
+          'rpub-thread',
+          'r2-created',
+          'roff-created',
+          'r1-created',
+          'member-added',
+          'member-added',
+          'team-created',
         ]);
         assert.deepEqual(names(await feed('/api/v1/users/bob/activity', alice.token)), ['r1-thread']);
         assert.deepEqual(names(await feed('/api/v1/users/dave/activity', alice.token)), []);

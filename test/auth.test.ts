@@ -90,7 +90,10 @@ for (const dialect of DIALECTS) {
         for (const [method, op] of Object.entries(ops)) {
           const url = `/api/v1${path.replace(/\{[^}]+\}/g, 'x')}`;
           const secured = (op.security ?? []).length > 0;
-          const res = await t.req(method.toUpperCase(), url, { token: null, body: method === 'get' || method === 'delete' ? undefined : {} });
+          const res = await t.req(method.toUpperCase(), url, {
+            token: null,
+            body: method === 'get' || method === 'delete' ? undefined : {},
+          });
           if (secured) {
             assert401(res);
             checked++;
@@ -110,7 +113,11 @@ for (const dialect of DIALECTS) {
       const deleted = await mk('deleted');
       await t.req('DELETE', `/api/v1/api-tokens/${deleted.uuid}`);
       const expired = await mk('expired');
-      await t.deps.db.updateTable('api_tokens').set({ expires_at: '2001-01-01T00:00:00.000Z' }).where('uuid', '=', expired.uuid).execute();
+      await t.deps.db
+        .updateTable('api_tokens')
+        .set({ expires_at: '2001-01-01T00:00:00.000Z' })
+        .where('uuid', '=', expired.uuid)
+        .execute();
       const bob = await t.user('bob');
       await t.req('PUT', '/api/v1/users/bob', { body: { is_active: false } });
 

@@ -21,13 +21,7 @@ for (const dialect of DIALECTS) {
     after(() => t.close());
 
     /** Sends a request that must be refused with `status`/`code` and must change nothing. */
-    async function refused(
-      status: number,
-      code: string,
-      method: string,
-      url: string,
-      opts: Parameters<TestApp['req']>[2] = {},
-    ) {
+    async function refused(status: number, code: string, method: string, url: string, opts: Parameters<TestApp['req']>[2] = {}) {
       const before = await snapshot(t);
       const res = await t.req(method, url, opts);
       assert.equal(res.status, status, `${method} ${url}: ${res.text}`);
@@ -85,7 +79,10 @@ for (const dialect of DIALECTS) {
           headers: JSON_CT,
         });
         assert.match(res.body.detail, /surrogate/);
-        const emoji = await t.req('PUT', '/api/v1/users/alice', { token: alice.token, body: { display_name: 'Alice \ud83e\uddf5' } });
+        const emoji = await t.req('PUT', '/api/v1/users/alice', {
+          token: alice.token,
+          body: { display_name: 'Alice \ud83e\uddf5' },
+        });
         assert.equal(emoji.body.display_name, 'Alice 🧵');
         await t.req('PUT', '/api/v1/users/alice', { token: alice.token, body: { display_name: '' } });
         await refused(400, 'invalid_request', 'POST', '/api/v1/api-tokens', {
@@ -179,8 +176,16 @@ for (const dialect of DIALECTS) {
 
     it('415 unsupported_media_type for bodies that are not JSON', async () => {
       const body = '{"name":"x"}';
-      for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml']) {
-        await refused(415, 'unsupported_media_type', 'POST', '/api/v1/api-tokens', { rawBody: body, headers: { 'content-type': ct } });
+      for (const ct of [
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        'application/xml',
+      ]) {
+        await refused(415, 'unsupported_media_type', 'POST', '/api/v1/api-tokens', {
+          rawBody: body,
+          headers: { 'content-type': ct },
+        });
       }
       await refused(415, 'unsupported_media_type', 'POST', '/api/v1/api-tokens', { rawBody: body });
       await refused(415, 'unsupported_media_type', 'POST', '/api/v1/api-tokens', {
@@ -268,7 +273,25 @@ for (const dialect of DIALECTS) {
       });
 
       it('page and per_page below 1 or not integers are 400', async () => {
-        for (const q of ['page=0', 'page=-1', 'page=1.5', 'page=abc', 'page=', 'page=1&page=2', 'per_page=0', 'per_page=-5', 'per_page=2.5', 'per_page=x', 'page=99999999999', 'page=0x10', 'page=1e2', 'page=%2B1', 'page=%201', 'per_page=Infinity', 'per_page=1e2']) {
+        for (const q of [
+          'page=0',
+          'page=-1',
+          'page=1.5',
+          'page=abc',
+          'page=',
+          'page=1&page=2',
+          'per_page=0',
+          'per_page=-5',
+          'per_page=2.5',
+          'per_page=x',
+          'page=99999999999',
+          'page=0x10',
+          'page=1e2',
+          'page=%2B1',
+          'page=%201',
+          'per_page=Infinity',
+          'per_page=1e2',
+        ]) {
           await refused(400, 'invalid_request', 'GET', `/api/v1/users?${q}`);
         }
         await refused(400, 'invalid_request', 'GET', '/api/v1/api-tokens?per_page=0', { token: alice.token });

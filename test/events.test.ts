@@ -81,7 +81,10 @@ for (const dialect of DIALECTS) {
       const afterRes = await get(q({ after_id: x, per_page: 5 }));
       assert.deepEqual(idsOf(afterRes.body), ids.slice(21, 26));
       const base = t.deps.config.publicUrl;
-      assert.equal(afterRes.headers.link, `<${base}${afterRes.body.previous}>; rel="prev", <${base}${afterRes.body.next}>; rel="next"`);
+      assert.equal(
+        afterRes.headers.link,
+        `<${base}${afterRes.body.previous}>; rel="prev", <${base}${afterRes.body.next}>; rel="next"`,
+      );
       const next = new URL(afterRes.body.next, 'http://x');
       assert.deepEqual(Object.fromEntries(next.searchParams), { scope, after_id: String(ids[25]), per_page: '5' });
       const prev = new URL(afterRes.body.previous, 'http://x');
@@ -102,7 +105,11 @@ for (const dialect of DIALECTS) {
         const res = await get(url);
         assert.equal(res.status, 200);
         const pageIds = idsOf(res.body);
-        assert.deepEqual(pageIds, [...pageIds].sort((a, b) => a - b), 'each page ascends');
+        assert.deepEqual(
+          pageIds,
+          [...pageIds].sort((a, b) => a - b),
+          'each page ascends',
+        );
         seen.unshift(...pageIds);
         last = res.body;
         url = res.body.previous;
@@ -227,7 +234,18 @@ for (const dialect of DIALECTS) {
     });
 
     it('a malformed scope is 400; an unknown or invisible one 404', async () => {
-      for (const s of ['', 'user', 'user:', 'user:nope', `foo:${alice.uuid}`, `USER:${alice.uuid}`, `user:${alice.uuid.toUpperCase()}`, `${alice.uuid}`, `user:${alice.uuid}:x`, `user: ${alice.uuid}`]) {
+      for (const s of [
+        '',
+        'user',
+        'user:',
+        'user:nope',
+        `foo:${alice.uuid}`,
+        `USER:${alice.uuid}`,
+        `user:${alice.uuid.toUpperCase()}`,
+        `${alice.uuid}`,
+        `user:${alice.uuid}:x`,
+        `user: ${alice.uuid}`,
+      ]) {
         const r = await get(`/api/v1/events?scope=${encodeURIComponent(s)}`);
         assert.equal(r.status, 400, s);
         assert.ok(isErrorBody(r.body, 'invalid_request'));
@@ -235,7 +253,15 @@ for (const dialect of DIALECTS) {
       const team = await seedTeam(t, 'crew', [{ uuid: bob.uuid, role: 'reader' }]);
       const repo = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'secret', { visibility: 'private' });
       const publicRepo = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'open', { visibility: 'public' });
-      for (const s of [`user:${bob.uuid}`, `user:${randomUUID()}`, `team:${team.uuid}`, `team:${randomUUID()}`, `repo:${repo.uuid}`, `thread:${randomUUID()}`, `timer:${randomUUID()}`]) {
+      for (const s of [
+        `user:${bob.uuid}`,
+        `user:${randomUUID()}`,
+        `team:${team.uuid}`,
+        `team:${randomUUID()}`,
+        `repo:${repo.uuid}`,
+        `thread:${randomUUID()}`,
+        `timer:${randomUUID()}`,
+      ]) {
         const r = await get(`/api/v1/events?scope=${s}`);
         assert.equal(r.status, 404, s);
         assert.ok(isErrorBody(r.body, 'not_found'));
@@ -332,10 +358,21 @@ for (const dialect of DIALECTS) {
       it('refused token changes write no event', async () => {
         const tok = (await t.req('POST', '/api/v1/api-tokens', { token: alice.token, body: { name: 'kept' } })).body;
         const before = await countRows(t, 'events');
-        assert.equal((await t.req('POST', '/api/v1/api-tokens', { token: bob.token, body: { name: 'x', username: 'alice' } })).status, 403);
+        assert.equal(
+          (await t.req('POST', '/api/v1/api-tokens', { token: bob.token, body: { name: 'x', username: 'alice' } })).status,
+          403,
+        );
         assert.equal((await t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: bob.token })).status, 404);
         assert.equal((await t.req('DELETE', `/api/v1/api-tokens/${tok.uuid}`, { token: bob.token })).status, 404);
-        assert.equal((await t.req('POST', '/api/v1/api-tokens', { token: bob.token, body: { name: 'x', expires_at: '2000-01-01T00:00:00Z' } })).status, 400);
+        assert.equal(
+          (
+            await t.req('POST', '/api/v1/api-tokens', {
+              token: bob.token,
+              body: { name: 'x', expires_at: '2000-01-01T00:00:00Z' },
+            })
+          ).status,
+          400,
+        );
         assert.equal(await countRows(t, 'events'), before);
       });
     });

@@ -19,7 +19,10 @@ export async function seedTeam(
     .values({ uuid, name: slug, slug, is_active: opts.is_active === false ? 0 : 1, created_at: now(), updated_at: now() })
     .execute();
   for (const m of members) {
-    await t.deps.db.insertInto('team_members').values({ team_uuid: uuid, user_uuid: m.uuid, role: m.role, created_at: now() }).execute();
+    await t.deps.db
+      .insertInto('team_members')
+      .values({ team_uuid: uuid, user_uuid: m.uuid, role: m.role, created_at: now() })
+      .execute();
   }
   return { uuid, slug };
 }

@@ -20,8 +20,7 @@ for (const dialect of DIALECTS) {
     let source: { uuid: string; slug: string };
     const src = '/api/v1/teams/src/repos/tool';
 
-    const namespaceRepos = async (path: string) =>
-      JSON.stringify((await t.req('GET', `${path}?per_page=100`)).body);
+    const namespaceRepos = async (path: string) => JSON.stringify((await t.req('GET', `${path}?per_page=100`)).body);
 
     before(async () => {
       t = await startApp(dialect);
@@ -39,7 +38,13 @@ for (const dialect of DIALECTS) {
       ]);
       source = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'tool', { visibility: 'private' });
       const put = await t.req('PUT', src, {
-        body: { name: 'The Tool', description: 'Does things', about: '# Tool', default_branch: 'trunk', public_repo_pull_policy: 'owner' },
+        body: {
+          name: 'The Tool',
+          description: 'Does things',
+          about: '# Tool',
+          default_branch: 'trunk',
+          public_repo_pull_policy: 'owner',
+        },
       });
       assert.equal(put.status, 200);
     });
@@ -183,13 +188,19 @@ for (const dialect of DIALECTS) {
       assert.equal(page1.body.results.length, 2);
       assert.equal(page1.body.next, '/api/v1/teams/src/repos/pubtool/forks?per_page=2&page=2');
       const page2 = await t.req('GET', page1.body.next);
-      assert.deepEqual(page2.body.results.map((f: { repo: { full_name: string } }) => f.repo.full_name), ['olive/pubtool']);
+      assert.deepEqual(
+        page2.body.results.map((f: { repo: { full_name: string } }) => f.repo.full_name),
+        ['olive/pubtool'],
+      );
       assert.equal(page2.body.next, null);
 
       // a fork the caller cannot read is 404 through every route
       const oliveFork = olive.body.uuid;
       assert.equal((await t.req('GET', `/api/v1/forks/${oliveFork}`, { token: outsider.token })).status, 404);
-      assert.equal((await t.req('GET', '/api/v1/teams/src/repos/pubtool/forks/user/olive', { token: outsider.token })).status, 404);
+      assert.equal(
+        (await t.req('GET', '/api/v1/teams/src/repos/pubtool/forks/user/olive', { token: outsider.token })).status,
+        404,
+      );
       assert.equal((await t.req('GET', '/api/v1/users/olive/repos/pubtool/fork', { token: outsider.token })).status, 404);
       assert.equal((await t.req('GET', `/api/v1/forks/${oliveFork}`, { token: other.token })).status, 200);
     });
@@ -302,7 +313,10 @@ for (const dialect of DIALECTS) {
       assert.equal(f2.status, 201);
       const del = await t.req('DELETE', '/api/v1/users/dora/repos/base', { token: u.token });
       assert.equal(del.status, 204);
-      for (const [who, path] of [[outsider, '/api/v1/users/oscar/repos/base'], [other, '/api/v1/users/olive/repos/base']] as const) {
+      for (const [who, path] of [
+        [outsider, '/api/v1/users/oscar/repos/base'],
+        [other, '/api/v1/users/olive/repos/base'],
+      ] as const) {
         const repo = await t.req('GET', path, { token: who.token });
         assert.equal(repo.status, 200);
         assert.equal(repo.body.fork_of_uuid, null);

@@ -12,7 +12,19 @@ import { DIALECTS, type RequestOptions, type Res, type TestApp, isErrorBody, sta
 type Json = any;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
-const TABLES = ['users', 'api_tokens', 'teams', 'team_members', 'repos', 'forks', 'protections', 'protection_approvers', 'pulls', 'reviews', 'events'] as const;
+const TABLES = [
+  'users',
+  'api_tokens',
+  'teams',
+  'team_members',
+  'repos',
+  'forks',
+  'protections',
+  'protection_approvers',
+  'pulls',
+  'reviews',
+  'events',
+] as const;
 
 interface Operation {
   key: string;
@@ -197,15 +209,27 @@ for (const dialect of DIALECTS) {
       ok(await t.req('POST', '/api/v1/teams', { body: { name: 'Fuzz', slug: 'fz' } }), 'team');
       ok(await t.req('POST', '/api/v1/teams/fz/members', { body: { username: 'fzu', role: 'member' } }), 'member');
       ok(await t.req('POST', '/api/v1/teams/fz/repos', { body: { name: 'r1', slug: 'r1', visibility: 'public' } }), 'team repo');
-      ok(await t.req('POST', '/api/v1/users/fzu/repos', { body: { name: 'r1', slug: 'r1', visibility: 'public' }, token: fzu.token }), 'user repo');
+      ok(
+        await t.req('POST', '/api/v1/users/fzu/repos', {
+          body: { name: 'r1', slug: 'r1', visibility: 'public' },
+          token: fzu.token,
+        }),
+        'user repo',
+      );
       ok(await t.req('POST', '/api/v1/teams', { body: { name: 'Fuzz forks', slug: 'fzf' } }), 'fork team');
       const fork = ok(await t.req('POST', '/api/v1/teams/fz/repos/r1/forks?team=fzf'), 'fork');
       const protection = ok(
         await t.req('POST', '/api/v1/teams/fz/repos/r1/protections', { body: { branch: 'main', required_approvals: 1 } }),
         'protection',
       );
-      ok(await t.req('POST', `/api/v1/teams/fz/repos/r1/protections/${protection.uuid}/approvers`, { body: { username: 'fzu' } }), 'approver');
-      ok(await t.req('POST', `/api/v1/users/fzu/repos/r1/protections`, { body: { branch: 'main' }, token: fzu.token }), 'user protection');
+      ok(
+        await t.req('POST', `/api/v1/teams/fz/repos/r1/protections/${protection.uuid}/approvers`, { body: { username: 'fzu' } }),
+        'approver',
+      );
+      ok(
+        await t.req('POST', `/api/v1/users/fzu/repos/r1/protections`, { body: { branch: 'main' }, token: fzu.token }),
+        'user protection',
+      );
       const pull = ok(
         await t.req('POST', '/api/v1/teams/fz/repos/r1/pulls', {
           body: { title: 'Fuzz', body: '', source_branch: 'feature/fz', target_branch: 'main' },
@@ -219,7 +243,10 @@ for (const dialect of DIALECTS) {
         }),
         'user pull',
       );
-      const review = ok(await t.req('POST', `/api/v1/teams/fz/repos/r1/pulls/${pull.number}/reviews`, { body: { status: 'commented' } }), 'review');
+      const review = ok(
+        await t.req('POST', `/api/v1/teams/fz/repos/r1/pulls/${pull.number}/reviews`, { body: { status: 'commented' } }),
+        'review',
+      );
       const spare = ok(await t.req('POST', '/api/v1/api-tokens', { body: { name: 'spare', username: 'fzu' } }), 'spare token');
       const events = ok(await t.req('GET', `/api/v1/events?scope=user:${fzu.uuid}`), 'events');
 
@@ -252,28 +279,68 @@ for (const dialect of DIALECTS) {
         const url = urlOf(o);
         const json = (rawBody: string | Buffer) => ({ rawBody, headers: { 'content-type': 'application/json' } });
         const minimal = minimalBody(o.body);
-        for (const raw of ['{', '{"a":', '{"a" 1}', "{'a':1}", '[]', '[{}]', '"a string"', '1', 'true', 'null', '{"a":1}{"b":2}', '{"a":1,}', 'NaN']) {
+        for (const raw of [
+          '{',
+          '{"a":',
+          '{"a" 1}',
+          "{'a':1}",
+          '[]',
+          '[{}]',
+          '"a string"',
+          '1',
+          'true',
+          'null',
+          '{"a":1}{"b":2}',
+          '{"a":1,}',
+          'NaN',
+        ]) {
           await refused(`${o.key} body ${raw}`, [400], o.method, url, json(raw));
         }
         // An empty body is no body: refused where the body has required properties.
         if (o.body.required?.length) await refused(`${o.key} empty JSON body`, [400], o.method, url, json(''));
         await refused(`${o.key} unknown property`, [400], o.method, url, { body: { ...minimal, __unknown__: 1 } });
-        await refused(`${o.key} __proto__`, [400], o.method, url, json(`{"__proto__":{"is_staff":true},${JSON.stringify(minimal).slice(1)}`));
+        await refused(
+          `${o.key} __proto__`,
+          [400],
+          o.method,
+          url,
+          json(`{"__proto__":{"is_staff":true},${JSON.stringify(minimal).slice(1)}`),
+        );
         for (const [name, schema] of Object.entries<Json>(o.body.properties ?? {})) {
           for (const value of wrongValues(schema)) {
-            await refused(`${o.key} ${name}=${JSON.stringify(value)}`, [400], o.method, url, { body: { ...minimal, [name]: value } });
+            await refused(`${o.key} ${name}=${JSON.stringify(value)}`, [400], o.method, url, {
+              body: { ...minimal, [name]: value },
+            });
           }
           if (typesOf(schema).includes('string')) {
             await refused(`${o.key} ${name} with NUL`, [400], o.method, url, { body: { ...minimal, [name]: 'a\u0000b' } });
-            await refused(`${o.key} ${name} lone surrogate`, [400], o.method, url, json(JSON.stringify({ ...minimal, [name]: 'x' }).replace('"x"', '"\\ud800"')));
+            await refused(
+              `${o.key} ${name} lone surrogate`,
+              [400],
+              o.method,
+              url,
+              json(JSON.stringify({ ...minimal, [name]: 'x' }).replace('"x"', '"\\ud800"')),
+            );
           }
         }
         const big = JSON.stringify({ ...minimal, __pad__: 'x'.repeat(1024 * 1024 + 10) });
         await refused(`${o.key} over 1 MiB`, [413], o.method, url, json(big));
-        for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/json; charset=latin1']) {
-          await refused(`${o.key} ${type}`, [415], o.method, url, { rawBody: JSON.stringify(minimal), headers: { 'content-type': type } });
+        for (const type of [
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/xml',
+          'application/json; charset=latin1',
+        ]) {
+          await refused(`${o.key} ${type}`, [415], o.method, url, {
+            rawBody: JSON.stringify(minimal),
+            headers: { 'content-type': type },
+          });
         }
-        await refused(`${o.key} gzip`, [415], o.method, url, { rawBody: JSON.stringify(minimal), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+        await refused(`${o.key} gzip`, [415], o.method, url, {
+          rawBody: JSON.stringify(minimal),
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        });
         const invalidUtf8 = Buffer.concat([Buffer.from('{"x":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]);
         await refused(`${o.key} invalid UTF-8`, [400], o.method, url, json(invalidUtf8));
         const overlong = Buffer.concat([Buffer.from('{"x":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]);
@@ -292,7 +359,10 @@ for (const dialect of DIALECTS) {
           await refused(`${o.key} body ${raw}`, [400], o.method, url, json(raw));
         }
         await refused(`${o.key} over 1 MiB`, [413], o.method, url, json(JSON.stringify({ p: 'x'.repeat(1024 * 1024 + 10) })));
-        await refused(`${o.key} text/plain`, [415], o.method, url, { rawBody: 'hello', headers: { 'content-type': 'text/plain' } });
+        await refused(`${o.key} text/plain`, [415], o.method, url, {
+          rawBody: 'hello',
+          headers: { 'content-type': 'text/plain' },
+        });
       }
       noProblems();
     });
@@ -318,7 +388,12 @@ for (const dialect of DIALECTS) {
               }
               await refused(`${o.key} ${p.name}=${value}`, [400], o.method, url);
             }
-            await refused(`${o.key} ${p.name} twice`, [400], o.method, `${urlOf(o, {}, qs(base))}${Object.keys(base).length ? '&' : '?'}${p.name}=1&${p.name}=2`);
+            await refused(
+              `${o.key} ${p.name} twice`,
+              [400],
+              o.method,
+              `${urlOf(o, {}, qs(base))}${Object.keys(base).length ? '&' : '?'}${p.name}=1&${p.name}=2`,
+            );
             checked++;
           } else if (types.includes('boolean')) {
             for (const value of ['abc', 'yes', '1', '']) {
@@ -336,7 +411,10 @@ for (const dialect of DIALECTS) {
           for (const value of ['x'.repeat(5000), 'ünïcødé 😀', '../..', "' or 1=1 --", '%', '\\', '*', '[]']) {
             const url = urlOf(o, {}, qs({ ...base, [p.name]: value }));
             const res = await send(o.method, url);
-            check(res.status < 500 && (res.status < 300 || isErrorBody(res.body)), `${o.key} ${p.name}=${value.slice(0, 20)}: ${res.status} ${res.text.slice(0, 160)}`);
+            check(
+              res.status < 500 && (res.status < 300 || isErrorBody(res.body)),
+              `${o.key} ${p.name}=${value.slice(0, 20)}: ${res.status} ${res.text.slice(0, 160)}`,
+            );
           }
           if (p.required) {
             const rest = { ...base };
@@ -350,7 +428,32 @@ for (const dialect of DIALECTS) {
     });
 
     it('path parameters: dot segments, NUL, very long, unicode, bad encoding, case', async () => {
-      const tricks = ['..', '%2e%2e', '.', '%2E%2E%2F%2E%2E', '%00', 'a%00b', 'x'.repeat(5000), encodeURIComponent('ünïcødé'), encodeURIComponent('😀'), '%ff', '%ed%a0%80', '%', '%zz', '%20', '-1', '0', '1.5', '99999999999999999999', 'abc', '0x1', '1e0', '%2B1', '%201', 'Infinity'];
+      const tricks = [
+        '..',
+        '%2e%2e',
+        '.',
+        '%2E%2E%2F%2E%2E',
+        '%00',
+        'a%00b',
+        'x'.repeat(5000),
+        encodeURIComponent('ünïcødé'),
+        encodeURIComponent('😀'),
+        '%ff',
+        '%ed%a0%80',
+        '%',
+        '%zz',
+        '%20',
+        '-1',
+        '0',
+        '1.5',
+        '99999999999999999999',
+        'abc',
+        '0x1',
+        '1e0',
+        '%2B1',
+        '%201',
+        'Infinity',
+      ];
       for (const o of operations) {
         const names = [...o.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
         // Writes get a body that passes the schema, so the path is what is judged.
@@ -360,14 +463,20 @@ for (const dialect of DIALECTS) {
           for (const trick of tricks) {
             const url = urlOf(o, { [name]: trick }, query);
             const res = await send(o.method, url, opts);
-            check(res.status >= 400 && res.status < 500, `${o.key} ${name}=${trick.slice(0, 40)}: ${res.status} ${res.text.slice(0, 200)}`);
+            check(
+              res.status >= 400 && res.status < 500,
+              `${o.key} ${name}=${trick.slice(0, 40)}: ${res.status} ${res.text.slice(0, 200)}`,
+            );
             check(isErrorBody(res.body), `${o.key} ${name}=${trick.slice(0, 40)} envelope: ${res.text.slice(0, 200)}`);
           }
           if (o.method === 'GET') {
             // The same resource in upper case: found (names are case-insensitive) or not, never a 5xx.
             const url = urlOf(o, { [name]: encodeURIComponent(real[name]!.toUpperCase()) }, query);
             const res = await send(o.method, url);
-            check(res.status < 500 && (res.status < 300 || isErrorBody(res.body)), `${o.key} ${name} upper case: ${res.status} ${res.text.slice(0, 200)}`);
+            check(
+              res.status < 500 && (res.status < 300 || isErrorBody(res.body)),
+              `${o.key} ${name} upper case: ${res.status} ${res.text.slice(0, 200)}`,
+            );
           }
         }
       }

@@ -15,10 +15,16 @@ for (const dialect of DIALECTS) {
     let dave: U;
     let team: { uuid: string; slug: string };
 
-    const members = async (slug = team.slug) => (await t.req('GET', `/api/v1/teams/${slug}/members?per_page=100`)).body.results as Array<{ username: string; role: string }>;
+    const members = async (slug = team.slug) =>
+      (await t.req('GET', `/api/v1/teams/${slug}/members?per_page=100`)).body.results as Array<{
+        username: string;
+        role: string;
+      }>;
     const roles = async (slug = team.slug) => Object.fromEntries((await members(slug)).map((m) => [m.username, m.role]));
     const kinds = async (scope: string) =>
-      (await t.req('GET', `/api/v1/events?scope=${scope}&per_page=100`)).body.results.map((e: { kind: string }) => e.kind) as string[];
+      (await t.req('GET', `/api/v1/events?scope=${scope}&per_page=100`)).body.results.map(
+        (e: { kind: string }) => e.kind,
+      ) as string[];
 
     before(async () => {
       t = await startApp(dialect);
@@ -34,7 +40,10 @@ for (const dialect of DIALECTS) {
 
     describe('POST /teams/{t}/members', () => {
       it('adds a member (username case-insensitive) and emits member-added', async () => {
-        const res = await t.req('POST', '/api/v1/teams/crew/members', { token: owner.token, body: { username: ' BOB ', role: 'maintainer' } });
+        const res = await t.req('POST', '/api/v1/teams/crew/members', {
+          token: owner.token,
+          body: { username: ' BOB ', role: 'maintainer' },
+        });
         assert.equal(res.status, 201);
         assert.deepEqual(Object.keys(res.body).sort(), MEMBER_KEYS);
         assert.equal(res.body.user_uuid, bob.uuid);
@@ -61,7 +70,10 @@ for (const dialect of DIALECTS) {
           assert.equal(res.status, 409);
           assert.ok(isErrorBody(res.body, 'already_member'));
         }
-        const self = await t.req('POST', '/api/v1/teams/crew/members', { token: owner.token, body: { username: 'olive', role: 'reader' } });
+        const self = await t.req('POST', '/api/v1/teams/crew/members', {
+          token: owner.token,
+          body: { username: 'olive', role: 'reader' },
+        });
         assert.equal(self.status, 409);
         assert.ok(isErrorBody(self.body, 'already_member'));
         assert.deepEqual(await members(), before);
@@ -72,7 +84,10 @@ for (const dialect of DIALECTS) {
         await t.req('PUT', '/api/v1/users/gone', { body: { is_active: false } });
         const before = await members();
         for (const username of ['nobody', 'gone']) {
-          const res = await t.req('POST', '/api/v1/teams/crew/members', { token: owner.token, body: { username, role: 'member' } });
+          const res = await t.req('POST', '/api/v1/teams/crew/members', {
+            token: owner.token,
+            body: { username, role: 'member' },
+          });
           assert.equal(res.status, 404, username);
           assert.ok(isErrorBody(res.body, 'not_found'));
         }
@@ -101,10 +116,16 @@ for (const dialect of DIALECTS) {
 
       it('403 for members below owner, 404 for outsiders and unknown teams', async () => {
         const before = await members();
-        const m = await t.req('POST', '/api/v1/teams/crew/members', { token: bob.token, body: { username: 'carol', role: 'reader' } });
+        const m = await t.req('POST', '/api/v1/teams/crew/members', {
+          token: bob.token,
+          body: { username: 'carol', role: 'reader' },
+        });
         assert.equal(m.status, 403);
         assert.ok(isErrorBody(m.body, 'forbidden'));
-        const o = await t.req('POST', '/api/v1/teams/crew/members', { token: carol.token, body: { username: 'carol', role: 'owner' } });
+        const o = await t.req('POST', '/api/v1/teams/crew/members', {
+          token: carol.token,
+          body: { username: 'carol', role: 'owner' },
+        });
         assert.equal(o.status, 404);
         assert.ok(isErrorBody(o.body, 'not_found'));
         const u = await t.req('POST', '/api/v1/teams/nope/members', { body: { username: 'carol', role: 'owner' } });
@@ -124,14 +145,23 @@ for (const dialect of DIALECTS) {
       it('lists members oldest first, paged, to members and staff only', async () => {
         const all = await t.req('GET', '/api/v1/teams/crew/members', { token: carol.token });
         assert.equal(all.status, 200);
-        assert.deepEqual(all.body.results.map((m: { username: string }) => m.username), ['olive', 'bob', 'carol']);
-        assert.deepEqual(all.body.results.map((m: { role: string }) => m.role), ['owner', 'maintainer', 'reader']);
+        assert.deepEqual(
+          all.body.results.map((m: { username: string }) => m.username),
+          ['olive', 'bob', 'carol'],
+        );
+        assert.deepEqual(
+          all.body.results.map((m: { role: string }) => m.role),
+          ['owner', 'maintainer', 'reader'],
+        );
         for (const m of all.body.results) assert.deepEqual(Object.keys(m).sort(), MEMBER_KEYS);
         const p1 = await t.req('GET', '/api/v1/teams/crew/members?per_page=2', { token: carol.token });
         assert.equal(p1.body.results.length, 2);
         assert.equal(p1.body.next, '/api/v1/teams/crew/members?per_page=2&page=2');
         const p2 = await t.req('GET', p1.body.next, { token: carol.token });
-        assert.deepEqual(p2.body.results.map((m: { username: string }) => m.username), ['carol']);
+        assert.deepEqual(
+          p2.body.results.map((m: { username: string }) => m.username),
+          ['carol'],
+        );
         assert.equal(p2.body.next, null);
         assert.equal(p2.body.previous, '/api/v1/teams/crew/members?per_page=2&page=1');
         const out = await t.req('GET', '/api/v1/teams/crew/members', { token: dave.token });
@@ -149,7 +179,11 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(Object.keys(res.body).sort(), MEMBER_KEYS);
         assert.equal(res.body.username, 'bob');
         assert.equal(res.body.role, 'maintainer');
-        for (const [token, name] of [[carol.token, 'dave'], [carol.token, 'nobody'], [dave.token, 'bob']] as const) {
+        for (const [token, name] of [
+          [carol.token, 'dave'],
+          [carol.token, 'nobody'],
+          [dave.token, 'bob'],
+        ] as const) {
           const r = await t.req('GET', `/api/v1/teams/crew/members/${name}`, { token });
           assert.equal(r.status, 404);
           assert.ok(isErrorBody(r.body, 'not_found'));
@@ -184,13 +218,22 @@ for (const dialect of DIALECTS) {
         assert.equal(byStaff.status, 409);
         assert.ok(isErrorBody(byStaff.body, 'last_owner'));
         assert.deepEqual(await roles(), before);
-        assert.equal((await t.req('PUT', '/api/v1/teams/crew/members/bob', { token: owner.token, body: { role: 'owner' } })).status, 200);
+        assert.equal(
+          (await t.req('PUT', '/api/v1/teams/crew/members/bob', { token: owner.token, body: { role: 'owner' } })).status,
+          200,
+        );
         const demote = await t.req('PUT', '/api/v1/teams/crew/members/olive', { token: bob.token, body: { role: 'maintainer' } });
         assert.equal(demote.status, 200);
         assert.equal(demote.body.role, 'maintainer');
         // and back, so olive owns the team for the tests below
-        assert.equal((await t.req('PUT', '/api/v1/teams/crew/members/olive', { token: bob.token, body: { role: 'owner' } })).status, 200);
-        assert.equal((await t.req('PUT', '/api/v1/teams/crew/members/bob', { token: owner.token, body: { role: 'maintainer' } })).status, 200);
+        assert.equal(
+          (await t.req('PUT', '/api/v1/teams/crew/members/olive', { token: bob.token, body: { role: 'owner' } })).status,
+          200,
+        );
+        assert.equal(
+          (await t.req('PUT', '/api/v1/teams/crew/members/bob', { token: owner.token, body: { role: 'maintainer' } })).status,
+          200,
+        );
       });
 
       it('400 for a bad role, 404 for non-members, 403 below owner, 404 for outsiders; nothing changes', async () => {
@@ -208,7 +251,10 @@ for (const dialect of DIALECTS) {
         const m = await t.req('PUT', '/api/v1/teams/crew/members/carol', { token: bob.token, body: { role: 'owner' } });
         assert.equal(m.status, 403);
         assert.ok(isErrorBody(m.body, 'forbidden'));
-        const selfPromote = await t.req('PUT', '/api/v1/teams/crew/members/carol', { token: carol.token, body: { role: 'owner' } });
+        const selfPromote = await t.req('PUT', '/api/v1/teams/crew/members/carol', {
+          token: carol.token,
+          body: { role: 'owner' },
+        });
         assert.equal(selfPromote.status, 403);
         const o = await t.req('PUT', '/api/v1/teams/crew/members/carol', { token: dave.token, body: { role: 'owner' } });
         assert.equal(o.status, 404);
@@ -286,7 +332,8 @@ for (const dialect of DIALECTS) {
         const leave = await t.req('DELETE', '/api/v1/teams/crew/members/carol', { token: carol.token });
         assert.equal(leave.status, 204);
         assert.equal((await t.req('GET', '/api/v1/teams/crew', { token: carol.token })).status, 404);
-        const ev = (await t.req('GET', `/api/v1/events?scope=user:${carol.uuid}&kind=member-removed`, { token: carol.token })).body.results;
+        const ev = (await t.req('GET', `/api/v1/events?scope=user:${carol.uuid}&kind=member-removed`, { token: carol.token }))
+          .body.results;
         assert.equal(ev.at(-1).payload.left, true);
       });
 

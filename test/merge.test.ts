@@ -4,7 +4,14 @@ import { seedRepo } from './fixtures.ts';
 import { DIALECTS, isErrorBody, startApp, type TestApp } from './helpers.ts';
 import { buildWorld, eventsOf, openPull, PULL_KEYS, type RepoHandle, seedProtection, type World } from './pulls-fixtures.ts';
 
-const UNPROTECTED = { protected: false, branch_pattern: null, required_approvals: 0, approvers: [], approved_by: [], satisfied: true };
+const UNPROTECTED = {
+  protected: false,
+  branch_pattern: null,
+  required_approvals: 0,
+  approvers: [],
+  approved_by: [],
+  satisfied: true,
+};
 
 for (const dialect of DIALECTS) {
   describe(`merge and protection (${dialect})`, () => {
@@ -39,7 +46,13 @@ for (const dialect of DIALECTS) {
         const pull = await openPull(t, repo.base, { token: w.reader.token });
         const res = await t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: w.member.token, body: {} });
         assert.equal(res.status, 200, res.text);
-        assert.deepEqual(Object.keys(res.body).sort(), ['merge_commit_sha', 'merge_strategy', 'merged_at', 'merged_by_username', 'pull']);
+        assert.deepEqual(Object.keys(res.body).sort(), [
+          'merge_commit_sha',
+          'merge_strategy',
+          'merged_at',
+          'merged_by_username',
+          'pull',
+        ]);
         assert.equal(res.body.merge_strategy, 'merge');
         assert.equal(res.body.merge_commit_sha, null, 'no git storage yet: the source branch has no commits');
         assert.equal(res.body.merged_by_username, w.member.username);
@@ -56,7 +69,10 @@ for (const dialect of DIALECTS) {
 
         const ev = await eventsOf(t, `pull:${pull.uuid}`, w.reader.token);
         assert.equal(ev.status, 200);
-        assert.deepEqual(ev.body.results.map((e: { kind: string }) => e.kind), ['pull-opened', 'pull-merged']);
+        assert.deepEqual(
+          ev.body.results.map((e: { kind: string }) => e.kind),
+          ['pull-opened', 'pull-merged'],
+        );
         const merged = ev.body.results[1];
         assert.deepEqual(merged.scopes.sort(), [`pull:${pull.uuid}`, `repo:${repo.uuid}`].sort());
         assert.equal(merged.actor.username, w.member.username);
@@ -84,7 +100,14 @@ for (const dialect of DIALECTS) {
         const repo = await freshRepo();
         const pull = await openPull(t, repo.base);
         const url = `${repo.base}/pulls/${pull.number}`;
-        for (const body of [{ merge_strategy: 'octopus' }, { merge_strategy: 'MERGE' }, { merge_strategy: null }, { merge_strategy: 1 }, { force: true }, []]) {
+        for (const body of [
+          { merge_strategy: 'octopus' },
+          { merge_strategy: 'MERGE' },
+          { merge_strategy: null },
+          { merge_strategy: 1 },
+          { force: true },
+          [],
+        ]) {
           const res = await t.req('POST', `${url}/merge`, { body });
           assert.equal(res.status, 400, JSON.stringify(body));
           assert.ok(isErrorBody(res.body, 'invalid_request'));
@@ -261,7 +284,14 @@ for (const dialect of DIALECTS) {
         await seedProtection(t, repo.uuid, 'main', { required: 2 });
         const pull = await openPull(t, repo.base, { token: w.member.token });
         let s = await protectionOf(repo, pull.number);
-        assert.deepEqual(s, { protected: true, branch_pattern: 'main', required_approvals: 2, approvers: [], approved_by: [], satisfied: false });
+        assert.deepEqual(s, {
+          protected: true,
+          branch_pattern: 'main',
+          required_approvals: 2,
+          approvers: [],
+          approved_by: [],
+          satisfied: false,
+        });
         await review(repo, pull.number, w.reader.token, 'approved'); // read level: does not count
         await review(repo, pull.number, w.member.token, 'commented'); // the author may comment only
         await review(repo, pull.number, w.maintainer.token, 'approved');
@@ -283,7 +313,10 @@ for (const dialect of DIALECTS) {
         const changes = await review(repo, pull.number, w.owner.token, 'changes_requested');
         assert.deepEqual((await protectionOf(repo, pull.number)).approved_by, []);
         // removing the later review brings the earlier approval back
-        assert.equal((await t.req('DELETE', `${repo.base}/pulls/${pull.number}/reviews/${changes.uuid}`, { token: w.owner.token })).status, 204);
+        assert.equal(
+          (await t.req('DELETE', `${repo.base}/pulls/${pull.number}/reviews/${changes.uuid}`, { token: w.owner.token })).status,
+          204,
+        );
         assert.deepEqual((await protectionOf(repo, pull.number)).approved_by, [w.owner.username]);
         // a comment after an approval replaces it too
         await review(repo, pull.number, w.owner.token, 'commented');

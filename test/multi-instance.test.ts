@@ -58,12 +58,21 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
           }),
         ),
       );
-      assert.deepEqual(results.map((r) => r.status), Array(20).fill(201));
+      assert.deepEqual(
+        results.map((r) => r.status),
+        Array(20).fill(201),
+      );
       const numbers = results.map((r) => r.body.number as number).sort((x, y) => x - y);
-      assert.deepEqual(numbers, Array.from({ length: 20 }, (_, i) => i + 1));
+      assert.deepEqual(
+        numbers,
+        Array.from({ length: 20 }, (_, i) => i + 1),
+      );
 
       // one merge on each instance at the same moment: exactly one wins
-      const merges = await Promise.all([a.req('POST', `${base}/1/merge`, { body: {} }), b.req('POST', `${base}/1/merge`, { body: {} })]);
+      const merges = await Promise.all([
+        a.req('POST', `${base}/1/merge`, { body: {} }),
+        b.req('POST', `${base}/1/merge`, { body: {} }),
+      ]);
       const statuses = merges.map((m) => m.status).sort();
       assert.deepEqual(statuses, [200, 409]);
       assert.equal(merges.find((m) => m.status === 409)!.body.error, 'pull_merged');

@@ -130,7 +130,8 @@ describe('OpenAPI document', () => {
       if (key.startsWith('get ')) assert.equal(op.responses['429'], undefined, `${key} is not rate limited`);
       else assert.ok(op.responses['429'], `${key} documents 429`);
     }
-    for (const key of ['get /check-username', 'get /openapi.json', 'post /auth/login']) assert.ok(publicOps.has(key), `${key} is public`);
+    for (const key of ['get /check-username', 'get /openapi.json', 'post /auth/login'])
+      assert.ok(publicOps.has(key), `${key} is public`);
   });
 
   it('request bodies are strict JSON objects; path and query parameters have schemas', () => {

@@ -126,7 +126,11 @@ describe('operations', () => {
       [{ DEFAULT_MAX_DISK_BYTES: '1.5' }, /DEFAULT_MAX_DISK_BYTES must be a whole number/],
     ];
     for (const [env, message] of bad) {
-      assert.throws(() => loadConfig(env), (err: Error) => err instanceof ConfigError && message.test(err.message), JSON.stringify(env));
+      assert.throws(
+        () => loadConfig(env),
+        (err: Error) => err instanceof ConfigError && message.test(err.message),
+        JSON.stringify(env),
+      );
     }
     const ok = loadConfig({ PORT: '8080', HOST: '0.0.0.0', PUBLIC_URL: 'https://weft.example/', LOG_LEVEL: 'warn' });
     assert.equal(ok.port, 8080);
@@ -217,7 +221,13 @@ describe('operations', () => {
       const port = await freePort();
       const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
         cwd: ROOT,
-        env: { PATH: process.env.PATH ?? '', DATA_DIR: store.dataDir, PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: BOOT, LOG_LEVEL: 'warn' },
+        env: {
+          PATH: process.env.PATH ?? '',
+          DATA_DIR: store.dataDir,
+          PORT: String(port),
+          BOOTSTRAP_ADMIN_TOKEN: BOOT,
+          LOG_LEVEL: 'warn',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
@@ -228,7 +238,9 @@ describe('operations', () => {
       try {
         let me: Response | null = null;
         for (let i = 0; i < 100 && !me; i++) {
-          me = await fetch(`http://127.0.0.1:${port}/api/v1/user`, { headers: { authorization: `Bearer ${BOOT}` } }).catch(() => null);
+          me = await fetch(`http://127.0.0.1:${port}/api/v1/user`, { headers: { authorization: `Bearer ${BOOT}` } }).catch(
+            () => null,
+          );
           if (!me) await new Promise((r) => setTimeout(r, 100));
         }
         assert.ok(me, 'the server came up');

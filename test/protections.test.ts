@@ -13,8 +13,32 @@ describe('branch name helpers', () => {
       assert.equal(isValidBranchName(ok), true, ok);
     }
     for (const bad of [
-      '', '-x', 'HEAD', '@', 'a@{b', 'a..b', '.a', 'a/.b', 'a.lock', 'a/b.lock', 'a.lock/b', 'a/', '/a', 'a//b', 'a.',
-      'a b', 'a~', 'a^', 'a:b', 'a?', 'a*', 'a[', 'a\\b', 'a\tb', 'a\u007fb', 'x'.repeat(256),
+      '',
+      '-x',
+      'HEAD',
+      '@',
+      'a@{b',
+      'a..b',
+      '.a',
+      'a/.b',
+      'a.lock',
+      'a/b.lock',
+      'a.lock/b',
+      'a/',
+      '/a',
+      'a//b',
+      'a.',
+      'a b',
+      'a~',
+      'a^',
+      'a:b',
+      'a?',
+      'a*',
+      'a[',
+      'a\\b',
+      'a\tb',
+      'a\u007fb',
+      'x'.repeat(256),
     ]) {
       assert.equal(isValidBranchName(bad), false, JSON.stringify(bad));
     }
@@ -137,7 +161,24 @@ for (const dialect of DIALECTS) {
 
     it('validates branch patterns: 400 for empty, too long, white space, control characters, bad ref syntax', async () => {
       const before = await snapshot();
-      for (const branch of ['', ' ', 'has space', 'tab\there', 'nl\nx', 'ctl\u0001', 'a'.repeat(256), 'a..b', 'x~1', 'a:b', 'rel[ea]se', '.hidden', 'x.lock', '-x', 'a//b', 'HEAD']) {
+      for (const branch of [
+        '',
+        ' ',
+        'has space',
+        'tab\there',
+        'nl\nx',
+        'ctl\u0001',
+        'a'.repeat(256),
+        'a..b',
+        'x~1',
+        'a:b',
+        'rel[ea]se',
+        '.hidden',
+        'x.lock',
+        '-x',
+        'a//b',
+        'HEAD',
+      ]) {
         const res = await t.req('POST', base, { token: maint.token, body: { branch } });
         assert.equal(res.status, 400, JSON.stringify(branch));
         assert.ok(isErrorBody(res.body, 'invalid_request'));
@@ -161,14 +202,21 @@ for (const dialect of DIALECTS) {
       const dup = await t.req('POST', base, { token: maint.token, body: { branch: 'stable', required_approvals: 4 } });
       assert.equal(dup.status, 409);
       assert.ok(isErrorBody(dup.body, 'conflict'), dup.text);
-      const put = await t.req('PUT', `${base}/${b.body.uuid}`, { token: maint.token, body: { branch: 'stable', required_approvals: 5 } });
+      const put = await t.req('PUT', `${base}/${b.body.uuid}`, {
+        token: maint.token,
+        body: { branch: 'stable', required_approvals: 5 },
+      });
       assert.equal(put.status, 409);
       assert.ok(isErrorBody(put.body, 'conflict'));
       assert.equal(await snapshot(), before);
       // branch names are case-sensitive, as git's are
       assert.equal((await t.req('POST', base, { token: maint.token, body: { branch: 'Stable' } })).status, 201);
       await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'other');
-      assert.equal((await t.req('POST', '/api/v1/teams/acme/repos/other/protections', { token: maint.token, body: { branch: 'stable' } })).status, 201);
+      assert.equal(
+        (await t.req('POST', '/api/v1/teams/acme/repos/other/protections', { token: maint.token, body: { branch: 'stable' } }))
+          .status,
+        201,
+      );
       // a protection of another repo is not reachable here
       const foreign = (await t.req('GET', '/api/v1/teams/acme/repos/other/protections')).body.results[0].uuid;
       assert.equal((await t.req('GET', `${base}/${foreign}`)).status, 404);
@@ -183,9 +231,15 @@ for (const dialect of DIALECTS) {
         await sleep(2);
       }
       const p1 = await t.req('GET', `${path}?per_page=2`, { token: reader.token });
-      assert.deepEqual(p1.body.results.map((p: { branch: string }) => p.branch), ['a', 'b']);
+      assert.deepEqual(
+        p1.body.results.map((p: { branch: string }) => p.branch),
+        ['a', 'b'],
+      );
       const p2 = await t.req('GET', p1.body.next, { token: reader.token });
-      assert.deepEqual(p2.body.results.map((p: { branch: string }) => p.branch), ['c']);
+      assert.deepEqual(
+        p2.body.results.map((p: { branch: string }) => p.branch),
+        ['c'],
+      );
       assert.equal(p2.body.previous, `${path}?per_page=2&page=1`);
     });
 
@@ -198,7 +252,11 @@ for (const dialect of DIALECTS) {
         ['DELETE', `${base}/${p.uuid}`, undefined],
         ['POST', `${base}/${p.uuid}/approvers`, { username: 'rita' }],
       ];
-      for (const [who, status] of [[member, 403], [reader, 403], [outsider, 404]] as Array<[U, number]>) {
+      for (const [who, status] of [
+        [member, 403],
+        [reader, 403],
+        [outsider, 404],
+      ] as Array<[U, number]>) {
         for (const [method, url, body] of attempts) {
           const res = await t.req(method, url, { token: who.token, ...(body === undefined ? {} : { body }) });
           assert.equal(res.status, status, `${who.username} ${method} ${url}`);
@@ -248,7 +306,15 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.req('POST', ap, { token: maint.token, body: { username: 'gone' } })).status, 404);
       assert.equal((await t.req('POST', ap, { token: maint.token, body: {} })).status, 400);
       assert.equal((await t.req('POST', ap, { token: maint.token, body: { username: 'x', extra: 1 } })).status, 400);
-      assert.equal((await t.req('POST', `${base}/00000000-0000-4000-8000-000000000000/approvers`, { token: maint.token, body: { username: 'rita' } })).status, 404);
+      assert.equal(
+        (
+          await t.req('POST', `${base}/00000000-0000-4000-8000-000000000000/approvers`, {
+            token: maint.token,
+            body: { username: 'rita' },
+          })
+        ).status,
+        404,
+      );
       assert.equal(await snapshot(), before);
 
       const del = await t.req('DELETE', `${ap}/${reader.uuid}`, { token: maint.token });
@@ -261,7 +327,10 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.req('GET', `${base}/00000000-0000-4000-8000-000000000000/approvers`)).status, 404);
 
       const events = await t.req('GET', `/api/v1/events?scope=repo:${repo.uuid}&kind=protection-approver-added`);
-      assert.deepEqual(events.body.results.map((e: { payload: { username: string } }) => e.payload.username), ['rita', 'oscar']);
+      assert.deepEqual(
+        events.body.results.map((e: { payload: { username: string } }) => e.payload.username),
+        ['rita', 'oscar'],
+      );
       const removed = await t.req('GET', `/api/v1/events?scope=repo:${repo.uuid}&kind=protection-approver-removed`);
       assert.equal(removed.body.results.length, 1);
 
@@ -281,7 +350,10 @@ for (const dialect of DIALECTS) {
 
       const sleepy = await seedTeam(t, 'sleepy', [{ uuid: maint.uuid, role: 'maintainer' }], { is_active: false });
       await seedRepo(t, { kind: 'team', uuid: sleepy.uuid }, 'r');
-      const inactive = await t.req('POST', '/api/v1/teams/sleepy/repos/r/protections', { token: maint.token, body: { branch: 'main' } });
+      const inactive = await t.req('POST', '/api/v1/teams/sleepy/repos/r/protections', {
+        token: maint.token,
+        body: { branch: 'main' },
+      });
       assert.equal(inactive.status, 403);
       assert.ok(isErrorBody(inactive.body, 'team_inactive'));
       assert.equal((await t.req('GET', '/api/v1/teams/sleepy/repos/r/protections', { token: maint.token })).status, 200);
@@ -297,7 +369,10 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.req('GET', `${path}/${p.body.uuid}`, { token: outsider.token })).status, 200);
       const a = await t.req('POST', `${path}/${p.body.uuid}/approvers`, { token: u.token, body: { username: 'max' } });
       assert.equal(a.status, 201);
-      assert.equal((await t.req('DELETE', `${path}/${p.body.uuid}/approvers/${maint.uuid}`, { token: outsider.token })).status, 403);
+      assert.equal(
+        (await t.req('DELETE', `${path}/${p.body.uuid}/approvers/${maint.uuid}`, { token: outsider.token })).status,
+        403,
+      );
       assert.equal((await t.req('DELETE', `${path}/${p.body.uuid}/approvers/${maint.uuid}`, { token: u.token })).status, 204);
       const events = await t.req('GET', `/api/v1/events?scope=user:${u.uuid}&kind=protection-created`, { token: u.token });
       assert.equal(events.body.results.length, 1);

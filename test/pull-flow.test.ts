@@ -46,13 +46,25 @@ for (const dialect of DIALECTS) {
     /** A repo created through its route; returns its API base path and uuid. */
     const makeRepo = async (token: string, ownerPath: string, visibility: 'public' | 'private') => {
       const slug = `repo${tag()}`;
-      const res = ok(await t.req('POST', `/api/v1/${ownerPath}/repos`, { token, body: { name: slug, slug, visibility } }), 201, 'POST repos');
+      const res = ok(
+        await t.req('POST', `/api/v1/${ownerPath}/repos`, { token, body: { name: slug, slug, visibility } }),
+        201,
+        'POST repos',
+      );
       return { base: `/api/v1/${ownerPath}/repos/${slug}`, uuid: res.body.uuid as string, ownerPath, slug };
     };
     const protect = async (token: string, base: string, branch: string, required_approvals: number, approvers: Person[] = []) => {
-      const res = ok(await t.req('POST', `${base}/protections`, { token, body: { branch, required_approvals } }), 201, 'POST protection');
+      const res = ok(
+        await t.req('POST', `${base}/protections`, { token, body: { branch, required_approvals } }),
+        201,
+        'POST protection',
+      );
       for (const a of approvers) {
-        ok(await t.req('POST', `${base}/protections/${res.body.uuid}/approvers`, { token, body: { username: a.username } }), 201, 'POST approver');
+        ok(
+          await t.req('POST', `${base}/protections/${res.body.uuid}/approvers`, { token, body: { username: a.username } }),
+          201,
+          'POST approver',
+        );
       }
       return res.body.uuid as string;
     };
@@ -100,7 +112,10 @@ for (const dialect of DIALECTS) {
       ]);
       const repo = await makeRepo(owner.token, `teams/${team}`, 'private');
       // a member (write level) may not manage protections; a maintainer may
-      assert.equal((await t.req('POST', `${repo.base}/protections`, { token: member.token, body: { branch: 'main' } })).status, 403);
+      assert.equal(
+        (await t.req('POST', `${repo.base}/protections`, { token: member.token, body: { branch: 'main' } })).status,
+        403,
+      );
       await protect(maintainer.token, repo.base, 'main', 2);
 
       const pull = await open(reader.token, repo.base);
@@ -141,7 +156,13 @@ for (const dialect of DIALECTS) {
         200,
         'merge',
       );
-      assert.deepEqual(Object.keys(merged.body).sort(), ['merge_commit_sha', 'merge_strategy', 'merged_at', 'merged_by_username', 'pull']);
+      assert.deepEqual(Object.keys(merged.body).sort(), [
+        'merge_commit_sha',
+        'merge_strategy',
+        'merged_at',
+        'merged_by_username',
+        'pull',
+      ]);
       assert.equal(merged.body.merge_strategy, 'squash');
       assert.equal(merged.body.merged_by_username, member.username);
       assert.equal(merged.body.merge_commit_sha, null);
@@ -151,10 +172,19 @@ for (const dialect of DIALECTS) {
 
       const pullEvents = await events(`pull:${pull.uuid}`, reader.token);
       assert.equal(pullEvents.status, 200);
-      assert.deepEqual(kinds(pullEvents), ['pull-opened', 'review-submitted', 'review-submitted', 'review-submitted', 'pull-merged']);
+      assert.deepEqual(kinds(pullEvents), [
+        'pull-opened',
+        'review-submitted',
+        'review-submitted',
+        'review-submitted',
+        'pull-merged',
+      ]);
       assert.equal((await events(`pull:${pull.uuid}`, outsider.token)).status, 404);
       const submitted = pullEvents.body.results[1];
-      assert.deepEqual([...submitted.scopes].sort(), [`pull:${pull.uuid}`, `repo:${repo.uuid}`, `review:${submitted.payload.review_uuid}`].sort());
+      assert.deepEqual(
+        [...submitted.scopes].sort(),
+        [`pull:${pull.uuid}`, `repo:${repo.uuid}`, `review:${submitted.payload.review_uuid}`].sort(),
+      );
       assert.equal((await events(`review:${submitted.payload.review_uuid}`, reader.token)).status, 200);
       assert.equal((await events(`review:${submitted.payload.review_uuid}`, outsider.token)).status, 404);
       for (const e of pullEvents.body.results) {
@@ -176,7 +206,10 @@ for (const dialect of DIALECTS) {
       const repo = await makeRepo(solo.token, `users/${solo.username}`, 'public');
       await protect(solo.token, repo.base, 'release/*', 1, [outsider]);
       // another user cannot manage the protections of someone else's repo
-      assert.equal((await t.req('POST', `${repo.base}/protections`, { token: outsider.token, body: { branch: 'x' } })).status, 403);
+      assert.equal(
+        (await t.req('POST', `${repo.base}/protections`, { token: outsider.token, body: { branch: 'x' } })).status,
+        403,
+      );
 
       const pull = await open(contributor.token, repo.base, 'release/1.0');
       // an outsider of a public repo may comment and remove their own review, not someone else's
@@ -184,11 +217,22 @@ for (const dialect of DIALECTS) {
       const other = await t.req('DELETE', `${repo.base}/pulls/${pull.number}/reviews/${note.uuid}`, { token: contributor.token });
       assert.equal(other.status, 403);
       assert.ok(isErrorBody(other.body, 'forbidden'));
-      ok(await t.req('DELETE', `${repo.base}/pulls/${pull.number}/reviews/${note.uuid}`, { token: outsider.token }), 204, 'remove own');
+      ok(
+        await t.req('DELETE', `${repo.base}/pulls/${pull.number}/reviews/${note.uuid}`, { token: outsider.token }),
+        204,
+        'remove own',
+      );
       // and the author of a pull, at read level, may edit and close it; others at read level may not
-      const retitle = await t.req('PUT', `${repo.base}/pulls/${pull.number}`, { token: outsider.token, body: { title: 'Mine now' } });
+      const retitle = await t.req('PUT', `${repo.base}/pulls/${pull.number}`, {
+        token: outsider.token,
+        body: { title: 'Mine now' },
+      });
       assert.equal(retitle.status, 403);
-      ok(await t.req('PUT', `${repo.base}/pulls/${pull.number}`, { token: contributor.token, body: { title: 'Release fix' } }), 200, 'edit own');
+      ok(
+        await t.req('PUT', `${repo.base}/pulls/${pull.number}`, { token: contributor.token, body: { title: 'Release fix' } }),
+        200,
+        'edit own',
+      );
       let s = await status(repo.base, pull.number, contributor.token);
       assert.equal(s.branch_pattern, 'release/*');
       assert.deepEqual(s.approvers, [outsider.username]);
@@ -198,17 +242,31 @@ for (const dialect of DIALECTS) {
       const refused = await t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: solo.token, body: {} });
       assert.ok(isErrorBody(refused.body, 'protection_unsatisfied'), refused.text);
       // the contributor has only read access: cannot merge
-      assert.equal((await t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: contributor.token, body: {} })).status, 403);
+      assert.equal(
+        (await t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: contributor.token, body: {} })).status,
+        403,
+      );
       await review(outsider.token, repo.base, pull.number, 'approved'); // listed, read access is enough
       s = await status(repo.base, pull.number);
       assert.deepEqual(s.approved_by, [outsider.username]);
       assert.equal(s.satisfied, true);
-      ok(await t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: solo.token, body: { merge_strategy: 'rebase' } }), 200, 'merge');
+      ok(
+        await t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: solo.token, body: { merge_strategy: 'rebase' } }),
+        200,
+        'merge',
+      );
 
       // a pull into an unprotected branch merges at once
       const free = await open(contributor.token, repo.base, 'main');
       assert.equal((await status(repo.base, free.number)).protected, false);
-      ok(await t.req('POST', `${repo.base}/pulls/${free.number}/merge`, { token: staff.token, body: { merge_strategy: 'fast_forward' } }), 200, 'merge');
+      ok(
+        await t.req('POST', `${repo.base}/pulls/${free.number}/merge`, {
+          token: staff.token,
+          body: { merge_strategy: 'fast_forward' },
+        }),
+        200,
+        'merge',
+      );
       const ev = await events(`repo:${repo.uuid}`, outsider.token);
       assert.equal(kinds(ev).filter((k) => k === 'pull-merged').length, 2);
     });
@@ -256,7 +314,11 @@ for (const dialect of DIALECTS) {
       ok(await put({ required_approvals: 1 }), 200, 'required 1');
       assert.equal((await status(repo.base, 1)).satisfied, true);
       // removing the last approver brings back "any user with write access"
-      ok(await t.req('DELETE', `${repo.base}/protections/${exact}/approvers/${reader.uuid}`, { token: maintainer.token }), 204, 'remove approver');
+      ok(
+        await t.req('DELETE', `${repo.base}/protections/${exact}/approvers/${reader.uuid}`, { token: maintainer.token }),
+        204,
+        'remove approver',
+      );
       s = await status(repo.base, 1);
       assert.deepEqual(s.approvers, []);
       assert.deepEqual(s.approved_by, [member.username, maintainer.username]);
@@ -319,7 +381,10 @@ for (const dialect of DIALECTS) {
 
       // back in the team at write level: the same approval counts again
       ok(
-        await t.req('POST', `/api/v1/teams/${team}/members`, { token: owner.token, body: { username: writer.username, role: 'member' } }),
+        await t.req('POST', `/api/v1/teams/${team}/members`, {
+          token: owner.token,
+          body: { username: writer.username, role: 'member' },
+        }),
         201,
         're-add',
       );
@@ -449,7 +514,11 @@ for (const dialect of DIALECTS) {
         assert.equal((await t.req('GET', `/api/v1/events/${opened.id}`, { token: member_.token })).status, 200);
 
         ok(await t.req('DELETE', base, { token: deleter }), 204, 'delete repo');
-        for (const path of [`${base}/pulls`, `${base}/pulls/${pull.number}`, `${base}/pulls/${pull.number}/reviews/${rev.uuid}`]) {
+        for (const path of [
+          `${base}/pulls`,
+          `${base}/pulls/${pull.number}`,
+          `${base}/pulls/${pull.number}/reviews/${rev.uuid}`,
+        ]) {
           const res = await t.req('GET', path, { token: member_.token });
           assert.equal(res.status, 404, path);
           assert.ok(isErrorBody(res.body, 'not_found'));
@@ -483,7 +552,9 @@ for (const dialect of DIALECTS) {
         const results = await Promise.all([
           ...Array.from({ length: 8 }, () => t.req('POST', `${repo.base}/pulls`, { token: member.token, body })),
           t.req('DELETE', repo.base, { token: owner.token }),
-          ...Array.from({ length: 8 }, () => t.req('POST', `${repo.base}/pulls/${pull.number}/reviews`, { token: owner.token, body: { status: 'approved' } })),
+          ...Array.from({ length: 8 }, () =>
+            t.req('POST', `${repo.base}/pulls/${pull.number}/reviews`, { token: owner.token, body: { status: 'approved' } }),
+          ),
           ...Array.from({ length: 8 }, () => t.req('POST', `${repo.base}/pulls`, { token: member.token, body })),
           t.req('PUT', `${repo.base}/pulls/${pull.number}`, { token: member.token, body: { title: 'Renamed' } }),
           t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: member.token, body: {} }),

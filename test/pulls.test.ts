@@ -97,7 +97,10 @@ const ACTIONS: Action[] = [
     publicOutsider: 403,
     run: async (t, repo, token) => {
       const pull = await openPull(t, repo.base);
-      const res = await t.req('PUT', `${repo.base}/pulls/${pull.number}`, { token, body: { title: 'Renamed', status: 'closed' } });
+      const res = await t.req('PUT', `${repo.base}/pulls/${pull.number}`, {
+        token,
+        body: { title: 'Renamed', status: 'closed' },
+      });
       return {
         res,
         unchanged: async () => {
@@ -218,8 +221,7 @@ for (const dialect of DIALECTS) {
                   ? w.userPrivate
                   : w.userPublic;
             for (const role of c.roles) {
-              const expected =
-                c.visibility === 'public' && role === 'outsider' ? action.publicOutsider : action.private[role];
+              const expected = c.visibility === 'public' && role === 'outsider' ? action.publicOutsider : action.private[role];
               const { res, unchanged } = await action.run(t, repo, tokenFor(w, role, c.form));
               assert.equal(res.status, expected, `${role}: ${res.status} ${res.text}`);
               if (expected >= 400) {
@@ -267,7 +269,11 @@ for (const dialect of DIALECTS) {
         assert.equal(opened.payload.pull_uuid, p.uuid);
         assert.equal(opened.payload.number, p.number);
         const repoEv = await eventsOf(t, `repo:${w.teamPrivate.uuid}`, w.reader.token);
-        assert.ok(repoEv.body.results.some((e: { kind: string; payload: { pull_uuid?: string } }) => e.kind === 'pull-opened' && e.payload.pull_uuid === p.uuid));
+        assert.ok(
+          repoEv.body.results.some(
+            (e: { kind: string; payload: { pull_uuid?: string } }) => e.kind === 'pull-opened' && e.payload.pull_uuid === p.uuid,
+          ),
+        );
         // an outsider of the private repo cannot read the pull's scope
         const hidden = await eventsOf(t, `pull:${p.uuid}`, w.outsider.token);
         assert.equal(hidden.status, 404);
@@ -308,7 +314,34 @@ for (const dialect of DIALECTS) {
           ['same branches', newPull({ source_branch: 'dev', target_branch: 'dev' })],
           ['array body', [newPull()]],
         ];
-        for (const bad_ of ['a..b', '-x', '/x', 'x/', 'x.lock', 'a/b.lock/c', 'x.', 'a//b', 'a@{b', '@', 'HEAD', 'a/.b', '.a', 'a b', 'a~b', 'a^b', 'a:b', 'a?b', 'a*b', 'a[b', 'a\\b', 'a\tb', 'a\u007fb', '', 'x'.repeat(256), 'é'.repeat(128)]) {
+        for (const bad_ of [
+          'a..b',
+          '-x',
+          '/x',
+          'x/',
+          'x.lock',
+          'a/b.lock/c',
+          'x.',
+          'a//b',
+          'a@{b',
+          '@',
+          'HEAD',
+          'a/.b',
+          '.a',
+          'a b',
+          'a~b',
+          'a^b',
+          'a:b',
+          'a?b',
+          'a*b',
+          'a[b',
+          'a\\b',
+          'a\tb',
+          'a\u007fb',
+          '',
+          'x'.repeat(256),
+          'é'.repeat(128),
+        ]) {
           bad.push([`source_branch ${JSON.stringify(bad_)}`, newPull({ source_branch: bad_ })]);
           bad.push([`target_branch ${JSON.stringify(bad_)}`, newPull({ target_branch: bad_ })]);
         }
@@ -317,15 +350,31 @@ for (const dialect of DIALECTS) {
           assert.equal(res.status, 400, `${what}: ${res.text}`);
           assert.ok(isErrorBody(res.body, 'invalid_request'), what);
         }
-        const malformed = await t.req('POST', `${base}/pulls`, { rawBody: '{"title":', headers: { 'content-type': 'application/json' } });
+        const malformed = await t.req('POST', `${base}/pulls`, {
+          rawBody: '{"title":',
+          headers: { 'content-type': 'application/json' },
+        });
         assert.equal(malformed.status, 400);
         assert.equal(await pullCount(t, w.teamPrivate.uuid), before);
       });
 
       it('accepts valid branch names that git accepts', async () => {
-        const good = ['main', 'feature/x', 'a.b', 'a@b', 'héllo', 'a.lock.x', 'a{b}', 'release/1.2.3', 'x'.repeat(255), 'é'.repeat(127)];
+        const good = [
+          'main',
+          'feature/x',
+          'a.b',
+          'a@b',
+          'héllo',
+          'a.lock.x',
+          'a{b}',
+          'release/1.2.3',
+          'x'.repeat(255),
+          'é'.repeat(127),
+        ];
         for (const name of good) {
-          const res = await t.req('POST', `${w.teamPrivate.base}/pulls`, { body: newPull({ source_branch: name, target_branch: 'other' }) });
+          const res = await t.req('POST', `${w.teamPrivate.base}/pulls`, {
+            body: newPull({ source_branch: name, target_branch: 'other' }),
+          });
           assert.equal(res.status, 201, `${name}: ${res.text}`);
           assert.equal(res.body.source_branch, name);
         }
@@ -343,7 +392,9 @@ for (const dialect of DIALECTS) {
           ['private', 'team', { outsider: 404, reader: 201, member: 201, maintainer: 201, owner: 201, staff: 201 }],
           ['private', 'owner', { outsider: 404, reader: 403, member: 403, maintainer: 201, owner: 201, staff: 201 }],
         ];
-        const userCases: Array<[visibility: 'public' | 'private', policy: string, expected: Record<'outsider' | 'owner' | 'staff', number>]> = [
+        const userCases: Array<
+          [visibility: 'public' | 'private', policy: string, expected: Record<'outsider' | 'owner' | 'staff', number>]
+        > = [
           ['public', 'any', { outsider: 201, owner: 201, staff: 201 }],
           ['public', 'owner', { outsider: 403, owner: 201, staff: 201 }],
           ['private', 'any', { outsider: 404, owner: 201, staff: 201 }],
@@ -383,7 +434,10 @@ for (const dialect of DIALECTS) {
         assert.equal(put.status, 200, put.text);
         assert.equal((await t.req('POST', `${base}/pulls`, { token: w.outsider.token, body: newPull() })).status, 403);
         assert.equal((await t.req('POST', `${base}/pulls`, { token: w.reader.token, body: newPull() })).status, 201);
-        assert.equal((await t.req('PUT', base, { token: w.maintainer.token, body: { public_repo_pull_policy: 'owner' } })).status, 200);
+        assert.equal(
+          (await t.req('PUT', base, { token: w.maintainer.token, body: { public_repo_pull_policy: 'owner' } })).status,
+          200,
+        );
         assert.equal((await t.req('POST', `${base}/pulls`, { token: w.member.token, body: newPull() })).status, 403);
         assert.equal((await t.req('POST', `${base}/pulls`, { token: w.maintainer.token, body: newPull() })).status, 201);
         // pulls opened before the change stay readable and editable by their authors
@@ -392,7 +446,11 @@ for (const dialect of DIALECTS) {
       });
 
       it('answers 404 for an unknown owner or repo', async () => {
-        for (const url of ['/api/v1/teams/nope/repos/r-private/pulls', `/api/v1/teams/${w.team.slug}/repos/nope/pulls`, '/api/v1/users/nope/repos/r-private/pulls']) {
+        for (const url of [
+          '/api/v1/teams/nope/repos/r-private/pulls',
+          `/api/v1/teams/${w.team.slug}/repos/nope/pulls`,
+          '/api/v1/users/nope/repos/r-private/pulls',
+        ]) {
           const res = await t.req('POST', url, { body: newPull() });
           assert.equal(res.status, 404, url);
           assert.ok(isErrorBody(res.body, 'not_found'));
@@ -416,16 +474,28 @@ for (const dialect of DIALECTS) {
         const all = await t.req('GET', `${repo.base}/pulls`, { token: w.reader.token });
         assert.equal(all.status, 200);
         assert.deepEqual(Object.keys(all.body).sort(), ['next', 'previous', 'results']);
-        assert.deepEqual(all.body.results.map((p: { number: number }) => p.number), [1, 2, 3, 4, 5]);
+        assert.deepEqual(
+          all.body.results.map((p: { number: number }) => p.number),
+          [1, 2, 3, 4, 5],
+        );
         for (const p of all.body.results) assert.deepEqual(Object.keys(p).sort(), PULL_KEYS);
         const page1 = await t.req('GET', `${repo.base}/pulls?per_page=2`);
-        assert.deepEqual(page1.body.results.map((p: { number: number }) => p.number), [1, 2]);
+        assert.deepEqual(
+          page1.body.results.map((p: { number: number }) => p.number),
+          [1, 2],
+        );
         assert.equal(page1.body.previous, null);
         assert.ok(page1.body.next);
         const page2 = await t.req('GET', page1.body.next);
-        assert.deepEqual(page2.body.results.map((p: { number: number }) => p.number), [3, 4]);
+        assert.deepEqual(
+          page2.body.results.map((p: { number: number }) => p.number),
+          [3, 4],
+        );
         const page3 = await t.req('GET', page2.body.next);
-        assert.deepEqual(page3.body.results.map((p: { number: number }) => p.number), [5]);
+        assert.deepEqual(
+          page3.body.results.map((p: { number: number }) => p.number),
+          [5],
+        );
         assert.equal(page3.body.next, null);
       });
 
@@ -511,7 +581,9 @@ for (const dialect of DIALECTS) {
         assert.equal(reopened.body.status, 'open');
         assert.equal(reopened.body.closed_at, null);
         const ev = await eventsOf(t, `pull:${pull.uuid}`);
-        const actions = ev.body.results.filter((e: { kind: string }) => e.kind === 'pull-updated').map((e: { payload: { action: string } }) => e.payload.action);
+        const actions = ev.body.results
+          .filter((e: { kind: string }) => e.kind === 'pull-updated')
+          .map((e: { payload: { action: string } }) => e.payload.action);
         assert.deepEqual(actions, ['closed', 'reopened']);
       });
 
@@ -567,7 +639,10 @@ for (const dialect of DIALECTS) {
         const r = await seedRepo(t, { kind: 'team', uuid: w.team.uuid }, 'archived');
         const base = `/api/v1/teams/${w.team.slug}/repos/${r.slug}`;
         const pull = await openPull(t, base);
-        const review = await t.req('POST', `${base}/pulls/${pull.number}/reviews`, { token: w.member.token, body: { status: 'approved' } });
+        const review = await t.req('POST', `${base}/pulls/${pull.number}/reviews`, {
+          token: w.member.token,
+          body: { status: 'approved' },
+        });
         await setRepoFlags(t, r.uuid, { is_archived: 1 });
         const writes: Array<[string, string, unknown]> = [
           ['POST', `${base}/pulls`, newPull()],
@@ -584,7 +659,10 @@ for (const dialect of DIALECTS) {
           }
         }
         // a reader of an archived repo is refused writes too (with the archive reason)
-        assert.equal((await t.req('POST', `${base}/pulls`, { token: w.reader.token, body: newPull() })).body.error, 'repo_archived');
+        assert.equal(
+          (await t.req('POST', `${base}/pulls`, { token: w.reader.token, body: newPull() })).body.error,
+          'repo_archived',
+        );
         assert.equal(await pullCount(t, r.uuid), 1);
         const now = await t.req('GET', `${base}/pulls/${pull.number}`);
         assert.deepEqual(now.body, pull);
@@ -598,7 +676,10 @@ for (const dialect of DIALECTS) {
         const r = await seedRepo(t, { kind: 'team', uuid: w.team.uuid }, 'sleepy');
         const base = `/api/v1/teams/${w.team.slug}/repos/${r.slug}`;
         const pull = await openPull(t, base);
-        const review = await t.req('POST', `${base}/pulls/${pull.number}/reviews`, { token: w.member.token, body: { status: 'approved' } });
+        const review = await t.req('POST', `${base}/pulls/${pull.number}/reviews`, {
+          token: w.member.token,
+          body: { status: 'approved' },
+        });
         await setTeamActive(t, w.team.uuid, false);
         try {
           const writes: Array<[string, string, unknown]> = [
@@ -633,9 +714,15 @@ for (const dialect of DIALECTS) {
         );
         for (const res of results) assert.equal(res.status, 201, res.text);
         const numbers = results.map((res) => res.body.number as number).sort((a, b) => a - b);
-        assert.deepEqual(numbers, Array.from({ length: 20 }, (_, i) => i + 1));
+        assert.deepEqual(
+          numbers,
+          Array.from({ length: 20 }, (_, i) => i + 1),
+        );
         const listed = await t.req('GET', `${base}/pulls?per_page=100`);
-        assert.deepEqual(listed.body.results.map((p: { number: number }) => p.number), numbers);
+        assert.deepEqual(
+          listed.body.results.map((p: { number: number }) => p.number),
+          numbers,
+        );
         const ev = await eventsOf(t, `repo:${r.uuid}`);
         assert.equal(ev.body.results.filter((e: { kind: string }) => e.kind === 'pull-opened').length, 20);
       });

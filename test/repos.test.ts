@@ -15,9 +15,26 @@ async function seedRepo(...args: Parameters<typeof seedRepoNow>) {
 type U = { token: string; uuid: string; username: string };
 
 const REPO_FIELDS = [
-  'uuid', 'name', 'slug', 'description', 'about', 'clone_url', 'visibility', 'default_branch', 'public_repo_pull_policy',
-  'max_disk_bytes', 'is_active', 'created_at', 'owner', 'full_name', 'is_archived', 'fork_of_uuid', 'disk_usage_bytes',
-  'updated_at', 'created_by_uuid', 'created_by_username',
+  'uuid',
+  'name',
+  'slug',
+  'description',
+  'about',
+  'clone_url',
+  'visibility',
+  'default_branch',
+  'public_repo_pull_policy',
+  'max_disk_bytes',
+  'is_active',
+  'created_at',
+  'owner',
+  'full_name',
+  'is_archived',
+  'fork_of_uuid',
+  'disk_usage_bytes',
+  'updated_at',
+  'created_by_uuid',
+  'created_by_username',
 ].sort();
 
 /** Everything a refused request could have touched under one repo, as staff sees it. */
@@ -31,7 +48,12 @@ async function repoSnapshot(t: TestApp, path: string, repoUuid: string | null): 
 async function eventsIn(t: TestApp, scope: string, token?: string) {
   const res = await t.req('GET', `/api/v1/events?scope=${scope}&per_page=100`, token === undefined ? {} : { token });
   assert.equal(res.status, 200, res.text);
-  return res.body.results as Array<{ kind: string; scopes: string[]; payload: Record<string, unknown>; actor: { username: string } }>;
+  return res.body.results as Array<{
+    kind: string;
+    scopes: string[];
+    payload: Record<string, unknown>;
+    actor: { username: string };
+  }>;
 }
 
 for (const dialect of DIALECTS) {
@@ -177,19 +199,28 @@ for (const dialect of DIALECTS) {
           headers: { 'content-type': 'application/json' },
         });
         assert.equal(malformed.status, 400);
-        const ok = await t.req('POST', '/api/v1/teams/acme/repos', { token: maint.token, body: { name: 'x', slug: 'a'.repeat(100) } });
+        const ok = await t.req('POST', '/api/v1/teams/acme/repos', {
+          token: maint.token,
+          body: { name: 'x', slug: 'a'.repeat(100) },
+        });
         assert.equal(ok.status, 201, ok.text);
       });
 
       it('is 409 slug_taken for a duplicate slug in the owner, case-insensitively, but not across owners', async () => {
         const first = await t.req('POST', '/api/v1/teams/acme/repos', { token: maint.token, body: { name: 'Dup', slug: 'dup' } });
         assert.equal(first.status, 201);
-        const again = await t.req('POST', '/api/v1/teams/acme/repos', { token: owner.token, body: { name: 'Other', slug: 'DUP' } });
+        const again = await t.req('POST', '/api/v1/teams/acme/repos', {
+          token: owner.token,
+          body: { name: 'Other', slug: 'DUP' },
+        });
         assert.equal(again.status, 409);
         assert.ok(isErrorBody(again.body, 'slug_taken'), again.text);
         const unchanged = await t.req('GET', '/api/v1/teams/acme/repos/dup');
         assert.equal(unchanged.body.name, 'Dup');
-        const elsewhere = await t.req('POST', `/api/v1/users/${maint.username}/repos`, { token: maint.token, body: { name: 'Dup', slug: 'dup' } });
+        const elsewhere = await t.req('POST', `/api/v1/users/${maint.username}/repos`, {
+          token: maint.token,
+          body: { name: 'Dup', slug: 'dup' },
+        });
         assert.equal(elsewhere.status, 201);
       });
 
@@ -224,7 +255,10 @@ for (const dialect of DIALECTS) {
         assert.equal(byStaff.body.created_by_username, 'admin');
         assert.equal(byStaff.body.owner.uuid, outsider.uuid);
 
-        const other = await t.req('POST', `/api/v1/users/${outsider.username}/repos`, { token: member.token, body: { name: 'x', slug: 'intrude' } });
+        const other = await t.req('POST', `/api/v1/users/${outsider.username}/repos`, {
+          token: member.token,
+          body: { name: 'x', slug: 'intrude' },
+        });
         assert.equal(other.status, 403);
         assert.ok(isErrorBody(other.body, 'forbidden'));
         assert.equal((await t.req('GET', '/api/v1/users/oscar/repos/intrude')).status, 404);
@@ -239,7 +273,10 @@ for (const dialect of DIALECTS) {
     describe('list and get', () => {
       let otherTeam: { uuid: string; slug: string };
       before(async () => {
-        otherTeam = await seedTeam(t, 'listco', [{ uuid: member.uuid, role: 'member' }, { uuid: maint.uuid, role: 'maintainer' }]);
+        otherTeam = await seedTeam(t, 'listco', [
+          { uuid: member.uuid, role: 'member' },
+          { uuid: maint.uuid, role: 'maintainer' },
+        ]);
         await seedRepo(t, { kind: 'team', uuid: otherTeam.uuid }, 'p1', { visibility: 'public' });
         await seedRepo(t, { kind: 'team', uuid: otherTeam.uuid }, 'secret');
         await seedRepo(t, { kind: 'team', uuid: otherTeam.uuid }, 'p2', { visibility: 'public' });
@@ -262,13 +299,22 @@ for (const dialect of DIALECTS) {
 
       it('pages oldest first with next and previous links', async () => {
         const one = await t.req('GET', '/api/v1/teams/listco/repos?per_page=1', { token: member.token });
-        assert.deepEqual(one.body.results.map((r: { slug: string }) => r.slug), ['p1']);
+        assert.deepEqual(
+          one.body.results.map((r: { slug: string }) => r.slug),
+          ['p1'],
+        );
         assert.equal(one.body.previous, null);
         assert.equal(one.body.next, '/api/v1/teams/listco/repos?per_page=1&page=2');
         const two = await t.req('GET', one.body.next, { token: member.token });
-        assert.deepEqual(two.body.results.map((r: { slug: string }) => r.slug), ['secret']);
+        assert.deepEqual(
+          two.body.results.map((r: { slug: string }) => r.slug),
+          ['secret'],
+        );
         const three = await t.req('GET', two.body.next, { token: member.token });
-        assert.deepEqual(three.body.results.map((r: { slug: string }) => r.slug), ['p2']);
+        assert.deepEqual(
+          three.body.results.map((r: { slug: string }) => r.slug),
+          ['p2'],
+        );
         assert.equal(three.body.next, null);
         assert.equal((await t.req('GET', '/api/v1/teams/listco/repos?per_page=0', { token: member.token })).status, 400);
         assert.equal((await t.req('GET', '/api/v1/teams/listco/repos?page=x', { token: member.token })).status, 400);
@@ -279,9 +325,15 @@ for (const dialect of DIALECTS) {
         await seedRepo(t, { kind: 'user', uuid: u.uuid }, 'open', { visibility: 'public' });
         await seedRepo(t, { kind: 'user', uuid: u.uuid }, 'closed');
         const mine = await t.req('GET', '/api/v1/users/lister/repos', { token: u.token });
-        assert.deepEqual(mine.body.results.map((r: { slug: string }) => r.slug), ['open', 'closed']);
+        assert.deepEqual(
+          mine.body.results.map((r: { slug: string }) => r.slug),
+          ['open', 'closed'],
+        );
         const theirs = await t.req('GET', '/api/v1/users/lister/repos', { token: outsider.token });
-        assert.deepEqual(theirs.body.results.map((r: { slug: string }) => r.slug), ['open']);
+        assert.deepEqual(
+          theirs.body.results.map((r: { slug: string }) => r.slug),
+          ['open'],
+        );
         const staff = await t.req('GET', '/api/v1/users/LISTER/repos');
         assert.equal(staff.body.results.length, 2);
         assert.equal((await t.req('GET', '/api/v1/users/nobody-here/repos')).status, 404);
@@ -339,7 +391,10 @@ for (const dialect of DIALECTS) {
         assert.equal(res.body.name, r.slug);
         assert.ok(res.body.updated_at >= res.body.created_at);
 
-        const renamed = await t.req('PUT', r.path, { token: maint.token, body: { name: 'Renamed', slug: 'Renamed-Repo', description: null } });
+        const renamed = await t.req('PUT', r.path, {
+          token: maint.token,
+          body: { name: 'Renamed', slug: 'Renamed-Repo', description: null },
+        });
         assert.equal(renamed.status, 200, renamed.text);
         assert.equal(renamed.body.name, 'Renamed');
         assert.equal(renamed.body.slug, 'renamed-repo');
@@ -370,7 +425,10 @@ for (const dialect of DIALECTS) {
       it('updates user repos too, slug included; the owner may, another user may not', async () => {
         const u = await t.user('ursula');
         await seedRepo(t, { kind: 'user', uuid: u.uuid }, 'mine');
-        const res = await t.req('PUT', '/api/v1/users/ursula/repos/mine', { token: u.token, body: { slug: 'ours', name: 'Ours' } });
+        const res = await t.req('PUT', '/api/v1/users/ursula/repos/mine', {
+          token: u.token,
+          body: { slug: 'ours', name: 'Ours' },
+        });
         assert.equal(res.status, 200, res.text);
         assert.equal(res.body.full_name, 'ursula/ours');
         assert.equal(res.body.created_by_username, 'ursula');
@@ -445,7 +503,11 @@ for (const dialect of DIALECTS) {
           assert.ok(isErrorBody(res.body, code), res.text);
           assert.equal(await repoSnapshot(t, r.path, r.uuid), before);
         }
-        for (const path of ['/api/v1/teams/acme/repos/nope', '/api/v1/users/quota/repos/nope', '/api/v1/users/nobody-here/repos/q-priv']) {
+        for (const path of [
+          '/api/v1/teams/acme/repos/nope',
+          '/api/v1/users/quota/repos/nope',
+          '/api/v1/users/nobody-here/repos/q-priv',
+        ]) {
           const res = await t.req('PUT', path, { token: quota.token, body: { max_disk_bytes: 1 } });
           assert.equal(res.status, 404, path);
         }
@@ -464,7 +526,12 @@ for (const dialect of DIALECTS) {
       });
 
       it('is 404 when the owner or the repo does not exist', async () => {
-        for (const path of ['/api/v1/teams/acme/repos/nope', '/api/v1/teams/nope/repos/upd-1', '/api/v1/users/nope/repos/x', '/api/v1/users/olga/repos/nope']) {
+        for (const path of [
+          '/api/v1/teams/acme/repos/nope',
+          '/api/v1/teams/nope/repos/upd-1',
+          '/api/v1/users/nope/repos/x',
+          '/api/v1/users/olga/repos/nope',
+        ]) {
           const res = await t.req('PUT', path, { body: { name: 'x' } });
           assert.equal(res.status, 404, path);
           assert.ok(isErrorBody(res.body, 'not_found'));
@@ -486,7 +553,10 @@ for (const dialect of DIALECTS) {
       it('is 409 invalid_pull_policy for team on a user repo or a private team repo; fine on a public team repo', async () => {
         const u = await t.user('pat');
         await seedRepo(t, { kind: 'user', uuid: u.uuid }, 'pubu', { visibility: 'public' });
-        const user = await t.req('PUT', '/api/v1/users/pat/repos/pubu', { token: u.token, body: { public_repo_pull_policy: 'team' } });
+        const user = await t.req('PUT', '/api/v1/users/pat/repos/pubu', {
+          token: u.token,
+          body: { public_repo_pull_policy: 'team' },
+        });
         assert.equal(user.status, 409);
         assert.ok(isErrorBody(user.body, 'invalid_pull_policy'), user.text);
         assert.equal((await t.req('GET', '/api/v1/users/pat/repos/pubu')).body.public_repo_pull_policy, 'any');
@@ -508,21 +578,57 @@ for (const dialect of DIALECTS) {
         const pub = await fresh({ visibility: 'public' });
         const ok = await t.req('PUT', pub.path, { token: maint.token, body: { public_repo_pull_policy: 'team' } });
         assert.equal(ok.status, 200);
-        const turningPrivate = await t.req('PUT', pub.path, { token: maint.token, body: { visibility: 'private', public_repo_pull_policy: 'team' } });
+        const turningPrivate = await t.req('PUT', pub.path, {
+          token: maint.token,
+          body: { visibility: 'private', public_repo_pull_policy: 'team' },
+        });
         assert.equal(turningPrivate.status, 409);
         assert.ok(isErrorBody(turningPrivate.body, 'invalid_pull_policy'));
-        assert.equal((await t.req('PUT', pub.path, { token: maint.token, body: { public_repo_pull_policy: 'bogus' } })).status, 400);
+        assert.equal(
+          (await t.req('PUT', pub.path, { token: maint.token, body: { public_repo_pull_policy: 'bogus' } })).status,
+          400,
+        );
       });
 
       it('validates default_branch as a git branch name and rejects bad bodies with 400', async () => {
         const r = await fresh();
         const before = await repoSnapshot(t, r.path, r.uuid);
-        for (const branch of ['has space', '-dash', 'a..b', 'end.', 'x.lock', 'a//b', '/lead', 'trail/', 'HEAD', '@', 'a~1', 'a^', 'a:b', 'a?', 'a*', 'a[b', 'a\\b', 'a@{1}', '.hidden', 'ctl\u0001x', '']) {
+        for (const branch of [
+          'has space',
+          '-dash',
+          'a..b',
+          'end.',
+          'x.lock',
+          'a//b',
+          '/lead',
+          'trail/',
+          'HEAD',
+          '@',
+          'a~1',
+          'a^',
+          'a:b',
+          'a?',
+          'a*',
+          'a[b',
+          'a\\b',
+          'a@{1}',
+          '.hidden',
+          'ctl\u0001x',
+          '',
+        ]) {
           const res = await t.req('PUT', r.path, { token: maint.token, body: { default_branch: branch } });
           assert.equal(res.status, 400, `${JSON.stringify(branch)}: ${res.text}`);
           assert.ok(isErrorBody(res.body, 'invalid_request'));
         }
-        for (const body of [{ visibility: 'secret' }, { name: '' }, { name: '   ' }, { slug: 'bad slug' }, { is_active: 'yes' }, { owner: 'x' }, { about: null }]) {
+        for (const body of [
+          { visibility: 'secret' },
+          { name: '' },
+          { name: '   ' },
+          { slug: 'bad slug' },
+          { is_active: 'yes' },
+          { owner: 'x' },
+          { about: null },
+        ]) {
           const res = await t.req('PUT', r.path, { token: maint.token, body });
           assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
         }
@@ -539,7 +645,8 @@ for (const dialect of DIALECTS) {
         const res = await t.req('PUT', r.path, { token: maint.token, body: { is_active: false } });
         assert.equal(res.status, 200);
         assert.equal(res.body.is_active, false);
-        for (const who of [member, reader, outsider]) assert.equal((await t.req('GET', r.path, { token: who.token })).status, 404);
+        for (const who of [member, reader, outsider])
+          assert.equal((await t.req('GET', r.path, { token: who.token })).status, 404);
         assert.equal((await t.req('GET', r.path, { token: maint.token })).status, 200);
         const back = await t.req('PUT', r.path, { token: owner.token, body: { is_active: true } });
         assert.equal(back.body.is_active, true);
@@ -612,7 +719,10 @@ for (const dialect of DIALECTS) {
         assert.equal(res.status, 200);
         assert.equal(res.body.is_archived, true);
         assert.equal((await t.req('PUT', '/api/v1/users/archie/repos/old/archive', { token: outsider.token })).status, 404);
-        assert.equal((await t.req('DELETE', '/api/v1/users/archie/repos/old/archive', { token: u.token })).body.is_archived, false);
+        assert.equal(
+          (await t.req('DELETE', '/api/v1/users/archie/repos/old/archive', { token: u.token })).body.is_archived,
+          false,
+        );
       });
     });
 
@@ -622,7 +732,12 @@ for (const dialect of DIALECTS) {
         const path = '/api/v1/teams/acme/repos/doomed';
         await t.req('POST', `${path}/protections`, { body: { branch: 'main' } });
         const before = await repoSnapshot(t, path, r.uuid);
-        for (const [who, status] of [[maint, 403], [member, 403], [reader, 403], [outsider, 404]] as Array<[U, number]>) {
+        for (const [who, status] of [
+          [maint, 403],
+          [member, 403],
+          [reader, 403],
+          [outsider, 404],
+        ] as Array<[U, number]>) {
           const res = await t.req('DELETE', path, { token: who.token });
           assert.equal(res.status, status, who.username);
         }
@@ -641,7 +756,10 @@ for (const dialect of DIALECTS) {
         assert.ok(deleted);
         assert.equal(deleted.payload.full_name, 'acme/doomed');
         // the slug is free again
-        const again = await t.req('POST', '/api/v1/teams/acme/repos', { token: maint.token, body: { name: 'Doomed', slug: 'doomed' } });
+        const again = await t.req('POST', '/api/v1/teams/acme/repos', {
+          token: maint.token,
+          body: { name: 'Doomed', slug: 'doomed' },
+        });
         assert.equal(again.status, 201);
         assert.deepEqual((await t.req('GET', `${path}/protections`)).body.results, []);
 
@@ -676,7 +794,10 @@ for (const dialect of DIALECTS) {
         const taken = await t.req('GET', '/api/v1/teams/acme/check-repo-slug?slug=TAKEN', { token: reader.token });
         assert.equal(taken.status, 409);
         assert.deepEqual(taken.body, { available: false, suggestion: 'taken-3' });
-        const create = await t.req('POST', '/api/v1/teams/acme/repos', { token: maint.token, body: { name: 'x', slug: taken.body.suggestion } });
+        const create = await t.req('POST', '/api/v1/teams/acme/repos', {
+          token: maint.token,
+          body: { name: 'x', slug: taken.body.suggestion },
+        });
         assert.equal(create.status, 201);
 
         const mine = await t.req('GET', '/api/v1/users/rita/check-repo-slug?slug=taken', { token: reader.token });
@@ -712,7 +833,10 @@ for (const dialect of DIALECTS) {
         for (const who of [reader, member, maint, owner]) {
           const res = await t.req('GET', `/api/v1/events?scope=${scope}`, { token: who.token });
           assert.equal(res.status, 200, who.username);
-          assert.deepEqual(res.body.results.map((e: { kind: string }) => e.kind), ['repo-created']);
+          assert.deepEqual(
+            res.body.results.map((e: { kind: string }) => e.kind),
+            ['repo-created'],
+          );
         }
         const hidden = await t.req('GET', `/api/v1/events?scope=${scope}`, { token: outsider.token });
         assert.equal(hidden.status, 404);
@@ -720,7 +844,10 @@ for (const dialect of DIALECTS) {
         await t.req('PUT', '/api/v1/teams/acme/repos/ev', { token: maint.token, body: { visibility: 'public' } });
         const now = await t.req('GET', `/api/v1/events?scope=${scope}`, { token: outsider.token });
         assert.equal(now.status, 200);
-        assert.deepEqual(now.body.results.map((e: { kind: string }) => e.kind), ['repo-created', 'repo-updated']);
+        assert.deepEqual(
+          now.body.results.map((e: { kind: string }) => e.kind),
+          ['repo-created', 'repo-updated'],
+        );
       });
     });
   });
@@ -749,7 +876,10 @@ for (const dialect of DIALECTS) {
       assert.equal(fork.status, 201, fork.text);
       assert.equal(fork.body.repo.clone_url, 'https://code.example.org/weft/git/users/cloner/repo.git');
       const list = await t.req('GET', '/api/v1/teams/clones/repos', { token: u.token });
-      assert.deepEqual(list.body.results.map((r: { clone_url: string }) => r.clone_url), [team.body.clone_url]);
+      assert.deepEqual(
+        list.body.results.map((r: { clone_url: string }) => r.clone_url),
+        [team.body.clone_url],
+      );
       const renamed = await t.req('PUT', '/api/v1/users/cloner/repos/mine', { token: u.token, body: { slug: 'ours' } });
       assert.equal(renamed.body.clone_url, 'https://code.example.org/weft/git/users/cloner/ours.git');
     });
@@ -776,16 +906,49 @@ const STATE_CASES: Array<{
   inactive: [number, string?];
 }> = [
   { name: 'GET repo', method: 'GET', path: (c) => c.repo, archived: [200], inactive: [200] },
-  { name: 'PUT repo', method: 'PUT', path: (c) => c.repo, body: { description: 'x' }, archived: [403, 'repo_archived'], inactive: [403, 'team_inactive'] },
-  { name: 'PUT repo (max_disk_bytes)', method: 'PUT', path: (c) => c.repo, body: { max_disk_bytes: 1 }, archived: [403, 'repo_archived'], inactive: [403, 'team_inactive'] },
+  {
+    name: 'PUT repo',
+    method: 'PUT',
+    path: (c) => c.repo,
+    body: { description: 'x' },
+    archived: [403, 'repo_archived'],
+    inactive: [403, 'team_inactive'],
+  },
+  {
+    name: 'PUT repo (max_disk_bytes)',
+    method: 'PUT',
+    path: (c) => c.repo,
+    body: { max_disk_bytes: 1 },
+    archived: [403, 'repo_archived'],
+    inactive: [403, 'team_inactive'],
+  },
   { name: 'PUT archive', method: 'PUT', path: (c) => `${c.repo}/archive`, archived: [200], inactive: [403, 'team_inactive'] },
-  { name: 'DELETE archive', method: 'DELETE', path: (c) => `${c.repo}/archive`, archived: [200], inactive: [403, 'team_inactive'] },
+  {
+    name: 'DELETE archive',
+    method: 'DELETE',
+    path: (c) => `${c.repo}/archive`,
+    archived: [200],
+    inactive: [403, 'team_inactive'],
+  },
   { name: 'DELETE repo', method: 'DELETE', path: (c) => c.repo, archived: [204], inactive: [403, 'team_inactive'] },
   { name: 'POST forks (into the caller)', method: 'POST', path: (c) => `${c.repo}/forks`, archived: [201], inactive: [201] },
   { name: 'GET forks', method: 'GET', path: (c) => `${c.repo}/forks`, archived: [200], inactive: [200] },
   { name: 'GET protections', method: 'GET', path: (c) => `${c.repo}/protections`, archived: [200], inactive: [200] },
-  { name: 'POST protections', method: 'POST', path: (c) => `${c.repo}/protections`, body: { branch: 'main' }, archived: [403, 'repo_archived'], inactive: [403, 'team_inactive'] },
-  { name: 'GET protection', method: 'GET', path: (c) => `${c.repo}/protections/${c.protection}`, archived: [200], inactive: [200] },
+  {
+    name: 'POST protections',
+    method: 'POST',
+    path: (c) => `${c.repo}/protections`,
+    body: { branch: 'main' },
+    archived: [403, 'repo_archived'],
+    inactive: [403, 'team_inactive'],
+  },
+  {
+    name: 'GET protection',
+    method: 'GET',
+    path: (c) => `${c.repo}/protections/${c.protection}`,
+    archived: [200],
+    inactive: [200],
+  },
   {
     name: 'PUT protection',
     method: 'PUT',
@@ -794,8 +957,20 @@ const STATE_CASES: Array<{
     archived: [403, 'repo_archived'],
     inactive: [403, 'team_inactive'],
   },
-  { name: 'DELETE protection', method: 'DELETE', path: (c) => `${c.repo}/protections/${c.protection}`, archived: [403, 'repo_archived'], inactive: [403, 'team_inactive'] },
-  { name: 'GET approvers', method: 'GET', path: (c) => `${c.repo}/protections/${c.protection}/approvers`, archived: [200], inactive: [200] },
+  {
+    name: 'DELETE protection',
+    method: 'DELETE',
+    path: (c) => `${c.repo}/protections/${c.protection}`,
+    archived: [403, 'repo_archived'],
+    inactive: [403, 'team_inactive'],
+  },
+  {
+    name: 'GET approvers',
+    method: 'GET',
+    path: (c) => `${c.repo}/protections/${c.protection}/approvers`,
+    archived: [200],
+    inactive: [200],
+  },
   {
     name: 'POST approvers',
     method: 'POST',
@@ -811,7 +986,13 @@ const STATE_CASES: Array<{
     archived: [403, 'repo_archived'],
     inactive: [403, 'team_inactive'],
   },
-  { name: 'GET events of the repo scope', method: 'GET', path: (c) => `/api/v1/events?scope=repo:${c.repoUuid}`, archived: [200], inactive: [200] },
+  {
+    name: 'GET events of the repo scope',
+    method: 'GET',
+    path: (c) => `/api/v1/events?scope=repo:${c.repoUuid}`,
+    archived: [200],
+    inactive: [200],
+  },
 ];
 
 for (const dialect of DIALECTS) {
@@ -854,7 +1035,8 @@ for (const dialect of DIALECTS) {
       assert.equal(p.status, 201, p.text);
       const a = await t.req('POST', `${repo}/protections/${p.body.uuid}/approvers`, { body: { username: 's-approver' } });
       assert.equal(a.status, 201, a.text);
-      if (state === 'archived') await t.deps.db.updateTable('repos').set({ is_archived: 1 }).where('uuid', '=', repoUuid).execute();
+      if (state === 'archived')
+        await t.deps.db.updateTable('repos').set({ is_archived: 1 }).where('uuid', '=', repoUuid).execute();
       else await t.deps.db.updateTable('teams').set({ is_active: 0 }).where('uuid', '=', teamUuid).execute();
       return { repo, repoUuid, protection: p.body.uuid, approver: a.body.user_uuid };
     }
@@ -963,8 +1145,20 @@ const REPO_CASES: RepoCase[] = [
     body: { required_approvals: 2 },
     ...maintain(200),
   },
-  { name: 'DELETE protection', method: 'DELETE', setup: 'protection', path: (c) => `${c.repo}/protections/${c.protection}`, ...maintain(204) },
-  { name: 'GET approvers', method: 'GET', setup: 'approver', path: (c) => `${c.repo}/protections/${c.protection}/approvers`, ...READ },
+  {
+    name: 'DELETE protection',
+    method: 'DELETE',
+    setup: 'protection',
+    path: (c) => `${c.repo}/protections/${c.protection}`,
+    ...maintain(204),
+  },
+  {
+    name: 'GET approvers',
+    method: 'GET',
+    setup: 'approver',
+    path: (c) => `${c.repo}/protections/${c.protection}/approvers`,
+    ...READ,
+  },
   {
     name: 'POST approvers',
     method: 'POST',
@@ -1004,14 +1198,36 @@ interface OwnerCase {
 
 let matrixSlug = 0;
 const TEAM_OWNER_CASES: OwnerCase[] = [
-  { name: 'POST team repos', method: 'POST', path: '/api/v1/teams/matrix/repos', body: () => ({ name: 'n', slug: `new-${++matrixSlug}` }), expect: '401 404 403 403 201 201 201' },
+  {
+    name: 'POST team repos',
+    method: 'POST',
+    path: '/api/v1/teams/matrix/repos',
+    body: () => ({ name: 'n', slug: `new-${++matrixSlug}` }),
+    expect: '401 404 403 403 201 201 201',
+  },
   { name: 'GET team repos', method: 'GET', path: '/api/v1/teams/matrix/repos', expect: '401 200 200 200 200 200 200' },
-  { name: 'GET team check-repo-slug', method: 'GET', path: '/api/v1/teams/matrix/check-repo-slug?slug=zz', expect: '401 404 200 200 200 200 200' },
+  {
+    name: 'GET team check-repo-slug',
+    method: 'GET',
+    path: '/api/v1/teams/matrix/check-repo-slug?slug=zz',
+    expect: '401 404 200 200 200 200 200',
+  },
 ];
 const USER_OWNER_CASES: OwnerCase[] = [
-  { name: 'POST user repos', method: 'POST', path: '/api/v1/users/umatrix/repos', body: () => ({ name: 'n', slug: `new-${++matrixSlug}` }), expect: '401 403 201 201' },
+  {
+    name: 'POST user repos',
+    method: 'POST',
+    path: '/api/v1/users/umatrix/repos',
+    body: () => ({ name: 'n', slug: `new-${++matrixSlug}` }),
+    expect: '401 403 201 201',
+  },
   { name: 'GET user repos', method: 'GET', path: '/api/v1/users/umatrix/repos', expect: '401 200 200 200' },
-  { name: 'GET user check-repo-slug', method: 'GET', path: '/api/v1/users/umatrix/check-repo-slug?slug=zz', expect: '401 403 200 200' },
+  {
+    name: 'GET user check-repo-slug',
+    method: 'GET',
+    path: '/api/v1/users/umatrix/check-repo-slug?slug=zz',
+    expect: '401 403 200 200',
+  },
 ];
 
 for (const dialect of DIALECTS) {
@@ -1048,7 +1264,12 @@ for (const dialect of DIALECTS) {
         owner: users['m-owner']!.token,
         staff: t.adminToken,
       });
-      Object.assign(userTokens, { anon: null, outsider: users['m-outsider']!.token, owner: userOwner.token, staff: t.adminToken });
+      Object.assign(userTokens, {
+        anon: null,
+        outsider: users['m-outsider']!.token,
+        owner: userOwner.token,
+        staff: t.adminToken,
+      });
     });
     after(() => t.close());
 
@@ -1066,14 +1287,33 @@ for (const dialect of DIALECTS) {
               const seeded = await seedRepoNow(t, { kind, uuid: ownerUuid }, slug, { visibility });
               const repo = kind === 'team' ? `/api/v1/teams/matrix/repos/${slug}` : `/api/v1/users/umatrix/repos/${slug}`;
               const namespace = kind === 'team' ? 'team/matrix' : 'user/umatrix';
-              const ctx: MatrixCtx = { repo, repoUuid: seeded.uuid, protection: '', approver: '', fork: '', forkUuid: '', namespace, event: '' };
+              const ctx: MatrixCtx = {
+                repo,
+                repoUuid: seeded.uuid,
+                protection: '',
+                approver: '',
+                fork: '',
+                forkUuid: '',
+                namespace,
+                event: '',
+              };
               if (c.setup === 'forked') {
                 const forkRepo = await seedRepoNow(t, { kind, uuid: ownerUuid }, `${slug}-fork`, { visibility });
-                await t.deps.db.updateTable('repos').set({ fork_of_uuid: seeded.uuid }).where('uuid', '=', forkRepo.uuid).execute();
+                await t.deps.db
+                  .updateTable('repos')
+                  .set({ fork_of_uuid: seeded.uuid })
+                  .where('uuid', '=', forkRepo.uuid)
+                  .execute();
                 ctx.forkUuid = randomUUID();
                 await t.deps.db
                   .insertInto('forks')
-                  .values({ uuid: ctx.forkUuid, source_repo_uuid: seeded.uuid, repo_uuid: forkRepo.uuid, created_by_uuid: ownerUuid, created_at: new Date().toISOString() })
+                  .values({
+                    uuid: ctx.forkUuid,
+                    source_repo_uuid: seeded.uuid,
+                    repo_uuid: forkRepo.uuid,
+                    created_by_uuid: ownerUuid,
+                    created_at: new Date().toISOString(),
+                  })
                   .execute();
                 ctx.fork = `${repo}-fork`;
               } else if (c.setup === 'event') {
@@ -1086,7 +1326,9 @@ for (const dialect of DIALECTS) {
                 assert.equal(p.status, 201);
                 ctx.protection = p.body.uuid;
                 if (c.setup === 'approver') {
-                  const a = await t.req('POST', `${repo}/protections/${ctx.protection}/approvers`, { body: { username: 'approver2' } });
+                  const a = await t.req('POST', `${repo}/protections/${ctx.protection}/approvers`, {
+                    body: { username: 'approver2' },
+                  });
                   assert.equal(a.status, 201);
                   ctx.approver = a.body.user_uuid;
                 }
@@ -1108,12 +1350,16 @@ for (const dialect of DIALECTS) {
       }
     }
 
-    for (const [kind, cases] of [['team', TEAM_OWNER_CASES], ['user', USER_OWNER_CASES]] as const) {
+    for (const [kind, cases] of [
+      ['team', TEAM_OWNER_CASES],
+      ['user', USER_OWNER_CASES],
+    ] as const) {
       for (const c of cases) {
         it(`${c.name}`, async () => {
           const roles = kind === 'team' ? TEAM_FORM_ROLES : USER_FORM_ROLES;
           const expected = c.expect.split(' ').map(Number);
-          const listPath = kind === 'team' ? '/api/v1/teams/matrix/repos?per_page=100' : '/api/v1/users/umatrix/repos?per_page=100';
+          const listPath =
+            kind === 'team' ? '/api/v1/teams/matrix/repos?per_page=100' : '/api/v1/users/umatrix/repos?per_page=100';
           for (const [i, role] of roles.entries()) {
             const before = JSON.stringify((await t.req('GET', listPath)).body);
             const token = (kind === 'team' ? tokens : userTokens)[role] ?? null;

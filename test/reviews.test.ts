@@ -54,7 +54,10 @@ for (const dialect of DIALECTS) {
             assert.equal(ev.status, 200);
             const submitted = ev.body.results.filter((e: { kind: string }) => e.kind === 'review-submitted');
             assert.equal(submitted.length, 1, scope);
-            assert.deepEqual(submitted[0].scopes.sort(), [`pull:${pull.uuid}`, `repo:${pull.repo_uuid}`, `review:${r.uuid}`].sort());
+            assert.deepEqual(
+              submitted[0].scopes.sort(),
+              [`pull:${pull.uuid}`, `repo:${pull.repo_uuid}`, `review:${r.uuid}`].sort(),
+            );
             assert.equal(submitted[0].payload.review_uuid, r.uuid);
             assert.equal(submitted[0].payload.status, 'changes_requested');
             assert.equal(submitted[0].actor.username, reviewer().username);
@@ -65,7 +68,10 @@ for (const dialect of DIALECTS) {
 
         it('defaults body to an empty string', async () => {
           const pull = await openPull(t, base());
-          const res = await t.req('POST', `${base()}/pulls/${pull.number}/reviews`, { token: reviewer().token, body: { status: 'approved' } });
+          const res = await t.req('POST', `${base()}/pulls/${pull.number}/reviews`, {
+            token: reviewer().token,
+            body: { status: 'approved' },
+          });
           assert.equal(res.status, 201);
           assert.equal(res.body.body, '');
         });
@@ -128,15 +134,24 @@ for (const dialect of DIALECTS) {
           const list = await t.req('GET', url, { token: reviewer().token });
           assert.equal(list.status, 200);
           assert.deepEqual(Object.keys(list.body).sort(), ['next', 'previous', 'results']);
-          assert.deepEqual(list.body.results.map((r: { uuid: string }) => r.uuid), made.map((r) => r.uuid));
+          assert.deepEqual(
+            list.body.results.map((r: { uuid: string }) => r.uuid),
+            made.map((r) => r.uuid),
+          );
           const page = await t.req('GET', `${url}?per_page=3`);
           assert.equal(page.body.results.length, 3);
           const rest = await t.req('GET', page.body.next);
-          assert.deepEqual(rest.body.results.map((r: { uuid: string }) => r.uuid), [made[3].uuid]);
+          assert.deepEqual(
+            rest.body.results.map((r: { uuid: string }) => r.uuid),
+            [made[3].uuid],
+          );
 
           assert.equal((await t.req('DELETE', `${url}/${made[1].uuid}`, { token: reviewer().token })).status, 204);
           const after = await t.req('GET', url);
-          assert.deepEqual(after.body.results.map((r: { uuid: string }) => r.uuid), [made[0].uuid, made[2].uuid, made[3].uuid]);
+          assert.deepEqual(
+            after.body.results.map((r: { uuid: string }) => r.uuid),
+            [made[0].uuid, made[2].uuid, made[3].uuid],
+          );
           const removed = await t.req('GET', `${url}/${made[1].uuid}`);
           assert.equal(removed.status, 200);
           assert.ok(removed.body.removed_at);
@@ -192,7 +207,9 @@ for (const dialect of DIALECTS) {
         it('answers 404 for unknown pulls and reviews, and for a review of another pull', async () => {
           const a = await openPull(t, base());
           const b = await openPull(t, base());
-          const review = (await t.req('POST', `${base()}/pulls/${a.number}/reviews`, { token: reviewer().token, body: { status: 'approved' } })).body;
+          const review = (
+            await t.req('POST', `${base()}/pulls/${a.number}/reviews`, { token: reviewer().token, body: { status: 'approved' } })
+          ).body;
           const cases: Array<[string, string, unknown]> = [
             ['GET', `${base()}/pulls/999/reviews`, undefined],
             ['POST', `${base()}/pulls/999/reviews`, { status: 'commented' }],

@@ -40,12 +40,30 @@ interface Row {
 }
 
 const ROWS: Row[] = [
-  { name: 'POST /teams', method: 'POST', path: () => '/teams', body: (c) => ({ name: 'New', slug: `new-${c.n}` }), expect: [401, 201, 201, 201, 201, 201, 201] },
+  {
+    name: 'POST /teams',
+    method: 'POST',
+    path: () => '/teams',
+    body: (c) => ({ name: 'New', slug: `new-${c.n}` }),
+    expect: [401, 201, 201, 201, 201, 201, 201],
+  },
   { name: 'GET /teams', method: 'GET', path: () => '/teams', expect: [401, 200, 200, 200, 200, 200, 200] },
   { name: 'GET /teams?all=true', method: 'GET', path: () => '/teams?all=true', expect: [401, 403, 403, 403, 403, 403, 200] },
   { name: 'GET /teams/{t}', method: 'GET', path: (c) => `/teams/${c.team}`, expect: [401, 404, 200, 200, 200, 200, 200] },
-  { name: 'GET /teams/{t} (inactive)', inactive: true, method: 'GET', path: (c) => `/teams/${c.team}`, expect: [401, 404, 200, 200, 200, 200, 200] },
-  { name: 'PUT /teams/{t}', method: 'PUT', path: (c) => `/teams/${c.team}`, body: (c) => ({ name: 'Renamed', slug: c.team }), expect: [401, 404, 403, 403, 403, 200, 200] },
+  {
+    name: 'GET /teams/{t} (inactive)',
+    inactive: true,
+    method: 'GET',
+    path: (c) => `/teams/${c.team}`,
+    expect: [401, 404, 200, 200, 200, 200, 200],
+  },
+  {
+    name: 'PUT /teams/{t}',
+    method: 'PUT',
+    path: (c) => `/teams/${c.team}`,
+    body: (c) => ({ name: 'Renamed', slug: c.team }),
+    expect: [401, 404, 403, 403, 403, 200, 200],
+  },
   {
     name: 'PUT /teams/{t} with is_active',
     method: 'PUT',
@@ -61,13 +79,50 @@ const ROWS: Row[] = [
     body: (c) => ({ name: 'Renamed', slug: c.team }),
     expect: [401, 404, 403, 403, 403, 403, 200],
   },
-  { name: 'GET /teams/{t}/activity', method: 'GET', path: (c) => `/teams/${c.team}/activity`, expect: [401, 404, 200, 200, 200, 200, 200] },
-  { name: 'GET /teams/{t}/activity (inactive)', inactive: true, method: 'GET', path: (c) => `/teams/${c.team}/activity`, expect: [401, 404, 200, 200, 200, 200, 200] },
-  { name: 'GET /events?scope=team:{uuid}', method: 'GET', path: (c) => `/events?scope=team:${c.uuid}`, expect: [401, 404, 200, 200, 200, 200, 200] },
-  { name: 'GET /events/{id} of a team event', event: true, method: 'GET', path: (c) => `/events/${c.event}`, expect: [401, 404, 200, 200, 200, 200, 200] },
-  { name: 'GET /check-team-slug (free)', method: 'GET', path: (c) => `/check-team-slug?slug=free-${c.n}`, expect: [200, 200, 200, 200, 200, 200, 200] },
-  { name: 'GET /check-team-slug (taken)', method: 'GET', path: (c) => `/check-team-slug?slug=${c.team}`, expect: [409, 409, 409, 409, 409, 409, 409] },
-  { name: 'GET /teams/{t}/members', method: 'GET', path: (c) => `/teams/${c.team}/members`, expect: [401, 404, 200, 200, 200, 200, 200] },
+  {
+    name: 'GET /teams/{t}/activity',
+    method: 'GET',
+    path: (c) => `/teams/${c.team}/activity`,
+    expect: [401, 404, 200, 200, 200, 200, 200],
+  },
+  {
+    name: 'GET /teams/{t}/activity (inactive)',
+    inactive: true,
+    method: 'GET',
+    path: (c) => `/teams/${c.team}/activity`,
+    expect: [401, 404, 200, 200, 200, 200, 200],
+  },
+  {
+    name: 'GET /events?scope=team:{uuid}',
+    method: 'GET',
+    path: (c) => `/events?scope=team:${c.uuid}`,
+    expect: [401, 404, 200, 200, 200, 200, 200],
+  },
+  {
+    name: 'GET /events/{id} of a team event',
+    event: true,
+    method: 'GET',
+    path: (c) => `/events/${c.event}`,
+    expect: [401, 404, 200, 200, 200, 200, 200],
+  },
+  {
+    name: 'GET /check-team-slug (free)',
+    method: 'GET',
+    path: (c) => `/check-team-slug?slug=free-${c.n}`,
+    expect: [200, 200, 200, 200, 200, 200, 200],
+  },
+  {
+    name: 'GET /check-team-slug (taken)',
+    method: 'GET',
+    path: (c) => `/check-team-slug?slug=${c.team}`,
+    expect: [409, 409, 409, 409, 409, 409, 409],
+  },
+  {
+    name: 'GET /teams/{t}/members',
+    method: 'GET',
+    path: (c) => `/teams/${c.team}/members`,
+    expect: [401, 404, 200, 200, 200, 200, 200],
+  },
   {
     name: 'POST /teams/{t}/members',
     method: 'POST',
@@ -83,7 +138,12 @@ const ROWS: Row[] = [
     body: () => ({ username: 'newbie', role: 'member' }),
     expect: [401, 404, 403, 403, 403, 403, 201],
   },
-  { name: 'GET /teams/{t}/members/{u}', method: 'GET', path: (c) => `/teams/${c.team}/members/target`, expect: [401, 404, 200, 200, 200, 200, 200] },
+  {
+    name: 'GET /teams/{t}/members/{u}',
+    method: 'GET',
+    path: (c) => `/teams/${c.team}/members/target`,
+    expect: [401, 404, 200, 200, 200, 200, 200],
+  },
   {
     name: 'PUT /teams/{t}/members/{u}',
     method: 'PUT',
@@ -99,7 +159,12 @@ const ROWS: Row[] = [
     body: () => ({ role: 'maintainer' }),
     expect: [401, 404, 403, 403, 403, 403, 200],
   },
-  { name: 'DELETE /teams/{t}/members/{u}', method: 'DELETE', path: (c) => `/teams/${c.team}/members/target`, expect: [401, 404, 403, 403, 403, 204, 204] },
+  {
+    name: 'DELETE /teams/{t}/members/{u}',
+    method: 'DELETE',
+    path: (c) => `/teams/${c.team}/members/target`,
+    expect: [401, 404, 403, 403, 403, 204, 204],
+  },
   {
     name: 'DELETE /teams/{t}/members/{u} (inactive)',
     inactive: true,
@@ -108,7 +173,12 @@ const ROWS: Row[] = [
     expect: [401, 404, 403, 403, 403, 403, 204],
   },
   // leaving: the owner is the only owner (409 last_owner); staff are not members (404)
-  { name: 'DELETE /teams/{t}/members/{me}', method: 'DELETE', path: (c) => `/teams/${c.team}/members/${c.me}`, expect: [401, 404, 204, 204, 204, 409, 404] },
+  {
+    name: 'DELETE /teams/{t}/members/{me}',
+    method: 'DELETE',
+    path: (c) => `/teams/${c.team}/members/${c.me}`,
+    expect: [401, 404, 204, 204, 204, 409, 404],
+  },
   {
     name: 'DELETE /teams/{t}/members/{me} (inactive)',
     inactive: true,
@@ -116,9 +186,24 @@ const ROWS: Row[] = [
     path: (c) => `/teams/${c.team}/members/${c.me}`,
     expect: [401, 404, 204, 204, 204, 409, 404],
   },
-  { name: 'GET /suggest-users', method: 'GET', path: () => '/suggest-users?name=tar', expect: [200, 200, 200, 200, 200, 200, 200] },
-  { name: 'GET /suggest-users?team_slug', method: 'GET', path: (c) => `/suggest-users?name=tar&team_slug=${c.team}`, expect: [404, 404, 200, 200, 200, 200, 200] },
-  { name: 'GET /users/{u}/activity', method: 'GET', path: () => '/users/target/activity', expect: [401, 200, 200, 200, 200, 200, 200] },
+  {
+    name: 'GET /suggest-users',
+    method: 'GET',
+    path: () => '/suggest-users?name=tar',
+    expect: [200, 200, 200, 200, 200, 200, 200],
+  },
+  {
+    name: 'GET /suggest-users?team_slug',
+    method: 'GET',
+    path: (c) => `/suggest-users?name=tar&team_slug=${c.team}`,
+    expect: [404, 404, 200, 200, 200, 200, 200],
+  },
+  {
+    name: 'GET /users/{u}/activity',
+    method: 'GET',
+    path: () => '/users/target/activity',
+    expect: [401, 200, 200, 200, 200, 200, 200],
+  },
 ];
 
 for (const dialect of DIALECTS) {
@@ -129,7 +214,8 @@ for (const dialect of DIALECTS) {
 
     before(async () => {
       t = await startApp(dialect);
-      for (const name of ['outsider', 'reader', 'member', 'maintainer', 'owner', 'target', 'newbie'] as const) users[name] = await t.user(name);
+      for (const name of ['outsider', 'reader', 'member', 'maintainer', 'owner', 'target', 'newbie'] as const)
+        users[name] = await t.user(name);
       users.staff = await t.user('staffer', { staff: true });
     });
     after(() => t.close());

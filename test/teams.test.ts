@@ -13,9 +13,19 @@ for (const dialect of DIALECTS) {
     let bob: { token: string; uuid: string; username: string };
     let carol: { token: string; uuid: string; username: string };
 
-    const allTeams = async () => (await t.req('GET', '/api/v1/teams?all=true&per_page=100')).body.results as Array<{ slug: string; name: string; is_active: boolean }>;
+    const allTeams = async () =>
+      (await t.req('GET', '/api/v1/teams?all=true&per_page=100')).body.results as Array<{
+        slug: string;
+        name: string;
+        is_active: boolean;
+      }>;
     const teamEvents = async (uuid: string) =>
-      (await t.req('GET', `/api/v1/events?scope=team:${uuid}&per_page=100`)).body.results as Array<{ kind: string; scopes: string[]; actor: { username: string } | null; payload: Record<string, unknown> }>;
+      (await t.req('GET', `/api/v1/events?scope=team:${uuid}&per_page=100`)).body.results as Array<{
+        kind: string;
+        scopes: string[];
+        actor: { username: string } | null;
+        payload: Record<string, unknown>;
+      }>;
 
     before(async () => {
       t = await startApp(dialect);
@@ -88,7 +98,11 @@ for (const dialect of DIALECTS) {
           assert.equal(res.status, 400, JSON.stringify(body));
           assert.ok(isErrorBody(res.body, 'invalid_request'), JSON.stringify(res.body));
         }
-        const bad = await t.req('POST', '/api/v1/teams', { token: bob.token, rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
+        const bad = await t.req('POST', '/api/v1/teams', {
+          token: bob.token,
+          rawBody: '{"name":',
+          headers: { 'content-type': 'application/json' },
+        });
         assert.equal(bad.status, 400);
         assert.deepEqual(await allTeams(), before);
       });
@@ -138,16 +152,25 @@ for (const dialect of DIALECTS) {
         await seedTeam(t, 'list-other', []);
         const all = await t.req('GET', '/api/v1/teams', { token: c1.token });
         assert.equal(all.status, 200);
-        assert.deepEqual(all.body.results.map((x: { slug: string }) => x.slug), ['list-1', 'list-2', 'list-3', 'list-4']);
+        assert.deepEqual(
+          all.body.results.map((x: { slug: string }) => x.slug),
+          ['list-1', 'list-2', 'list-3', 'list-4'],
+        );
         assert.deepEqual(Object.keys(all.body.results[0]).sort(), TEAM_KEYS);
         assert.equal(all.body.next, null);
         assert.equal(all.body.previous, null);
         const p1 = await t.req('GET', '/api/v1/teams?per_page=2', { token: c1.token });
-        assert.deepEqual(p1.body.results.map((x: { slug: string }) => x.slug), ['list-1', 'list-2']);
+        assert.deepEqual(
+          p1.body.results.map((x: { slug: string }) => x.slug),
+          ['list-1', 'list-2'],
+        );
         assert.equal(p1.body.next, '/api/v1/teams?per_page=2&page=2');
         assert.equal(p1.body.previous, null);
         const p2 = await t.req('GET', p1.body.next, { token: c1.token });
-        assert.deepEqual(p2.body.results.map((x: { slug: string }) => x.slug), ['list-3', 'list-4']);
+        assert.deepEqual(
+          p2.body.results.map((x: { slug: string }) => x.slug),
+          ['list-3', 'list-4'],
+        );
         assert.equal(p2.body.next, null);
         assert.equal(p2.body.previous, '/api/v1/teams?per_page=2&page=1');
         const explicitFalse = await t.req('GET', '/api/v1/teams?all=false', { token: c1.token });
@@ -260,7 +283,10 @@ for (const dialect of DIALECTS) {
       it('is_active is staff only (403 for the owner, even unchanged)', async () => {
         const before = (await t.req('GET', '/api/v1/teams/ren-2')).body;
         for (const is_active of [false, true]) {
-          const res = await t.req('PUT', '/api/v1/teams/ren-2', { token: alice.token, body: { name: 'X', slug: 'ren-2', is_active } });
+          const res = await t.req('PUT', '/api/v1/teams/ren-2', {
+            token: alice.token,
+            body: { name: 'X', slug: 'ren-2', is_active },
+          });
           assert.equal(res.status, 403);
           assert.ok(isErrorBody(res.body, 'forbidden'));
         }
@@ -273,7 +299,10 @@ for (const dialect of DIALECTS) {
         const m = await t.req('PUT', '/api/v1/teams/ren-2', { token: bob.token, body: { name: 'Bob was here', slug: 'ren-2' } });
         assert.equal(m.status, 403);
         assert.ok(isErrorBody(m.body, 'forbidden'));
-        const o = await t.req('PUT', '/api/v1/teams/ren-2', { token: carol.token, body: { name: 'Carol was here', slug: 'ren-2' } });
+        const o = await t.req('PUT', '/api/v1/teams/ren-2', {
+          token: carol.token,
+          body: { name: 'Carol was here', slug: 'ren-2' },
+        });
         assert.equal(o.status, 404);
         assert.ok(isErrorBody(o.body, 'not_found'));
         assert.deepEqual((await t.req('GET', '/api/v1/teams/ren-2')).body, before);
@@ -282,7 +311,8 @@ for (const dialect of DIALECTS) {
 
     describe('inactive teams', () => {
       it('staff deactivate; members still read; owners cannot change it or its members; staff can; members may leave', async () => {
-        const team = (await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Sleepy', slug: 'sleepy' } })).body;
+        const team = (await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Sleepy', slug: 'sleepy' } }))
+          .body;
         await t.req('POST', '/api/v1/teams/sleepy/members', { token: alice.token, body: { username: 'bob', role: 'member' } });
         const off = await t.req('PUT', '/api/v1/teams/sleepy', { body: { name: 'Sleepy', slug: 'sleepy', is_active: false } });
         assert.equal(off.status, 200);
@@ -294,12 +324,19 @@ for (const dialect of DIALECTS) {
         assert.equal(read.body.is_active, false);
         assert.equal((await t.req('GET', '/api/v1/teams/sleepy/members', { token: bob.token })).status, 200);
         assert.equal((await t.req('GET', '/api/v1/teams/sleepy/activity', { token: bob.token })).status, 200);
-        assert.ok((await t.req('GET', '/api/v1/teams', { token: bob.token })).body.results.some((x: { slug: string }) => x.slug === 'sleepy'));
+        assert.ok(
+          (await t.req('GET', '/api/v1/teams', { token: bob.token })).body.results.some(
+            (x: { slug: string }) => x.slug === 'sleepy',
+          ),
+        );
 
         const membersBefore = (await t.req('GET', '/api/v1/teams/sleepy/members')).body;
         const refusals = [
           await t.req('PUT', '/api/v1/teams/sleepy', { token: alice.token, body: { name: 'Awake', slug: 'sleepy' } }),
-          await t.req('POST', '/api/v1/teams/sleepy/members', { token: alice.token, body: { username: 'carol', role: 'member' } }),
+          await t.req('POST', '/api/v1/teams/sleepy/members', {
+            token: alice.token,
+            body: { username: 'carol', role: 'member' },
+          }),
           await t.req('PUT', '/api/v1/teams/sleepy/members/bob', { token: alice.token, body: { role: 'owner' } }),
           await t.req('DELETE', '/api/v1/teams/sleepy/members/bob', { token: alice.token }),
         ];
@@ -311,7 +348,10 @@ for (const dialect of DIALECTS) {
         assert.deepEqual((await t.req('GET', '/api/v1/teams/sleepy/members')).body, membersBefore);
 
         // staff may manage it
-        assert.equal((await t.req('POST', '/api/v1/teams/sleepy/members', { body: { username: 'carol', role: 'reader' } })).status, 201);
+        assert.equal(
+          (await t.req('POST', '/api/v1/teams/sleepy/members', { body: { username: 'carol', role: 'reader' } })).status,
+          201,
+        );
         assert.equal((await t.req('PUT', '/api/v1/teams/sleepy/members/carol', { body: { role: 'member' } })).status, 200);
         // a member may leave
         assert.equal((await t.req('DELETE', '/api/v1/teams/sleepy/members/carol', { token: carol.token })).status, 204);
@@ -319,7 +359,10 @@ for (const dialect of DIALECTS) {
         const on = await t.req('PUT', '/api/v1/teams/sleepy', { body: { name: 'Sleepy', slug: 'sleepy', is_active: true } });
         assert.equal(on.status, 200);
         assert.equal(on.body.is_active, true);
-        assert.equal((await t.req('PUT', '/api/v1/teams/sleepy', { token: alice.token, body: { name: 'Awake', slug: 'sleepy' } })).status, 200);
+        assert.equal(
+          (await t.req('PUT', '/api/v1/teams/sleepy', { token: alice.token, body: { name: 'Awake', slug: 'sleepy' } })).status,
+          200,
+        );
       });
     });
 
@@ -352,7 +395,10 @@ for (const dialect of DIALECTS) {
 
       it('the suggestion fits the 39-character limit', async () => {
         const long = 'l'.repeat(39);
-        assert.equal((await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'long', slug: long } })).status, 201);
+        assert.equal(
+          (await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'long', slug: long } })).status,
+          201,
+        );
         const res = await t.req('GET', `/api/v1/check-team-slug?slug=${long}`, { token: null });
         assert.equal(res.status, 409);
         assert.equal(res.body.suggestion, `${'l'.repeat(37)}-2`);
@@ -406,7 +452,10 @@ for (const dialect of DIALECTS) {
       it('at most 10 results, ordered by username', async () => {
         const res = await t.req('GET', '/api/v1/suggest-users?name=zed');
         assert.equal(res.status, 200);
-        assert.deepEqual(names(res), Array.from({ length: 10 }, (_, i) => `zed${String(i).padStart(2, '0')}`));
+        assert.deepEqual(
+          names(res),
+          Array.from({ length: 10 }, (_, i) => `zed${String(i).padStart(2, '0')}`),
+        );
       });
 
       it('matches a whole email only, and can combine with name', async () => {
@@ -414,7 +463,11 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(names(await t.req('GET', '/api/v1/suggest-users?email=BOB@Example.com', { token: null })), ['bob']);
         assert.deepEqual(names(await t.req('GET', '/api/v1/suggest-users?email=bob@example', { token: null })), []);
         assert.deepEqual(names(await t.req('GET', '/api/v1/suggest-users?email=bob', { token: null })), []);
-        assert.deepEqual(names(await t.req('GET', '/api/v1/suggest-users?email=cara@example.com', { token: null })), [], 'inactive');
+        assert.deepEqual(
+          names(await t.req('GET', '/api/v1/suggest-users?email=cara@example.com', { token: null })),
+          [],
+          'inactive',
+        );
         const both = await t.req('GET', '/api/v1/suggest-users?name=sa&email=bob@example.com', { token: null });
         assert.deepEqual(names(both), ['bob', 'sam']);
         assert.ok(!both.text.includes('@'), 'no email in the response');
@@ -428,7 +481,11 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(names(res), ['bob']);
         assert.deepEqual(names(await t.req('GET', '/api/v1/suggest-users?name=c&team_slug=acme', { token: alice.token })), []);
         assert.deepEqual(names(await t.req('GET', '/api/v1/suggest-users?name=a&team_slug=acme')), ['alice']);
-        for (const [token, slug] of [[null, 'acme'], [carol.token, 'acme'], [alice.token, 'no-such-team']] as const) {
+        for (const [token, slug] of [
+          [null, 'acme'],
+          [carol.token, 'acme'],
+          [alice.token, 'no-such-team'],
+        ] as const) {
           const r = await t.req('GET', `/api/v1/suggest-users?name=a&team_slug=${slug}`, { token });
           assert.equal(r.status, 404);
           assert.ok(isErrorBody(r.body, 'not_found'));

@@ -55,7 +55,11 @@ for (const dialect of DIALECTS) {
         assert.equal(res.body.revoked_at, null);
         assert.match(res.body.created_at, ISO_MS);
 
-        const row = await t.deps.db.selectFrom('api_tokens').selectAll().where('uuid', '=', res.body.uuid).executeTakeFirstOrThrow();
+        const row = await t.deps.db
+          .selectFrom('api_tokens')
+          .selectAll()
+          .where('uuid', '=', res.body.uuid)
+          .executeTakeFirstOrThrow();
         assert.equal(row.token_hash, createHash('sha256').update(res.body.token).digest('hex'));
         assert.ok(!Object.values(row).some((v) => typeof v === 'string' && v.includes(res.body.token.slice(5))));
 
@@ -95,8 +99,24 @@ for (const dialect of DIALECTS) {
         const none = await create(alice.token, { name: 'never', expires_at: null });
         assert.equal(none.expires_at, null);
         const past = new Date(Date.now() - 60_000).toISOString();
-        const impossible = ['2099-02-30T00:00:00Z', '2099-04-31T00:00:00Z', '2099-02-29T00:00:00Z', '2099-01-01T24:00:00Z', '2099-01-01T12:60:00Z', '2099-01-01T00:00:00+23:60'];
-        for (const expires_at of [past, '2000-01-01T00:00:00Z', 'tomorrow', '2099-13-01T00:00:00Z', '2099-01-01', '', 17, ...impossible]) {
+        const impossible = [
+          '2099-02-30T00:00:00Z',
+          '2099-04-31T00:00:00Z',
+          '2099-02-29T00:00:00Z',
+          '2099-01-01T24:00:00Z',
+          '2099-01-01T12:60:00Z',
+          '2099-01-01T00:00:00+23:60',
+        ];
+        for (const expires_at of [
+          past,
+          '2000-01-01T00:00:00Z',
+          'tomorrow',
+          '2099-13-01T00:00:00Z',
+          '2099-01-01',
+          '',
+          17,
+          ...impossible,
+        ]) {
           const res = await refused(400, 'invalid_request', 'POST', '/api/v1/api-tokens', {
             token: alice.token,
             body: { name: 'x', expires_at },
@@ -106,7 +126,14 @@ for (const dialect of DIALECTS) {
       });
 
       it('validates name and rejects unknown properties', async () => {
-        for (const body of [{}, { name: '' }, { name: '   ' }, { name: 'x'.repeat(101) }, { name: 3 }, { name: 'x', scopes: ['all'] }]) {
+        for (const body of [
+          {},
+          { name: '' },
+          { name: '   ' },
+          { name: 'x'.repeat(101) },
+          { name: 3 },
+          { name: 'x', scopes: ['all'] },
+        ]) {
           await refused(400, 'invalid_request', 'POST', '/api/v1/api-tokens', { token: alice.token, body });
         }
       });
@@ -123,9 +150,15 @@ for (const dialect of DIALECTS) {
         assert.equal(ev.actor?.username, 'admin');
         assert.equal(ev.payload.username, 'bob');
 
-        const res = await refused(403, 'forbidden', 'POST', '/api/v1/api-tokens', { token: alice.token, body: { name: 'x', username: 'bob' } });
+        const res = await refused(403, 'forbidden', 'POST', '/api/v1/api-tokens', {
+          token: alice.token,
+          body: { name: 'x', username: 'bob' },
+        });
         assert.match(res.body.detail, /staff/);
-        await refused(403, 'forbidden', 'POST', '/api/v1/api-tokens', { token: alice.token, body: { name: 'x', username: 'nobody' } });
+        await refused(403, 'forbidden', 'POST', '/api/v1/api-tokens', {
+          token: alice.token,
+          body: { name: 'x', username: 'nobody' },
+        });
         await refused(404, 'not_found', 'POST', '/api/v1/api-tokens', { body: { name: 'x', username: 'nobody' } });
       });
     });
@@ -153,7 +186,9 @@ for (const dialect of DIALECTS) {
 
       it('ordering accepts the six values and nothing else', async () => {
         const order = async (o: string) =>
-          (await t.req('GET', `/api/v1/api-tokens?ordering=${o}`, { token: carol.token })).body.results.map((x: { name: string }) => x.name);
+          (await t.req('GET', `/api/v1/api-tokens?ordering=${o}`, { token: carol.token })).body.results.map(
+            (x: { name: string }) => x.name,
+          );
         assert.deepEqual(await order('created_at'), ['test', 'b', 'a', 'c']);
         assert.deepEqual(await order('-created_at'), ['c', 'a', 'b', 'test']);
         assert.deepEqual(await order('name'), ['a', 'b', 'c', 'test']);
@@ -282,7 +317,10 @@ for (const dialect of DIALECTS) {
           ['GET', '/api/v1/api-tokens'],
           ['POST', '/api/v1/api-tokens'],
         ] as const) {
-          const denied = await refused(401, 'unauthorized', method, url, { token: tok.token, body: method === 'POST' ? { name: 'x' } : undefined });
+          const denied = await refused(401, 'unauthorized', method, url, {
+            token: tok.token,
+            body: method === 'POST' ? { name: 'x' } : undefined,
+          });
           assert.equal(denied.headers['www-authenticate'], WWW);
         }
         const again = await t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: alice.token });
@@ -300,9 +338,16 @@ for (const dialect of DIALECTS) {
           const results = await Promise.all(
             Array.from({ length: 4 }, () => t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: alice.token })),
           );
-          assert.deepEqual(results.map((r) => r.status), [200, 200, 200, 200]);
+          assert.deepEqual(
+            results.map((r) => r.status),
+            [200, 200, 200, 200],
+          );
           assert.equal(new Set(results.map((r) => r.body.revoked_at)).size, 1, 'one revoked_at');
-          const stored = await t.deps.db.selectFrom('api_tokens').select('revoked_at').where('uuid', '=', tok.uuid).executeTakeFirstOrThrow();
+          const stored = await t.deps.db
+            .selectFrom('api_tokens')
+            .select('revoked_at')
+            .where('uuid', '=', tok.uuid)
+            .executeTakeFirstOrThrow();
           assert.equal(stored.revoked_at, results[0]!.body.revoked_at);
           assert.equal(await countRows(t, 'events'), before + 1, 'one token-revoked event');
         }
@@ -324,7 +369,9 @@ for (const dialect of DIALECTS) {
         assert.equal((await t.req('GET', '/api/v1/user', { token: tok.token })).status, 401);
         const ev = (await events(alice.uuid, 'token-revoked')).at(-1)!;
         assert.equal(ev.actor?.username, 'admin');
-        await refused(404, 'not_found', 'PUT', '/api/v1/api-tokens/00000000-0000-4000-8000-000000000000/revoke', { token: bob.token });
+        await refused(404, 'not_found', 'PUT', '/api/v1/api-tokens/00000000-0000-4000-8000-000000000000/revoke', {
+          token: bob.token,
+        });
       });
 
       it('takes no body: an empty object is fine, anything else is 400 and changes nothing', async () => {

@@ -128,7 +128,16 @@ for (const dialect of DIALECTS) {
 
       it('the path is case-insensitive; unknown users and path tricks are 404 or 400', async () => {
         assert.equal((await t.req('GET', '/api/v1/users/ALICE', { token: bob.token })).body.uuid, alice.uuid);
-        for (const path of ['nobody', '..%2Fadmin', '%2e%2e', 'alice%2F..%2Fbob', 'alice%20', '%20alice', 'admin%2Fapi-tokens', alice.uuid]) {
+        for (const path of [
+          'nobody',
+          '..%2Fadmin',
+          '%2e%2e',
+          'alice%2F..%2Fbob',
+          'alice%20',
+          '%20alice',
+          'admin%2Fapi-tokens',
+          alice.uuid,
+        ]) {
           await refused(404, 'not_found', 'GET', `/api/v1/users/${path}`, { token: bob.token });
         }
         await refused(400, 'invalid_request', 'GET', `/api/v1/users/${'a'.repeat(201)}`, { token: bob.token });
@@ -149,11 +158,15 @@ for (const dialect of DIALECTS) {
 
       it('search matches username, display name or email, case-insensitively; % and _ are literal', async () => {
         await t.req('POST', '/api/v1/users', { body: { username: 'srch1', email: 'one@findme.test', display_name: 'Zed' } });
-        await t.req('POST', '/api/v1/users', { body: { username: 'srch2', email: 'two@example.com', display_name: 'Findme Person' } });
+        await t.req('POST', '/api/v1/users', {
+          body: { username: 'srch2', email: 'two@example.com', display_name: 'Findme Person' },
+        });
         await t.req('POST', '/api/v1/users', { body: { username: 'find_me', email: 'three@example.com' } });
         // sorted: users created in the same millisecond are listed in uuid order
         const names = async (q: string) =>
-          (await t.req('GET', `/api/v1/users?search=${encodeURIComponent(q)}`)).body.results.map((u: { username: string }) => u.username).sort();
+          (await t.req('GET', `/api/v1/users?search=${encodeURIComponent(q)}`)).body.results
+            .map((u: { username: string }) => u.username)
+            .sort();
         assert.deepEqual(await names('FINDME'), ['srch1', 'srch2']);
         assert.deepEqual(await names('find_me'), ['find_me']);
         assert.deepEqual(await names('zed'), ['srch1']);
@@ -192,7 +205,10 @@ for (const dialect of DIALECTS) {
       });
 
       it('emits user-updated naming the fields but never the password', async () => {
-        await t.req('PUT', '/api/v1/users/alice', { token: alice.token, body: { display_name: 'A', password: 'another secret' } });
+        await t.req('PUT', '/api/v1/users/alice', {
+          token: alice.token,
+          body: { display_name: 'A', password: 'another secret' },
+        });
         const events = await t.req('GET', `/api/v1/events?scope=user:${alice.uuid}&kind=user-updated`, { token: alice.token });
         const last = events.body.results.at(-1);
         assert.deepEqual(last.payload.fields.sort(), ['display_name']);
@@ -252,7 +268,13 @@ for (const dialect of DIALECTS) {
       });
 
       it('validates the body', async () => {
-        for (const body of [{ email: 'nope' }, { password: '1234567' }, { ping_mentions: 'all' }, { username: 'rename' }, { display_name: null }]) {
+        for (const body of [
+          { email: 'nope' },
+          { password: '1234567' },
+          { ping_mentions: 'all' },
+          { username: 'rename' },
+          { display_name: null },
+        ]) {
           await refused(400, 'invalid_request', 'PUT', '/api/v1/users/bob', { token: bob.token, body });
         }
       });
@@ -328,7 +350,14 @@ for (const dialect of DIALECTS) {
       });
 
       it('a missing or malformed name is 400', async () => {
-        for (const q of ['', '?username=', '?username=-x', '?username=a%20b', `?username=${'a'.repeat(40)}`, '?username=%C3%A5']) {
+        for (const q of [
+          '',
+          '?username=',
+          '?username=-x',
+          '?username=a%20b',
+          `?username=${'a'.repeat(40)}`,
+          '?username=%C3%A5',
+        ]) {
           const res = await t.req('GET', `/api/v1/check-username${q}`, { token: null });
           assert.equal(res.status, 400, q);
           assert.ok(isErrorBody(res.body, 'invalid_request'));
@@ -368,7 +397,10 @@ for (const dialect of DIALECTS) {
       it('an existing user of that name is left alone: not promoted, no token made', async () => {
         const before = await snapshot(t);
         const secret = 'weft_bootstrap_for_alice_0123456789';
-        const created = await bootstrapAdmin({ ...t.deps, config: { ...t.deps.config, bootstrapAdminUsername: 'alice', bootstrapAdminToken: secret } });
+        const created = await bootstrapAdmin({
+          ...t.deps,
+          config: { ...t.deps.config, bootstrapAdminUsername: 'alice', bootstrapAdminToken: secret },
+        });
         assert.equal(created, false);
         assert.deepEqual(await snapshot(t), before);
         assert.equal((await t.req('GET', '/api/v1/user', { token: secret })).status, 401);
@@ -388,7 +420,11 @@ describe('CLI (spawned against a temp DATA_DIR)', () => {
       assert.match(migrate.stdout, /applied: 001_foundation, 002_teams_repos_pulls/);
 
       const [created, usage, badEmail, unknownCmd, badFlag, badConfig] = await Promise.all([
-        runTs('src/cli.ts', ['create-user', 'Grace', '--email', 'grace@example.com', '--staff', '--display-name', 'Grace H'], env),
+        runTs(
+          'src/cli.ts',
+          ['create-user', 'Grace', '--email', 'grace@example.com', '--staff', '--display-name', 'Grace H'],
+          env,
+        ),
         runTs('src/cli.ts', ['create-user', 'nomail'], env),
         runTs('src/cli.ts', ['create-user', 'x', '--email', 'nope'], env),
         runTs('src/cli.ts', ['frobnicate'], env),

@@ -37,9 +37,7 @@ export async function migrateToLatest(db: Kysely<unknown>, dialect: Dialect): Pr
         .addColumn('name', 'text', (c) => c.primaryKey())
         .addColumn('applied_at', 'text', (c) => c.notNull())
         .execute();
-      const done = new Set(
-        (await sql<{ name: string }>`select name from weft_migrations`.execute(conn)).rows.map((r) => r.name),
-      );
+      const done = new Set((await sql<{ name: string }>`select name from weft_migrations`.execute(conn)).rows.map((r) => r.name));
       for (const migration of MIGRATIONS) {
         if (done.has(migration.name)) continue;
         await conn.transaction().execute(async (trx) => {

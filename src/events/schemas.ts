@@ -16,7 +16,10 @@ export const Event = Type.Object(
 const Cursor = Type.String({ pattern: '^[0-9]{1,15}$', description: 'an event id' });
 
 export const EventsQuery = Type.Object({
-  scope: Type.String({ maxLength: 100, description: 'user:UUID, team:UUID, repo:UUID, thread:UUID, reply:UUID, pull:UUID, review:UUID or timer:UUID' }),
+  scope: Type.String({
+    maxLength: 100,
+    description: 'user:UUID, team:UUID, repo:UUID, thread:UUID, reply:UUID, pull:UUID, review:UUID or timer:UUID',
+  }),
   kind: Type.Optional(Type.String({ maxLength: 100 })),
   before_id: Type.Optional(Cursor),
   after_id: Type.Optional(Cursor),

@@ -6,9 +6,7 @@ import type { Viewer } from '../viewer.ts';
 export const SCOPE_KINDS = ['user', 'team', 'repo', 'thread', 'reply', 'pull', 'review', 'timer'] as const;
 export type ScopeKind = (typeof SCOPE_KINDS)[number];
 
-const SCOPE_RE = new RegExp(
-  `^(${SCOPE_KINDS.join('|')}):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`,
-);
+const SCOPE_RE = new RegExp(`^(${SCOPE_KINDS.join('|')}):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`);
 
 export function parseScope(scope: string): { kind: ScopeKind; id: string } {
   const match = SCOPE_RE.exec(scope);

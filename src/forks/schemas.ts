@@ -19,7 +19,8 @@ export const CreateForkQuery = Type.Object({
     Type.String({
       minLength: 1,
       maxLength: 100,
-      description: "fork into this team (the caller must be a maintainer or owner of it); without it, into the caller's user namespace",
+      description:
+        "fork into this team (the caller must be a maintainer or owner of it); without it, into the caller's user namespace",
     }),
   ),
 });

@@ -25,7 +25,13 @@ async function usernameOf(db: Kysely<DB>, uuid: string): Promise<string> {
   return (await db.selectFrom('users').select('username').where('uuid', '=', uuid).executeTakeFirst())?.username ?? '';
 }
 
-async function forkToJson(db: Kysely<DB>, fork: ForkRow, publicUrl: string, repo?: RepoJson, sourceFullName?: string): Promise<ForkJson> {
+async function forkToJson(
+  db: Kysely<DB>,
+  fork: ForkRow,
+  publicUrl: string,
+  repo?: RepoJson,
+  sourceFullName?: string,
+): Promise<ForkJson> {
   return {
     uuid: fork.uuid,
     source_repo_uuid: fork.source_repo_uuid,

@@ -41,7 +41,14 @@ export function installJsonParser(app: FastifyInstance): void {
     // Bodies are read as sent: a compressed one would otherwise be parsed as if it were plain.
     const encoding = req.headers['content-encoding']?.trim().toLowerCase();
     if (encoding && encoding !== 'identity') {
-      return done(new AppError(415, 'unsupported_media_type', `Content-Encoding "${encoding}" is not supported; send the body uncompressed.`), undefined);
+      return done(
+        new AppError(
+          415,
+          'unsupported_media_type',
+          `Content-Encoding "${encoding}" is not supported; send the body uncompressed.`,
+        ),
+        undefined,
+      );
     }
     const buffer = body as Buffer;
     if (buffer.length === 0) return done(null, undefined);

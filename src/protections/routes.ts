@@ -79,7 +79,14 @@ export async function protectionsRoutes(app: FastifyInstance, { deps }: { deps: 
 
     r.get(
       `${base}/:protection_uuid`,
-      { schema: { tags, summary: 'Get a branch protection (read access)', params: protectionParams, response: { 200: Protection } } },
+      {
+        schema: {
+          tags,
+          summary: 'Get a branch protection (read access)',
+          params: protectionParams,
+          response: { 200: Protection },
+        },
+      },
       async (request) => {
         const params = request.params as ProtectionParams;
         return getProtection(deps, requireViewer(request), repoRef(params), params.protection_uuid);
@@ -155,7 +162,13 @@ export async function protectionsRoutes(app: FastifyInstance, { deps }: { deps: 
       },
       async (request, reply) => {
         const params = request.params as ProtectionParams;
-        const row = await addApprover(deps, requireViewer(request), repoRef(params), params.protection_uuid, request.body.username);
+        const row = await addApprover(
+          deps,
+          requireViewer(request),
+          repoRef(params),
+          params.protection_uuid,
+          request.body.username,
+        );
         return reply.status(201).send(row);
       },
     );

@@ -157,7 +157,11 @@ export async function updateProtection(
     if (Object.keys(changes).length === 0) return protectionToJson(row);
     const updated = { ...row, ...changes, updated_at: nowIso() };
     try {
-      await tx.db.updateTable('protections').set({ ...changes, updated_at: updated.updated_at }).where('uuid', '=', row.uuid).execute();
+      await tx.db
+        .updateTable('protections')
+        .set({ ...changes, updated_at: updated.updated_at })
+        .where('uuid', '=', row.uuid)
+        .execute();
     } catch (err) {
       if (isUniqueViolation(err)) throw duplicateBranch(String(changes.branch));
       throw err;

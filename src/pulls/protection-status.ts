@@ -88,7 +88,12 @@ export async function pullProtectionStatus(db: Kysely<DB>, repo: RepoRow, pull: 
   const approvedBy: string[] = [];
   for (const review of latest.values()) {
     if (review.status !== 'approved' || review.author_uuid === pull.author_uuid) continue;
-    const reviewer = { uuid: review.author_uuid, username: review.username, is_staff: review.is_staff, is_active: review.is_active };
+    const reviewer = {
+      uuid: review.author_uuid,
+      username: review.username,
+      is_staff: review.is_staff,
+      is_active: review.is_active,
+    };
     if (!(await approvalCounts(db, reviewer, repo, approverUuids))) continue;
     approvedBy.push(review.username);
   }

@@ -136,10 +136,7 @@ export async function listReviews(
 }
 
 async function findReview(db: Kysely<DB>, pull: PullRow, reviewUuid: string): Promise<ReviewWithNames> {
-  const row = await reviewsWithNames(db)
-    .where('r.uuid', '=', reviewUuid)
-    .where('r.pull_uuid', '=', pull.uuid)
-    .executeTakeFirst();
+  const row = await reviewsWithNames(db).where('r.uuid', '=', reviewUuid).where('r.pull_uuid', '=', pull.uuid).executeTakeFirst();
   if (!row) throw notFound('Review');
   return row;
 }
@@ -156,13 +153,7 @@ export async function getReview(
 }
 
 /** Soft removal: the review stays readable with removed_at set and stops counting. Idempotent. */
-export async function removeReview(
-  deps: Deps,
-  viewer: Viewer,
-  ref: RepoRef,
-  number: number,
-  reviewUuid: string,
-): Promise<void> {
+export async function removeReview(deps: Deps, viewer: Viewer, ref: RepoRef, number: number, reviewUuid: string): Promise<void> {
   const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
   const review = await findReview(deps.db, pull, reviewUuid);
   if (review.author_uuid !== viewer.uuid && !levelAtLeast(access.level, 'maintain')) {

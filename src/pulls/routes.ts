@@ -111,8 +111,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 201: Pull, ...errors(403) },
         },
       },
-      async (request, reply) =>
-        reply.status(201).send(await createPull(deps, ...onRepo(request), request.body)),
+      async (request, reply) => reply.status(201).send(await createPull(deps, ...onRepo(request), request.body)),
     );
 
     r.get(
@@ -133,8 +132,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: Pull, ...errors(403, 409) },
         },
       },
-      async (request) =>
-        updatePull(deps, ...onPull(request), request.body),
+      async (request) => updatePull(deps, ...onPull(request), request.body),
     );
 
     r.post(
@@ -153,8 +151,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           if (request.body === undefined || request.body === null) request.body = {};
         },
       },
-      async (request) =>
-mergePull(deps, ...onPull(request), request.body.merge_strategy),
+      async (request) => mergePull(deps, ...onPull(request), request.body.merge_strategy),
     );
 
     r.get(
@@ -201,10 +198,7 @@ mergePull(deps, ...onPull(request), request.body.merge_strategy),
           response: { 201: Review, ...errors(403, 409) },
         },
       },
-      async (request, reply) =>
-        reply
-          .status(201)
-          .send(await createReview(deps, ...onPull(request), request.body)),
+      async (request, reply) => reply.status(201).send(await createReview(deps, ...onPull(request), request.body)),
     );
 
     r.get(
@@ -217,8 +211,7 @@ mergePull(deps, ...onPull(request), request.body.merge_strategy),
           response: { 200: Review },
         },
       },
-      async (request) =>
-        getReview(deps, ...onPull(request), reviewUuidOf(request)),
+      async (request) => getReview(deps, ...onPull(request), reviewUuidOf(request)),
     );
 
     r.delete(

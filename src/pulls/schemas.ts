@@ -55,9 +55,7 @@ export const UpdatePullBody = StrictObject({
     Type.String({ maxLength: 4096, description: `non-blank, at most ${TITLE_MAX} characters after trimming` }),
   ),
   body: Type.Optional(Type.String({ maxLength: BODY_MAX })),
-  status: Type.Optional(
-    literals(PULL_STATUSES, 'open (reopen) or closed; merged is refused with 400: use the merge endpoint'),
-  ),
+  status: Type.Optional(literals(PULL_STATUSES, 'open (reopen) or closed; merged is refused with 400: use the merge endpoint')),
 });
 
 export const ListPullsQuery = Type.Object({

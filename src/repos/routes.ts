@@ -23,7 +23,8 @@ const OWNER_FORMS = [
     prefix: '/teams/:team_slug',
     params: TeamOwnerParams,
     name: (p: { team_slug?: string; username?: string }) => p.team_slug ?? '',
-    createWho: "a maintainer or owner of the team, or staff (the team is 404 to non-members; 403 team_inactive when it is inactive)",
+    createWho:
+      'a maintainer or owner of the team, or staff (the team is 404 to non-members; 403 team_inactive when it is inactive)',
     checkWho: 'members of the team and staff (404 to anyone else)',
     listWho: 'The team is resolved without a membership check: an outsider sees its public repos only.',
   },
@@ -109,7 +110,14 @@ export async function reposRoutes(app: FastifyInstance, { deps }: { deps: Deps }
 
     r.get(
       form.prefix,
-      { schema: { tags, summary: 'Get a repo (read access; a private repo is 404 to outsiders)', params, response: { 200: Repo } } },
+      {
+        schema: {
+          tags,
+          summary: 'Get a repo (read access; a private repo is 404 to outsiders)',
+          params,
+          response: { 200: Repo },
+        },
+      },
       async (request) => getRepo(deps, requireViewer(request), repoRef(request.params as RepoParams)),
     );
 

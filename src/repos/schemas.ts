@@ -4,10 +4,17 @@ import { NullableString, PageQuery, StrictObject, Timestamp } from '../http/sche
 export const VISIBILITIES = ['public', 'private'] as const;
 export const PULL_POLICIES = ['any', 'team', 'owner'] as const;
 
-const Visibility = Type.Union(VISIBILITIES.map((v) => Type.Literal(v)), { description: 'public or private' });
-const PullPolicy = Type.Union(PULL_POLICIES.map((v) => Type.Literal(v)), {
-  description: 'any: anyone with read access opens pulls; team: members of the owning team (public team repos only); owner: maintain level only',
-});
+const Visibility = Type.Union(
+  VISIBILITIES.map((v) => Type.Literal(v)),
+  { description: 'public or private' },
+);
+const PullPolicy = Type.Union(
+  PULL_POLICIES.map((v) => Type.Literal(v)),
+  {
+    description:
+      'any: anyone with read access opens pulls; team: members of the owning team (public team repos only); owner: maintain level only',
+  },
+);
 
 export const RepoOwner = Type.Object(
   {

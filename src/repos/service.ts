@@ -20,7 +20,6 @@ import type { Viewer } from '../viewer.ts';
 import { removeGitContentOfDeletedRepo } from '../git/storage.ts';
 import { type RepoJson, loadRepoJson, repoReadableQuery, repoScopes, repoToJson } from './view.ts';
 
-
 export function cleanName(raw: string): string {
   const name = raw.trim();
   if (!name) throw badRequest('name must not be blank.');
@@ -277,7 +276,11 @@ export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
     await tx.db.deleteFrom('forks').where('source_repo_uuid', '=', repo.uuid).execute();
     if (forks.length) {
       const now = nowIso();
-      await tx.db.updateTable('repos').set({ fork_of_uuid: null, updated_at: now }).where('fork_of_uuid', '=', repo.uuid).execute();
+      await tx.db
+        .updateTable('repos')
+        .set({ fork_of_uuid: null, updated_at: now })
+        .where('fork_of_uuid', '=', repo.uuid)
+        .execute();
       for (const fork of forks) {
         await tx.emit({
           kind: 'repo-updated',

@@ -51,7 +51,11 @@ export function repoViewQuery(db: Kysely<DB>) {
     )
     .leftJoin('users as creator', 'creator.uuid', 'repos.created_by_uuid')
     .selectAll('repos')
-    .select(['owner_team.slug as owner_team_slug', 'owner_user.username as owner_username', 'creator.username as creator_username']);
+    .select([
+      'owner_team.slug as owner_team_slug',
+      'owner_user.username as owner_username',
+      'creator.username as creator_username',
+    ]);
 }
 
 /** `repoViewQuery` narrowed to the repos the viewer may read. */

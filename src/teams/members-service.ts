@@ -162,11 +162,7 @@ export async function removeMember(deps: Deps, viewer: Viewer, teamSlug: string,
     const member = await findMember(tx.db, team.uuid, username);
     if (!member) throw notFound('Member');
     if (member.role === 'owner' && (await ownerCount(tx, team.uuid)) <= 1) throw lastOwner();
-    await tx.db
-      .deleteFrom('team_members')
-      .where('team_uuid', '=', team.uuid)
-      .where('user_uuid', '=', member.user_uuid)
-      .execute();
+    await tx.db.deleteFrom('team_members').where('team_uuid', '=', team.uuid).where('user_uuid', '=', member.user_uuid).execute();
     await tx.emit({
       kind: 'member-removed',
       scopes: [`team:${team.uuid}`, `user:${member.user_uuid}`],

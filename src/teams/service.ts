@@ -30,7 +30,6 @@ export function teamToJson(row: TeamRow): TeamJson {
   };
 }
 
-
 const slugTaken = (slug: string) => conflict('slug_taken', `The team slug "${slug}" is not available.`);
 
 function cleanTeamName(raw: string): string {

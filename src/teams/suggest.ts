@@ -50,9 +50,7 @@ export async function suggestUsers(
     });
   if (teamUuid !== null) {
     const team = teamUuid;
-    query = query.where('u.uuid', 'in', (eb) =>
-      eb.selectFrom('team_members').select('user_uuid').where('team_uuid', '=', team),
-    );
+    query = query.where('u.uuid', 'in', (eb) => eb.selectFrom('team_members').select('user_uuid').where('team_uuid', '=', team));
   }
   return query.orderBy('u.username').orderBy('u.uuid').limit(SUGGEST_LIMIT).execute();
 }

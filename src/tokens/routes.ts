@@ -58,9 +58,15 @@ export async function tokensRoutes(app: FastifyInstance, { deps }: { deps: Deps 
 
   r.get(
     '/api-tokens/:uuid',
-    { schema: { tags, summary: 'Get one of your tokens (staff: any)',
-        description:
-          "Another user's token is 404 to non-staff callers.", params: TokenParams, response: { 200: Token } } },
+    {
+      schema: {
+        tags,
+        summary: 'Get one of your tokens (staff: any)',
+        description: "Another user's token is 404 to non-staff callers.",
+        params: TokenParams,
+        response: { 200: Token },
+      },
+    },
     async (request) => getToken(deps, requireViewer(request), request.params.uuid),
   );
 

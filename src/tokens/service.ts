@@ -194,12 +194,7 @@ export async function listTokens(
   if (opts.name !== undefined) q = q.where('t.name', '=', opts.name);
   // nulls (never used) sort last either way, the same on both dialects
   if (column === 'last_used_at') q = q.orderBy((eb) => eb.case().when('t.last_used_at', 'is', null).then(1).else(0).end());
-  const rows = await q
-    .orderBy(`t.${column}`, direction)
-    .orderBy('t.uuid')
-    .offset(opts.offset)
-    .limit(opts.limit)
-    .execute();
+  const rows = await q.orderBy(`t.${column}`, direction).orderBy('t.uuid').offset(opts.offset).limit(opts.limit).execute();
   return rows.map(tokenToJson);
 }
 

@@ -41,14 +41,10 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     },
   );
 
-  r.get(
-    '/user',
-    { schema: { tags, summary: 'The authenticated user', response: { 200: User } } },
-    async (request) => {
-      const viewer = requireViewer(request);
-      return userToJson(request.viewerUser ?? (await getUser(deps, viewer, viewer.username)), viewer);
-    },
-  );
+  r.get('/user', { schema: { tags, summary: 'The authenticated user', response: { 200: User } } }, async (request) => {
+    const viewer = requireViewer(request);
+    return userToJson(request.viewerUser ?? (await getUser(deps, viewer, viewer.username)), viewer);
+  });
 
   r.get(
     '/users',
@@ -66,7 +62,12 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       const viewer = requireViewer(request);
       const p = pageParams(request.query);
       const rows = await listUsers(deps, viewer, { search: request.query.search, offset: p.offset, limit: p.limit });
-      return pageOf(request, reply, p, rows.map((row) => userToJson(row, viewer)));
+      return pageOf(
+        request,
+        reply,
+        p,
+        rows.map((row) => userToJson(row, viewer)),
+      );
     },
   );
 
@@ -124,8 +125,7 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       schema: {
         tags: ['auth'],
         summary: 'Exchange a username and password for a new API token',
-        description:
-          'A wrong password, an unknown or deactivated user, and a user without a password all get the same 401.',
+        description: 'A wrong password, an unknown or deactivated user, and a user without a password all get the same 401.',
         body: LoginBody,
         response: { 201: CreatedToken, ...errors(401) },
       },

@@ -202,7 +202,9 @@ export async function login(
   if (!row || !usable || !ok) throw unauthorized('Wrong username or password.');
   const name = input.token_name.trim();
   if (!name) throw badRequest('token_name must not be blank.');
-  return inTransaction(deps, (tx) => createTokenFor(tx, row, { name }, { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: '' }));
+  return inTransaction(deps, (tx) =>
+    createTokenFor(tx, row, { name }, { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: '' }),
+  );
 }
 
 /** BOOTSTRAP_ADMIN_TOKEN: create the staff user with that exact secret when it does not exist. */
@@ -211,7 +213,13 @@ export async function bootstrapAdmin(deps: Deps): Promise<boolean> {
   if (!secret) return false;
   if (await findUserByUsername(deps.db, username)) return false;
   try {
-    await createUser(deps, null, { username, email: `${username}@localhost`, is_staff: true }, { name: 'bootstrap', secret }, { allowReserved: true });
+    await createUser(
+      deps,
+      null,
+      { username, email: `${username}@localhost`, is_staff: true },
+      { name: 'bootstrap', secret },
+      { allowReserved: true },
+    );
   } catch (err) {
     // Another instance bootstrapped at the same moment.
     if (err instanceof AppError && err.code === 'username_taken') return false;
