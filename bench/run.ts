@@ -34,7 +34,7 @@ async function serve(): Promise<void> {
   const { buildApp } = await import('../src/app.ts');
   const { loadConfig } = await import('../src/config.ts');
   const { openDatabase } = await import('../src/db/index.ts');
-  const { EventBus } = await import('../src/events/bus.ts');
+  const { createDeps } = await import('../src/deps.ts');
   const { bootstrapAdmin } = await import('../src/users/service.ts');
 
   const raw = createServer((_req, res) => {
@@ -56,7 +56,7 @@ async function serve(): Promise<void> {
   if (schema) await admin(`create schema ${schema}`);
   const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), databaseUrl: pgUrl, bootstrapAdminToken: TOKEN };
   const database = await openDatabase({ url: pgUrl, dataDir, schema });
-  const deps = { config, database, db: database.db, dialect: database.dialect, bus: new EventBus() };
+  const deps = createDeps(config, database);
   await bootstrapAdmin(deps);
   const app = await buildApp(deps, { logger: false });
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import './access.ts';
+
 import { pingDatabase } from './db/index.ts';
 import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
@@ -10,6 +10,7 @@ import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installPaging } from './http/paging.ts';
+import { installRateLimit } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
 import { installValidators } from './http/validation.ts';
 import { forksRoutes } from './forks/routes.ts';
@@ -69,6 +70,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installUrlCheck(app);
   installAuth(app, deps);
   installPaging(app, deps.config.publicUrl);
+  installRateLimit(app, deps);
 
   app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {

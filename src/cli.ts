@@ -3,9 +3,8 @@ import type { Kysely } from 'kysely';
 import { ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import type { Deps } from './deps.ts';
+import { createDeps } from './deps.ts';
 import { AppError } from './errors.ts';
-import { EventBus } from './events/bus.ts';
 import { createTokenFor } from './tokens/service.ts';
 import { inTransaction } from './events/service.ts';
 import { createUser, findUserByUsername } from './users/service.ts';
@@ -70,7 +69,7 @@ async function run(argv: string[]): Promise<number> {
   }
   const config = loadConfig();
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, migrate: false });
-  const deps: Deps = { config, database, db: database.db, dialect: database.dialect, bus: new EventBus() };
+  const deps = createDeps(config, database);
   try {
     const applied = await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
     if (command === 'migrate') {

@@ -1,14 +1,78 @@
+import { join } from 'node:path';
 import type { Kysely } from 'kysely';
+import { type BlobStore, FsBlobStore } from './blobs/store.ts';
 import type { Config } from './config.ts';
 import type { Database, Dialect } from './db/index.ts';
 import type { DB } from './db/types.ts';
-import type { EventBus } from './events/bus.ts';
+import { SCOPE_READERS } from './access/scopes.ts';
+import { type EventBus, InProcessBus } from './events/bus.ts';
+import { ScopeRegistry } from './events/scopes.ts';
+import { EmptyGitStore, type GitStore } from './git/store.ts';
+import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
+import { type Clock, systemClock } from './time.ts';
 
-/** What services need from the outside world, built once in main.ts (or a test helper). */
+/**
+ * What services need from the outside world, built once by `createDeps` (main.ts, the CLI and
+ * the test helpers all use it). Each seam is an interface with one real implementation:
+ * - `bus`: committed events to live subscribers (in process; across instances on PostgreSQL);
+ * - `git`: bare repositories, forks, merges (src/git/store.ts);
+ * - `blobs`: content-addressed files under DATA_DIR (src/blobs/store.ts);
+ * - `jobs`: background work written in the caller's transaction (src/jobs/queue.ts);
+ * - `clock`: "now", injectable for schedule tests.
+ */
 export interface Deps {
   config: Config;
   database: Database;
   db: Kysely<DB>;
   dialect: Dialect;
   bus: EventBus;
+  git: GitStore;
+  blobs: BlobStore;
+  jobs: JobQueue;
+  clock: Clock;
+  /** Who may read each event scope kind (access/scopes.ts). */
+  scopes: ScopeRegistry;
+}
+
+export interface DepsOverrides {
+  clock?: Clock;
+  bus?: EventBus;
+  git?: GitStore;
+  blobs?: BlobStore;
+  jobs?: JobQueue;
+  scopeReaders?: ConstructorParameters<typeof ScopeRegistry>[0];
+}
+
+export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
+  const clock = overrides.clock ?? systemClock;
+  return {
+    config,
+    database,
+    db: database.db,
+    dialect: database.dialect,
+    clock,
+    scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
+    bus: overrides.bus ?? new InProcessBus(),
+    git: overrides.git ?? new EmptyGitStore(),
+    blobs: overrides.blobs ?? new FsBlobStore(join(config.dataDir, 'blobs')),
+    jobs:
+      overrides.jobs ??
+      new DbJobQueue(database.db, {
+        dialect: database.dialect,
+        clock,
+        onError: (err, job) => console.error(`weft: job ${job ? `${job.kind} #${job.id}` : 'queue'} failed:`, err),
+      }),
+  };
+}
+
+/** Starts the background parts (job workers, cross-instance listeners); the CLI does not. */
+export async function startBackground(deps: Deps): Promise<void> {
+  await deps.bus.start();
+  deps.jobs.start();
+}
+
+/** Stops the background parts; called on shutdown before the database closes. */
+export async function stopBackground(deps: Deps): Promise<void> {
+  await deps.jobs.stop();
+  await deps.bus.close();
 }

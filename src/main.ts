@@ -1,8 +1,7 @@
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/index.ts';
-import type { Deps } from './deps.ts';
-import { EventBus } from './events/bus.ts';
+import { createDeps, startBackground, stopBackground } from './deps.ts';
 import { bootstrapAdmin } from './users/service.ts';
 
 async function main(): Promise<void> {
@@ -17,7 +16,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
-  const deps: Deps = { config, database, db: database.db, dialect: database.dialect, bus: new EventBus() };
+  const deps = createDeps(config, database);
   const app = await buildApp(deps);
   if (await bootstrapAdmin(deps)) app.log.info({ username: config.bootstrapAdminUsername }, 'bootstrap admin created');
 
@@ -29,12 +28,14 @@ async function main(): Promise<void> {
     const timer = setTimeout(() => process.exit(1), 15_000);
     timer.unref();
     await app.close();
+    await stopBackground(deps);
     await database.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 
+  await startBackground(deps);
   await app.listen({ port: config.port, host: config.host });
   app.log.info({ dialect: database.dialect, publicUrl: config.publicUrl }, 'weft is serving');
 }

@@ -1,3 +1,10 @@
+/** The source of "now" for code whose behaviour depends on it (schedules, job due times); tests inject their own. */
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
 /** The one timestamp format (decisions §1): ISO 8601 UTC with milliseconds and Z. */
 export const nowIso = (): string => new Date().toISOString();
 

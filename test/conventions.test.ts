@@ -3,8 +3,7 @@ import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { openDatabase } from '../src/db/index.ts';
-import type { Deps } from '../src/deps.ts';
-import { EventBus } from '../src/events/bus.ts';
+import { createDeps } from '../src/deps.ts';
 import { snapshot } from './foundation-helpers.ts';
 import { DIALECTS, type TestApp, freshStore, isErrorBody, startApp, testConfig } from './helpers.ts';
 
@@ -382,13 +381,7 @@ describe('500 internal_error', () => {
   it('hides the error and its stack', async () => {
     const store = await freshStore('sqlite');
     const database = await openDatabase({ url: null, dataDir: store.dataDir });
-    const deps: Deps = {
-      config: testConfig(store.dataDir),
-      database,
-      db: database.db,
-      dialect: 'sqlite',
-      bus: new EventBus(),
-    };
+    const deps = createDeps(testConfig(store.dataDir), database);
     const app = await buildApp(deps, { logger: false });
     app.get('/boom', { config: { public: true } }, async () => {
       throw new Error('secret internals at /srv/weft/src/x.ts:12:3');

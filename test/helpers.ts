@@ -7,8 +7,7 @@ import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import { type Database, openDatabase } from '../src/db/index.ts';
-import type { Deps } from '../src/deps.ts';
-import { EventBus } from '../src/events/bus.ts';
+import { type Deps, type DepsOverrides, createDeps, startBackground, stopBackground } from '../src/deps.ts';
 import { bootstrapAdmin } from '../src/users/service.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -87,16 +86,17 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
  */
 export async function startApp(
   dialect: DialectName,
-  opts: { store?: StoreHandle; config?: Partial<Config> } = {},
+  opts: { store?: StoreHandle; config?: Partial<Config>; deps?: DepsOverrides } = {},
 ): Promise<TestApp & { store: StoreHandle }> {
   const store = opts.store ?? (await freshStore(dialect));
   const ownsStore = opts.store === undefined;
   const config = testConfig(store.dataDir, { databaseUrl: store.url, ...opts.config });
   const database: Database = await openDatabase({ url: store.url, dataDir: store.dataDir, schema: store.schema });
-  const deps: Deps = { config, database, db: database.db, dialect: database.dialect, bus: new EventBus() };
+  const deps: Deps = createDeps(config, database, opts.deps);
   await bootstrapAdmin(deps);
   const app = await buildApp(deps, { logger: false });
   await app.ready();
+  await startBackground(deps);
 
   const req = async (method: string, url: string, o: RequestOptions = {}): Promise<Res> => {
     const headers: Record<string, string> = { ...o.headers };
@@ -139,6 +139,7 @@ export async function startApp(
     user,
     close: async () => {
       await app.close();
+      await stopBackground(deps);
       await database.close();
       if (ownsStore) await store.drop();
     },

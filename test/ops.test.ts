@@ -5,8 +5,7 @@ import { describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
-import type { Deps } from '../src/deps.ts';
-import { EventBus } from '../src/events/bus.ts';
+import { createDeps } from '../src/deps.ts';
 import { ROOT, freePort, runTs } from './foundation-helpers.ts';
 import { DIALECTS, freshStore, isErrorBody, startApp, testConfig } from './helpers.ts';
 
@@ -95,7 +94,7 @@ describe('operations', () => {
   it('readyz is 503 with the envelope when the database is unreachable; healthz stays 200', async () => {
     const store = await freshStore('sqlite');
     const database = await openDatabase({ url: null, dataDir: store.dataDir });
-    const deps: Deps = { config: testConfig(store.dataDir), database, db: database.db, dialect: 'sqlite', bus: new EventBus() };
+    const deps = createDeps(testConfig(store.dataDir), database);
     const app = await buildApp(deps, { logger: false });
     await app.ready();
     await database.close();

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { requireTeam } from '../access.ts';
+import { requireTeam } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { visibleEventsNewestFirst } from '../events/feed.ts';
 import { type EventRecord, eventFromRow } from '../events/service.ts';

@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import * as m001 from './migrations/001_foundation.ts';
 import * as m002 from './migrations/002_teams_repos_pulls.ts';
 import * as m005 from './migrations/005_review_seq.ts';
+import * as m006 from './migrations/006_jobs.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -18,6 +19,7 @@ const MIGRATIONS: Migration[] = [
   { name: '001_foundation', up: m001.up },
   { name: '002_teams_repos_pulls', up: m002.up },
   { name: '005_review_seq', up: m005.up },
+  { name: '006_jobs', up: m006.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

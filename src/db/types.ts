@@ -141,7 +141,13 @@ export interface ReviewsTable {
   seq: number;
 }
 
-export interface DB {
+import type { JobsTables } from './tables/jobs.ts';
+
+/**
+ * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
+ * as one `XTables` interface and list it here.
+ */
+export interface DB extends JobsTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

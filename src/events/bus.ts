@@ -2,10 +2,20 @@ import { EventEmitter } from 'node:events';
 import type { EventRecord } from './service.ts';
 
 /**
- * In-process fan-out of committed events to live subscribers (the SSE stream). Cross-instance
- * delivery plugs in here: an adapter publishes what other instances committed.
+ * Fan-out of committed events to live subscribers (the SSE stream). `publish` is called after
+ * the writing transaction commits. The in-process implementation serves one instance (SQLite);
+ * a cross-instance implementation (PostgreSQL LISTEN/NOTIFY) also delivers what other instances
+ * committed.
  */
-export class EventBus {
+export interface EventBus {
+  publish(event: EventRecord): void;
+  subscribe(listener: (event: EventRecord) => void): () => void;
+  /** Starts listening for other instances' events (no-op in process). */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class InProcessBus implements EventBus {
   private readonly emitter = new EventEmitter();
 
   constructor() {
@@ -19,5 +29,11 @@ export class EventBus {
   subscribe(listener: (event: EventRecord) => void): () => void {
     this.emitter.on('event', listener);
     return () => this.emitter.off('event', listener);
+  }
+
+  async start(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.emitter.removeAllListeners();
   }
 }

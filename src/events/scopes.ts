@@ -17,17 +17,30 @@ export function parseScope(scope: string): { kind: ScopeKind; id: string } {
 /** Answers whether a viewer may read what a scope names; false for unknown or invisible. */
 export type ScopeReader = (deps: Deps, viewer: Viewer, id: string) => Promise<boolean>;
 
-const readers = new Map<ScopeKind, ScopeReader>();
+/**
+ * The readers of every scope kind, given explicitly (see access/scopes.ts). Built once per
+ * process by `createDeps`; a kind without a reader stops start-up instead of answering 404 at
+ * request time.
+ */
+export class ScopeRegistry {
+  private readonly readers: Map<ScopeKind, ScopeReader>;
 
-/** Each domain registers how its scope kind is authorised (see access.ts). */
-export function registerScopeReader(kind: ScopeKind, reader: ScopeReader): void {
-  readers.set(kind, reader);
+  constructor(readers: Partial<Record<string, ScopeReader>>) {
+    const unknown = Object.keys(readers).filter((k) => !(SCOPE_KINDS as readonly string[]).includes(k));
+    if (unknown.length) throw new Error(`scope readers given for unknown scope kinds: ${unknown.join(', ')}`);
+    const missing = SCOPE_KINDS.filter((k) => typeof readers[k] !== 'function');
+    if (missing.length) throw new Error(`no scope reader for scope kinds: ${missing.join(', ')}`);
+    this.readers = new Map(SCOPE_KINDS.map((k) => [k, readers[k]!]));
+  }
+
+  reader(kind: ScopeKind): ScopeReader {
+    return this.readers.get(kind)!;
+  }
 }
 
 export async function canReadScope(deps: Deps, viewer: Viewer, scope: string): Promise<boolean> {
   const { kind, id } = parseScope(scope);
-  const reader = readers.get(kind);
-  return reader ? reader(deps, viewer, id) : false;
+  return deps.scopes.reader(kind)(deps, viewer, id);
 }
 
 /** A per-request memo: the same scope is checked once however many events carry it. */

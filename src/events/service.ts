@@ -3,6 +3,7 @@ import type { Dialect } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { nowIso } from '../time.ts';
+import { withTransaction } from '../db/tx.ts';
 
 export interface EventActor {
   uuid: string;
@@ -36,6 +37,8 @@ export interface TxContext {
   db: Transaction<DB>;
   dialect: Dialect;
   emit(event: EventInput): Promise<EventRecord>;
+  /** Runs `fn` after the outermost transaction commits (jobs to wake, files to remove, ...). */
+  afterCommit(fn: () => void | Promise<void>): void;
 }
 
 // Event-writing transactions on PostgreSQL take this lock, so ids commit in increasing order
@@ -75,24 +78,26 @@ async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventIn
 }
 
 /**
- * Runs `fn` in one transaction; events it emits are written in that transaction and published
- * to live subscribers only after commit. No change without its event, no event without its change.
+ * Runs `fn` in one transaction (`withTransaction` of db/tx.ts: a nested call joins the outer
+ * one); events it emits are written in that transaction and published to live subscribers only
+ * after commit. No change without its event, no event without its change.
  */
 export async function inTransaction<T>(deps: Deps, fn: (tx: TxContext) => Promise<T>): Promise<T> {
-  const emitted: EventRecord[] = [];
-  const result = await deps.db.transaction().execute((trx) =>
-    fn({
-      db: trx,
-      dialect: deps.dialect,
-      emit: async (input) => {
-        const record = await insertEvent(trx, deps.dialect, input);
-        emitted.push(record);
-        return record;
-      },
-    }),
+  return withTransaction(
+    deps.db,
+    (handle) =>
+      fn({
+        db: handle.trx,
+        dialect: deps.dialect,
+        afterCommit: handle.afterCommit,
+        emit: async (input) => {
+          const record = await insertEvent(handle.trx, deps.dialect, input);
+          handle.afterCommit(() => deps.bus.publish(record));
+          return record;
+        },
+      }),
+    (err) => console.error('weft: an after-commit step failed', err),
   );
-  for (const event of emitted) deps.bus.publish(event);
-  return result;
 }
 
 export type EventRow = {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { type RepoRef, forkRecordReadable, repoReadableBy, requireRepo, requireRepoCreation } from '../access.ts';
+import { type RepoRef, forkRecordReadable, repoReadableBy, requireRepo, requireRepoCreation } from '../access/index.ts';
 import type { DB, ForksTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { notFound } from '../errors.ts';
@@ -8,7 +8,6 @@ import { actorOf, inTransaction } from '../events/service.ts';
 import { insertRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from '../repos/view.ts';
 import type { Viewer } from '../viewer.ts';
-import { copyGitContentForFork } from '../git/storage.ts';
 
 type ForkRow = Selectable<ForksTable>;
 
@@ -77,7 +76,7 @@ export async function createFork(deps: Deps, viewer: Viewer, ref: RepoRef, teamS
       created_at: repo.created_at,
     };
     await tx.db.insertInto('forks').values(fork).execute();
-    await copyGitContentForFork(deps, tx, source, repo);
+    await deps.git.copyForFork(tx, source, repo);
     const sourceFullName = `${sourceOwner.name}/${source.slug}`;
     const json = await forkToJson(tx.db, fork, deps.config.publicUrl, undefined, sourceFullName);
     await tx.emit({

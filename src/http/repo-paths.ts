@@ -1,5 +1,5 @@
 import { type TSchema, type TString, Type } from '@sinclair/typebox';
-import type { RepoRef } from '../access.ts';
+import type { RepoRef } from '../access/index.ts';
 
 /**
  * Every repo sub-resource exists in two forms (decisions, preamble): under a team and under a

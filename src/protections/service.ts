@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { type RepoRef, type RepoRow, requireRepo } from '../access.ts';
+import { type RepoRef, type RepoRow, requireRepo } from '../access/index.ts';
 import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
@@ -8,7 +8,8 @@ import { actorOf, type TxContext, inTransaction } from '../events/service.ts';
 import { isValidBranchPattern } from '../git/refname.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
-import { isUniqueViolation, requireActiveUser } from '../users/service.ts';
+import { isUniqueViolation } from '../db/tx.ts';
+import { requireActiveUser } from '../users/service.ts';
 import type { Viewer } from '../viewer.ts';
 
 type ProtectionRow = Selectable<ProtectionsTable>;

@@ -1,8 +1,8 @@
-import type { RepoRef } from '../access.ts';
+import type { RepoRef } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
 import { actorOf, inTransaction } from '../events/service.ts';
-import { type MergeStrategy, mergeBranches } from '../git/merge.ts';
+import type { MergeStrategy } from '../git/store.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import { pullProtectionStatus } from './protection-status.ts';
@@ -60,7 +60,7 @@ export async function mergePull(
           `it has ${protection.approved_by.length}.`,
       );
     }
-    const outcome = await mergeBranches(deps, tx, access.repo, current, strategy);
+    const outcome = await deps.git.merge(tx, access.repo, current, strategy);
     if ('conflictPaths' in outcome) {
       throw conflict('merge_conflict', 'The source branch does not merge cleanly into the target branch.', outcome.conflictPaths);
     }

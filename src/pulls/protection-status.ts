@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import { approvalCounts, type RepoRef, type RepoRow } from '../access.ts';
+import { approvalCounts, type RepoRef, type RepoRow } from '../access/index.ts';
 import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { branchMatchesPattern, isGlobPattern } from '../git/refname.ts';

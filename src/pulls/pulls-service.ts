@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { canOpenPull, levelAtLeast, type RepoAccess, type RepoRef, requireRepo } from '../access.ts';
+import { canOpenPull, levelAtLeast, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
 import type { DB, PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden, notFound } from '../errors.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { levelAtLeast, type RepoRef } from '../access.ts';
+import { levelAtLeast, type RepoRef } from '../access/index.ts';
 import type { DB, ReviewsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, forbidden, notFound } from '../errors.ts';

@@ -7,7 +7,7 @@ import {
   requireRepo,
   requireRepoCreation,
   resolveOwner,
-} from '../access.ts';
+} from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden } from '../errors.ts';
@@ -15,9 +15,9 @@ import { actorOf, type TxContext, inTransaction } from '../events/service.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
-import { isUniqueViolation } from '../users/service.ts';
+import { isUniqueViolation } from '../db/tx.ts';
 import type { Viewer } from '../viewer.ts';
-import { removeGitContentOfDeletedRepo } from '../git/storage.ts';
+
 import { type RepoJson, loadRepoJson, repoReadableQuery, repoScopes, repoToJson } from './view.ts';
 
 export function cleanName(raw: string): string {
@@ -124,6 +124,7 @@ export async function createRepo(
       { name, slug, description: input.description ?? null, visibility: input.visibility ?? 'private' },
       viewer,
     );
+    await deps.git.create(tx, row);
     return loadRepoJson(tx.db, row.uuid, deps.config.publicUrl);
   });
 }
@@ -305,7 +306,7 @@ export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
     });
     return repo;
   });
-  await removeGitContentOfDeletedRepo(deps, deleted);
+  await deps.git.remove(deleted);
 }
 
 /** GET /teams/{t}/check-repo-slug and /users/{u}/check-repo-slug. */

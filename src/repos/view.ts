@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import { repoReadableBy } from '../access.ts';
+import { repoReadableBy } from '../access/index.ts';
 import type { DB, ReposTable } from '../db/types.ts';
 import type { Viewer } from '../viewer.ts';
 

@@ -1,11 +1,12 @@
 import type { Transaction } from 'kysely';
-import { type TeamRole, requireMemberRemoval, requireTeam, requireTeamManager } from '../access.ts';
+import { type TeamRole, requireMemberRemoval, requireTeam, requireTeamManager } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
 import { actorOf, type TxContext, inTransaction } from '../events/service.ts';
 import { nowIso } from '../time.ts';
-import { findUserByUsername, isUniqueViolation, requireActiveUser } from '../users/service.ts';
+import { isUniqueViolation } from '../db/tx.ts';
+import { findUserByUsername, requireActiveUser } from '../users/service.ts';
 import type { Viewer } from '../viewer.ts';
 
 export interface MemberJson {

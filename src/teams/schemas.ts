@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { TEAM_ROLES } from '../access.ts';
+import { TEAM_ROLES } from '../access/index.ts';
 import { PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const Team = Type.Object(

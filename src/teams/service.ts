@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { type TeamRow, assertTeamManageable, requireTeam } from '../access.ts';
+import { type TeamRow, assertTeamManageable, requireTeam } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden } from '../errors.ts';
 import { actorOf, inTransaction } from '../events/service.ts';
 import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
-import { isUniqueViolation } from '../users/service.ts';
+import { isUniqueViolation } from '../db/tx.ts';
 import type { Viewer } from '../viewer.ts';
 
 export interface TeamJson {

@@ -1,5 +1,5 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
-import { teamVisibleTo } from '../access.ts';
+import { teamVisibleTo } from '../access/index.ts';
 import { startsWithText } from '../db/like.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';

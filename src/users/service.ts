@@ -5,6 +5,7 @@ import type { DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, conflict, forbidden, notFound, unauthorized } from '../errors.ts';
 import { inTransaction } from '../events/service.ts';
+import { isUniqueViolation } from '../db/tx.ts';
 import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
 import { type CreatedToken, createTokenFor } from '../tokens/service.ts';
@@ -115,12 +116,6 @@ export async function createUser(
     const token = withToken ? await createTokenFor(tx, row, { name: withToken.name, secret: withToken.secret }, actor) : null;
     return { user: row, token };
   });
-}
-
-/** True for a unique-constraint failure on either dialect. */
-export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
 export async function listUsers(

@@ -1,0 +1,10 @@
+/**
+ * The one place that answers "what may this user do to this team / repo / pull". Routes and
+ * services ask here; nothing re-derives access inline. Invisible things are 404, never 403.
+ * Split by subject; each domain that lands adds its file and re-exports it here.
+ */
+export * from './levels.ts';
+export * from './teams.ts';
+export * from './repos.ts';
+export * from './pulls.ts';
+export { SCOPE_READERS } from './scopes.ts';

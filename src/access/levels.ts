@@ -1,0 +1,29 @@
+/** Roles and levels: the ranks every access decision compares. */
+import { type Kysely, type Selectable } from 'kysely';
+import type { DB, ReposTable, TeamsTable, UsersTable } from '../db/types.ts';
+import type { Viewer } from '../viewer.ts';
+
+export type TeamRow = Selectable<TeamsTable>;
+export type RepoRow = Selectable<ReposTable>;
+export type UserRow = Selectable<UsersTable>;
+
+export const TEAM_ROLES = ['owner', 'maintainer', 'member', 'reader'] as const;
+export type TeamRole = (typeof TEAM_ROLES)[number];
+const ROLE_RANK: Record<TeamRole, number> = { reader: 1, member: 2, maintainer: 3, owner: 4 };
+
+export type RepoLevel = 'none' | 'read' | 'write' | 'maintain' | 'owner';
+const LEVEL_RANK: Record<RepoLevel, number> = { none: 0, read: 1, write: 2, maintain: 3, owner: 4 };
+
+export const roleAtLeast = (role: TeamRole | null, min: TeamRole): boolean => role !== null && ROLE_RANK[role] >= ROLE_RANK[min];
+export const levelAtLeast = (level: RepoLevel, min: RepoLevel): boolean => LEVEL_RANK[level] >= LEVEL_RANK[min];
+
+export async function teamRole(db: Kysely<DB>, viewer: Viewer | null, teamUuid: string): Promise<TeamRole | null> {
+  if (!viewer) return null;
+  const row = await db
+    .selectFrom('team_members')
+    .select('role')
+    .where('team_uuid', '=', teamUuid)
+    .where('user_uuid', '=', viewer.uuid)
+    .executeTakeFirst();
+  return (row?.role as TeamRole | undefined) ?? null;
+}

@@ -1,0 +1,36 @@
+/** Pull and review access: who may open pulls and whose approvals count. */
+import { type Kysely } from 'kysely';
+import type { DB } from '../db/types.ts';
+import { type RepoRow, type RepoLevel, levelAtLeast } from './levels.ts';
+import { repoAccessLevel } from './repos.ts';
+
+export interface StoredUser {
+  uuid: string;
+  username: string;
+  is_staff: number;
+  is_active: number;
+}
+
+/** A stored user's level on a repo now; a deactivated user has none. */
+export async function storedUserRepoLevel(db: Kysely<DB>, user: StoredUser, repo: RepoRow): Promise<RepoLevel> {
+  if (user.is_active !== 1) return 'none';
+  return repoAccessLevel(db, { uuid: user.uuid, username: user.username, isStaff: user.is_staff === 1, tokenUuid: '' }, repo);
+}
+
+/**
+ * Whether an approving review by `reviewer` counts towards a pull's branch protection (decisions
+ * §5), with access evaluated now, not when the review was written: with an approver list, a
+ * listed user who can still read the repo; without one, any user with write access (staff
+ * included). A deactivated user's approval never counts. (That the pull's author never counts is
+ * the caller's rule.)
+ */
+export async function approvalCounts(
+  db: Kysely<DB>,
+  reviewer: StoredUser,
+  repo: RepoRow,
+  approverUuids: ReadonlySet<string>,
+): Promise<boolean> {
+  if (approverUuids.size > 0 && !approverUuids.has(reviewer.uuid)) return false;
+  const level = await storedUserRepoLevel(db, reviewer, repo);
+  return levelAtLeast(level, approverUuids.size > 0 ? 'read' : 'write');
+}

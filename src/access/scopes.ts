@@ -1,0 +1,58 @@
+/**
+ * Who may read an event scope (decisions §8): one reader per scope kind, registered explicitly.
+ * `createDeps` builds the registry from this table and refuses to start when a kind has none.
+ */
+import type { ScopeKind, ScopeReader } from '../events/scopes.ts';
+import type { Deps } from '../deps.ts';
+import type { Viewer } from '../viewer.ts';
+import { levelAtLeast, teamRole } from './levels.ts';
+import { repoAccessLevel } from './repos.ts';
+
+async function repoReadable(deps: Deps, viewer: Viewer, repoUuid: string): Promise<boolean> {
+  const repo = await deps.db.selectFrom('repos').selectAll().where('uuid', '=', repoUuid).executeTakeFirst();
+  return repo !== undefined && levelAtLeast(await repoAccessLevel(deps.db, viewer, repo), 'read');
+}
+
+const userScopeReadable: ScopeReader = async (deps, viewer, id) => {
+  if (!viewer.isStaff && viewer.uuid !== id) return false;
+  return (await deps.db.selectFrom('users').select('uuid').where('uuid', '=', id).executeTakeFirst()) !== undefined;
+};
+
+const teamScopeReadable: ScopeReader = async (deps, viewer, id) => {
+  const team = await deps.db.selectFrom('teams').select('uuid').where('uuid', '=', id).executeTakeFirst();
+  if (!team) return false;
+  return viewer.isStaff || (await teamRole(deps.db, viewer, id)) !== null;
+};
+
+const pullScopeReadable: ScopeReader = async (deps, viewer, id) => {
+  const pull = await deps.db.selectFrom('pulls').select('repo_uuid').where('uuid', '=', id).executeTakeFirst();
+  return pull !== undefined && repoReadable(deps, viewer, pull.repo_uuid);
+};
+
+const reviewScopeReadable: ScopeReader = async (deps, viewer, id) => {
+  const row = await deps.db
+    .selectFrom('reviews as r')
+    .innerJoin('pulls as p', 'p.uuid', 'r.pull_uuid')
+    .select('p.repo_uuid')
+    .where('r.uuid', '=', id)
+    .executeTakeFirst();
+  return row !== undefined && repoReadable(deps, viewer, row.repo_uuid);
+};
+
+/**
+ * Scope kinds whose domain has not landed yet name nothing that exists, so nobody can read them.
+ * Each domain replaces its entry with a real reader when it lands (threads, replies, timers).
+ */
+const nothingToRead: ScopeReader = async () => false;
+
+/** Every scope kind's reader; the `Record` type makes a missing kind a compile error too. */
+export const SCOPE_READERS: Record<ScopeKind, ScopeReader> = {
+  user: userScopeReadable,
+  team: teamScopeReadable,
+  repo: (deps, viewer, id) => repoReadable(deps, viewer, id),
+  pull: pullScopeReadable,
+  review: reviewScopeReadable,
+  thread: nothingToRead,
+  reply: nothingToRead,
+  timer: nothingToRead,
+};

@@ -1,0 +1,73 @@
+/** Team access: who may see, manage and leave a team. Invisible teams are 404, never 403. */
+import { type Kysely } from 'kysely';
+import type { DB } from '../db/types.ts';
+import { forbidden, notFound } from '../errors.ts';
+import type { Viewer } from '../viewer.ts';
+import { type TeamRow, type TeamRole, roleAtLeast, teamRole } from './levels.ts';
+
+// ---------------------------------------------------------------- teams
+
+export interface TeamAccess {
+  team: TeamRow;
+  /** the viewer's role; null for staff who are not members */
+  role: TeamRole | null;
+}
+
+/**
+ * A team is visible to its members and to staff; to anyone else it is 404. `min` is the role
+ * the action needs (403 below it); staff pass every check.
+ */
+export async function requireTeam(db: Kysely<DB>, viewer: Viewer, slug: string, min: TeamRole = 'reader'): Promise<TeamAccess> {
+  const team = await db.selectFrom('teams').selectAll().where('slug', '=', slug.toLowerCase()).executeTakeFirst();
+  if (!team) throw notFound('Team');
+  const role = await teamRole(db, viewer, team.uuid);
+  if (viewer.isStaff) return { team, role };
+  if (role === null) throw notFound('Team');
+  if (!roleAtLeast(role, min)) throw forbidden(`This needs the ${min} role in the team.`);
+  return { team, role };
+}
+
+/** Writes under an inactive team are refused (decisions §3). */
+export function assertTeamActive(team: TeamRow | null): void {
+  if (team && team.is_active !== 1) throw forbidden('The team is inactive: its repos are read-only.', 'team_inactive');
+}
+
+/**
+ * Team settings and membership changes: the team's owners and staff (403 below owner, 404 to
+ * outsiders). An inactive team refuses them with 403 team_inactive unless the caller is staff,
+ * who may still change it (and reactivate it).
+ */
+export async function requireTeamManager(db: Kysely<DB>, viewer: Viewer, slug: string): Promise<TeamAccess> {
+  const access = await requireTeam(db, viewer, slug, 'owner');
+  assertTeamManageable(access.team, viewer);
+  return access;
+}
+
+export function assertTeamManageable(team: TeamRow, viewer: Viewer): void {
+  if (team.is_active !== 1 && !viewer.isStaff) {
+    throw forbidden('The team is inactive: only staff can change it.', 'team_inactive');
+  }
+}
+
+/**
+ * Removing a member: owners and staff may remove anyone; any member may remove themself
+ * (leave the team, as on GitHub), also from an inactive team. The last-owner rule still applies.
+ */
+export async function requireMemberRemoval(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  slug: string,
+  targetUserUuid: string | null,
+): Promise<TeamAccess> {
+  const access = await requireTeam(db, viewer, slug, 'reader');
+  if (targetUserUuid !== null && targetUserUuid === viewer.uuid && access.role !== null) return access;
+  if (!viewer.isStaff && !roleAtLeast(access.role, 'owner')) throw forbidden('This needs the owner role in the team.');
+  assertTeamManageable(access.team, viewer);
+  return access;
+}
+
+/** Whether a (possibly anonymous) caller may see a team: its members and staff. */
+export async function teamVisibleTo(db: Kysely<DB>, viewer: Viewer | null, team: TeamRow): Promise<boolean> {
+  if (!viewer) return false;
+  return viewer.isStaff || (await teamRole(db, viewer, team.uuid)) !== null;
+}

@@ -1,0 +1,73 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Kysely, Transaction } from 'kysely';
+import type { DB } from './types.ts';
+
+/** A connection or a transaction: every query helper takes this, so it runs in either. */
+export type Db = Kysely<DB>;
+
+interface OpenTransaction {
+  root: Kysely<DB>;
+  trx: Transaction<DB>;
+  afterCommit: (() => void | Promise<void>)[];
+}
+
+const current = new AsyncLocalStorage<OpenTransaction>();
+
+export interface TxHandle {
+  trx: Transaction<DB>;
+  /** Runs `fn` once the outermost transaction has committed (never when it rolls back). */
+  afterCommit(fn: () => void | Promise<void>): void;
+  /** True when this call joined a transaction that an outer call opened. */
+  nested: boolean;
+}
+
+/**
+ * Runs `fn` in a transaction on `db`. A call made while another `withTransaction` on the same
+ * database is open (in the same async context) joins it instead of opening a second one, so a
+ * service that calls another service keeps one transaction: its checks and writes commit or roll
+ * back together. After-commit callbacks run once the outermost transaction commits; a failing
+ * callback is reported to `onAfterCommitError` and does not undo the commit.
+ */
+export async function withTransaction<T>(
+  db: Kysely<DB>,
+  fn: (tx: TxHandle) => Promise<T>,
+  onAfterCommitError: (err: unknown) => void = () => {},
+): Promise<T> {
+  const outer = current.getStore();
+  if (outer && outer.root === db) {
+    return fn({ trx: outer.trx, afterCommit: (cb) => outer.afterCommit.push(cb), nested: true });
+  }
+  const afterCommit: OpenTransaction['afterCommit'] = [];
+  const result = await db
+    .transaction()
+    .execute((trx) =>
+      current.run({ root: db, trx, afterCommit }, () => fn({ trx, afterCommit: (cb) => afterCommit.push(cb), nested: false })),
+    );
+  for (const cb of afterCommit) {
+    try {
+      await cb();
+    } catch (err) {
+      onAfterCommitError(err);
+    }
+  }
+  return result;
+}
+
+/** The transaction open in this async context on `db`, if any (for helpers that may run in or out of one). */
+export function currentTransaction(db: Kysely<DB>): Transaction<DB> | null {
+  const outer = current.getStore();
+  return outer && outer.root === db ? outer.trx : null;
+}
+
+/** Whether a database error is a unique-constraint violation (both dialects). */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/** Runs `fn` after the transaction open on `db` in this async context commits, or now when none is open. */
+export function runAfterCommit(db: Kysely<DB>, fn: () => void | Promise<void>): void {
+  const outer = current.getStore();
+  if (outer && outer.root === db) outer.afterCommit.push(fn);
+  else void Promise.resolve().then(fn);
+}

@@ -1,0 +1,224 @@
+import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { Dialect } from '../db/index.ts';
+import { isUniqueViolation, runAfterCommit } from '../db/tx.ts';
+import type { DB } from '../db/types.ts';
+import type { Clock } from '../time.ts';
+
+export interface JobInput {
+  kind: string;
+  payload: Record<string, unknown>;
+  /** When the job becomes due (ISO 8601); now when omitted. */
+  runAt?: string;
+  /** At most one queued job per key: a second enqueue with a key still queued does nothing. */
+  dedupeKey?: string;
+}
+
+export interface JobContext {
+  id: number;
+  kind: string;
+  attempts: number;
+}
+
+export type JobHandler = (payload: Record<string, unknown>, job: JobContext) => Promise<void>;
+
+/**
+ * Background work that must survive a restart: fork copies, clean-ups, timer firings. A job is
+ * written in the caller's transaction (it exists exactly when the change that asked for it
+ * committed) and run at least once, by one worker at a time: workers claim due jobs with
+ * `FOR UPDATE SKIP LOCKED` on PostgreSQL (so instances never take the same job) and a lease,
+ * so a job held by a crashed worker is taken over when the lease runs out. Handlers must
+ * therefore be idempotent (a conditional update is the usual way).
+ */
+export interface JobQueue {
+  /** Writes the job with `db` (the caller's transaction when one is open). */
+  enqueue(db: Kysely<DB>, job: JobInput): Promise<void>;
+  register(kind: string, handler: JobHandler): void;
+  /** Looks for due work now (called after commit by enqueue; callers rarely need it). */
+  wake(): void;
+  start(): void;
+  /** Stops claiming and waits for running handlers. */
+  stop(): Promise<void>;
+}
+
+export interface JobQueueOptions {
+  dialect: Dialect;
+  clock: Clock;
+  /** How often an idle worker looks for jobs written by other instances (ms). */
+  pollMs?: number;
+  /** How long a claim holds a job before another worker may take it over (ms). */
+  leaseMs?: number;
+  batchSize?: number;
+  maxAttempts?: number;
+  onError?: (err: unknown, job: JobContext | null) => void;
+}
+
+export class DbJobQueue implements JobQueue {
+  private readonly handlers = new Map<string, JobHandler>();
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  private stopped = true;
+  private loop: Promise<void> | null = null;
+  private wakeRequested = false;
+  private readonly pollMs: number;
+  private readonly leaseMs: number;
+  private readonly batchSize: number;
+  private readonly maxAttempts: number;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly opts: JobQueueOptions,
+  ) {
+    this.pollMs = opts.pollMs ?? 1000;
+    this.leaseMs = opts.leaseMs ?? 60_000;
+    this.batchSize = opts.batchSize ?? 20;
+    this.maxAttempts = opts.maxAttempts ?? 8;
+  }
+
+  register(kind: string, handler: JobHandler): void {
+    this.handlers.set(kind, handler);
+  }
+
+  async enqueue(db: Kysely<DB>, job: JobInput): Promise<void> {
+    const now = this.opts.clock.now().toISOString();
+    const values = {
+      kind: job.kind,
+      payload: JSON.stringify(job.payload),
+      dedupe_key: job.dedupeKey ?? null,
+      run_at: job.runAt ?? now,
+      locked_until: null,
+      attempts: 0,
+      last_error: null,
+      failed_at: null,
+      created_at: now,
+    };
+    try {
+      await db
+        .insertInto('jobs')
+        .values(values)
+        .onConflict((oc) => oc.column('dedupe_key').doNothing())
+        .execute();
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+    }
+    // Woken once the caller's transaction commits: before that no worker could see the row.
+    runAfterCommit(this.db, () => this.wake());
+  }
+
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.wakeRequested = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.loop = this.runOnce();
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.loop;
+  }
+
+  private async runOnce(): Promise<void> {
+    this.running = true;
+    let delay = this.pollMs;
+    try {
+      for (;;) {
+        this.wakeRequested = false;
+        const claimed = await this.claim();
+        await Promise.all(claimed.map((job) => this.execute(job)));
+        if (this.stopped) return;
+        if (claimed.length === this.batchSize || this.wakeRequested) continue;
+        delay = await this.untilNextDue();
+        break;
+      }
+    } catch (err) {
+      this.opts.onError?.(err, null);
+    } finally {
+      this.running = false;
+    }
+    if (!this.stopped) {
+      this.timer = setTimeout(() => this.wake(), delay);
+      this.timer.unref();
+    }
+  }
+
+  /** Milliseconds until the next known due job, at most the poll interval. */
+  private async untilNextDue(): Promise<number> {
+    const next = await this.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.min('run_at').as('run_at'))
+      .where('failed_at', 'is', null)
+      .executeTakeFirst();
+    if (!next?.run_at) return this.pollMs;
+    const ms = Date.parse(String(next.run_at)) - this.opts.clock.now().getTime();
+    return Math.max(0, Math.min(this.pollMs, ms));
+  }
+
+  private async claim(): Promise<{ id: number; kind: string; payload: string; attempts: number }[]> {
+    const now = this.opts.clock.now();
+    const nowIso = now.toISOString();
+    const lease = new Date(now.getTime() + this.leaseMs).toISOString();
+    return this.db.transaction().execute(async (trx) => {
+      let query = trx
+        .selectFrom('jobs')
+        .select(['id', 'kind', 'payload', 'attempts'])
+        .where('failed_at', 'is', null)
+        .where('run_at', '<=', nowIso)
+        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', nowIso)]))
+        .orderBy('run_at')
+        .orderBy('id')
+        .limit(this.batchSize);
+      if (this.opts.dialect === 'postgres') query = query.forUpdate().skipLocked();
+      const due = await query.execute();
+      if (due.length === 0) return [];
+      await trx
+        .updateTable('jobs')
+        .set({ locked_until: lease, attempts: sql<number>`attempts + 1` })
+        .where(
+          'id',
+          'in',
+          due.map((j) => j.id),
+        )
+        .execute();
+      return due.map((j) => ({ ...j, attempts: j.attempts + 1 }));
+    });
+  }
+
+  private async execute(job: { id: number; kind: string; payload: string; attempts: number }): Promise<void> {
+    const context: JobContext = { id: job.id, kind: job.kind, attempts: job.attempts };
+    const handler = this.handlers.get(job.kind);
+    try {
+      if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
+      await handler(JSON.parse(job.payload) as Record<string, unknown>, context);
+      await this.db.deleteFrom('jobs').where('id', '=', job.id).execute();
+    } catch (err) {
+      this.opts.onError?.(err, context);
+      const now = this.opts.clock.now();
+      const giveUp = job.attempts >= this.maxAttempts;
+      // Exponential back-off: 1 s, 2 s, 4 s ... capped at 10 minutes.
+      const backoff = Math.min(600_000, 1000 * 2 ** (job.attempts - 1));
+      await this.db
+        .updateTable('jobs')
+        .set({
+          locked_until: null,
+          last_error: String((err as Error)?.message ?? err).slice(0, 2000),
+          run_at: new Date(now.getTime() + backoff).toISOString(),
+          failed_at: giveUp ? now.toISOString() : null,
+        })
+        .where('id', '=', job.id)
+        .execute()
+        .catch((e: unknown) => this.opts.onError?.(e, context));
+    }
+  }
+}
