@@ -1,0 +1,112 @@
+import MarkdownIt from 'markdown-it';
+import type { StateInline } from 'markdown-it';
+import sanitizeHtml from 'sanitize-html';
+
+/**
+ * The one Markdown renderer (thread and reply bodies, ping bodies, timer messages, event HTML).
+ * markdown-it with raw HTML off, then sanitize-html as a second fence: only ordinary formatting
+ * tags survive, links only to http(s) and mailto. `@username` becomes a link to the user.
+ */
+
+// Usernames as names.ts defines them; a mention must not follow a word character (emails).
+const MENTION_RE = /^@([a-z0-9][a-z0-9_-]{0,38})(?![a-z0-9_-])/i;
+
+function mentionRule(mentionHref: (username: string) => string) {
+  return (state: StateInline, silent: boolean): boolean => {
+    if (state.src.charCodeAt(state.pos) !== 0x40 /* @ */) return false;
+    const prev = state.pos > 0 ? state.src[state.pos - 1]! : '';
+    if (/[\w@.-]/.test(prev)) return false;
+    const match = MENTION_RE.exec(state.src.slice(state.pos));
+    if (!match) return false;
+    if (!silent) {
+      const username = match[1]!.toLowerCase();
+      const open = state.push('link_open', 'a', 1);
+      open.attrs = [
+        ['href', mentionHref(username)],
+        ['class', 'mention'],
+      ];
+      const text = state.push('text', '', 0);
+      text.content = match[0];
+      state.push('link_close', 'a', -1);
+    }
+    state.pos += match[0].length;
+    return true;
+  };
+}
+
+const SANITIZE: sanitizeHtml.IOptions = {
+  allowedTags: [
+    'p',
+    'br',
+    'hr',
+    'h1',
+    'h2',
+    'h3',
+    'h4',
+    'h5',
+    'h6',
+    'blockquote',
+    'pre',
+    'code',
+    'em',
+    'strong',
+    's',
+    'del',
+    'ul',
+    'ol',
+    'li',
+    'a',
+    'table',
+    'thead',
+    'tbody',
+    'tr',
+    'th',
+    'td',
+    'img',
+  ],
+  allowedAttributes: {
+    a: ['href', 'class', 'title'],
+    img: ['src', 'alt', 'title'],
+    code: ['class'],
+    th: ['style'],
+    td: ['style'],
+    ol: ['start'],
+  },
+  allowedSchemes: ['http', 'https', 'mailto'],
+  allowedSchemesAppliedToAttributes: ['href', 'src'],
+  allowProtocolRelative: false,
+  allowedStyles: { th: { 'text-align': [/^(left|right|center)$/] }, td: { 'text-align': [/^(left|right|center)$/] } },
+  transformTags: { a: sanitizeHtml.simpleTransform('a', { rel: 'nofollow noopener' }, true) },
+};
+SANITIZE.allowedAttributes = {
+  ...(SANITIZE.allowedAttributes as Record<string, string[]>),
+  a: ['href', 'class', 'title', 'rel'],
+};
+
+export interface MarkdownRenderer {
+  /** Sanitised HTML for a Markdown text. */
+  render(markdown: string): string;
+}
+
+export function createMarkdownRenderer(opts: { mentionHref?: (username: string) => string } = {}): MarkdownRenderer {
+  const href = opts.mentionHref ?? ((u: string) => `/users/${encodeURIComponent(u)}`);
+  const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
+  md.inline.ruler.after('emphasis', 'mention', mentionRule(href));
+  return { render: (markdown) => sanitizeHtml(md.render(markdown), SANITIZE) };
+}
+
+/** The distinct usernames mentioned as `@username` (lowercase, first-seen order), outside code. */
+export function extractMentions(markdown: string): string[] {
+  const seen = new Set<string>();
+  const md = new MarkdownIt({ html: false });
+  md.inline.ruler.after(
+    'emphasis',
+    'mention',
+    mentionRule((u) => {
+      seen.add(u);
+      return '#';
+    }),
+  );
+  md.render(markdown);
+  return [...seen];
+}
