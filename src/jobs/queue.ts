@@ -20,6 +20,15 @@ export interface JobContext {
   attempts: number;
 }
 
+interface ClaimedJob {
+  id: number;
+  kind: string;
+  payload: string;
+  attempts: number;
+  /** The `locked_until` this worker wrote when it claimed the job. */
+  lease: string;
+}
+
 export type JobHandler = (payload: Record<string, unknown>, job: JobContext) => Promise<void>;
 
 /**
@@ -153,19 +162,24 @@ export class DbJobQueue implements JobQueue {
     }
   }
 
-  /** Milliseconds until the next known due job, at most the poll interval. */
+  /**
+   * Milliseconds until the next job could be claimed, at most the poll interval. A job leased
+   * by another worker is not claimable before its lease ends, so its due time is the later of
+   * `run_at` and `locked_until` (counting only `run_at` made an idle worker spin while another
+   * instance ran a job whose `run_at` had passed).
+   */
   private async untilNextDue(): Promise<number> {
     const next = await this.db
       .selectFrom('jobs')
-      .select((eb) => eb.fn.min('run_at').as('run_at'))
+      .select(sql<string | null>`min(case when locked_until > run_at then locked_until else run_at end)`.as('due'))
       .where('failed_at', 'is', null)
       .executeTakeFirst();
-    if (!next?.run_at) return this.pollMs;
-    const ms = Date.parse(String(next.run_at)) - this.opts.clock.now().getTime();
+    if (!next?.due) return this.pollMs;
+    const ms = Date.parse(String(next.due)) - this.opts.clock.now().getTime();
     return Math.max(0, Math.min(this.pollMs, ms));
   }
 
-  private async claim(): Promise<{ id: number; kind: string; payload: string; attempts: number }[]> {
+  private async claim(): Promise<ClaimedJob[]> {
     const now = this.opts.clock.now();
     const nowIso = now.toISOString();
     const lease = new Date(now.getTime() + this.leaseMs).toISOString();
@@ -191,17 +205,22 @@ export class DbJobQueue implements JobQueue {
           due.map((j) => j.id),
         )
         .execute();
-      return due.map((j) => ({ ...j, attempts: j.attempts + 1 }));
+      return due.map((j) => ({ ...j, attempts: j.attempts + 1, lease }));
     });
   }
 
-  private async execute(job: { id: number; kind: string; payload: string; attempts: number }): Promise<void> {
+  /**
+   * Runs one claimed job. The delete or reschedule that follows only touches the row while this
+   * worker still holds its lease: once the lease ran out and another worker took the job over,
+   * a late finish must not delete or unlock the job under that worker.
+   */
+  private async execute(job: ClaimedJob): Promise<void> {
     const context: JobContext = { id: job.id, kind: job.kind, attempts: job.attempts };
     const handler = this.handlers.get(job.kind);
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
       await handler(JSON.parse(job.payload) as Record<string, unknown>, context);
-      await this.db.deleteFrom('jobs').where('id', '=', job.id).execute();
+      await this.db.deleteFrom('jobs').where('id', '=', job.id).where('locked_until', '=', job.lease).execute();
     } catch (err) {
       this.opts.onError?.(err, context);
       const now = this.opts.clock.now();
@@ -215,8 +234,11 @@ export class DbJobQueue implements JobQueue {
           last_error: String((err as Error)?.message ?? err).slice(0, 2000),
           run_at: new Date(now.getTime() + backoff).toISOString(),
           failed_at: giveUp ? now.toISOString() : null,
+          // A job given up on no longer holds its dedupe key: the same work may be asked for again.
+          ...(giveUp ? { dedupe_key: null } : {}),
         })
         .where('id', '=', job.id)
+        .where('locked_until', '=', job.lease)
         .execute()
         .catch((e: unknown) => this.opts.onError?.(e, context));
     }
