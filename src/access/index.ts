@@ -7,4 +7,6 @@ export * from './levels.ts';
 export * from './teams.ts';
 export * from './repos.ts';
 export * from './pulls.ts';
+export * from './users.ts';
+export * from './tokens.ts';
 export { SCOPE_READERS } from './scopes.ts';

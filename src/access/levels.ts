@@ -1,5 +1,6 @@
 /** Roles and levels: the ranks every access decision compares. */
 import { type Kysely, type Selectable } from 'kysely';
+import { type RowLock, withRowLock } from '../db/tx.ts';
 import type { DB, ReposTable, TeamsTable, UsersTable } from '../db/types.ts';
 import type { Viewer } from '../viewer.ts';
 
@@ -17,13 +18,23 @@ const LEVEL_RANK: Record<RepoLevel, number> = { none: 0, read: 1, write: 2, main
 export const roleAtLeast = (role: TeamRole | null, min: TeamRole): boolean => role !== null && ROLE_RANK[role] >= ROLE_RANK[min];
 export const levelAtLeast = (level: RepoLevel, min: RepoLevel): boolean => LEVEL_RANK[level] >= LEVEL_RANK[min];
 
-export async function teamRole(db: Kysely<DB>, viewer: Viewer | null, teamUuid: string): Promise<TeamRole | null> {
+/**
+ * The viewer's role in a team, or null. With `lock` (a write's check, inside its transaction)
+ * the membership row is read with a key-share lock on PostgreSQL: a concurrent removal of the
+ * member waits for the write, or the write sees the removal (see `RowLock` in db/tx.ts).
+ */
+export async function teamRole(
+  db: Kysely<DB>,
+  viewer: Viewer | null,
+  teamUuid: string,
+  lock?: RowLock,
+): Promise<TeamRole | null> {
   if (!viewer) return null;
-  const row = await db
+  const query = db
     .selectFrom('team_members')
     .select('role')
     .where('team_uuid', '=', teamUuid)
-    .where('user_uuid', '=', viewer.uuid)
-    .executeTakeFirst();
+    .where('user_uuid', '=', viewer.uuid);
+  const row = await withRowLock(db, query, lock ? 'key' : undefined).executeTakeFirst();
   return (row?.role as TeamRole | undefined) ?? null;
 }

@@ -1,8 +1,10 @@
 /** Pull and review access: who may open pulls and whose approvals count. */
 import { type Kysely } from 'kysely';
 import type { DB } from '../db/types.ts';
+import { forbidden } from '../errors.ts';
+import type { Viewer } from '../viewer.ts';
 import { type RepoRow, type RepoLevel, levelAtLeast } from './levels.ts';
-import { repoAccessLevel } from './repos.ts';
+import { type RepoAccess, repoAccessLevel } from './repos.ts';
 
 export interface StoredUser {
   uuid: string;
@@ -33,4 +35,28 @@ export async function approvalCounts(
   if (approverUuids.size > 0 && !approverUuids.has(reviewer.uuid)) return false;
   const level = await storedUserRepoLevel(db, reviewer, repo);
   return levelAtLeast(level, approverUuids.size > 0 ? 'read' : 'write');
+}
+
+/** A pull's title, body and open/closed status are changed by its author or at maintain level. */
+export function assertCanEditPull(viewer: Viewer, access: RepoAccess, pull: { author_uuid: string }): void {
+  if (pull.author_uuid !== viewer.uuid && !levelAtLeast(access.level, 'maintain')) {
+    throw forbidden('Only the pull author or a maintainer can change a pull.');
+  }
+}
+
+/**
+ * Anyone who can read the repo may review a pull (README "Pulls and reviews"), but its author
+ * may only comment: approving or requesting changes on one's own pull is 403 cannot_approve_own_pull.
+ */
+export function assertCanReview(viewer: Viewer, pull: { author_uuid: string }, status: string): void {
+  if (pull.author_uuid === viewer.uuid && status !== 'commented') {
+    throw forbidden('The author of a pull may only comment on it, not approve or request changes.', 'cannot_approve_own_pull');
+  }
+}
+
+/** A review is removed by its author or at maintain level. */
+export function assertCanRemoveReview(viewer: Viewer, access: RepoAccess, review: { author_uuid: string }): void {
+  if (review.author_uuid !== viewer.uuid && !levelAtLeast(access.level, 'maintain')) {
+    throw forbidden('Only the review author or a maintainer can remove a review.');
+  }
 }

@@ -1,5 +1,6 @@
 /** Repo access levels (none, read, write, maintain, owner) and the checks built on them. */
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { type RowLock, withRowLock } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
@@ -25,10 +26,16 @@ export interface RepoOwner {
 }
 
 /** Resolves the owner in a repo path; 404 when it does not exist (or is an inactive user). */
-export async function resolveOwner(db: Kysely<DB>, viewer: Viewer, kind: 'team' | 'user', name: string): Promise<RepoOwner> {
+export async function resolveOwner(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  kind: 'team' | 'user',
+  name: string,
+  lock?: RowLock,
+): Promise<RepoOwner> {
   const key = name.toLowerCase();
   if (kind === 'team') {
-    const team = await db.selectFrom('teams').selectAll().where('slug', '=', key).executeTakeFirst();
+    const team = await withRowLock(db, db.selectFrom('teams').selectAll().where('slug', '=', key), lock).executeTakeFirst();
     if (!team) throw notFound('Team');
     return { kind, uuid: team.uuid, name: team.slug, team, user: null };
   }
@@ -38,12 +45,12 @@ export async function resolveOwner(db: Kysely<DB>, viewer: Viewer, kind: 'team' 
 }
 
 /** The viewer's level on a repo (decisions §3 table); staff are owners everywhere. */
-export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, repo: RepoRow): Promise<RepoLevel> {
+export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, repo: RepoRow, lock?: RowLock): Promise<RepoLevel> {
   if (viewer?.isStaff) return 'owner';
   let level: RepoLevel = 'none';
   if (viewer && repo.owner_kind === 'user' && repo.owner_uuid === viewer.uuid) level = 'owner';
   if (viewer && repo.owner_kind === 'team') {
-    const role = await teamRole(db, viewer, repo.owner_uuid);
+    const role = await teamRole(db, viewer, repo.owner_uuid, lock);
     if (role === 'owner') level = 'owner';
     else if (role === 'maintainer') level = 'maintain';
     else if (role === 'member') level = 'write';
@@ -99,17 +106,25 @@ export interface RepoNeed {
   allowArchived?: boolean;
 }
 
+/**
+ * Resolves a repo path and checks the viewer's level (404 when unreadable, 403 below `need`).
+ * A write calls it inside its transaction with `tx.db`: on PostgreSQL the check then locks what
+ * it read (the repo row for update, the owning team's row, the viewer's membership), so an
+ * archive, a deactivation or a member removal committed concurrently either waits for the write
+ * or is seen by the check. SQLite runs write transactions one at a time.
+ */
 export async function requireRepo(db: Kysely<DB>, viewer: Viewer, ref: RepoRef, need: RepoNeed): Promise<RepoAccess> {
-  const owner = await resolveOwner(db, viewer, ref.ownerKind, ref.ownerName);
-  const repo = await db
+  const lock: RowLock | undefined = need.write ? 'share' : undefined;
+  const owner = await resolveOwner(db, viewer, ref.ownerKind, ref.ownerName, lock);
+  const query = db
     .selectFrom('repos')
     .selectAll()
     .where('owner_kind', '=', ref.ownerKind)
     .where('owner_uuid', '=', owner.uuid)
-    .where('slug', '=', ref.repoSlug.toLowerCase())
-    .executeTakeFirst();
+    .where('slug', '=', ref.repoSlug.toLowerCase());
+  const repo = await withRowLock(db, query, need.write ? 'update' : undefined).executeTakeFirst();
   if (!repo) throw notFound('Repo');
-  const level = await repoAccessLevel(db, viewer, repo);
+  const level = await repoAccessLevel(db, viewer, repo, lock);
   if (level === 'none') throw notFound('Repo');
   if (!levelAtLeast(level, need.level)) throw forbidden(`This needs ${need.level} access to the repo.`);
   if (need.write) {
@@ -153,7 +168,7 @@ export async function requireRepoCreation(
   name: string,
 ): Promise<RepoOwner> {
   if (kind === 'team') {
-    const { team } = await requireTeam(db, viewer, name, 'maintainer');
+    const { team } = await requireTeam(db, viewer, name, 'maintainer', { lock: 'share' });
     assertTeamActive(team);
     return { kind, uuid: team.uuid, name: team.slug, team, user: null };
   }
@@ -198,3 +213,8 @@ export async function canOpenPull(db: Kysely<DB>, viewer: Viewer, access: RepoAc
 }
 
 /** A user known from a stored record (a reviewer), not the caller. */
+
+/** A repo's disk quota (`max_disk_bytes`) is set by staff only. */
+export function assertCanSetDiskQuota(viewer: Viewer): void {
+  if (!viewer.isStaff) throw forbidden('Only staff can change max_disk_bytes.');
+}

@@ -1,5 +1,6 @@
 /** Team access: who may see, manage and leave a team. Invisible teams are 404, never 403. */
 import { type Kysely } from 'kysely';
+import { type RowLock, withRowLock } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
@@ -15,12 +16,20 @@ export interface TeamAccess {
 
 /**
  * A team is visible to its members and to staff; to anyone else it is 404. `min` is the role
- * the action needs (403 below it); staff pass every check.
+ * the action needs (403 below it); staff pass every check. A write passes `lock` and its
+ * transaction as `db`, so the team row and the viewer's membership cannot change under it.
  */
-export async function requireTeam(db: Kysely<DB>, viewer: Viewer, slug: string, min: TeamRole = 'reader'): Promise<TeamAccess> {
-  const team = await db.selectFrom('teams').selectAll().where('slug', '=', slug.toLowerCase()).executeTakeFirst();
+export async function requireTeam(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  slug: string,
+  min: TeamRole = 'reader',
+  opts: { lock?: RowLock } = {},
+): Promise<TeamAccess> {
+  const query = db.selectFrom('teams').selectAll().where('slug', '=', slug.toLowerCase());
+  const team = await withRowLock(db, query, opts.lock).executeTakeFirst();
   if (!team) throw notFound('Team');
-  const role = await teamRole(db, viewer, team.uuid);
+  const role = await teamRole(db, viewer, team.uuid, opts.lock);
   if (viewer.isStaff) return { team, role };
   if (role === null) throw notFound('Team');
   if (!roleAtLeast(role, min)) throw forbidden(`This needs the ${min} role in the team.`);
@@ -38,7 +47,7 @@ export function assertTeamActive(team: TeamRow | null): void {
  * who may still change it (and reactivate it).
  */
 export async function requireTeamManager(db: Kysely<DB>, viewer: Viewer, slug: string): Promise<TeamAccess> {
-  const access = await requireTeam(db, viewer, slug, 'owner');
+  const access = await requireTeam(db, viewer, slug, 'owner', { lock: 'update' });
   assertTeamManageable(access.team, viewer);
   return access;
 }
@@ -59,9 +68,31 @@ export async function requireMemberRemoval(
   slug: string,
   targetUserUuid: string | null,
 ): Promise<TeamAccess> {
-  const access = await requireTeam(db, viewer, slug, 'reader');
+  const access = await requireTeam(db, viewer, slug, 'reader', { lock: 'update' });
   if (targetUserUuid !== null && targetUserUuid === viewer.uuid && access.role !== null) return access;
   if (!viewer.isStaff && !roleAtLeast(access.role, 'owner')) throw forbidden('This needs the owner role in the team.');
+  assertTeamManageable(access.team, viewer);
+  return access;
+}
+
+/** Listing every team (not only one's own) is for staff. */
+export function assertCanListAllTeams(viewer: Viewer): void {
+  if (!viewer.isStaff) throw forbidden('Only staff can list every team.');
+}
+
+/**
+ * Changing a team's settings: its owners and staff; only staff change `is_active`; an inactive
+ * team's owners may not change it (staff may, and may reactivate it). Call inside the write's
+ * transaction: the team row is locked for the update that follows.
+ */
+export async function requireTeamSettingsChange(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  slug: string,
+  changes: { is_active?: unknown },
+): Promise<TeamAccess> {
+  const access = await requireTeam(db, viewer, slug, 'owner', { lock: 'update' });
+  if (changes.is_active !== undefined && !viewer.isStaff) throw forbidden('Only staff can change is_active.');
   assertTeamManageable(access.team, viewer);
   return access;
 }

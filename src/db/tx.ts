@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, PostgresAdapter, type Transaction } from 'kysely';
 import type { DB } from './types.ts';
 
 /** A connection or a transaction: every query helper takes this, so it runs in either. */
@@ -70,4 +70,33 @@ export function runAfterCommit(db: Kysely<DB>, fn: () => void | Promise<void>): 
   const outer = current.getStore();
   if (outer && outer.root === db) outer.afterCommit.push(fn);
   else void Promise.resolve().then(fn);
+}
+
+/** Whether `db` (a connection or a transaction) talks to PostgreSQL; row locks exist only there. */
+export function isPostgres(db: Kysely<DB>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+/**
+ * Row-lock strength for an access check made inside a write transaction on PostgreSQL (SQLite
+ * write transactions already run one at a time). READ COMMITTED reads do not wait for a
+ * concurrent archive or member removal; a locking read does, and then sees its result:
+ * - `update`: the row the write will change itself (a repo's counters, a team's settings);
+ * - `share`: a row whose non-key columns the decision reads (a team's is_active);
+ * - `key`: a row whose existence the decision needs (a membership): blocks its deletion only.
+ */
+export type RowLock = 'update' | 'share' | 'key';
+
+/** Adds the row lock to a select on PostgreSQL; a no-op on SQLite or when `lock` is undefined. */
+export function withRowLock<Q extends LockableQuery<Q>>(db: Kysely<DB>, query: Q, lock: RowLock | undefined): Q {
+  if (!lock || !isPostgres(db)) return query;
+  if (lock === 'update') return query.forNoKeyUpdate();
+  if (lock === 'share') return query.forShare();
+  return query.forKeyShare();
+}
+
+interface LockableQuery<Q> {
+  forNoKeyUpdate(): Q;
+  forShare(): Q;
+  forKeyShare(): Q;
 }

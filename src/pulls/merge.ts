@@ -29,8 +29,8 @@ export async function mergePull(
   number: number,
   strategy: MergeStrategy = 'merge',
 ): Promise<MergeResultJson> {
-  const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
   return inTransaction(deps, async (tx) => {
+    const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
     const mergedAt = nowIso();
     const claimed = await tx.db
       .updateTable('pulls')

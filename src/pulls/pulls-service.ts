@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { canOpenPull, levelAtLeast, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import { assertCanEditPull, canOpenPull, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import { currentTransaction } from '../db/tx.ts';
 import type { DB, PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden, notFound } from '../errors.ts';
@@ -122,11 +123,11 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
   checkBranch('source_branch', input.source_branch);
   checkBranch('target_branch', input.target_branch);
   if (input.source_branch === input.target_branch) throw badRequest('source_branch and target_branch must differ.');
-  const access = await requireRepo(deps.db, viewer, ref, { level: 'read', write: true });
-  if (!(await canOpenPull(deps.db, viewer, access))) {
-    throw forbidden(`The repo's pull policy (${access.repo.public_repo_pull_policy}) does not let you open pulls.`);
-  }
   return inTransaction(deps, async (tx) => {
+    const access = await requireRepo(tx.db, viewer, ref, { level: 'read', write: true });
+    if (!(await canOpenPull(tx.db, viewer, access))) {
+      throw forbidden(`The repo's pull policy (${access.repo.public_repo_pull_policy}) does not let you open pulls.`);
+    }
     // The row lock on the repo serialises concurrent creations: numbers are unique and gap-free.
     const seq = await tx.db
       .updateTable('repos')
@@ -179,7 +180,11 @@ export async function listPulls(
   return rows.map(pullToJson);
 }
 
-/** Resolves a readable repo and the pull with that number in it (404 for either). */
+/**
+ * Resolves a readable repo and the pull with that number in it (404 for either). Inside
+ * `inTransaction` it reads with the open transaction, so a write's check and its change commit
+ * together (see `requireRepo`).
+ */
 export async function requirePull(
   deps: Deps,
   viewer: Viewer,
@@ -187,8 +192,9 @@ export async function requirePull(
   number: number,
   need: Parameters<typeof requireRepo>[3] = { level: 'read' },
 ): Promise<{ access: RepoAccess; pull: PullRow }> {
-  const access = await requireRepo(deps.db, viewer, ref, need);
-  return { access, pull: await findPull(deps.db, access.repo.uuid, number) };
+  const db = currentTransaction(deps.db) ?? deps.db;
+  const access = await requireRepo(db, viewer, ref, need);
+  return { access, pull: await findPull(db, access.repo.uuid, number) };
 }
 
 export async function getPull(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<PullJson> {
@@ -211,11 +217,9 @@ export async function updatePull(
 ): Promise<PullJson> {
   const title = input.title === undefined ? undefined : cleanTitle(input.title);
   if (input.status === 'merged') throw badRequest('status can be set to open or closed only: merge with POST .../merge.');
-  const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
-  if (pull.author_uuid !== viewer.uuid && !levelAtLeast(access.level, 'maintain')) {
-    throw forbidden('Only the pull author or a maintainer can change a pull.');
-  }
   return inTransaction(deps, async (tx) => {
+    const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
+    assertCanEditPull(viewer, access, pull);
     const current = await lockPull(tx, pull.uuid);
     if (current.status === 'merged') throw conflict('pull_merged', 'The pull is merged and can no longer change.');
     const changes: Partial<PullRow> = {};

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { levelAtLeast, type RepoRef } from '../access/index.ts';
+import { assertCanRemoveReview, assertCanReview, type RepoRef } from '../access/index.ts';
 import type { DB, ReviewsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { conflict, forbidden, notFound } from '../errors.ts';
+import { conflict, notFound } from '../errors.ts';
 import { actorOf, inTransaction } from '../events/service.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
@@ -74,12 +74,10 @@ export async function createReview(
   number: number,
   input: { status: ReviewStatus; body?: string },
 ): Promise<ReviewJson> {
-  // Read access is enough to review (decisions §3); a review is still a write under the repo.
-  const { pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
-  if (pull.author_uuid === viewer.uuid && input.status !== 'commented') {
-    throw forbidden('The author of a pull may only comment on it, not approve or request changes.', 'cannot_approve_own_pull');
-  }
   return inTransaction(deps, async (tx) => {
+    // Read access is enough to review; a review is still a write under the repo.
+    const { pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
+    assertCanReview(viewer, pull, input.status);
     // Bumping the pull's review counter locks its row: a concurrent merge either sees this
     // review or commits first, in which case the status read here is `merged`.
     const counter = await tx.db
@@ -154,12 +152,10 @@ export async function getReview(
 
 /** Soft removal: the review stays readable with removed_at set and stops counting. Idempotent. */
 export async function removeReview(deps: Deps, viewer: Viewer, ref: RepoRef, number: number, reviewUuid: string): Promise<void> {
-  const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
-  const review = await findReview(deps.db, pull, reviewUuid);
-  if (review.author_uuid !== viewer.uuid && !levelAtLeast(access.level, 'maintain')) {
-    throw forbidden('Only the review author or a maintainer can remove a review.');
-  }
   await inTransaction(deps, async (tx) => {
+    const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
+    const review = await findReview(tx.db, pull, reviewUuid);
+    assertCanRemoveReview(viewer, access, review);
     let q = tx.db.selectFrom('pulls').select('status').where('uuid', '=', pull.uuid);
     if (tx.dialect === 'postgres') q = q.forUpdate();
     const current = await q.executeTakeFirst();

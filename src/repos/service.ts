@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import {
+  assertCanSetDiskQuota,
   type RepoRef,
   type RepoRow,
   requireNamespaceInsight,
@@ -10,7 +11,7 @@ import {
 } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { badRequest, conflict, forbidden } from '../errors.ts';
+import { badRequest, conflict } from '../errors.ts';
 import { actorOf, type TxContext, inTransaction } from '../events/service.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';
@@ -215,9 +216,7 @@ async function applyRepoChanges(
 export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input: UpdateRepoInput): Promise<RepoJson> {
   return inTransaction(deps, async (tx) => {
     const { repo, owner } = await requireRepo(tx.db, viewer, ref, { level: 'maintain', write: true });
-    if (input.max_disk_bytes !== undefined && !viewer.isStaff) {
-      throw forbidden('Only staff can change max_disk_bytes.');
-    }
+    if (input.max_disk_bytes !== undefined) assertCanSetDiskQuota(viewer);
     const changes: RepoChanges = {};
     if (input.name !== undefined) changes.name = cleanName(input.name);
     if (input.slug !== undefined) changes.slug = normalizeName('repo slug', input.slug);

@@ -84,11 +84,12 @@ export async function addMember(
   teamSlug: string,
   input: { username: string; role: TeamRole },
 ): Promise<MemberJson> {
-  const { team } = await requireTeamManager(deps.db, viewer, teamSlug);
-  const user = await requireActiveUser(deps.db, input.username.trim());
-  const already = () => conflict('already_member', `${user.username} is already a member of the team.`);
+  let already = () => conflict('already_member', `${input.username.trim()} is already a member of the team.`);
   try {
     return await inTransaction(deps, async (tx) => {
+      const { team } = await requireTeamManager(tx.db, viewer, teamSlug);
+      const user = await requireActiveUser(tx.db, input.username.trim());
+      already = () => conflict('already_member', `${user.username} is already a member of the team.`);
       await lockTeam(tx, team.uuid);
       const existing = await tx.db
         .selectFrom('team_members')
@@ -123,9 +124,8 @@ export async function updateMember(
   username: string,
   input: { role: TeamRole },
 ): Promise<MemberJson> {
-  const { team } = await requireTeamManager(deps.db, viewer, teamSlug);
-  if (!(await findMember(deps.db, team.uuid, username))) throw notFound('Member');
   return inTransaction(deps, async (tx) => {
+    const { team } = await requireTeamManager(tx.db, viewer, teamSlug);
     await lockTeam(tx, team.uuid);
     const member = await findMember(tx.db, team.uuid, username);
     if (!member) throw notFound('Member');
@@ -155,10 +155,9 @@ export async function updateMember(
 }
 
 export async function removeMember(deps: Deps, viewer: Viewer, teamSlug: string, username: string): Promise<void> {
-  const target = await findUserByUsername(deps.db, username);
-  const { team } = await requireMemberRemoval(deps.db, viewer, teamSlug, target?.uuid ?? null);
-  if (!(await findMember(deps.db, team.uuid, username))) throw notFound('Member');
   await inTransaction(deps, async (tx) => {
+    const target = await findUserByUsername(tx.db, username);
+    const { team } = await requireMemberRemoval(tx.db, viewer, teamSlug, target?.uuid ?? null);
     await lockTeam(tx, team.uuid);
     const member = await findMember(tx.db, team.uuid, username);
     if (!member) throw notFound('Member');

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { type TeamRow, assertTeamManageable, requireTeam } from '../access/index.ts';
+import { type TeamRow, assertCanListAllTeams, requireTeam, requireTeamSettingsChange } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { badRequest, conflict, forbidden } from '../errors.ts';
+import { badRequest, conflict } from '../errors.ts';
 import { actorOf, inTransaction } from '../events/service.ts';
 import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
@@ -79,7 +79,7 @@ export async function listTeams(
   opts: { all?: boolean; offset: number; limit: number },
 ): Promise<TeamRow[]> {
   if (opts.all) {
-    if (!viewer.isStaff) throw forbidden('Only staff can list every team.');
+    assertCanListAllTeams(viewer);
     return deps.db
       .selectFrom('teams')
       .selectAll()
@@ -112,20 +112,18 @@ export interface UpdateTeamInput {
 }
 
 export async function updateTeam(deps: Deps, viewer: Viewer, teamSlug: string, input: UpdateTeamInput): Promise<TeamRow> {
-  const { team } = await requireTeam(deps.db, viewer, teamSlug, 'owner');
-  if (input.is_active !== undefined && !viewer.isStaff) throw forbidden('Only staff can change is_active.');
-  // Staff may change an inactive team (and reactivate it); its owners may not.
-  assertTeamManageable(team, viewer);
   const name = cleanTeamName(input.name);
   const slug = normalizeName('team slug', input.slug);
-  if (slug !== team.slug && isReserved('team slug', slug)) throw slugTaken(slug);
-  const changes: Partial<TeamRow> = {};
-  if (name !== team.name) changes.name = name;
-  if (slug !== team.slug) changes.slug = slug;
-  if (input.is_active !== undefined && (input.is_active ? 1 : 0) !== team.is_active) changes.is_active = input.is_active ? 1 : 0;
-  if (Object.keys(changes).length === 0) return team;
   try {
     return await inTransaction(deps, async (tx) => {
+      const { team } = await requireTeamSettingsChange(tx.db, viewer, teamSlug, input);
+      if (slug !== team.slug && isReserved('team slug', slug)) throw slugTaken(slug);
+      const changes: Partial<TeamRow> = {};
+      if (name !== team.name) changes.name = name;
+      if (slug !== team.slug) changes.slug = slug;
+      if (input.is_active !== undefined && (input.is_active ? 1 : 0) !== team.is_active)
+        changes.is_active = input.is_active ? 1 : 0;
+      if (Object.keys(changes).length === 0) return team;
       if (changes.slug !== undefined && (await isTeamSlugTaken(tx.db, slug))) throw slugTaken(slug);
       const updated: TeamRow = { ...team, ...changes, updated_at: nowIso() };
       await tx.db

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
+import { assertCanManageTokensOf, tokenVisibleTo } from '../access/index.ts';
 import { compiledOnce } from '../db/compiled.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { badRequest, forbidden, notFound } from '../errors.ts';
+import { badRequest, notFound } from '../errors.ts';
 import { type TxContext, inTransaction } from '../events/service.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
@@ -153,7 +154,7 @@ async function ownerFor(db: Kysely<DB>, viewer: Viewer, username: string | null 
   if (!wanted || wanted === viewer.username) {
     return db.selectFrom('users').selectAll().where('uuid', '=', viewer.uuid).executeTakeFirstOrThrow();
   }
-  if (!viewer.isStaff) throw forbidden("Only staff can manage another user's tokens.");
+  assertCanManageTokensOf(viewer, wanted);
   const row = await db.selectFrom('users').selectAll().where('username', '=', wanted).executeTakeFirst();
   if (!row) throw notFound('User');
   return row;
@@ -167,8 +168,10 @@ export async function createToken(
   const name = input.name.trim();
   if (!name) throw badRequest('name must not be blank.');
   validExpiry(input.expires_at);
-  const owner = await ownerFor(deps.db, viewer, input.username);
-  return inTransaction(deps, (tx) => createTokenFor(tx, owner, { name, expires_at: input.expires_at }, viewer));
+  return inTransaction(deps, async (tx) => {
+    const owner = await ownerFor(tx.db, viewer, input.username);
+    return createTokenFor(tx, owner, { name, expires_at: input.expires_at }, viewer);
+  });
 }
 
 export const TOKEN_ORDERINGS = ['created_at', '-created_at', 'name', '-name', 'last_used_at', '-last_used_at'] as const;
@@ -207,7 +210,7 @@ async function visibleToken(db: Kysely<DB>, viewer: Viewer, uuid: string): Promi
     .select('u.username')
     .where('t.uuid', '=', uuid)
     .executeTakeFirst();
-  if (!row || (row.user_uuid !== viewer.uuid && !viewer.isStaff)) throw notFound('API token');
+  if (!row || !tokenVisibleTo(viewer, row)) throw notFound('API token');
   return row;
 }
 

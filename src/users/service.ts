@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
+import { assertCanCreateUsers, assertCanEditUser, assertCanListUsers, assertUserVisible, canSeeEmail } from '../access/index.ts';
 import { containsText } from '../db/like.ts';
 import type { DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { AppError, badRequest, conflict, forbidden, notFound, unauthorized } from '../errors.ts';
+import { AppError, badRequest, conflict, notFound, unauthorized } from '../errors.ts';
 import { inTransaction } from '../events/service.ts';
-import { isUniqueViolation } from '../db/tx.ts';
+import { currentTransaction, isUniqueViolation } from '../db/tx.ts';
 import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
 import { type CreatedToken, createTokenFor } from '../tokens/service.ts';
@@ -26,7 +27,7 @@ export interface UserJson {
 }
 
 export function userToJson(row: Omit<UserRow, 'password_hash'>, viewer: Viewer | null): UserJson {
-  const seesEmail = viewer !== null && (viewer.isStaff || viewer.uuid === row.uuid);
+  const seesEmail = canSeeEmail(viewer, row.uuid);
   return {
     uuid: row.uuid,
     username: row.username,
@@ -79,7 +80,7 @@ export async function createUser(
   withToken?: { name: string; secret?: string },
   opts: { allowReserved?: boolean } = {},
 ): Promise<{ user: UserRow; token: CreatedToken | null }> {
-  if (actor && !actor.isStaff) throw forbidden('Only staff can create users.');
+  assertCanCreateUsers(actor);
   const username = normalizeName('username', input.username);
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   return inTransaction(deps, async (tx) => {
@@ -123,7 +124,7 @@ export async function listUsers(
   viewer: Viewer,
   opts: { search?: string; offset: number; limit: number },
 ): Promise<UserRow[]> {
-  if (!viewer.isStaff) throw forbidden('Only staff can list users.');
+  assertCanListUsers(viewer);
   let q = deps.db.selectFrom('users').selectAll();
   if (opts.search) {
     const s = opts.search;
@@ -135,9 +136,7 @@ export async function listUsers(
 }
 
 export async function getUser(deps: Deps, viewer: Viewer, username: string): Promise<UserRow> {
-  const row = await findUserByUsername(deps.db, username);
-  if (!row || (row.is_active !== 1 && !viewer.isStaff)) throw notFound('User');
-  return row;
+  return assertUserVisible(viewer, await findUserByUsername(currentTransaction(deps.db) ?? deps.db, username));
 }
 
 export interface UpdateUserInput {
@@ -150,21 +149,21 @@ export interface UpdateUserInput {
 }
 
 export async function updateUser(deps: Deps, viewer: Viewer, username: string, input: UpdateUserInput): Promise<UserRow> {
-  const row = await getUser(deps, viewer, username);
-  if (!viewer.isStaff && viewer.uuid !== row.uuid) throw forbidden('You can only change your own account.');
-  if (!viewer.isStaff && (input.is_staff !== undefined || input.is_active !== undefined)) {
-    throw forbidden('Only staff can change is_staff or is_active.');
-  }
-  // An empty update changes nothing: no write, no event.
-  if (Object.values(input).every((v) => v === undefined)) return row;
-  const changes: Partial<UserRow> = { updated_at: nowIso() };
-  if (input.display_name !== undefined) changes.display_name = input.display_name.trim();
-  if (input.email !== undefined) changes.email = input.email.trim();
-  if (input.ping_mentions !== undefined) changes.ping_mentions = input.ping_mentions;
-  if (input.password !== undefined) changes.password_hash = await hashPassword(input.password);
-  if (input.is_staff !== undefined) changes.is_staff = input.is_staff ? 1 : 0;
-  if (input.is_active !== undefined) changes.is_active = input.is_active ? 1 : 0;
+  // Refused early, before the costly hashing; checked again with the transaction below.
+  assertCanEditUser(viewer, (await getUser(deps, viewer, username)).uuid, input);
+  const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
   return inTransaction(deps, async (tx) => {
+    const row = await getUser(deps, viewer, username);
+    assertCanEditUser(viewer, row.uuid, input);
+    // An empty update changes nothing: no write, no event.
+    if (Object.values(input).every((v) => v === undefined)) return row;
+    const changes: Partial<UserRow> = { updated_at: nowIso() };
+    if (input.display_name !== undefined) changes.display_name = input.display_name.trim();
+    if (input.email !== undefined) changes.email = input.email.trim();
+    if (input.ping_mentions !== undefined) changes.ping_mentions = input.ping_mentions;
+    if (passwordHash !== undefined) changes.password_hash = passwordHash;
+    if (input.is_staff !== undefined) changes.is_staff = input.is_staff ? 1 : 0;
+    if (input.is_active !== undefined) changes.is_active = input.is_active ? 1 : 0;
     await tx.db.updateTable('users').set(changes).where('uuid', '=', row.uuid).execute();
     const updated = (await findUserByUuid(tx.db, row.uuid))!;
     await tx.emit({

@@ -1,0 +1,39 @@
+/** User access: who may see, create and change accounts. */
+import { forbidden, notFound } from '../errors.ts';
+import type { Viewer } from '../viewer.ts';
+
+/** A user's e-mail address is shown to the user themself and to staff only. */
+export function canSeeEmail(viewer: Viewer | null, userUuid: string): boolean {
+  return viewer !== null && (viewer.isStaff || viewer.uuid === userUuid);
+}
+
+/** Accounts are created by staff; `null` is the server itself (bootstrap, CLI). */
+export function assertCanCreateUsers(actor: Viewer | null): void {
+  if (actor && !actor.isStaff) throw forbidden('Only staff can create users.');
+}
+
+/** Only staff list every account. */
+export function assertCanListUsers(viewer: Viewer): void {
+  if (!viewer.isStaff) throw forbidden('Only staff can list users.');
+}
+
+/** A deactivated user is hidden (404) from everyone but staff. */
+export function assertUserVisible<T extends { is_active: number }>(viewer: Viewer | null, row: T | undefined): T {
+  if (!row || (row.is_active !== 1 && !viewer?.isStaff)) throw notFound('User');
+  return row;
+}
+
+/**
+ * A user changes their own account, staff anyone's; only staff change `is_staff` and
+ * `is_active` (403 otherwise).
+ */
+export function assertCanEditUser(
+  viewer: Viewer,
+  targetUuid: string,
+  changes: { is_staff?: unknown; is_active?: unknown },
+): void {
+  if (!viewer.isStaff && viewer.uuid !== targetUuid) throw forbidden('You can only change your own account.');
+  if (!viewer.isStaff && (changes.is_staff !== undefined || changes.is_active !== undefined)) {
+    throw forbidden('Only staff can change is_staff or is_active.');
+  }
+}
