@@ -6,6 +6,7 @@ import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { installAuth } from './http/auth.ts';
+import { authenticate } from './tokens/service.ts';
 import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
@@ -68,7 +69,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installErrorHandling(app);
   await installOpenApi(app);
   installUrlCheck(app);
-  installAuth(app, deps);
+  installAuth(app, (secret) => authenticate(deps, secret));
   installPaging(app, deps.config.publicUrl);
   installRateLimit(app, deps);
 

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { MAX_SECRET_LENGTH } from './tokens/secret.ts';
 
-/** Every environment variable Weft reads, parsed and validated in one place (decisions §10). */
+/** Every environment variable Weft reads, parsed and validated in one place (docs/behaviour.md "Serving and configuration"). */
 export interface Config {
   port: number;
   host: string;
@@ -12,7 +12,7 @@ export interface Config {
   bootstrapAdminToken: string | null;
   bootstrapAdminUsername: string;
   logLevel: string;
-  /** Default repo quota in bytes (decisions §4: 1 GiB). */
+  /** Default repo quota in bytes (docs/behaviour.md "Repos and forks": 1 GiB). */
   defaultMaxDiskBytes: number;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The one error type services throw. It names the API error (decisions §1: a status, a stable
+ * The one error type services throw. It names the API error (docs/behaviour.md "Conventions": a status, a stable
  * snake_case code and a human sentence); the HTTP layer turns it into the error envelope.
  */
 export class AppError extends Error {

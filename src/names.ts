@@ -1,6 +1,6 @@
 import { badRequest } from './errors.ts';
 
-/** Name rules shared by usernames, team slugs and repo slugs (decisions §1). */
+/** Name rules shared by usernames, team slugs and repo slugs (docs/behaviour.md "Conventions"). */
 
 export const RESERVED_NAMES = new Set([
   'admin',

@@ -5,7 +5,7 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() };
 
-/** The one timestamp format (decisions §1): ISO 8601 UTC with milliseconds and Z. */
+/** The one timestamp format (docs/behaviour.md "Conventions"): ISO 8601 UTC with milliseconds and Z. */
 export const nowIso = (): string => new Date().toISOString();
 
 const TIMESTAMP_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-](\d{2}):(\d{2}))$/;

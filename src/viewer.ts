@@ -1,7 +1,24 @@
+import type { Selectable } from 'kysely';
+import type { UsersTable } from './db/types.ts';
+
 /** Who is making a request: the authenticated user and the token they used. */
 export interface Viewer {
   uuid: string;
   username: string;
   isStaff: boolean;
   tokenUuid: string;
+}
+
+/** The caller's own user record (without the password hash), read with the token. */
+export type AuthenticatedUser = Omit<Selectable<UsersTable>, 'password_hash'>;
+
+/** Resolves a token secret to its caller, or null when it is unknown, expired or revoked. */
+export type Authenticate = (secret: string) => Promise<{ viewer: Viewer; user: AuthenticatedUser } | null>;
+
+/** A repo named by a path: the owner's kind and name as given, and the repo slug. */
+export interface RepoRef {
+  ownerKind: 'team' | 'user';
+  /** team slug or username, as given in the path */
+  ownerName: string;
+  repoSlug: string;
 }

@@ -6,7 +6,7 @@ import { DIALECTS, type TestApp, startApp } from './helpers.ts';
  * Two server instances on one database must behave as one: what one writes the other serves,
  * revocations are seen at once, and per-repo counters and merge claims hold across instances.
  */
-// Several instances are a PostgreSQL deployment (decisions §10); SQLite serves one process.
+// Several instances are a PostgreSQL deployment (docs/behaviour.md "Serving and configuration"); SQLite serves one process.
 for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
   describe(`two instances on one database (${dialect})`, () => {
     let a: TestApp;

@@ -6,7 +6,7 @@ import { type TestApp, startApp } from './helpers.ts';
 type Json = any;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
-/** api.md "Endpoints" and decisions §2: the only routes without an authentication requirement. */
+/** docs/behaviour.md "Users and tokens": the only routes without an authentication requirement. */
 const ALLOWED_PUBLIC = new Set([
   'get /check-username',
   'get /check-team-slug',
@@ -124,7 +124,7 @@ describe('OpenAPI document', () => {
       assert.ok(op.responses['401'], `${key} documents 401`);
     }
     for (const key of publicOps) assert.ok(ALLOWED_PUBLIC.has(key), `${key} must not be public`);
-    // no rate-limit rule instruments a public read (decisions §8), so they document no 429
+    // no rate-limit rule instruments a public read (docs/behaviour.md "Events and scopes"), so they document no 429
     for (const key of publicOps) {
       const op = operations.find((o) => o.key === key)!.op;
       if (key.startsWith('get ')) assert.equal(op.responses['429'], undefined, `${key} is not rate limited`);

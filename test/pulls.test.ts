@@ -381,7 +381,7 @@ for (const dialect of DIALECTS) {
       });
 
       it('follows public_repo_pull_policy for every role, in both owner forms and both visibilities', async () => {
-        // decisions §4: any = read access; team = members of the owning team; owner = maintain level
+        // docs/behaviour.md "Repos and forks": any = read access; team = members of the owning team; owner = maintain level
         // only (write level is not enough); staff always. Outsiders of a private repo get 404.
         type Who = 'outsider' | 'reader' | 'member' | 'maintainer' | 'owner' | 'staff';
         const teamCases: Array<[visibility: 'public' | 'private', policy: string, expected: Record<Who, number>]> = [

@@ -20,8 +20,8 @@ export async function storedUserRepoLevel(db: Kysely<DB>, user: StoredUser, repo
 }
 
 /**
- * Whether an approving review by `reviewer` counts towards a pull's branch protection (decisions
- * §5), with access evaluated now, not when the review was written: with an approver list, a
+ * Whether an approving review by `reviewer` counts towards a pull's branch protection (docs/behaviour.md
+ * "Protections, pulls and reviews"), with access evaluated now, not when the review was written: with an approver list, a
  * listed user who can still read the repo; without one, any user with write access (staff
  * included). A deactivated user's approval never counts. (That the pull's author never counts is
  * the caller's rule.)

@@ -3,18 +3,13 @@ import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { type RowLock, withRowLock } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoRef, Viewer } from '../viewer.ts';
 import { type TeamRow, type RepoRow, type UserRow, type RepoLevel, levelAtLeast, teamRole } from './levels.ts';
 import { requireTeam, assertTeamActive } from './teams.ts';
 
 // ---------------------------------------------------------------- repos
 
-export interface RepoRef {
-  ownerKind: 'team' | 'user';
-  /** team slug or username, as given in the path */
-  ownerName: string;
-  repoSlug: string;
-}
+export type { RepoRef } from '../viewer.ts';
 
 export interface RepoOwner {
   kind: 'team' | 'user';
@@ -44,7 +39,7 @@ export async function resolveOwner(
   return { kind, uuid: user.uuid, name: user.username, team: null, user };
 }
 
-/** The viewer's level on a repo (decisions §3 table); staff are owners everywhere. */
+/** The viewer's level on a repo (docs/behaviour.md "Teams and access"); staff are owners everywhere. */
 export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, repo: RepoRow, lock?: RowLock): Promise<RepoLevel> {
   if (viewer?.isStaff) return 'owner';
   let level: RepoLevel = 'none';
@@ -157,7 +152,7 @@ export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
 }
 
 /**
- * Who may create a repo in a namespace (decisions §4): a team's maintainers and owners (the team
+ * Who may create a repo in a namespace (docs/behaviour.md "Repos and forks"): a team's maintainers and owners (the team
  * is invisible, 404, to non-members; an inactive team refuses with 403 team_inactive), or the
  * user themself; staff anywhere.
  */
@@ -198,7 +193,7 @@ export async function requireNamespaceInsight(
 }
 
 /**
- * Whether a user may open pulls on a repo under its public_repo_pull_policy (decisions §4), on
+ * Whether a user may open pulls on a repo under its public_repo_pull_policy (docs/behaviour.md "Repos and forks"), on
  * public and private repos alike: `any` — anyone with read access; `team` — members of the owning
  * team, any role; `owner` — maintain level only (write level is not enough). Maintain level and
  * staff may under every policy.

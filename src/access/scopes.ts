@@ -1,5 +1,5 @@
 /**
- * Who may read an event scope (decisions §8): one reader per scope kind, registered explicitly.
+ * Who may read an event scope (docs/behaviour.md "Events and scopes"): one reader per scope kind, registered explicitly.
  * `createDeps` builds the registry from this table and refuses to start when a kind has none.
  */
 import type { ScopeKind, ScopeReader } from '../events/scopes.ts';

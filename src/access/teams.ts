@@ -36,7 +36,7 @@ export async function requireTeam(
   return { team, role };
 }
 
-/** Writes under an inactive team are refused (decisions §3). */
+/** Writes under an inactive team are refused (docs/behaviour.md "Teams and access"). */
 export function assertTeamActive(team: TeamRow | null): void {
   if (team && team.is_active !== 1) throw forbidden('The team is inactive: its repos are read-only.', 'team_inactive');
 }

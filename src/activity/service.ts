@@ -12,9 +12,9 @@ export interface Window {
 }
 
 /**
- * decisions §3: events in the team's scope and in the scopes of the repos it owns now, newest
+ * docs/behaviour.md "Teams and access": events in the team's scope and in the scopes of the repos it owns now, newest
  * first; members and staff only (404 to anyone else). Each event is still checked against the
- * caller's read access, one readable scope sufficing (decisions §8): an event that carries only
+ * caller's read access, one readable scope sufficing (docs/behaviour.md "Events and scopes"): an event that carries only
  * a deactivated repo's scope stays hidden below maintain level, but the repo's own events
  * (repo-created, repo-updated, ...) also carry the team's scope, so every member sees those.
  */
@@ -51,7 +51,7 @@ export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string,
 }
 
 /**
- * decisions §2: events whose actor is the user and that the caller may read (one of the event's
+ * docs/behaviour.md "Users and tokens": events whose actor is the user and that the caller may read (one of the event's
  * scopes readable), newest first. An unknown user, or an inactive one for non-staff, is 404.
  */
 export async function userActivity(deps: Deps, viewer: Viewer, username: string, page: Window): Promise<EventRecord[]> {

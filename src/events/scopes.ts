@@ -2,7 +2,7 @@ import type { Deps } from '../deps.ts';
 import { badRequest } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
 
-/** decisions §8: the scope kinds an event can carry. */
+/** docs/behaviour.md "Events and scopes": the scope kinds an event can carry. */
 export const SCOPE_KINDS = ['user', 'team', 'repo', 'thread', 'reply', 'pull', 'review', 'timer'] as const;
 export type ScopeKind = (typeof SCOPE_KINDS)[number];
 

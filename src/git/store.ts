@@ -21,7 +21,7 @@ export interface GitStore {
   /**
    * Merges a pull's source branch into its target. Called inside the merge transaction after the
    * pull has been claimed and its protection checked. Returns the resulting commit sha, `null`
-   * when the source branch has no commits (decisions §5 "Branches"), or the conflicting paths.
+   * when the source branch has no commits (docs/behaviour.md "Protections, pulls and reviews"), or the conflicting paths.
    */
   merge(tx: TxContext, repo: RepoRow, pull: Selectable<PullsTable>, strategy: MergeStrategy): Promise<MergeOutcome>;
 }

@@ -1,8 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Deps } from '../deps.ts';
 import { unauthorized } from '../errors.ts';
-import { type AuthenticatedUser, authenticate } from '../tokens/service.ts';
-import type { Viewer } from '../viewer.ts';
+import type { Authenticate, AuthenticatedUser, Viewer } from '../viewer.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -28,7 +26,7 @@ export function tokenFromHeader(header: string | undefined): string | null | fal
     const decoded = Buffer.from(value, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) return false;
-    // decisions §2: an empty username with the token as the password. git clients may send a
+    // docs/behaviour.md "Users and tokens": an empty username with the token as the password. git clients may send a
     // username anyway; the password is what authenticates.
     const password = decoded.slice(colon + 1);
     return password || false;
@@ -43,16 +41,17 @@ export function requireViewer(request: FastifyRequest): Viewer {
 
 /**
  * Authenticates every request that carries credentials; a route not marked public refuses
- * anonymous callers with 401. Bad credentials are 401 even on public routes.
+ * anonymous callers with 401. Bad credentials are 401 even on public routes. `authenticate`
+ * (the tokens domain's lookup) is passed in by `buildApp`: http/ imports no domain.
  */
-export function installAuth(app: FastifyInstance, deps: Deps): void {
+export function installAuth(app: FastifyInstance, authenticate: Authenticate): void {
   app.decorateRequest('viewer', null);
   app.decorateRequest('viewerUser', null);
   app.addHook('onRequest', async (request) => {
     const token = tokenFromHeader(request.headers.authorization);
     if (token === false) throw unauthorized('Malformed Authorization header: use Bearer or Basic with the API token.');
     if (token !== null) {
-      const found = await authenticate(deps, token);
+      const found = await authenticate(token);
       if (!found) throw unauthorized('The API token is invalid, expired or revoked.');
       request.viewer = found.viewer;
       request.viewerUser = found.user;

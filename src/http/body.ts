@@ -79,7 +79,7 @@ export function installJsonParser(app: FastifyInstance): void {
 }
 
 /**
- * preValidation for routes that take no body (decisions §1: unknown properties are 400). No
+ * preValidation for routes that take no body (docs/behaviour.md "Conventions": unknown properties are 400). No
  * body, or an empty JSON object (some clients always send one), is accepted; anything else 400.
  */
 async function noBody(request: FastifyRequest): Promise<void> {

@@ -36,7 +36,7 @@ function validationDetail(error: FastifyError): string {
   return `${path} ${first.message ?? 'is invalid'}.`;
 }
 
-/** Every failure, ours or Fastify's, leaves as the error envelope of decisions §1. */
+/** Every failure, ours or Fastify's, leaves as the error envelope (docs/behaviour.md "Conventions"). */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     if (error instanceof AppError) {

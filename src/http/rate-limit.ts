@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 
-/** decisions §8: the operations a stored rate-limit rule can name. */
+/** docs/behaviour.md "Events and scopes": the operations a stored rate-limit rule can name. */
 export const RATE_LIMITED_OPERATIONS = [
   'api:ping-user',
   'api:signup',

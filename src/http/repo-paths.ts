@@ -1,8 +1,8 @@
 import { type TSchema, type TString, Type } from '@sinclair/typebox';
-import type { RepoRef } from '../access/index.ts';
+import type { RepoRef } from '../viewer.ts';
 
 /**
- * Every repo sub-resource exists in two forms (decisions, preamble): under a team and under a
+ * Every repo sub-resource exists in two forms (docs/behaviour.md "Conventions"): under a team and under a
  * user. Routes register once per form with `forEachRepoForm`.
  */
 const Slug = Type.String({ minLength: 1, maxLength: 100 });

@@ -42,7 +42,7 @@ export const Page = <T extends TSchema>(item: T) =>
     { additionalProperties: false },
   );
 
-/** A body object that rejects unknown properties (decisions §1). */
+/** A body object that rejects unknown properties (docs/behaviour.md "Conventions"). */
 export const StrictObject: typeof Type.Object = ((props: Parameters<typeof Type.Object>[0], opts = {}) =>
   Type.Object(props, { additionalProperties: false, ...opts })) as typeof Type.Object;
 

@@ -13,7 +13,7 @@ function declaresInteger(schema: unknown): boolean {
 /**
  * Ajv's type coercion turns any text JavaScript reads as a number into one: "0x10" is 16,
  * "1e2" is 100, " 1" and "+1" are 1, "Infinity" passes as an integer. Text parameters declared
- * as integers must be plain decimal integers (decisions §1: not an integer is 400), so they are
+ * as integers must be plain decimal integers (docs/behaviour.md "Conventions": not an integer is 400), so they are
  * checked as text before Ajv coerces them.
  */
 function withDecimalIntegers(schema: unknown, validate: ValidateFunction): ValidateFunction {

@@ -209,7 +209,7 @@ async function applyRepoChanges(
 }
 
 /**
- * PUT {repo} (api.md "Update repo"): maintain level; `max_disk_bytes` is staff only (403, even
+ * PUT {repo} (docs/behaviour.md "Repos and forks"): maintain level; `max_disk_bytes` is staff only (403, even
  * when unchanged); `public_repo_pull_policy: team` only on a public team repo (409
  * invalid_pull_policy); a taken slug 409 slug_taken.
  */

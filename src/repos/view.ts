@@ -4,7 +4,7 @@ import type { DB, ReposTable } from '../db/types.ts';
 import type { Viewer } from '../viewer.ts';
 
 /**
- * The repo as the API shows it (decisions §4), and the one query that loads what it needs: the
+ * The repo as the API shows it (docs/behaviour.md "Repos and forks"), and the one query that loads what it needs: the
  * repo row with its owner's slug or username and its creator's username.
  */
 export interface RepoJson {
@@ -99,7 +99,7 @@ export async function loadRepoJson(db: Kysely<DB>, uuid: string, publicUrl: stri
   return repoToJson(row, publicUrl);
 }
 
-/** The event scopes of a repo: its own and its owner's (decisions §8). */
+/** The event scopes of a repo: its own and its owner's (docs/behaviour.md "Events and scopes"). */
 export function repoScopes(repo: { uuid: string; owner_kind: string; owner_uuid: string }): string[] {
   return [`repo:${repo.uuid}`, `${repo.owner_kind === 'team' ? 'team' : 'user'}:${repo.owner_uuid}`];
 }

@@ -14,7 +14,7 @@ export interface SuggestedUserJson {
 }
 
 /**
- * decisions §3: at most 10 active users whose username or display name starts with `name`
+ * docs/behaviour.md "Teams and access": at most 10 active users whose username or display name starts with `name`
  * (case-insensitive) or whose email equals `email` (whole address, case-insensitive); emails
  * are never returned. `team_slug` narrows to that team's members and needs the team to be
  * visible to the caller (its members and staff): otherwise, as for an unknown team, 404.

@@ -8,7 +8,7 @@ export const MAX_SECRET_LENGTH = 200;
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** A new token secret: `weft_` + 40 base62 characters (decisions §2). */
+/** A new token secret: `weft_` + 40 base62 characters (docs/behaviour.md "Users and tokens"). */
 export function newTokenSecret(): string {
   let out = 'weft_';
   for (let i = 0; i < 40; i++) out += BASE62[randomInt(62)];

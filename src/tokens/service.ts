@@ -7,7 +7,7 @@ import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { type TxContext, inTransaction } from '../events/service.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
-import type { Viewer } from '../viewer.ts';
+import type { AuthenticatedUser, Viewer } from '../viewer.ts';
 import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
 
 type TokenRow = Selectable<ApiTokensTable>;
@@ -68,7 +68,7 @@ const tokenByHash = compiledOnce((db, hash: string) =>
 );
 
 /** The caller's user record as read with their token (everything but the password hash). */
-export type AuthenticatedUser = Omit<Selectable<UsersTable>, 'password_hash'>;
+export type { AuthenticatedUser } from '../viewer.ts';
 
 /**
  * Resolves a secret to its viewer and user record; null for unknown, revoked, expired or

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * Reviews get a per-pull sequence number so "the latest review of each user" (decisions §5) is
+ * Reviews get a per-pull sequence number so "the latest review of each user" (docs/behaviour.md "Protections, pulls and reviews") is
  * exact even when two reviews share a millisecond timestamp. `pulls.review_seq` is the counter,
  * bumped in the same transaction as the review insert.
  */
