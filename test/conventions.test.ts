@@ -4,8 +4,9 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { openDatabase } from '../src/db/index.ts';
 import { createDeps } from '../src/deps.ts';
-import { snapshot } from './foundation-helpers.ts';
 import { DIALECTS, type TestApp, freshStore, isErrorBody, startApp, testConfig } from './helpers.ts';
+import { assertRefused } from './common.ts';
+import type { RequestOptions } from './helpers.ts';
 
 const JSON_CT = { 'content-type': 'application/json' };
 
@@ -20,15 +21,8 @@ for (const dialect of DIALECTS) {
     after(() => t.close());
 
     /** Sends a request that must be refused with `status`/`code` and must change nothing. */
-    async function refused(status: number, code: string, method: string, url: string, opts: Parameters<TestApp['req']>[2] = {}) {
-      const before = await snapshot(t);
-      const res = await t.req(method, url, opts);
-      assert.equal(res.status, status, `${method} ${url}: ${res.text}`);
-      assert.ok(isErrorBody(res.body, code), `envelope ${code}: ${res.text}`);
-      assert.ok(!/\bat .*\(.*:\d+:\d+\)/.test(res.text), 'no stack trace');
-      assert.deepEqual(await snapshot(t), before, `${method} ${url} changed nothing`);
-      return res;
-    }
+    const refused = (status: number, code: string, method: string, url: string, opts: RequestOptions = {}) =>
+      assertRefused(t, status, code, method, url, opts);
 
     describe('400 invalid_request', () => {
       it('wrong types, missing required fields, bad enum values', async () => {

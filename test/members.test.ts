@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
+import { eventResults } from './common.ts';
 
 const tick = () => new Promise((r) => setTimeout(r, 3));
 const MEMBER_KEYS = ['created_at', 'display_name', 'role', 'user_uuid', 'username'];
@@ -21,10 +22,23 @@ for (const dialect of DIALECTS) {
         role: string;
       }>;
     const roles = async (slug = team.slug) => Object.fromEntries((await members(slug)).map((m) => [m.username, m.role]));
-    const kinds = async (scope: string) =>
-      (await t.req('GET', `/api/v1/events?scope=${scope}&per_page=100`)).body.results.map(
-        (e: { kind: string }) => e.kind,
-      ) as string[];
+    /** Sets the team's membership to exactly these roles (set-up straight in the table). */
+    const setRoles = async (wanted: Record<string, string>) => {
+      const users = { olive: owner, bob, carol, dave };
+      await t.deps.db.deleteFrom('team_members').where('team_uuid', '=', team.uuid).execute();
+      for (const [name, role] of Object.entries(wanted)) {
+        await t.deps.db
+          .insertInto('team_members')
+          .values({
+            team_uuid: team.uuid,
+            user_uuid: users[name as keyof typeof users].uuid,
+            role,
+            created_at: new Date().toISOString(),
+          })
+          .execute();
+      }
+    };
+    const kinds = async (scope: string) => (await eventResults(t, scope)).map((e) => e.kind);
 
     before(async () => {
       t = await startApp(dialect);
@@ -174,6 +188,8 @@ for (const dialect of DIALECTS) {
 
     describe('GET /teams/{t}/members/{username}', () => {
       it('returns one member; 404 for non-members, unknown users and outsiders', async () => {
+        // Builds the membership it asserts, so it also runs alone (--test-name-pattern).
+        await setRoles({ olive: 'owner', bob: 'maintainer', carol: 'reader' });
         const res = await t.req('GET', '/api/v1/teams/crew/members/BOB', { token: carol.token });
         assert.equal(res.status, 200);
         assert.deepEqual(Object.keys(res.body).sort(), MEMBER_KEYS);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { DIALECTS, isErrorBody, type Res, startApp, type TestApp } from './helpers.ts';
+import { type Person, eventsInScope } from './common.ts';
 
 /**
  * End-to-end pull flows through HTTP only: teams, members, repos, protections and approvers are
@@ -10,12 +11,6 @@ import { DIALECTS, isErrorBody, type Res, startApp, type TestApp } from './helpe
  * edited or deleted, members demoted, removed or deactivated, the repo archived, the team
  * deactivated, the repo deleted.
  */
-
-interface Person {
-  token: string;
-  uuid: string;
-  username: string;
-}
 
 const ok = (res: Res, status: number, what: string): Res => {
   assert.equal(res.status, status, `${what}: ${res.status} ${res.text}`);
@@ -82,8 +77,7 @@ for (const dialect of DIALECTS) {
       ok(await t.req('POST', `${base}/pulls/${number}/reviews`, { token, body: { status } }), 201, `review ${status}`).body;
     const status = async (base: string, number: number, token?: string) =>
       ok(await t.req('GET', `${base}/pulls/${number}/protection`, { token }), 200, 'GET protection').body;
-    const events = (scope: string, token?: string) =>
-      t.req('GET', `/api/v1/events?scope=${encodeURIComponent(scope)}&per_page=100`, { token });
+    const events = (scope: string, token?: string) => eventsInScope(t, scope, token);
 
     let owner: Person;
     let maintainer: Person;

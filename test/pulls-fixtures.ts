@@ -7,11 +7,8 @@ import type { TestApp } from './helpers.ts';
  * and user repos (private and public), and a staff user distinct from the bootstrap admin.
  * Protections are seeded straight into the tables (set-up only; their routes are another module).
  */
-export interface Person {
-  token: string;
-  uuid: string;
-  username: string;
-}
+export type { Person } from './common.ts';
+import type { Person } from './common.ts';
 
 export interface World {
   owner: Person;
@@ -131,9 +128,7 @@ export async function setTeamActive(t: TestApp, teamUuid: string, active: boolea
 }
 
 /** Events of a scope as the given caller (the admin by default). */
-export async function eventsOf(t: TestApp, scope: string, token?: string) {
-  return t.req('GET', `/api/v1/events?scope=${encodeURIComponent(scope)}&per_page=100`, { token });
-}
+export { eventsInScope as eventsOf } from './common.ts';
 
 export const PULL_KEYS = [
   'uuid',

@@ -4,6 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { ISO_MS, TOKEN_SECRET, countRows, snapshot } from './foundation-helpers.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
+import { assertRefused } from './common.ts';
+import type { RequestOptions } from './helpers.ts';
 
 const TOKEN_KEYS = ['created_at', 'expires_at', 'last_used_at', 'name', 'revoked_at', 'username', 'uuid'];
 const WWW = 'Bearer realm="api", Basic realm="api"';
@@ -20,14 +22,8 @@ for (const dialect of DIALECTS) {
     });
     after(() => t.close());
 
-    async function refused(status: number, code: string, method: string, url: string, opts: Parameters<TestApp['req']>[2] = {}) {
-      const before = await snapshot(t);
-      const res = await t.req(method, url, opts);
-      assert.equal(res.status, status, `${method} ${url}: ${res.text}`);
-      assert.ok(isErrorBody(res.body, code), res.text);
-      assert.deepEqual(await snapshot(t), before, 'a refused request changes nothing and emits no event');
-      return res;
-    }
+    const refused = (status: number, code: string, method: string, url: string, opts: RequestOptions = {}) =>
+      assertRefused(t, status, code, method, url, opts);
 
     const create = async (token: string, body: Record<string, unknown>) => {
       const res = await t.req('POST', '/api/v1/api-tokens', { token, body });

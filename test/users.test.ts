@@ -3,6 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { bootstrapAdmin } from '../src/users/service.ts';
 import { ISO_MS, TOKEN_SECRET, runTs, snapshot } from './foundation-helpers.ts';
 import { ADMIN_TOKEN, DIALECTS, type TestApp, freshStore, isErrorBody, startApp } from './helpers.ts';
+import { assertRefused } from './common.ts';
+import type { RequestOptions } from './helpers.ts';
 
 const USER_KEYS = ['created_at', 'display_name', 'email', 'is_active', 'is_staff', 'ping_mentions', 'username', 'uuid'];
 
@@ -18,14 +20,8 @@ for (const dialect of DIALECTS) {
     });
     after(() => t.close());
 
-    async function refused(status: number, code: string, method: string, url: string, opts: Parameters<TestApp['req']>[2] = {}) {
-      const before = await snapshot(t);
-      const res = await t.req(method, url, opts);
-      assert.equal(res.status, status, `${method} ${url}: ${res.text}`);
-      assert.ok(isErrorBody(res.body, code), res.text);
-      assert.deepEqual(await snapshot(t), before, 'a refused request changes nothing');
-      return res;
-    }
+    const refused = (status: number, code: string, method: string, url: string, opts: RequestOptions = {}) =>
+      assertRefused(t, status, code, method, url, opts);
 
     describe('POST /users', () => {
       it('staff create a user: 201 with every field, the name lower-cased', async () => {

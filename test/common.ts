@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { snapshot } from './foundation-helpers.ts';
+import type { RequestOptions, Res, TestApp } from './helpers.ts';
+import { isErrorBody } from './helpers.ts';
+
+/** The helpers several test files share: one copy each (test/helpers.ts starts apps). */
+
+/** A user made for a test: their token, uuid and username. */
+export interface Person {
+  token: string;
+  uuid: string;
+  username: string;
+}
+
+/**
+ * Sends a request that must be refused with `status` and error `code`, with the exact error
+ * envelope and no stack trace, and must change nothing (users, tokens and events are counted
+ * before and after).
+ */
+export async function assertRefused(
+  t: TestApp,
+  status: number,
+  code: string,
+  method: string,
+  url: string,
+  opts: RequestOptions = {},
+): Promise<Res> {
+  const before = await snapshot(t);
+  const res = await t.req(method, url, opts);
+  assert.equal(res.status, status, `${method} ${url}: ${res.text}`);
+  assert.ok(isErrorBody(res.body, code), `envelope ${code}: ${res.text}`);
+  assert.ok(!/\bat .*\(.*:\d+:\d+\)/.test(res.text), 'no stack trace');
+  assert.deepEqual(await snapshot(t), before, `${method} ${url} changed nothing and emitted no event`);
+  return res;
+}
+
+export interface EventJson {
+  id: string;
+  kind: string;
+  scopes: string[];
+  actor: { uuid: string; username: string } | null;
+  payload: Record<string, unknown>;
+  created_at: string;
+}
+
+/** GET /events of one scope (up to 100, optionally of one kind) as `token` (the admin by default). */
+export function eventsInScope(t: TestApp, scope: string, token?: string, kind?: string): Promise<Res> {
+  const kindQuery = kind === undefined ? '' : `&kind=${encodeURIComponent(kind)}`;
+  return t.req(
+    'GET',
+    `/api/v1/events?scope=${encodeURIComponent(scope)}&per_page=100${kindQuery}`,
+    token === undefined ? {} : { token },
+  );
+}
+
+/** The events of a scope, asserting the read is allowed (200). */
+export async function eventResults(t: TestApp, scope: string, token?: string, kind?: string): Promise<EventJson[]> {
+  const res = await eventsInScope(t, scope, token, kind);
+  assert.equal(res.status, 200, res.text);
+  return res.body.results as EventJson[];
+}
