@@ -99,8 +99,8 @@ export const UNRULED_WINDOW_SECONDS = 86_400;
 /** Deletes counted requests that no rule's window covers any more (callers who never came back). */
 export async function sweepRateLimitHits(deps: Deps): Promise<void> {
   const nowMs = deps.clock.now().getTime();
-  await sql`delete from rate_limit_hits where at_ms <= ${nowMs} - 1000 * coalesce(
-      (select r.window_seconds from rate_limit_rules r where r.scope = rate_limit_hits.scope), ${UNRULED_WINDOW_SECONDS})`.execute(
+  await sql`delete from rate_limit_hits where at_ms + 1000 * coalesce(
+      (select r.window_seconds from rate_limit_rules r where r.scope = rate_limit_hits.scope), ${UNRULED_WINDOW_SECONDS}) <= ${nowMs}`.execute(
     deps.db,
   );
 }
