@@ -7,6 +7,14 @@ declare module 'autocannon' {
     pipelining?: number;
     headers?: Record<string, string>;
     method?: string;
+    body?: string;
+    /** rate-limit bench: per-request set-up (rotating callers) */
+    requests?: {
+      method?: string;
+      path?: string;
+      body?: string;
+      setupRequest?: (req: Record<string, unknown>) => Record<string, unknown>;
+    }[];
   }
   export interface Histogram {
     average: number;

@@ -15,6 +15,9 @@ import { installRateLimit } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
 import { installValidators } from './http/validation.ts';
 import { forksRoutes } from './forks/routes.ts';
+import { invitesRoutes } from './invites/routes.ts';
+import { rateLimitsRoutes } from './ratelimits/routes.ts';
+import { settingsRoutes } from './settings/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
@@ -37,7 +40,14 @@ const MODULES = [
   forksRoutes,
   protectionsRoutes,
   pullsRoutes,
+  settingsRoutes,
+  rateLimitsRoutes,
+  invitesRoutes,
 ];
+
+/** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */
+const trustProxyOption = (t: boolean | number | string[]) =>
+  typeof t === 'number' ? (_addr: string, hop: number) => hop < t : t;
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -47,6 +57,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
     },
     bodyLimit: 1024 * 1024,
+    trustProxy: trustProxyOption(deps.config.trustProxy),
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 500 },
     frameworkErrors,

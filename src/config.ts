@@ -14,6 +14,11 @@ export interface Config {
   logLevel: string;
   /** Default repo quota in bytes (docs/behaviour.md "Repos and forks": 1 GiB). */
   defaultMaxDiskBytes: number;
+  /**
+   * TRUST_PROXY: which proxies' X-Forwarded-For to believe for the client IP (per-IP rate limits
+   * of anonymous callers). false (default): none, the socket address is the client.
+   */
+  trustProxy: boolean | number | string[];
 }
 
 export class ConfigError extends Error {}
@@ -27,6 +32,20 @@ function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: num
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/**
+ * TRUST_PROXY: unset or `false` trusts no proxy; `true` trusts every hop (only behind a proxy
+ * that always overwrites X-Forwarded-For); a number trusts that many hops; otherwise a
+ * comma-separated list of proxy addresses or CIDR ranges (`127.0.0.1,10.0.0.0/8`).
+ */
+function parseTrustProxy(raw: string | undefined): boolean | number | string[] {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d{1,2}$/.test(raw)) return Number(raw);
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.every((p) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(p) && /[.:]/.test(p))) return parts;
+  throw new ConfigError('TRUST_PROXY must be true, false, a hop count, or a comma-separated list of addresses or CIDR ranges');
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -82,7 +101,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   const defaultMaxDiskBytes = intVar(env, 'DEFAULT_MAX_DISK_BYTES', 1024 ** 3, 0, Number.MAX_SAFE_INTEGER);
 
+  const trustProxy = parseTrustProxy(env.TRUST_PROXY);
+
   return {
+    trustProxy,
     port,
     host,
     publicUrl,

@@ -10,3 +10,4 @@ export * from './pulls.ts';
 export * from './users.ts';
 export * from './tokens.ts';
 export { SCOPE_READERS } from './scopes.ts';
+export * from './limits.ts';

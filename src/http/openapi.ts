@@ -42,6 +42,12 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     const schema = route.schema;
     const isPublic = route.config?.public === true;
     const s = schema as Record<string, unknown>;
+    const operation = route.config?.rateLimit;
+    if (operation) {
+      // Every instrumented route says so, with the headers it answers (README: Rate limits).
+      const note = `Instrumented operation \`${operation}\`: a stored rate-limit rule for it applies (429 rate_limited with Retry-After; RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset on success too).`;
+      s.description = typeof s.description === 'string' && s.description ? `${s.description} ${note}` : note;
+    }
     s.security ??= isPublic ? [] : SECURED;
     schema.response ??= {};
     const response = schema.response as Record<string, unknown>;

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import { countRequest } from '../ratelimits/counter.ts';
 
 /** docs/behaviour.md "Events and scopes": the operations a stored rate-limit rule can name. */
 export const RATE_LIMITED_OPERATIONS = [
@@ -25,7 +27,33 @@ declare module 'fastify' {
 
 /**
  * The one hook that enforces stored rate-limit rules on every route whose config names a
- * `rateLimit` operation. Rules are stored by the rate-limit domain; until it lands there are no
- * rules, so nothing is limited.
+ * `rateLimit` operation. It runs as a preHandler: after authentication and request validation
+ * (a 401 or 400 is not counted), before the handler. A request that passes is counted whatever
+ * the handler then answers (a 4xx too: a failed login is an attempt); a refused request is 429
+ * and changes nothing. The caller is the authenticated user, or the client IP when anonymous
+ * (`request.ip`: the socket address unless TRUST_PROXY says which proxies to believe).
  */
-export function installRateLimit(_app: FastifyInstance, _deps: Deps): void {}
+export function installRateLimit(app: FastifyInstance, deps: Deps): void {
+  app.addHook('preHandler', async (request, reply) => {
+    const operation = request.routeOptions.config?.rateLimit;
+    if (!operation) return;
+    const caller = request.viewer ? `user:${request.viewer.uuid}` : `ip:${request.ip}`;
+    const decision = await countRequest(deps, operation, caller);
+    if (!decision) return;
+    const headers = {
+      'ratelimit-limit': String(decision.limit),
+      'ratelimit-remaining': String(decision.remaining),
+      'ratelimit-reset': String(decision.resetSeconds),
+    };
+    if (!decision.allowed) {
+      throw new AppError(
+        429,
+        'rate_limited',
+        `Too many requests for ${operation}: at most ${decision.limit} in the window. Retry in ${decision.resetSeconds} seconds.`,
+        undefined,
+        { ...headers, 'retry-after': String(decision.resetSeconds) },
+      );
+    }
+    reply.headers(headers);
+  });
+}

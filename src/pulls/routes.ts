@@ -102,6 +102,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     r.post(
       base,
       {
+        config: { rateLimit: 'api:create-pull' },
         schema: {
           tags,
           summary: 'Open a pull',

@@ -47,6 +47,7 @@ export async function reposRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     r.post(
       `${form.prefix}/repos`,
       {
+        config: { rateLimit: 'api:create-repo' },
         schema: {
           tags,
           summary: `Create a ${form.kind} repo`,

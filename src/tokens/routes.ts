@@ -35,6 +35,7 @@ export async function tokensRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   r.post(
     '/api-tokens',
     {
+      config: { rateLimit: 'api:create-token' },
       schema: {
         tags,
         summary: 'Create an API token; the secret is in `token`, shown only in this response',

@@ -121,7 +121,7 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
   r.post(
     '/auth/login',
     {
-      config: { public: true },
+      config: { public: true, rateLimit: 'api:login' },
       schema: {
         tags: ['auth'],
         summary: 'Exchange a username and password for a new API token',

@@ -1,0 +1,40 @@
+import { Type } from '@sinclair/typebox';
+import { StrictObject } from '../http/schemas.ts';
+
+export const INVITE_CREATORS = ['staff', 'users'] as const;
+export const MAX_INVITES_PER_24H = 1_000_000;
+
+const fields = {
+  rate_limits_enabled: Type.Boolean({ description: 'stored rate-limit rules are enforced only when this is true; default true' }),
+  signup_invite_creators: Type.Union(
+    INVITE_CREATORS.map((v) => Type.Literal(v)),
+    {
+      description:
+        '`staff` (default): only staff create signup invites; `users`: also any active user whose account is at least signup_invite_min_account_age old',
+    },
+  ),
+  signup_invite_max_per_24h: Type.Integer({
+    minimum: 0,
+    maximum: MAX_INVITES_PER_24H,
+    description:
+      'invites one non-staff user may create in any 24 hours (beyond it 429 rate_limited); staff are exempt; default 10',
+  }),
+  signup_invite_min_account_age: Type.String({
+    minLength: 2,
+    maxLength: 40,
+    description:
+      'a duration: whole numbers with units w, d, h, m, s, largest first (`7d`, `1d12h`, `0d`); at most 3650 days; default `7d`',
+  }),
+  signups_enabled: Type.Boolean({ description: 'POST /signup is 403 signups_disabled when false; default true' }),
+  signups_require_invite: Type.Boolean({ description: 'POST /signup needs an invite_uuid when true; default false' }),
+};
+
+export const SiteSettings = Type.Object(fields, { additionalProperties: false, title: 'SiteSettings' });
+export const UpdateSiteSettingsBody = StrictObject({
+  rate_limits_enabled: Type.Optional(fields.rate_limits_enabled),
+  signup_invite_creators: Type.Optional(fields.signup_invite_creators),
+  signup_invite_max_per_24h: Type.Optional(fields.signup_invite_max_per_24h),
+  signup_invite_min_account_age: Type.Optional(fields.signup_invite_min_account_age),
+  signups_enabled: Type.Optional(fields.signups_enabled),
+  signups_require_invite: Type.Optional(fields.signups_require_invite),
+});
