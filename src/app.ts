@@ -16,6 +16,7 @@ import { installValidators } from './http/validation.ts';
 import { forksRoutes } from './forks/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
+import { timersRoutes } from './timers/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
 import { teamsRoutes } from './teams/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
@@ -36,6 +37,7 @@ const MODULES = [
   forksRoutes,
   protectionsRoutes,
   pullsRoutes,
+  timersRoutes,
 ];
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
