@@ -36,6 +36,8 @@ export class TimerScheduler {
   private running = false;
   private wakeRequested = false;
   private loop: Promise<void> = Promise.resolve();
+  /** Batches of one instance run one after another (the background pass and runDue). */
+  private batches: Promise<unknown> = Promise.resolve();
   private readonly pollMs: number;
   private readonly batchSize: number;
   private readonly markdown = createMarkdownRenderer();
@@ -126,7 +128,16 @@ export class TimerScheduler {
   }
 
   /** Claims and fires up to one batch of due occurrences in one transaction; returns how many were claimed. */
-  private async fireBatch(): Promise<number> {
+  private fireBatch(): Promise<number> {
+    const run = this.batches.then(
+      () => this.claimAndFire(),
+      () => this.claimAndFire(),
+    );
+    this.batches = run.catch(() => undefined);
+    return run;
+  }
+
+  private async claimAndFire(): Promise<number> {
     const { deps } = this;
     const now = deps.clock.now();
     const nowIso = now.toISOString();
