@@ -153,10 +153,8 @@ export class TimerScheduler {
       if (deps.dialect === 'postgres') query = query.forUpdate().skipLocked();
       const due: TimerRow[] = await query.execute();
       if (due.length === 0) return 0;
-      const mentionable = await this.activeUsers(
-        tx.db,
-        due.flatMap((t) => extractMentions(t.message)),
-      );
+      const mentioned = new Map(due.map((t) => [t.uuid, extractMentions(t.message)]));
+      const mentionable = await this.activeUsers(tx.db, [...mentioned.values()].flat());
       const owners = new Map<string, 'ok' | 'inactive' | 'gone'>();
       for (const timer of due) {
         const key = `${timer.scope}:${timer.owner_uuid}`;
@@ -165,7 +163,7 @@ export class TimerScheduler {
           state = await timerOwnerState(tx.db, timer.scope, timer.owner_uuid);
           owners.set(key, state);
         }
-        await this.fireOne(tx, timer, state, now, mentionable);
+        await this.fireOne(tx, timer, state, now, mentioned.get(timer.uuid)!, mentionable);
       }
       return due.length;
     });
@@ -176,6 +174,7 @@ export class TimerScheduler {
     timer: TimerRow,
     ownerState: 'ok' | 'inactive' | 'gone',
     now: Date,
+    mentioned: string[],
     mentionable: Map<string, { uuid: string; username: string }>,
   ): Promise<void> {
     const nowIso = now.toISOString();
@@ -205,7 +204,7 @@ export class TimerScheduler {
       }))
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) !== 1) return; // another instance fired it
-    const mentions = extractMentions(timer.message)
+    const mentions = mentioned
       .map((u) => mentionable.get(u))
       .filter((u): u is { uuid: string; username: string } => u !== undefined);
     await tx.emit({
