@@ -10,6 +10,7 @@ import { ScopeRegistry } from './events/scopes.ts';
 import { EmptyGitStore, type GitStore } from './git/store.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { type Clock, systemClock } from './time.ts';
+import { TimerScheduler, type TimerSchedulerOptions } from './timers/scheduler.ts';
 
 /**
  * What services need from the outside world, built once by `createDeps` (main.ts, the CLI and
@@ -18,7 +19,8 @@ import { type Clock, systemClock } from './time.ts';
  * - `git`: bare repositories, forks, merges (src/git/store.ts);
  * - `blobs`: content-addressed files under DATA_DIR (src/blobs/store.ts);
  * - `jobs`: background work written in the caller's transaction (src/jobs/queue.ts);
- * - `clock`: "now", injectable for schedule tests.
+ * - `clock`: "now", injectable for schedule tests;
+ * - `timers`: the timer scheduler (src/timers/scheduler.ts), started with the background parts.
  */
 export interface Deps {
   config: Config;
@@ -30,6 +32,7 @@ export interface Deps {
   blobs: BlobStore;
   jobs: JobQueue;
   clock: Clock;
+  timers: TimerScheduler;
   /** Who may read each event scope kind (access/scopes.ts). */
   scopes: ScopeRegistry;
 }
@@ -40,12 +43,13 @@ export interface DepsOverrides {
   git?: GitStore;
   blobs?: BlobStore;
   jobs?: JobQueue;
+  timers?: TimerSchedulerOptions;
   scopeReaders?: ConstructorParameters<typeof ScopeRegistry>[0];
 }
 
 export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
   const clock = overrides.clock ?? systemClock;
-  return {
+  const deps: Omit<Deps, 'timers'> & { timers?: TimerScheduler } = {
     config,
     database,
     db: database.db,
@@ -63,16 +67,20 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
         onError: (err, job) => console.error(`weft: job ${job ? `${job.kind} #${job.id}` : 'queue'} failed:`, err),
       }),
   };
+  deps.timers = new TimerScheduler(deps as Deps, overrides.timers);
+  return deps as Deps;
 }
 
 /** Starts the background parts (job workers, cross-instance listeners); the CLI does not. */
 export async function startBackground(deps: Deps): Promise<void> {
   await deps.bus.start();
   deps.jobs.start();
+  deps.timers.start();
 }
 
 /** Stops the background parts; called on shutdown before the database closes. */
 export async function stopBackground(deps: Deps): Promise<void> {
+  await deps.timers.stop();
   await deps.jobs.stop();
   await deps.bus.close();
 }

@@ -9,5 +9,6 @@ export * from './repos.ts';
 export * from './pulls.ts';
 export * from './users.ts';
 export * from './tokens.ts';
+export * from './timers.ts';
 export { SCOPE_READERS } from './scopes.ts';
 export * from './limits.ts';

@@ -7,6 +7,7 @@ import type { Deps } from '../deps.ts';
 import type { Viewer } from '../viewer.ts';
 import { levelAtLeast, teamRole } from './levels.ts';
 import { repoAccessLevel } from './repos.ts';
+import { timerReadable } from './timers.ts';
 
 async function repoReadable(deps: Deps, viewer: Viewer, repoUuid: string): Promise<boolean> {
   const repo = await deps.db.selectFrom('repos').selectAll().where('uuid', '=', repoUuid).executeTakeFirst();
@@ -54,5 +55,5 @@ export const SCOPE_READERS: Record<ScopeKind, ScopeReader> = {
   review: reviewScopeReadable,
   thread: nothingToRead,
   reply: nothingToRead,
-  timer: nothingToRead,
+  timer: (deps, viewer, id) => timerReadable(deps.db, viewer, id),
 };

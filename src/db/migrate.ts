@@ -4,6 +4,7 @@ import * as m002 from './migrations/002_teams_repos_pulls.ts';
 import * as m005 from './migrations/005_review_seq.ts';
 import * as m006 from './migrations/006_jobs.ts';
 import * as m020 from './migrations/020_limits_settings_invites.ts';
+import * as m030 from './migrations/030_timers.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -22,6 +23,7 @@ const MIGRATIONS: Migration[] = [
   { name: '005_review_seq', up: m005.up },
   { name: '006_jobs', up: m006.up },
   { name: '020_limits_settings_invites', up: m020.up },
+  { name: '030_timers', up: m030.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

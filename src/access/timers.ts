@@ -1,0 +1,80 @@
+/**
+ * Timer access (README "Timers"): a user's timers are private to that user; a team's timers are
+ * for the team's owners (403 to other members, 404 to outsiders); a repo's timers are read with
+ * read access and managed at maintain level. A timer is reachable only through its owning scope.
+ */
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/types.ts';
+import { notFound } from '../errors.ts';
+import type { Viewer } from '../viewer.ts';
+import { levelAtLeast, roleAtLeast, teamRole } from './levels.ts';
+import { type RepoRef, repoAccessLevel, requireRepo } from './repos.ts';
+import { assertTeamManageable, requireTeam } from './teams.ts';
+
+export type TimerScopeRef =
+  { kind: 'user'; username: string } | { kind: 'team'; teamSlug: string } | { kind: 'repo'; repo: RepoRef };
+
+export interface TimerOwner {
+  scope: 'user' | 'team' | 'repo';
+  uuid: string;
+}
+
+/**
+ * The owner a timer path names, when the viewer may read (`manage: false`) or change
+ * (`manage: true`) its timers. Another user's timers are 404, staff included: they are private.
+ * Changing a team's timers under an inactive team is 403 team_inactive (staff excepted); a repo's
+ * under an archived repo 403 repo_archived.
+ */
+export async function requireTimerScope(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  ref: TimerScopeRef,
+  manage: boolean,
+): Promise<TimerOwner> {
+  if (ref.kind === 'user') {
+    const user = await db
+      .selectFrom('users')
+      .select(['uuid', 'is_active'])
+      .where('username', '=', ref.username.toLowerCase())
+      .executeTakeFirst();
+    if (!user || user.uuid !== viewer.uuid) throw notFound('User');
+    return { scope: 'user', uuid: user.uuid };
+  }
+  if (ref.kind === 'team') {
+    const { team } = await requireTeam(db, viewer, ref.teamSlug, 'owner');
+    if (manage) assertTeamManageable(team, viewer);
+    return { scope: 'team', uuid: team.uuid };
+  }
+  const { repo } = await requireRepo(db, viewer, ref.repo, manage ? { level: 'maintain', write: true } : { level: 'read' });
+  return { scope: 'repo', uuid: repo.uuid };
+}
+
+/** Who may read a `timer:<uuid>` event scope: whoever may read the timer through its owning scope. */
+export async function timerReadable(db: Kysely<DB>, viewer: Viewer, timerUuid: string): Promise<boolean> {
+  const timer = await db.selectFrom('timers').select(['scope', 'owner_uuid']).where('uuid', '=', timerUuid).executeTakeFirst();
+  if (!timer) return false;
+  if (timer.scope === 'user') return timer.owner_uuid === viewer.uuid;
+  if (timer.scope === 'team') {
+    const team = await db.selectFrom('teams').select('uuid').where('uuid', '=', timer.owner_uuid).executeTakeFirst();
+    return team !== undefined && (viewer.isStaff || roleAtLeast(await teamRole(db, viewer, team.uuid), 'owner'));
+  }
+  const repo = await db.selectFrom('repos').selectAll().where('uuid', '=', timer.owner_uuid).executeTakeFirst();
+  return repo !== undefined && levelAtLeast(await repoAccessLevel(db, viewer, repo), 'read');
+}
+
+/**
+ * Whether a timer's owner can still receive firings: an active user, an active team, an
+ * existing repo. 'gone' means the owner no longer exists at all (a deleted repo).
+ */
+export async function timerOwnerState(db: Kysely<DB>, scope: string, ownerUuid: string): Promise<'ok' | 'inactive' | 'gone'> {
+  if (scope === 'user') {
+    const u = await db.selectFrom('users').select('is_active').where('uuid', '=', ownerUuid).executeTakeFirst();
+    return !u ? 'gone' : u.is_active === 1 ? 'ok' : 'inactive';
+  }
+  if (scope === 'team') {
+    const t = await db.selectFrom('teams').select('is_active').where('uuid', '=', ownerUuid).executeTakeFirst();
+    return !t ? 'gone' : t.is_active === 1 ? 'ok' : 'inactive';
+  }
+  const r = await db.selectFrom('repos').select('uuid').where('uuid', '=', ownerUuid).executeTakeFirst();
+  return r ? 'ok' : 'gone';
+}
