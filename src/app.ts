@@ -18,6 +18,7 @@ import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
 import { teamsRoutes } from './teams/routes.ts';
+import { threadsRoutes } from './threads/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 
@@ -36,6 +37,7 @@ const MODULES = [
   forksRoutes,
   protectionsRoutes,
   pullsRoutes,
+  threadsRoutes,
 ];
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {

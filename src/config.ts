@@ -14,6 +14,8 @@ export interface Config {
   logLevel: string;
   /** Default repo quota in bytes (decisions §4: 1 GiB). */
   defaultMaxDiskBytes: number;
+  /** Largest single upload in bytes (MAX_UPLOAD_BYTES; default 25 MiB): 413 payload_too_large beyond. */
+  maxUploadBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -82,6 +84,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   const defaultMaxDiskBytes = intVar(env, 'DEFAULT_MAX_DISK_BYTES', 1024 ** 3, 0, Number.MAX_SAFE_INTEGER);
 
+  const maxUploadBytes = intVar(env, 'MAX_UPLOAD_BYTES', 25 * 1024 ** 2, 1, Number.MAX_SAFE_INTEGER);
+
   return {
     port,
     host,
@@ -92,5 +96,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrapAdminUsername,
     logLevel,
     defaultMaxDiskBytes,
+    maxUploadBytes,
   };
 }

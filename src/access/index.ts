@@ -7,4 +7,5 @@ export * from './levels.ts';
 export * from './teams.ts';
 export * from './repos.ts';
 export * from './pulls.ts';
+export * from './threads.ts';
 export { SCOPE_READERS } from './scopes.ts';

@@ -39,6 +39,21 @@ const reviewScopeReadable: ScopeReader = async (deps, viewer, id) => {
   return row !== undefined && repoReadable(deps, viewer, row.repo_uuid);
 };
 
+const threadScopeReadable: ScopeReader = async (deps, viewer, id) => {
+  const thread = await deps.db.selectFrom('threads').select('repo_uuid').where('uuid', '=', id).executeTakeFirst();
+  return thread !== undefined && repoReadable(deps, viewer, thread.repo_uuid);
+};
+
+const replyScopeReadable: ScopeReader = async (deps, viewer, id) => {
+  const row = await deps.db
+    .selectFrom('replies as r')
+    .innerJoin('threads as t', 't.uuid', 'r.thread_uuid')
+    .select('t.repo_uuid')
+    .where('r.uuid', '=', id)
+    .executeTakeFirst();
+  return row !== undefined && repoReadable(deps, viewer, row.repo_uuid);
+};
+
 /**
  * Scope kinds whose domain has not landed yet name nothing that exists, so nobody can read them.
  * Each domain replaces its entry with a real reader when it lands (threads, replies, timers).
@@ -52,7 +67,7 @@ export const SCOPE_READERS: Record<ScopeKind, ScopeReader> = {
   repo: (deps, viewer, id) => repoReadable(deps, viewer, id),
   pull: pullScopeReadable,
   review: reviewScopeReadable,
-  thread: nothingToRead,
-  reply: nothingToRead,
+  thread: threadScopeReadable,
+  reply: replyScopeReadable,
   timer: nothingToRead,
 };

@@ -142,12 +142,13 @@ export interface ReviewsTable {
 }
 
 import type { JobsTables } from './tables/jobs.ts';
+import type { ThreadsTables } from './tables/threads.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables {
+export interface DB extends JobsTables, ThreadsTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;
