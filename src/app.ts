@@ -19,6 +19,7 @@ import { pullsRoutes } from './pulls/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
 import { teamsRoutes } from './teams/routes.ts';
 import { threadsRoutes } from './threads/routes.ts';
+import { uploadsRoutes } from './uploads/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 
@@ -38,6 +39,7 @@ const MODULES = [
   protectionsRoutes,
   pullsRoutes,
   threadsRoutes,
+  uploadsRoutes,
 ];
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
