@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { pingDatabase } from './db/index.ts';
 import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
+import { attachmentsRoutes } from './attachments/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { installJsonParser, installNoBodyCheck } from './http/body.ts';
@@ -40,6 +41,7 @@ const MODULES = [
   pullsRoutes,
   threadsRoutes,
   uploadsRoutes,
+  attachmentsRoutes,
 ];
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {

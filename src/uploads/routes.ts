@@ -9,7 +9,7 @@ import { requireViewer } from '../http/auth.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
 import { errors } from '../http/route-schemas.ts';
-import { Page } from '../http/schemas.ts';
+import { ErrorBody, Page } from '../http/schemas.ts';
 import type { StoredBlob } from '../blobs/store.ts';
 import { CreateGroupBody, GroupParam, ListQuery, Upload, UploadGroup, UploadList, UploadParam, UploadQuery } from './schemas.ts';
 import {
@@ -173,7 +173,15 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
                 },
               },
             } as never,
-            response: { 201: Type.Union([Upload, UploadList]), ...errors(403, 413) },
+            response: {
+              201: Type.Union([Upload, UploadList]),
+              ...errors(403),
+              413: {
+                ...ErrorBody,
+                'x-response-description':
+                  'payload_too_large: a file over MAX_UPLOAD_BYTES; quota_exceeded: over the repo max_disk_bytes',
+              } as never,
+            },
           },
         },
         async (request, reply) => {
@@ -257,15 +265,11 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
             'with Content-Range (an unsatisfiable one 416; several ranges serve the whole content). A removed upload is 410 gone.',
           params: uploadParams,
           response: {
+            // 206 and 304 are described in the text: one success status is documented.
             200: {
-              description: 'the bytes',
+              description: 'the bytes (206 with Content-Range for a Range request, 304 when If-None-Match matches)',
               content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
             },
-            206: {
-              description: 'the requested range',
-              content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
-            },
-            304: { description: 'not modified', type: 'null' },
             ...errors(410, 416),
           } as never,
         },
