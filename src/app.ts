@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { pingDatabase } from './db/index.ts';
 import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
+import { attachmentsRoutes } from './attachments/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
@@ -23,6 +24,8 @@ import { pullsRoutes } from './pulls/routes.ts';
 import { timersRoutes } from './timers/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
 import { teamsRoutes } from './teams/routes.ts';
+import { threadsRoutes } from './threads/routes.ts';
+import { uploadsRoutes } from './uploads/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 
@@ -45,6 +48,9 @@ const MODULES = [
   rateLimitsRoutes,
   invitesRoutes,
   timersRoutes,
+  threadsRoutes,
+  uploadsRoutes,
+  attachmentsRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

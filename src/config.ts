@@ -19,6 +19,8 @@ export interface Config {
    * of anonymous callers). false (default): none, the socket address is the client.
    */
   trustProxy: boolean | number | string[];
+  /** Largest single upload in bytes (MAX_UPLOAD_BYTES; default 25 MiB): 413 payload_too_large beyond. */
+  maxUploadBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -102,6 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const defaultMaxDiskBytes = intVar(env, 'DEFAULT_MAX_DISK_BYTES', 1024 ** 3, 0, Number.MAX_SAFE_INTEGER);
 
   const trustProxy = parseTrustProxy(env.TRUST_PROXY);
+  const maxUploadBytes = intVar(env, 'MAX_UPLOAD_BYTES', 25 * 1024 ** 2, 1, Number.MAX_SAFE_INTEGER);
 
   return {
     trustProxy,
@@ -114,5 +117,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrapAdminUsername,
     logLevel,
     defaultMaxDiskBytes,
+    maxUploadBytes,
   };
 }

@@ -10,5 +10,6 @@ export * from './pulls.ts';
 export * from './users.ts';
 export * from './tokens.ts';
 export * from './timers.ts';
+export * from './threads.ts';
 export { SCOPE_READERS } from './scopes.ts';
 export * from './limits.ts';

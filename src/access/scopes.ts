@@ -40,11 +40,20 @@ const reviewScopeReadable: ScopeReader = async (deps, viewer, id) => {
   return row !== undefined && repoReadable(deps, viewer, row.repo_uuid);
 };
 
-/**
- * Scope kinds whose domain has not landed yet name nothing that exists, so nobody can read them.
- * Each domain replaces its entry with a real reader when it lands (threads, replies, timers).
- */
-const nothingToRead: ScopeReader = async () => false;
+const threadScopeReadable: ScopeReader = async (deps, viewer, id) => {
+  const thread = await deps.db.selectFrom('threads').select('repo_uuid').where('uuid', '=', id).executeTakeFirst();
+  return thread !== undefined && repoReadable(deps, viewer, thread.repo_uuid);
+};
+
+const replyScopeReadable: ScopeReader = async (deps, viewer, id) => {
+  const row = await deps.db
+    .selectFrom('replies as r')
+    .innerJoin('threads as t', 't.uuid', 'r.thread_uuid')
+    .select('t.repo_uuid')
+    .where('r.uuid', '=', id)
+    .executeTakeFirst();
+  return row !== undefined && repoReadable(deps, viewer, row.repo_uuid);
+};
 
 /** Every scope kind's reader; the `Record` type makes a missing kind a compile error too. */
 export const SCOPE_READERS: Record<ScopeKind, ScopeReader> = {
@@ -53,7 +62,7 @@ export const SCOPE_READERS: Record<ScopeKind, ScopeReader> = {
   repo: (deps, viewer, id) => repoReadable(deps, viewer, id),
   pull: pullScopeReadable,
   review: reviewScopeReadable,
-  thread: nothingToRead,
-  reply: nothingToRead,
+  thread: threadScopeReadable,
+  reply: replyScopeReadable,
   timer: (deps, viewer, id) => timerReadable(deps.db, viewer, id),
 };

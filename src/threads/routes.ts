@@ -1,0 +1,284 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { requireViewer } from '../http/auth.ts';
+import { pageOf, pageParams } from '../http/paging.ts';
+import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { errors } from '../http/route-schemas.ts';
+import { Page } from '../http/schemas.ts';
+import {
+  CreateReplyBody,
+  CreateThreadBody,
+  ListQuery,
+  Participant,
+  Reply,
+  ReplyParam,
+  ReplyVersion,
+  Thread,
+  ThreadParam,
+  UpdateReplyBody,
+  UpdateThreadBody,
+} from './schemas.ts';
+import {
+  createReply,
+  createThread,
+  getReply,
+  getThread,
+  listParticipants,
+  listReplies,
+  listReplyVersions,
+  listThreads,
+  removeReply,
+  removeThread,
+  updateReply,
+  updateThread,
+} from './service.ts';
+
+type ThreadParams = RepoParams & { number: number };
+type ReplyParams = ThreadParams & { reply_number: number };
+
+export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['threads'];
+  const post =
+    'Read access opens threads and replies; an archived repo is 403 repo_archived, an inactive team 403 team_inactive.';
+  const edit = `Only the author or maintain level (403 otherwise). ${post} A removed thread or reply is 409 target_read_only.`;
+
+  for (const form of REPO_FORMS) {
+    const base = `${form.prefix}/threads`;
+    const repoParams = repoParamsSchema(form);
+    const threadParams = repoParamsSchema(form, ThreadParam);
+    const replyParams = repoParamsSchema(form, ReplyParam);
+
+    r.get(
+      base,
+      {
+        schema: {
+          tags,
+          summary: "The repo's threads by number (removed ones left out; read access)",
+          params: repoParams,
+          querystring: ListQuery,
+          response: { 200: Page(Thread) },
+        },
+      },
+      async (request, reply) => {
+        const p = pageParams(request.query);
+        return pageOf(
+          request,
+          reply,
+          p,
+          await listThreads(deps, requireViewer(request), repoRef(request.params as RepoParams), p),
+        );
+      },
+    );
+
+    r.post(
+      base,
+      {
+        config: { rateLimit: 'api:create-thread' },
+        schema: {
+          tags,
+          summary: 'Open a thread; it gets the next per-repo number',
+          description: `${post} The title is trimmed (1-256 characters); the body is Markdown, rendered into body_html.`,
+          params: repoParams,
+          body: CreateThreadBody,
+          response: { 201: Thread, ...errors(403) },
+        },
+      },
+      async (request, reply) => {
+        const thread = await createThread(deps, requireViewer(request), repoRef(request.params as RepoParams), request.body);
+        return reply.status(201).send(thread);
+      },
+    );
+
+    r.get(
+      `${base}/:number`,
+      {
+        schema: {
+          tags,
+          summary: 'Get a thread by number; a removed thread stays readable with removed_at set',
+          params: threadParams,
+          response: { 200: Thread },
+        },
+      },
+      async (request) => {
+        const params = request.params as ThreadParams;
+        return getThread(deps, requireViewer(request), repoRef(params), params.number);
+      },
+    );
+
+    r.patch(
+      `${base}/:number`,
+      {
+        schema: {
+          tags,
+          summary: "Change a thread's title or body; omitted fields stay unchanged",
+          description: edit,
+          params: threadParams,
+          body: UpdateThreadBody,
+          response: { 200: Thread, ...errors(403, 409) },
+        },
+      },
+      async (request) => {
+        const params = request.params as ThreadParams;
+        return updateThread(deps, requireViewer(request), repoRef(params), params.number, request.body);
+      },
+    );
+
+    r.delete(
+      `${base}/:number`,
+      {
+        schema: {
+          tags,
+          summary: 'Remove a thread (soft: it stays readable, leaves lists and refuses replies, edits and attachments)',
+          description: `Only the author or maintain level. Removing a removed thread is 204 and changes nothing. ${post}`,
+          params: threadParams,
+          response: { 204: { type: 'null' }, ...errors(403) },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as ThreadParams;
+        await removeThread(deps, requireViewer(request), repoRef(params), params.number);
+        return reply.status(204).send();
+      },
+    );
+
+    r.get(
+      `${base}/:number/participants`,
+      {
+        schema: {
+          tags,
+          summary: "The thread's author and repliers, in order of first participation",
+          description: 'reply_count counts replies not removed; the author is listed from the thread creation.',
+          params: threadParams,
+          querystring: ListQuery,
+          response: { 200: Page(Participant) },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as ThreadParams;
+        const p = pageParams(request.query);
+        const rows = await listParticipants(deps, requireViewer(request), repoRef(params), params.number, p);
+        return pageOf(request, reply, p, rows);
+      },
+    );
+
+    r.get(
+      `${base}/:number/replies`,
+      {
+        schema: {
+          tags,
+          summary: "The thread's replies by number (removed ones left out; read access)",
+          params: threadParams,
+          querystring: ListQuery,
+          response: { 200: Page(Reply) },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as ThreadParams;
+        const p = pageParams(request.query);
+        return pageOf(request, reply, p, await listReplies(deps, requireViewer(request), repoRef(params), params.number, p));
+      },
+    );
+
+    r.post(
+      `${base}/:number/replies`,
+      {
+        config: { rateLimit: 'api:create-reply' },
+        schema: {
+          tags,
+          summary: 'Reply to a thread',
+          description: `${post} A removed thread is 409 target_read_only. kind defaults to comment, status to open; at most 50 links, each target 1-2000 characters.`,
+          params: threadParams,
+          body: CreateReplyBody,
+          response: { 201: Reply, ...errors(403, 409) },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as ThreadParams;
+        const created = await createReply(deps, requireViewer(request), repoRef(params), params.number, request.body);
+        return reply.status(201).send(created);
+      },
+    );
+
+    r.get(
+      `${base}/:number/replies/:reply_number`,
+      {
+        schema: {
+          tags,
+          summary: 'Get a reply; a removed reply stays readable with removed_at set',
+          params: replyParams,
+          response: { 200: Reply },
+        },
+      },
+      async (request) => {
+        const params = request.params as ReplyParams;
+        return getReply(deps, requireViewer(request), repoRef(params), params.number, params.reply_number);
+      },
+    );
+
+    r.patch(
+      `${base}/:number/replies/:reply_number`,
+      {
+        schema: {
+          tags,
+          summary: 'Edit a reply: 200 with the new reply version',
+          description:
+            `Omitted fields stay unchanged; links, when sent, replace the whole array. Every edit stores a full snapshot as the next version; ` +
+            `created_at stays the reply's creation time and updated_at is this version's. A PATCH that changes nothing stores no version. ${edit}`,
+          params: replyParams,
+          body: UpdateReplyBody,
+          response: { 200: Reply, ...errors(403, 409) },
+        },
+      },
+      async (request) => {
+        const params = request.params as ReplyParams;
+        return updateReply(deps, requireViewer(request), repoRef(params), params.number, params.reply_number, request.body);
+      },
+    );
+
+    r.delete(
+      `${base}/:number/replies/:reply_number`,
+      {
+        schema: {
+          tags,
+          summary: 'Remove a reply (soft)',
+          description: `Only the author or maintain level. Removing a removed reply is 204 and changes nothing. ${post}`,
+          params: replyParams,
+          response: { 204: { type: 'null' }, ...errors(403) },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as ReplyParams;
+        await removeReply(deps, requireViewer(request), repoRef(params), params.number, params.reply_number);
+        return reply.status(204).send();
+      },
+    );
+
+    r.get(
+      `${base}/:number/replies/:reply_number/versions`,
+      {
+        schema: {
+          tags,
+          summary: "A reply's versions, oldest first; each is a full snapshot",
+          params: replyParams,
+          querystring: ListQuery,
+          response: { 200: Page(ReplyVersion) },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as ReplyParams;
+        const p = pageParams(request.query);
+        const rows = await listReplyVersions(
+          deps,
+          requireViewer(request),
+          repoRef(params),
+          params.number,
+          params.reply_number,
+          p,
+        );
+        return pageOf(request, reply, p, rows);
+      },
+    );
+  }
+}

@@ -1,0 +1,123 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+
+export const TITLE_MAX = 256;
+export const BODY_MAX = 65_536;
+export const LINKS_MAX = 50;
+export const LINK_TARGET_MAX = 2000;
+export const REPLY_KINDS = ['comment', 'question', 'answer', 'decision'] as const;
+export const REPLY_STATUSES = ['open', 'resolved'] as const;
+export const LINK_KINDS = ['thread', 'reply', 'pull', 'review', 'commit', 'url'] as const;
+
+const Title = Type.String({ minLength: 1, maxLength: TITLE_MAX, description: `1-${TITLE_MAX} characters, trimmed, not blank` });
+const Body = Type.String({ maxLength: BODY_MAX, description: `Markdown, at most ${BODY_MAX} characters` });
+const ReplyBody = Type.String({
+  minLength: 1,
+  maxLength: BODY_MAX,
+  description: `Markdown, 1-${BODY_MAX} characters, not blank`,
+});
+const Kind = Type.Union(
+  REPLY_KINDS.map((k) => Type.Literal(k)),
+  { description: 'comment (default), question, answer or decision' },
+);
+const Status = Type.Union(
+  REPLY_STATUSES.map((k) => Type.Literal(k)),
+  { description: 'open (default) or resolved' },
+);
+export const Link = StrictObject({
+  kind: Type.Union(LINK_KINDS.map((k) => Type.Literal(k))),
+  target: Type.String({ minLength: 1, maxLength: LINK_TARGET_MAX }),
+});
+const Links = Type.Array(Link, { maxItems: LINKS_MAX, description: `at most ${LINKS_MAX} links` });
+
+export const Thread = Type.Object(
+  {
+    uuid: Type.String(),
+    repo_uuid: Type.String(),
+    number: Type.Integer(),
+    title: Type.String(),
+    body: Type.String(),
+    body_html: Type.String({ description: 'body rendered as sanitised HTML' }),
+    author_uuid: Type.String(),
+    author_username: Type.String(),
+    reply_count: Type.Integer({ description: 'replies not removed' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    removed_at: NullableTimestamp,
+  },
+  { additionalProperties: false, title: 'Thread' },
+);
+export type ThreadJson = Static<typeof Thread>;
+
+export const Participant = Type.Object(
+  {
+    user_uuid: Type.String(),
+    username: Type.String(),
+    reply_count: Type.Integer(),
+    first_participated_at: Timestamp,
+  },
+  { additionalProperties: false, title: 'ThreadParticipant' },
+);
+export type ParticipantJson = Static<typeof Participant>;
+
+export const Reply = Type.Object(
+  {
+    uuid: Type.String(),
+    thread_uuid: Type.String(),
+    thread_number: Type.Integer(),
+    number: Type.Integer(),
+    author_uuid: Type.String(),
+    author_username: Type.String(),
+    body: Type.String(),
+    body_html: Type.String({ description: 'body rendered as sanitised HTML' }),
+    kind: Type.String(),
+    status: Type.String(),
+    links: Type.Array(Link),
+    version: Type.Integer({ description: 'the current version; 1 as created' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    removed_at: NullableTimestamp,
+  },
+  { additionalProperties: false, title: 'Reply' },
+);
+export type ReplyJson = Static<typeof Reply>;
+
+export const ReplyVersion = Type.Object(
+  {
+    reply_uuid: Type.String(),
+    version: Type.Integer(),
+    body: Type.String(),
+    body_html: Type.String(),
+    kind: Type.String(),
+    status: Type.String(),
+    links: Type.Array(Link),
+    editor_username: Type.String(),
+    created_at: Timestamp,
+  },
+  { additionalProperties: false, title: 'ReplyVersion' },
+);
+export type ReplyVersionJson = Static<typeof ReplyVersion>;
+
+export const CreateThreadBody = StrictObject({ title: Title, body: Type.Optional(Body) });
+export type CreateThreadInput = Static<typeof CreateThreadBody>;
+export const UpdateThreadBody = StrictObject({ title: Type.Optional(Title), body: Type.Optional(Body) });
+export type UpdateThreadInput = Static<typeof UpdateThreadBody>;
+export const CreateReplyBody = StrictObject({
+  body: ReplyBody,
+  kind: Type.Optional(Kind),
+  status: Type.Optional(Status),
+  links: Type.Optional(Links),
+});
+export type CreateReplyInput = Static<typeof CreateReplyBody>;
+export const UpdateReplyBody = StrictObject({
+  body: Type.Optional(ReplyBody),
+  kind: Type.Optional(Kind),
+  status: Type.Optional(Status),
+  links: Type.Optional(Links),
+});
+export type UpdateReplyInput = Static<typeof UpdateReplyBody>;
+
+export const ListQuery = Type.Object({ ...PageQuery });
+const Num = Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 });
+export const ThreadParam = { number: Num };
+export const ReplyParam = { number: Num, reply_number: Num };

@@ -1,0 +1,519 @@
+import { randomUUID } from 'node:crypto';
+import type { Static } from '@sinclair/typebox';
+import { type Kysely, type Selectable, sql } from 'kysely';
+import { assertCanEditPost, DISCUSS, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import type { DB } from '../db/types.ts';
+import type { RepliesTable, ThreadsTable } from '../db/tables/threads.ts';
+import type { Deps } from '../deps.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
+import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
+import { createMarkdownRenderer } from '../markdown/render.ts';
+import { repoScopes } from '../repos/view.ts';
+import { nowIso } from '../time.ts';
+import type { Viewer } from '../viewer.ts';
+import {
+  type CreateReplyInput,
+  type CreateThreadInput,
+  type ParticipantJson,
+  type ReplyJson,
+  type ReplyVersionJson,
+  type ThreadJson,
+  type UpdateReplyInput,
+  type UpdateThreadInput,
+  Link as LinkSchema,
+  TITLE_MAX,
+} from './schemas.ts';
+
+export type ThreadRow = Selectable<ThreadsTable>;
+export type ReplyRow = Selectable<RepliesTable>;
+type Link = Static<typeof LinkSchema>;
+type PageArgs = { offset: number; limit: number };
+
+const markdown = createMarkdownRenderer();
+const READ = { level: 'read' } as const;
+
+export const readOnly = (what: string) => conflict('target_read_only', `The ${what} is removed and read-only.`);
+
+function cleanTitle(raw: string): string {
+  const title = raw.trim();
+  if (!title) throw badRequest('title must not be blank.');
+  if (title.length > TITLE_MAX) throw badRequest(`title must be at most ${TITLE_MAX} characters.`);
+  return title;
+}
+
+function cleanReplyBody(raw: string): string {
+  if (!raw.trim()) throw badRequest('body must not be blank.');
+  return raw;
+}
+
+// ---------------------------------------------------------------- threads
+
+type ThreadWithNames = ThreadRow & { author_username: string; reply_count: number | string };
+
+function threadsWithNames(db: Kysely<DB>) {
+  return db
+    .selectFrom('threads as t')
+    .innerJoin('users as a', 'a.uuid', 't.author_uuid')
+    .selectAll('t')
+    .select('a.username as author_username')
+    .select((eb) =>
+      eb
+        .selectFrom('replies as r')
+        .select(eb.fn.countAll().as('n'))
+        .whereRef('r.thread_uuid', '=', 't.uuid')
+        .where('r.removed_at', 'is', null)
+        .as('reply_count'),
+    );
+}
+
+function threadToJson(row: ThreadWithNames): ThreadJson {
+  return {
+    uuid: row.uuid,
+    repo_uuid: row.repo_uuid,
+    number: row.number,
+    title: row.title,
+    body: row.body,
+    body_html: markdown.render(row.body),
+    author_uuid: row.author_uuid,
+    author_username: row.author_username,
+    reply_count: Number(row.reply_count ?? 0),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    removed_at: row.removed_at,
+  };
+}
+
+async function loadThreadJson(db: Kysely<DB>, uuid: string): Promise<ThreadJson> {
+  return threadToJson((await threadsWithNames(db).where('t.uuid', '=', uuid).executeTakeFirstOrThrow()) as ThreadWithNames);
+}
+
+export const threadScopes = (thread: ThreadRow, access: RepoAccess) => [...repoScopes(access.repo), `thread:${thread.uuid}`];
+
+/** The thread with this number in the repo (removed ones included); 404 when there is none. */
+export async function findThread(db: Kysely<DB>, repoUuid: string, number: number): Promise<ThreadRow> {
+  const row = await db
+    .selectFrom('threads')
+    .selectAll()
+    .where('repo_uuid', '=', repoUuid)
+    .where('number', '=', number)
+    .executeTakeFirst();
+  if (!row) throw notFound('Thread');
+  return row;
+}
+
+function threadPayload(thread: ThreadJson): Record<string, unknown> {
+  return { repo_uuid: thread.repo_uuid, thread_uuid: thread.uuid, number: thread.number, title: thread.title };
+}
+
+async function emitThread(tx: TxContext, viewer: Viewer, access: RepoAccess, thread: ThreadJson, kind: string, extra = {}) {
+  await tx.emit({
+    kind,
+    scopes: [...repoScopes(access.repo), `thread:${thread.uuid}`],
+    actor: actorOf(viewer),
+    payload: { ...threadPayload(thread), ...extra },
+  });
+}
+
+export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, input: CreateThreadInput): Promise<ThreadJson> {
+  const title = cleanTitle(input.title);
+  return inTransaction(deps, async (tx) => {
+    const access = await requireRepo(tx.db, viewer, ref, DISCUSS);
+    // The repo row update serialises concurrent creations: numbers are unique and gap-free.
+    const seq = await tx.db
+      .updateTable('repos')
+      .set((eb) => ({ thread_seq: eb('thread_seq', '+', 1) }))
+      .where('uuid', '=', access.repo.uuid)
+      .returning('thread_seq')
+      .executeTakeFirst();
+    if (!seq) throw notFound('Repo');
+    const now = nowIso();
+    const uuid = randomUUID();
+    await tx.db
+      .insertInto('threads')
+      .values({
+        uuid,
+        repo_uuid: access.repo.uuid,
+        number: seq.thread_seq,
+        title,
+        body: input.body ?? '',
+        author_uuid: viewer.uuid,
+        reply_seq: 0,
+        created_at: now,
+        updated_at: now,
+        removed_at: null,
+      })
+      .execute();
+    const thread = await loadThreadJson(tx.db, uuid);
+    await emitThread(tx, viewer, access, thread, 'thread-created');
+    return thread;
+  });
+}
+
+export async function listThreads(deps: Deps, viewer: Viewer, ref: RepoRef, page: PageArgs): Promise<ThreadJson[]> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const rows = await threadsWithNames(deps.db)
+    .where('t.repo_uuid', '=', repo.uuid)
+    .where('t.removed_at', 'is', null)
+    .orderBy('t.number')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
+  return rows.map((r) => threadToJson(r as ThreadWithNames));
+}
+
+export async function getThread(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<ThreadJson> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  return loadThreadJson(deps.db, (await findThread(deps.db, repo.uuid, number)).uuid);
+}
+
+export async function updateThread(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  input: UpdateThreadInput,
+): Promise<ThreadJson> {
+  const title = input.title === undefined ? undefined : cleanTitle(input.title);
+  return inTransaction(deps, async (tx) => {
+    const access = await requireRepo(tx.db, viewer, ref, READ);
+    const row = await findThread(tx.db, access.repo.uuid, number);
+    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    assertCanEditPost(access, viewer, row.author_uuid);
+    if (row.removed_at) throw readOnly('thread');
+    const changes: Partial<ThreadRow> = {};
+    if (title !== undefined && title !== row.title) changes.title = title;
+    if (input.body !== undefined && input.body !== row.body) changes.body = input.body;
+    if (Object.keys(changes).length === 0) return loadThreadJson(tx.db, row.uuid);
+    await tx.db
+      .updateTable('threads')
+      .set({ ...changes, updated_at: nowIso() })
+      .where('uuid', '=', row.uuid)
+      .execute();
+    const thread = await loadThreadJson(tx.db, row.uuid);
+    await emitThread(tx, viewer, access, thread, 'thread-updated', { fields: Object.keys(changes) });
+    return thread;
+  });
+}
+
+/** Soft removal (decisions §6); removing a removed thread is 204 and changes nothing. */
+export async function removeThread(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<void> {
+  await inTransaction(deps, async (tx) => {
+    const access = await requireRepo(tx.db, viewer, ref, READ);
+    const row = await findThread(tx.db, access.repo.uuid, number);
+    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    assertCanEditPost(access, viewer, row.author_uuid);
+    if (row.removed_at) return;
+    const now = nowIso();
+    const res = await tx.db
+      .updateTable('threads')
+      .set({ removed_at: now, updated_at: now })
+      .where('uuid', '=', row.uuid)
+      .where('removed_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 0) return;
+    await emitThread(tx, viewer, access, await loadThreadJson(tx.db, row.uuid), 'thread-removed');
+  });
+}
+
+/**
+ * The thread's author and everyone with a reply not removed, in order of first participation;
+ * the author counts from the thread's creation.
+ */
+export async function listParticipants(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  page: PageArgs,
+): Promise<ParticipantJson[]> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const thread = await findThread(deps.db, repo.uuid, number);
+  const rows = await sql<{ user_uuid: string; username: string; reply_count: number | string; first_participated_at: string }>`
+    select p.user_uuid, u.username, sum(p.n) as reply_count, min(p.at) as first_participated_at
+    from (
+      select author_uuid as user_uuid, 0 as n, created_at as at from threads where uuid = ${thread.uuid}
+      union all
+      select author_uuid, 1, created_at from replies where thread_uuid = ${thread.uuid} and removed_at is null
+    ) p
+    join users u on u.uuid = p.user_uuid
+    group by p.user_uuid, u.username
+    order by min(p.at), u.username
+    limit ${page.limit} offset ${page.offset}`.execute(deps.db);
+  return rows.rows.map((r) => ({
+    user_uuid: r.user_uuid,
+    username: r.username,
+    reply_count: Number(r.reply_count),
+    first_participated_at: r.first_participated_at,
+  }));
+}
+
+// ---------------------------------------------------------------- replies
+
+type ReplyWithNames = ReplyRow & { author_username: string; thread_number: number };
+
+function repliesWithNames(db: Kysely<DB>) {
+  return db
+    .selectFrom('replies as r')
+    .innerJoin('users as a', 'a.uuid', 'r.author_uuid')
+    .innerJoin('threads as t', 't.uuid', 'r.thread_uuid')
+    .selectAll('r')
+    .select(['a.username as author_username', 't.number as thread_number']);
+}
+
+function replyToJson(row: ReplyWithNames): ReplyJson {
+  return {
+    uuid: row.uuid,
+    thread_uuid: row.thread_uuid,
+    thread_number: row.thread_number,
+    number: row.number,
+    author_uuid: row.author_uuid,
+    author_username: row.author_username,
+    body: row.body,
+    body_html: markdown.render(row.body),
+    kind: row.kind,
+    status: row.status,
+    links: JSON.parse(row.links) as Link[],
+    version: row.version,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    removed_at: row.removed_at,
+  };
+}
+
+async function loadReplyJson(db: Kysely<DB>, uuid: string): Promise<ReplyJson> {
+  return replyToJson(await repliesWithNames(db).where('r.uuid', '=', uuid).executeTakeFirstOrThrow());
+}
+
+/** The reply with this number in the thread (removed ones included); 404 when there is none. */
+export async function findReply(db: Kysely<DB>, threadUuid: string, number: number): Promise<ReplyRow> {
+  const row = await db
+    .selectFrom('replies')
+    .selectAll()
+    .where('thread_uuid', '=', threadUuid)
+    .where('number', '=', number)
+    .executeTakeFirst();
+  if (!row) throw notFound('Reply');
+  return row;
+}
+
+async function emitReply(
+  tx: TxContext,
+  viewer: Viewer,
+  access: RepoAccess,
+  thread: ThreadRow,
+  reply: ReplyJson,
+  kind: string,
+  extra = {},
+) {
+  await tx.emit({
+    kind,
+    scopes: [...repoScopes(access.repo), `thread:${thread.uuid}`, `reply:${reply.uuid}`],
+    actor: actorOf(viewer),
+    payload: {
+      repo_uuid: access.repo.uuid,
+      thread_uuid: thread.uuid,
+      thread_number: thread.number,
+      reply_uuid: reply.uuid,
+      number: reply.number,
+      version: reply.version,
+      kind: reply.kind,
+      status: reply.status,
+      ...extra,
+    },
+  });
+}
+
+async function insertVersion(tx: TxContext, reply: ReplyRow, editorUuid: string, at: string): Promise<void> {
+  await tx.db
+    .insertInto('reply_versions')
+    .values({
+      reply_uuid: reply.uuid,
+      version: reply.version,
+      body: reply.body,
+      kind: reply.kind,
+      status: reply.status,
+      links: reply.links,
+      editor_uuid: editorUuid,
+      created_at: at,
+    })
+    .execute();
+}
+
+export async function createReply(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  input: CreateReplyInput,
+): Promise<ReplyJson> {
+  const body = cleanReplyBody(input.body);
+  return inTransaction(deps, async (tx) => {
+    const access = await requireRepo(tx.db, viewer, ref, READ);
+    const thread = await findThread(tx.db, access.repo.uuid, number);
+    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    if (thread.removed_at) throw readOnly('thread');
+    const seq = await tx.db
+      .updateTable('threads')
+      .set((eb) => ({ reply_seq: eb('reply_seq', '+', 1) }))
+      .where('uuid', '=', thread.uuid)
+      .where('removed_at', 'is', null)
+      .returning('reply_seq')
+      .executeTakeFirst();
+    if (!seq) throw readOnly('thread');
+    const now = nowIso();
+    const row: ReplyRow = {
+      uuid: randomUUID(),
+      thread_uuid: thread.uuid,
+      number: seq.reply_seq,
+      author_uuid: viewer.uuid,
+      body,
+      kind: input.kind ?? 'comment',
+      status: input.status ?? 'open',
+      links: JSON.stringify(input.links ?? []),
+      version: 1,
+      created_at: now,
+      updated_at: now,
+      removed_at: null,
+    };
+    await tx.db.insertInto('replies').values(row).execute();
+    await insertVersion(tx, row, viewer.uuid, now);
+    const reply = await loadReplyJson(tx.db, row.uuid);
+    await emitReply(tx, viewer, access, thread, reply, 'reply-created');
+    return reply;
+  });
+}
+
+export async function listReplies(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  page: PageArgs,
+): Promise<ReplyJson[]> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const thread = await findThread(deps.db, repo.uuid, number);
+  const rows = await repliesWithNames(deps.db)
+    .where('r.thread_uuid', '=', thread.uuid)
+    .where('r.removed_at', 'is', null)
+    .orderBy('r.number')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
+  return rows.map(replyToJson);
+}
+
+export async function getReply(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  replyNumber: number,
+): Promise<ReplyJson> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const thread = await findThread(deps.db, repo.uuid, number);
+  return loadReplyJson(deps.db, (await findReply(deps.db, thread.uuid, replyNumber)).uuid);
+}
+
+/**
+ * api.md Replies rules: omitted fields stay unchanged, `links` replaces the whole array, and
+ * every edit stores a full snapshot as the next version. A PATCH that changes nothing returns
+ * the current version and stores none.
+ */
+export async function updateReply(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  replyNumber: number,
+  input: UpdateReplyInput,
+): Promise<ReplyJson> {
+  if (input.body !== undefined) cleanReplyBody(input.body);
+  return inTransaction(deps, async (tx) => {
+    const access = await requireRepo(tx.db, viewer, ref, READ);
+    const thread = await findThread(tx.db, access.repo.uuid, number);
+    const row = await findReply(tx.db, thread.uuid, replyNumber);
+    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    assertCanEditPost(access, viewer, row.author_uuid);
+    if (thread.removed_at) throw readOnly('thread');
+    if (row.removed_at) throw readOnly('reply');
+    const next = {
+      body: input.body ?? row.body,
+      kind: input.kind ?? row.kind,
+      status: input.status ?? row.status,
+      links: input.links === undefined ? row.links : JSON.stringify(input.links),
+    };
+    const fields = (Object.keys(next) as Array<keyof typeof next>).filter((k) => next[k] !== row[k]);
+    if (fields.length === 0) return loadReplyJson(tx.db, row.uuid);
+    const now = nowIso();
+    // The version bump is conditional on the version read, so two concurrent edits cannot both
+    // become the same version.
+    const res = await tx.db
+      .updateTable('replies')
+      .set({ ...next, version: row.version + 1, updated_at: now })
+      .where('uuid', '=', row.uuid)
+      .where('version', '=', row.version)
+      .where('removed_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 0) throw conflict('conflict', 'The reply changed meanwhile; try again.');
+    const updated: ReplyRow = { ...row, ...next, version: row.version + 1, updated_at: now };
+    await insertVersion(tx, updated, viewer.uuid, now);
+    const reply = await loadReplyJson(tx.db, row.uuid);
+    await emitReply(tx, viewer, access, thread, reply, 'reply-edited', { fields });
+    return reply;
+  });
+}
+
+/** Soft removal; removing a removed reply is 204 and changes nothing. */
+export async function removeReply(deps: Deps, viewer: Viewer, ref: RepoRef, number: number, replyNumber: number): Promise<void> {
+  await inTransaction(deps, async (tx) => {
+    const access = await requireRepo(tx.db, viewer, ref, READ);
+    const thread = await findThread(tx.db, access.repo.uuid, number);
+    const row = await findReply(tx.db, thread.uuid, replyNumber);
+    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    assertCanEditPost(access, viewer, row.author_uuid);
+    if (row.removed_at) return;
+    const now = nowIso();
+    const res = await tx.db
+      .updateTable('replies')
+      .set({ removed_at: now })
+      .where('uuid', '=', row.uuid)
+      .where('removed_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 0) return;
+    await emitReply(tx, viewer, access, thread, await loadReplyJson(tx.db, row.uuid), 'reply-removed');
+  });
+}
+
+export async function listReplyVersions(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  replyNumber: number,
+  page: PageArgs,
+): Promise<ReplyVersionJson[]> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const thread = await findThread(deps.db, repo.uuid, number);
+  const reply = await findReply(deps.db, thread.uuid, replyNumber);
+  const rows = await deps.db
+    .selectFrom('reply_versions as v')
+    .innerJoin('users as u', 'u.uuid', 'v.editor_uuid')
+    .selectAll('v')
+    .select('u.username as editor_username')
+    .where('v.reply_uuid', '=', reply.uuid)
+    .orderBy('v.version')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
+  return rows.map((v) => ({
+    reply_uuid: v.reply_uuid,
+    version: v.version,
+    body: v.body,
+    body_html: markdown.render(v.body),
+    kind: v.kind,
+    status: v.status,
+    links: JSON.parse(v.links) as Link[],
+    editor_username: v.editor_username,
+    created_at: v.created_at,
+  }));
+}
