@@ -14,6 +14,7 @@ import { installRateLimit } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
 import { installValidators } from './http/validation.ts';
 import { forksRoutes } from './forks/routes.ts';
+import { gitHttpRoutes } from './git/http.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
@@ -80,6 +81,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       .send(ok ? { status: 'ok' } : { error: 'service_unavailable', detail: 'The database is unreachable.' });
   });
 
+  // git smart HTTP at each repo's clone_url, outside /api/v1 (its own body handling).
+  await app.register(gitHttpRoutes, { deps });
   await app.register(
     async (api) => {
       api.get(

@@ -7,7 +7,8 @@ import type { DB } from './db/types.ts';
 import { SCOPE_READERS } from './access/scopes.ts';
 import { type EventBus, InProcessBus } from './events/bus.ts';
 import { ScopeRegistry } from './events/scopes.ts';
-import { EmptyGitStore, type GitStore } from './git/store.ts';
+import { BareGitStore } from './git/bare-store.ts';
+import type { GitStore } from './git/store.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { type Clock, systemClock } from './time.ts';
 
@@ -53,7 +54,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
     clock,
     scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
     bus: overrides.bus ?? new InProcessBus(),
-    git: overrides.git ?? new EmptyGitStore(),
+    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git')),
     blobs: overrides.blobs ?? new FsBlobStore(join(config.dataDir, 'blobs')),
     jobs:
       overrides.jobs ??

@@ -8,3 +8,4 @@ export * from './teams.ts';
 export * from './repos.ts';
 export * from './pulls.ts';
 export { SCOPE_READERS } from './scopes.ts';
+export * from './git.ts';

@@ -3,6 +3,7 @@ import * as m001 from './migrations/001_foundation.ts';
 import * as m002 from './migrations/002_teams_repos_pulls.ts';
 import * as m005 from './migrations/005_review_seq.ts';
 import * as m006 from './migrations/006_jobs.ts';
+import * as m040 from './migrations/040_git.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -20,6 +21,7 @@ const MIGRATIONS: Migration[] = [
   { name: '002_teams_repos_pulls', up: m002.up },
   { name: '005_review_seq', up: m005.up },
   { name: '006_jobs', up: m006.up },
+  { name: '040_git', up: m040.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;
