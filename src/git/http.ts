@@ -77,12 +77,10 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
     app.get(`${prefix}/info/refs`, { config, schema }, async (request, reply) => {
       const service = (request.query as { service?: string }).service;
       if (!SERVICES.includes(service as Service)) {
-        return reply
-          .code(400)
-          .send({
-            error: 'bad_request',
-            detail: 'Only the smart protocol is served: service=git-upload-pack or git-receive-pack.',
-          });
+        return reply.code(400).send({
+          error: 'bad_request',
+          detail: 'Only the smart protocol is served: service=git-upload-pack or git-receive-pack.',
+        });
       }
       const access = await resolve(request, reply, service === 'git-receive-pack');
       if (!access) return reply;
