@@ -14,7 +14,7 @@ for (const dialect of DIALECTS) {
     /** A public repo of alice: main (base, then one more commit), feature branched from base with two commits. */
     const setup = async (
       featureFiles: Array<Record<string, string>> = [{ 'f1.txt': 'f1\n' }, { 'f2.txt': 'f2\n' }],
-      mainFiles = [{ 'm.txt': 'm\n' }],
+      mainFiles: Array<Record<string, string>> = [{ 'm.txt': 'm\n' }],
     ) => {
       const slug = `mg${++n}`;
       const res = await t.req('POST', `/api/v1/users/${alice.username}/repos`, {
