@@ -15,6 +15,7 @@ import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/req
 import { installValidators } from './http/validation.ts';
 import { forksRoutes } from './forks/routes.ts';
 import { gitHttpRoutes } from './git/http.ts';
+import { gitRoutes } from './git/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
@@ -37,6 +38,7 @@ const MODULES = [
   forksRoutes,
   protectionsRoutes,
   pullsRoutes,
+  gitRoutes,
 ];
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {

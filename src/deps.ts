@@ -54,7 +54,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
     clock,
     scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
     bus: overrides.bus ?? new InProcessBus(),
-    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git')),
+    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db),
     blobs: overrides.blobs ?? new FsBlobStore(join(config.dataDir, 'blobs')),
     jobs:
       overrides.jobs ??

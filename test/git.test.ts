@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { seedTeam } from './fixtures.ts';
 import { commitFiles, type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
@@ -167,6 +169,104 @@ for (const dialect of DIALECTS) {
       assert.ok(usage <= before + 100, `${usage} vs ${before}`);
       const ls = await g.run(['ls-remote', g.url(repo.git, alice.token), 'main']);
       assert.equal(ls.stdout.slice(0, 40), (await g.run(['-C', work, 'rev-parse', 'HEAD~1'])).stdout.trim());
+    });
+
+    it('forks share objects through alternates, clone, and keep working once the source is deleted', async () => {
+      const repo = await newRepo('public');
+      const work = await makeWorkTree(g, `w${n}`, [{ 'x.txt': 'x\n' }, { 'y.txt': 'y\n' }]);
+      await g.run(['-C', work, 'push', '-q', g.url(repo.git, alice.token), 'main', 'main:dev']);
+      const fork = await t.req('POST', `${repo.api}/forks`, { token: bob.token });
+      assert.equal(fork.status, 201, fork.text);
+      const forkGit = `/git/users/${bob.username}/${repo.slug}.git`;
+      const store = t.deps.git as unknown as { pathOf(uuid: string): string };
+      const forkDir = store.pathOf(fork.body.repo.uuid);
+      assert.ok(existsSync(join(forkDir, 'objects', 'info', 'alternates')));
+      const sourceUsage = (await t.req('GET', repo.api, { token: alice.token })).body.disk_usage_bytes;
+      assert.ok(fork.body.repo.disk_usage_bytes < sourceUsage, 'the fork borrows the objects');
+      const head = (await g.run(['-C', work, 'rev-parse', 'HEAD'])).stdout.trim();
+      const c1 = g.tmp(`fork${n}`);
+      await g.run(['clone', '-q', g.url(forkGit, bob.token), c1]);
+      assert.equal((await g.run(['-C', c1, 'rev-parse', 'HEAD'])).stdout.trim(), head);
+      assert.match((await g.run(['ls-remote', g.url(forkGit, bob.token)])).stdout, /refs\/heads\/dev/);
+      await commitFiles(g, c1, [{ 'z.txt': 'z\n' }]);
+      await g.run(['-C', c1, 'push', '-q', 'origin', 'main']);
+
+      assert.equal((await t.req('DELETE', repo.api, { token: alice.token })).status, 204);
+      assert.ok(!existsSync(join(forkDir, 'objects', 'info', 'alternates')), 'the fork has its own objects now');
+      await g.run(['--git-dir', forkDir, 'fsck', '--no-progress']);
+      const c2 = g.tmp(`fork${n}b`);
+      await g.run(['clone', '-q', g.url(forkGit, bob.token), c2]);
+      assert.equal((await g.run(['-C', c2, 'show', 'HEAD:x.txt'])).stdout, 'x\n');
+      const after = (await t.req('GET', `/api/v1/users/${bob.username}/repos/${repo.slug}`, { token: bob.token })).body;
+      assert.ok(after.disk_usage_bytes > fork.body.repo.disk_usage_bytes);
+    });
+
+    it('branches (with protected flags, paged), pull commits and files', async () => {
+      const repo = await newRepo('public');
+      const work = await makeWorkTree(g, `w${n}`, [
+        { 'a.txt': '1\n2\n', 'old.txt': 'same content here\nline two\nline three\n', 'gone.txt': 'g\n' },
+      ]);
+      await g.run(['-C', work, 'checkout', '-q', '-b', 'topic']);
+      await g.run(['-C', work, 'mv', 'old.txt', 'new.txt']);
+      await g.run(['-C', work, 'rm', '-q', 'gone.txt']);
+      await commitFiles(g, work, [{ 'a.txt': '1\nchanged\n3\n', 'added.txt': 'new\n' }], 'topic');
+      await commitFiles(g, work, [{ 'more.txt': 'm\n' }], 'second');
+      await g.run(['-C', work, 'push', '-q', g.url(repo.git, alice.token), 'main', 'topic']);
+      assert.equal((await t.req('POST', `${repo.api}/protections`, { token: alice.token, body: { branch: 'ma*' } })).status, 201);
+      const branches = await t.req('GET', `${repo.api}/branches`, { token: bob.token });
+      assert.equal(branches.status, 200, branches.text);
+      const tip = async (rev: string) => (await g.run(['-C', work, 'rev-parse', rev])).stdout.trim();
+      assert.deepEqual(branches.body.results, [
+        { name: 'main', commit_sha: await tip('main'), protected: true },
+        { name: 'topic', commit_sha: await tip('topic'), protected: false },
+      ]);
+      const paged = await t.req('GET', `${repo.api}/branches?per_page=1&page=2`, { token: bob.token });
+      assert.deepEqual(
+        paged.body.results.map((b: { name: string }) => b.name),
+        ['topic'],
+      );
+      const priv = await newRepo('private');
+      assert.equal((await t.req('GET', `${priv.api}/branches`, { token: bob.token })).status, 404);
+
+      const pull = await t.req('POST', `${repo.api}/pulls`, {
+        token: bob.token,
+        body: { title: 'T', body: '', source_branch: 'topic', target_branch: 'main' },
+      });
+      assert.equal(pull.status, 201, pull.text);
+      const commits = await t.req('GET', `${repo.api}/pulls/${pull.body.number}/commits`, { token: bob.token });
+      assert.equal(commits.status, 200, commits.text);
+      assert.deepEqual(
+        commits.body.results.map((c: { message: string }) => c.message),
+        ['topic 1', 'second 1'],
+      );
+      assert.deepEqual(Object.keys(commits.body.results[0]).sort(), [
+        'author_email',
+        'author_name',
+        'authored_at',
+        'message',
+        'sha',
+      ]);
+      assert.equal(commits.body.results[0].author_email, 'tester@example.com');
+      assert.equal(commits.body.results[1].sha, await tip('topic'));
+      const files = await t.req('GET', `${repo.api}/pulls/${pull.body.number}/files`, { token: bob.token });
+      assert.equal(files.status, 200, files.text);
+      assert.deepEqual(files.body.results, [
+        { path: 'a.txt', status: 'modified', additions: 2, deletions: 1 },
+        { path: 'added.txt', status: 'added', additions: 1, deletions: 0 },
+        { path: 'gone.txt', status: 'deleted', additions: 0, deletions: 1 },
+        { path: 'more.txt', status: 'added', additions: 1, deletions: 0 },
+        { path: 'new.txt', status: 'renamed', additions: 0, deletions: 0 },
+      ]);
+      const none = await t.req('POST', `${repo.api}/pulls`, {
+        token: bob.token,
+        body: { title: 'T', body: '', source_branch: 'nope', target_branch: 'main' },
+      });
+      assert.deepEqual(
+        (await t.req('GET', `${repo.api}/pulls/${none.body.number}/commits`, { token: bob.token })).body.results,
+        [],
+      );
+      assert.equal((await t.req('GET', `${repo.api}/pulls/0/files`, { token: bob.token })).status, 400);
+      assert.equal((await t.req('GET', `${repo.api}/pulls/999/files`, { token: bob.token })).status, 404);
     });
   });
 }

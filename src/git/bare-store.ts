@@ -40,7 +40,11 @@ export async function dirSize(dir: string): Promise<number> {
  * objects through `objects/info/alternates`; the source lists its forks in `weft-forks`.
  */
 export class BareGitStore implements GitStore {
-  constructor(readonly root: string) {}
+  constructor(
+    readonly root: string,
+    /** moves `disk_usage_bytes` when git data changes outside a request (forks detached from a deleted source) */
+    private readonly db?: Kysely<DB>,
+  ) {}
 
   pathOf(uuid: string): string {
     if (!UUID_RE.test(uuid)) throw new Error(`not a repo uuid: ${uuid}`);
@@ -97,8 +101,10 @@ export class BareGitStore implements GitStore {
     const dir = this.pathOf(uuid);
     const alternates = join(dir, 'objects', 'info', 'alternates');
     if (!existsSync(alternates)) return;
+    const before = await dirSize(dir);
     await git(dir, ['repack', '-a', '-d', '-q'], { timeoutMs: 3_600_000 });
     await unlink(alternates);
+    if (this.db) await addDiskUsage({ db: this.db }, uuid, (await dirSize(dir)) - before);
   }
 
   async copyForFork(tx: TxContext, source: RepoRow, fork: RepoRow): Promise<void> {
@@ -107,7 +113,7 @@ export class BareGitStore implements GitStore {
     if (!this.exists(source.uuid)) return;
     await appendFile(join(dir, 'objects', 'info', 'alternates'), `${join(sourceDir, 'objects')}\n`);
     await appendFile(join(sourceDir, FORKS_FILE), `${fork.uuid}\n`);
-    const refs = await this.refs(source.uuid);
+    const refs = await this.refs(source.uuid, 'refs/');
     if (refs.length > 0) {
       const input = refs.map((r) => `create ${r.ref} ${r.sha}\n`).join('');
       await git(dir, ['update-ref', '--stdin'], { input });
@@ -117,7 +123,7 @@ export class BareGitStore implements GitStore {
   }
 
   /** Every branch and tag: `[{ref, sha}]`, sorted by ref name. */
-  async refs(uuid: string, prefix = 'refs/'): Promise<{ ref: string; sha: string }[]> {
+  async refs(uuid: string, prefix = 'refs/heads/'): Promise<{ ref: string; sha: string }[]> {
     if (!this.exists(uuid)) return [];
     const out = await git(this.pathOf(uuid), ['for-each-ref', '--format=%(objectname) %(refname)', prefix]);
     return out.stdout

@@ -11,6 +11,21 @@ export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
  */
 export type MergeOutcome = { sha: string | null } | { conflictPaths: string[] } | { notFastForward: true } | { busy: true };
 
+export interface CommitInfo {
+  sha: string;
+  message: string;
+  author_name: string;
+  author_email: string;
+  authored_at: string;
+}
+
+export interface FileChange {
+  path: string;
+  status: 'added' | 'modified' | 'deleted' | 'renamed';
+  additions: number;
+  deletions: number;
+}
+
 export interface MergeRequest {
   repo: RepoRow;
   pull: Selectable<PullsTable>;
@@ -44,6 +59,12 @@ export interface GitStore {
   branchSha(uuid: string, branch: string): Promise<string | null>;
   /** Whether commit `sha` is `tip` or one of its ancestors. */
   contains(uuid: string, tip: string, sha: string): Promise<boolean>;
+  /** Every ref under `prefix` (default `refs/heads/`), sorted by name. */
+  refs(uuid: string, prefix?: string): Promise<{ ref: string; sha: string }[]>;
+  /** Commits of `head` not in `base`, oldest first. */
+  commitsBetween(uuid: string, base: string | null, head: string): Promise<CommitInfo[]>;
+  /** Files changed on `head` since its merge base with `base`, sorted by path. */
+  filesBetween(uuid: string, base: string | null, head: string): Promise<FileChange[]>;
   /** Points HEAD at the default branch. */
   setHead(uuid: string, branch: string): Promise<void>;
 }
@@ -64,6 +85,15 @@ export class EmptyGitStore implements GitStore {
   }
   async contains(): Promise<boolean> {
     return false;
+  }
+  async refs(): Promise<{ ref: string; sha: string }[]> {
+    return [];
+  }
+  async commitsBetween(): Promise<CommitInfo[]> {
+    return [];
+  }
+  async filesBetween(): Promise<FileChange[]> {
+    return [];
   }
   async setHead(): Promise<void> {}
 }
