@@ -72,6 +72,8 @@ for (const dialect of DIALECTS) {
       const merged = res.body.merge_commit_sha as string;
       assert.match(merged, /^[0-9a-f]{40}$/);
       assert.equal(res.body.pull.merge_commit_sha, merged);
+      assert.equal(res.body.pull.base_sha, merged);
+      assert.equal(res.body.pull.head_sha, featureTip);
       assert.equal(await remoteSha(r.url, 'main'), merged);
       await fetchAll(r.work, r.url);
       assert.equal(
@@ -163,7 +165,13 @@ for (const dialect of DIALECTS) {
 
     it('a missing target branch is created at the source tip; a missing source merges with a null sha', async () => {
       const r = await setup();
-      const pull = await openPull(r.api, bob.token, 'feature', 'brand-new');
+      const opened = await t.req('POST', `${r.api}/pulls`, {
+        token: bob.token,
+        body: { title: 'x', body: '', source_branch: 'feature', target_branch: 'brand-new' },
+      });
+      assert.equal(opened.body.head_sha, await sha(r.work, 'feature'));
+      assert.equal(opened.body.base_sha, null);
+      const pull = opened.body;
       const res = await merge(r.api, pull.number, 'merge');
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.merge_commit_sha, await sha(r.work, 'feature'));

@@ -136,6 +136,8 @@ export async function eventsOf(t: TestApp, scope: string, token?: string) {
 }
 
 export const PULL_KEYS = [
+  'base_sha',
+  'head_sha',
   'uuid',
   'repo_uuid',
   'number',

@@ -55,14 +55,18 @@ export class BareGitStore implements GitStore {
     return existsSync(join(this.pathOf(uuid), 'HEAD'));
   }
 
+  /**
+   * The repository's git data in bytes: its object store (loose objects, packs, alternates).
+   * Refs and configuration are a few bytes and not counted, so a new repo uses 0.
+   */
   async size(uuid: string): Promise<number> {
-    return dirSize(this.pathOf(uuid));
+    return dirSize(join(this.pathOf(uuid), 'objects'));
   }
 
   private async init(repo: RepoRow): Promise<string> {
     const dir = this.pathOf(repo.uuid);
     await mkdir(this.root, { recursive: true });
-    await git(null, ['init', '--quiet', '--bare', `--initial-branch=${repo.default_branch}`, dir]);
+    await git(null, ['init', '--quiet', '--bare', '--template=', `--initial-branch=${repo.default_branch}`, dir]);
     // No reflogs or auto-gc surprises; keep pushes honest.
     await git(dir, ['config', 'receive.fsckObjects', 'true']);
     await git(dir, ['config', 'receive.denyNonFastForwards', 'false']);
@@ -101,10 +105,10 @@ export class BareGitStore implements GitStore {
     const dir = this.pathOf(uuid);
     const alternates = join(dir, 'objects', 'info', 'alternates');
     if (!existsSync(alternates)) return;
-    const before = await dirSize(dir);
+    const before = await this.size(uuid);
     await git(dir, ['repack', '-a', '-d', '-q'], { timeoutMs: 3_600_000 });
     await unlink(alternates);
-    if (this.db) await addDiskUsage({ db: this.db }, uuid, (await dirSize(dir)) - before);
+    if (this.db) await addDiskUsage({ db: this.db }, uuid, (await this.size(uuid)) - before);
   }
 
   async copyForFork(tx: TxContext, source: RepoRow, fork: RepoRow): Promise<void> {
