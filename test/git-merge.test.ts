@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { commitFiles, type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
+import { recoverMergeClaims } from '../src/pulls/merge.ts';
 
 for (const dialect of DIALECTS) {
   describe(`real git merges (${dialect})`, () => {
@@ -206,6 +207,52 @@ for (const dialect of DIALECTS) {
         else assert.equal(m.body.error, 'target_moved', m.text);
       }
       if (push.code === 0) assert.ok(await contains(pushedSha), 'the pushed commit is on main');
+    });
+
+    it('a merge claim left by a crash is recovered: finished when its tip landed, released when it did not', async () => {
+      const r = await setup(undefined, []);
+      const pull = await openPull(r.api, bob.token);
+      const tip = await sha(r.work, 'feature');
+      const old = new Date(Date.now() - 3_600_000).toISOString();
+      const claim = {
+        status: 'merged',
+        merged_at: old,
+        closed_at: old,
+        updated_at: old,
+        merged_by_uuid: alice.uuid,
+        merge_strategy: 'fast_forward',
+        merge_pending: 1,
+        merge_claimed_at: old,
+      };
+      await t.deps.db
+        .updateTable('pulls')
+        .set({ ...claim, merge_claim_sha: tip })
+        .where('uuid', '=', pull.uuid)
+        .execute();
+      const store = t.deps.git as unknown as { pathOf(uuid: string): string };
+      await g.run(['--git-dir', store.pathOf(r.uuid), 'update-ref', 'refs/heads/main', tip]);
+      const pull2 = await openPull(r.api, bob.token, 'feature', 'other');
+      await t.deps.db
+        .updateTable('pulls')
+        .set({ ...claim, merge_claim_sha: null })
+        .where('uuid', '=', pull2.uuid)
+        .execute();
+
+      assert.equal(await recoverMergeClaims(t.deps), 2);
+      const done = (await t.req('GET', `${r.api}/pulls/${pull.number}`, { token: alice.token })).body;
+      assert.equal(done.status, 'merged');
+      assert.equal(done.merge_commit_sha, tip);
+      const ev = await t.req('GET', `/api/v1/events?scope=pull:${pull.uuid}`, { token: alice.token });
+      assert.deepEqual(
+        ev.body.results.map((e: { kind: string }) => e.kind),
+        ['pull-opened', 'pull-merged'],
+      );
+      const released = (await t.req('GET', `${r.api}/pulls/${pull2.number}`, { token: alice.token })).body;
+      assert.equal(released.status, 'open');
+      assert.equal(released.merged_at, null);
+      assert.equal(await remoteSha(r.url, 'other'), null);
+      const again = await merge(r.api, pull2.number, 'merge');
+      assert.equal(again.status, 200, again.text);
     });
   });
 }

@@ -268,5 +268,64 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.req('GET', `${repo.api}/pulls/0/files`, { token: bob.token })).status, 400);
       assert.equal((await t.req('GET', `${repo.api}/pulls/999/files`, { token: bob.token })).status, 404);
     });
+
+    it('bad input: garbage pkt-lines and packs, gzip bodies, v2 commands, dot-dot paths; no 5xx, the repo stays consistent', async () => {
+      const repo = await newRepo('public');
+      const work = await makeWorkTree(g, `w${n}`, [{ 'x.txt': 'x\n' }]);
+      await g.run(['-C', work, 'push', '-q', g.url(repo.git, alice.token), 'main']);
+      const head = (await g.run(['-C', work, 'rev-parse', 'HEAD'])).stdout.trim();
+      const auth = { authorization: `Basic ${Buffer.from(`x:${alice.token}`).toString('base64')}` };
+      const post = (service: string, body: Buffer, headers: Record<string, string> = {}) =>
+        fetch(new URL(`${repo.git}/${service}`, g.base), {
+          method: 'POST',
+          headers: { ...auth, 'content-type': `application/x-${service}-request`, ...headers },
+          body: new Uint8Array(body),
+        });
+      const zero = '0'.repeat(40);
+      const hostile = [
+        Buffer.from('zzzz not a pkt-line at all'),
+        Buffer.from(`00a0${zero} ${head} refs/heads/evil\0report-status\n0000PACK\x00\x00\x00\x02garbage`),
+        Buffer.from(`0067${zero} ${head} refs/heads/a..b\0report-status0000`),
+      ];
+      for (const body of hostile) {
+        for (const service of ['git-receive-pack', 'git-upload-pack']) {
+          const res = await post(service, body);
+          assert.ok(res.status < 500, `${service}: ${res.status}`);
+          await res.arrayBuffer();
+        }
+      }
+      const store = t.deps.git as unknown as { pathOf(uuid: string): string };
+      await g.run(['--git-dir', store.pathOf(repo.uuid), 'fsck', '--no-progress']);
+      const ls = await g.run(['ls-remote', g.url(repo.git, null)]);
+      assert.deepEqual(
+        ls.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.split('\t')[1]),
+        ['HEAD', 'refs/heads/main'],
+      );
+
+      // protocol v2 ls-refs, gzip-compressed
+      const { gzipSync } = await import('node:zlib');
+      const cmd = Buffer.from('0014command=ls-refs\n00010000');
+      const v2 = await post('git-upload-pack', gzipSync(cmd), { 'content-encoding': 'gzip', 'git-protocol': 'version=2' });
+      assert.equal(v2.status, 200);
+      assert.match(await v2.text(), new RegExp(`${head} refs/heads/main`));
+
+      const { request } = await import('node:http');
+      const status = await new Promise<number>((resolve, reject) => {
+        const u = new URL(g.base);
+        const r = request(
+          { host: u.hostname, port: u.port, path: '/git/teams/../x.git/info/refs?service=git-upload-pack', headers: auth },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        r.on('error', reject);
+        r.end();
+      });
+      assert.ok(status >= 400 && status < 500, String(status));
+    });
   });
 }
