@@ -54,7 +54,8 @@ async function generate(dir: string): Promise<void> {
   const per = Math.floor((MB * 1024 * 1024) / COMMITS);
   let t = 1_700_000_000;
   const commit = async (branch: string, n: number, files: Array<[string, Buffer]>, from?: string) => {
-    let s = `commit refs/heads/${branch}\nmark :${n}\ncommitter B <b@x> ${t++} +0000\ndata 10\ncommit ${String(n).padStart(3, '0')}\n`;
+    const message = `commit ${n}\n`;
+    let s = `commit refs/heads/${branch}\nmark :${n}\ncommitter B <b@x> ${t++} +0000\ndata ${message.length}\n${message}`;
     if (from) s += `from ${from}\n`;
     await write(s);
     for (const [path, data] of files) {

@@ -10,6 +10,7 @@ import { ScopeRegistry } from './events/scopes.ts';
 import { BareGitStore } from './git/bare-store.ts';
 import type { GitStore } from './git/store.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
+import { recoverMergeClaims } from './pulls/merge.ts';
 import { type Clock, systemClock } from './time.ts';
 
 /**
@@ -70,6 +71,8 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
 export async function startBackground(deps: Deps): Promise<void> {
   await deps.bus.start();
   deps.jobs.start();
+  // Merge claims left by a crashed process (src/pulls/merge.ts): finish or release them.
+  await recoverMergeClaims(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
 }
 
 /** Stops the background parts; called on shutdown before the database closes. */
