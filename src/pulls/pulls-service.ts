@@ -80,6 +80,17 @@ export async function withBranchTips(deps: Deps, pull: PullJson): Promise<PullJs
   return { ...pull, head_sha, base_sha };
 }
 
+/** A page of one repo's pulls with their branch tips, from one read of the repo's branches. */
+export async function listWithBranchTips(deps: Deps, pulls: PullJson[]): Promise<PullJson[]> {
+  if (pulls.length === 0) return pulls;
+  const tips = new Map((await deps.git.refs(pulls[0]!.repo_uuid, 'refs/heads/')).map((r) => [r.ref, r.sha]));
+  return pulls.map((p) => ({
+    ...p,
+    head_sha: tips.get(`refs/heads/${p.source_branch}`) ?? null,
+    base_sha: tips.get(`refs/heads/${p.target_branch}`) ?? null,
+  }));
+}
+
 /** The pull as JSON, read through `db` (a transaction inside one). */
 export async function loadPullJson(db: Kysely<DB>, pullUuid: string): Promise<PullJson> {
   return pullToJson(await pullsWithNames(db).where('p.uuid', '=', pullUuid).executeTakeFirstOrThrow());

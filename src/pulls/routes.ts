@@ -11,7 +11,7 @@ import { Page, PageQuery } from '../http/schemas.ts';
 import type { Viewer } from '../viewer.ts';
 import { mergePull } from './merge.ts';
 import { getPullProtection, PROTECTION_MATCHING_RULES } from './protection-status.ts';
-import { createPull, getPull, listPulls, updatePull, withBranchTips } from './pulls-service.ts';
+import { createPull, getPull, listPulls, updatePull, listWithBranchTips, withBranchTips } from './pulls-service.ts';
 import { createReview, getReview, listReviews, removeReview } from './reviews-service.ts';
 import {
   CreatePullBody,
@@ -95,7 +95,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           offset: p.offset,
           limit: p.limit,
         });
-        return pageOf(request, reply, p, await Promise.all(rows.map((row) => withBranchTips(deps, row))));
+        return pageOf(request, reply, p, await listWithBranchTips(deps, rows));
       },
     );
 
