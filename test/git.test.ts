@@ -327,5 +327,15 @@ for (const dialect of DIALECTS) {
       });
       assert.ok(status >= 400 && status < 500, String(status));
     });
+
+    it('HEAD follows default_branch', async () => {
+      const repo = await newRepo();
+      const work = await makeWorkTree(g, `w${n}`, [{ 'x.txt': 'x\n' }]);
+      await g.run(['-C', work, 'push', '-q', g.url(repo.git, alice.token), 'main', 'main:trunk']);
+      const put = await t.req('PUT', repo.api, { token: alice.token, body: { default_branch: 'trunk' } });
+      assert.equal(put.status, 200, put.text);
+      const ls = await g.run(['ls-remote', '--symref', g.url(repo.git, alice.token), 'HEAD']);
+      assert.match(ls.stdout, /^ref: refs\/heads\/trunk\tHEAD/);
+    });
   });
 }
