@@ -19,6 +19,8 @@ import { forksRoutes } from './forks/routes.ts';
 import { invitesRoutes } from './invites/routes.ts';
 import { rateLimitsRoutes } from './ratelimits/routes.ts';
 import { settingsRoutes } from './settings/routes.ts';
+import { gitHttpRoutes } from './git/http.ts';
+import { gitRoutes } from './git/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { timersRoutes } from './timers/routes.ts';
@@ -51,6 +53,7 @@ const MODULES = [
   threadsRoutes,
   uploadsRoutes,
   attachmentsRoutes,
+  gitRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */
@@ -100,6 +103,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       .send(ok ? { status: 'ok' } : { error: 'service_unavailable', detail: 'The database is unreachable.' });
   });
 
+  // git smart HTTP at each repo's clone_url, outside /api/v1 (its own body handling).
+  await app.register(gitHttpRoutes, { deps });
   await app.register(
     async (api) => {
       api.get(

@@ -7,8 +7,10 @@ import type { DB } from './db/types.ts';
 import { SCOPE_READERS } from './access/scopes.ts';
 import { type EventBus, InProcessBus } from './events/bus.ts';
 import { ScopeRegistry } from './events/scopes.ts';
-import { EmptyGitStore, type GitStore } from './git/store.ts';
+import { BareGitStore } from './git/bare-store.ts';
+import type { GitStore } from './git/store.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
+import { recoverMergeClaims } from './pulls/merge.ts';
 import { type Clock, systemClock } from './time.ts';
 import { TimerScheduler, type TimerSchedulerOptions } from './timers/scheduler.ts';
 
@@ -57,7 +59,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
     clock,
     scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
     bus: overrides.bus ?? new InProcessBus(),
-    git: overrides.git ?? new EmptyGitStore(),
+    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db),
     blobs: overrides.blobs ?? new FsBlobStore(join(config.dataDir, 'blobs')),
     jobs:
       overrides.jobs ??
@@ -76,6 +78,8 @@ export async function startBackground(deps: Deps): Promise<void> {
   await deps.bus.start();
   deps.jobs.start();
   deps.timers.start();
+  // Merge claims left by a crashed process (src/pulls/merge.ts): finish or release them.
+  await recoverMergeClaims(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
 }
 
 /** Stops the background parts; called on shutdown before the database closes. */

@@ -131,6 +131,8 @@ export async function setTeamActive(t: TestApp, teamUuid: string, active: boolea
 export { eventsInScope as eventsOf } from './common.ts';
 
 export const PULL_KEYS = [
+  'base_sha',
+  'head_sha',
   'uuid',
   'repo_uuid',
   'number',

@@ -13,3 +13,4 @@ export * from './timers.ts';
 export * from './threads.ts';
 export { SCOPE_READERS } from './scopes.ts';
 export * from './limits.ts';
+export * from './git.ts';

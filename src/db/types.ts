@@ -127,6 +127,11 @@ export interface PullsTable {
   merge_strategy: string | null;
   /** counter for reviews.seq (migration 005) */
   review_seq: number;
+  /** 1 while a merge holds the claim and git runs (migration 040, src/pulls/merge.ts) */
+  merge_pending: Generated<number>;
+  merge_claimed_at: string | null;
+  /** the tip the pending merge is about to write: crash recovery compares it with the branch */
+  merge_claim_sha: string | null;
 }
 
 export interface ReviewsTable {

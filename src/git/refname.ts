@@ -51,7 +51,7 @@ export const isGlobPattern = (pattern: string): boolean => /[*?]/.test(pattern);
 const globCache = new Map<string, RegExp>();
 
 /** A protection glob as a regular expression (cached: patterns repeat on every pull check). */
-function globToRegExp(pattern: string): RegExp {
+export function globToRegExp(pattern: string): RegExp {
   let re = globCache.get(pattern);
   if (re) return re;
   let source = '';

@@ -5,25 +5,68 @@ import type { TxContext } from '../events/service.ts';
 
 export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
 
-export type MergeOutcome = { sha: string | null } | { conflictPaths: string[] };
+/**
+ * The new target tip (`null` when the source branch has no commits, decisions §5 "Branches"),
+ * the conflicting paths, a refused fast-forward, or `busy` when the target kept moving.
+ */
+export type MergeOutcome = { sha: string | null } | { conflictPaths: string[] } | { notFastForward: true } | { busy: true };
+
+export interface CommitInfo {
+  sha: string;
+  message: string;
+  author_name: string;
+  author_email: string;
+  authored_at: string;
+}
+
+export interface FileChange {
+  path: string;
+  status: 'added' | 'modified' | 'deleted' | 'renamed';
+  additions: number;
+  deletions: number;
+}
+
+export interface MergeRequest {
+  repo: RepoRow;
+  pull: Selectable<PullsTable>;
+  strategy: MergeStrategy;
+  /** committer of every new commit, and author of a merge commit */
+  merger: { name: string; email: string };
+  /** the pull's author: author of a squash commit */
+  author: { name: string; email: string };
+  /** called with the new tip just before the target branch moves (the caller records it) */
+  beforeMove?: (sha: string) => Promise<void>;
+}
 
 /**
  * Everything Weft asks of git storage, in one interface on `Deps` (`deps.git`). Services call
- * only this; the implementation owns every git command.
+ * only this; the implementation (`bare-store.ts`) owns every git command.
  */
 export interface GitStore {
   /** Called inside the repo-creating transaction, after the row exists: a throw undoes the creation. */
   create(tx: TxContext, repo: RepoRow): Promise<void>;
-  /** Called once a repo's deletion has committed. */
+  /** Called once a repo's deletion has committed; its forks get their own objects first. */
   remove(repo: { uuid: string }): Promise<void>;
   /** Gives a new fork its content; inside the fork's transaction, after both rows exist. */
   copyForFork(tx: TxContext, source: RepoRow, fork: RepoRow): Promise<void>;
   /**
-   * Merges a pull's source branch into its target. Called inside the merge transaction after the
-   * pull has been claimed and its protection checked. Returns the resulting commit sha, `null`
-   * when the source branch has no commits (docs/behaviour.md "Protections, pulls and reviews"), or the conflicting paths.
+   * Merges a pull's source branch into its target, outside any transaction (the pull is claimed
+   * first). Nothing moves unless the whole merge succeeds; the target moves with `update-ref`
+   * against its old value, so a concurrent push is never overwritten.
    */
-  merge(tx: TxContext, repo: RepoRow, pull: Selectable<PullsTable>, strategy: MergeStrategy): Promise<MergeOutcome>;
+  merge(req: MergeRequest): Promise<MergeOutcome>;
+  /** A branch's tip, or null when it does not exist. */
+  branchSha(uuid: string, branch: string): Promise<string | null>;
+  /** Whether commit `sha` is `tip` or one of its ancestors. */
+  contains(uuid: string, tip: string, sha: string): Promise<boolean>;
+  /** Every ref under `prefix` (default `refs/heads/`), sorted by name. */
+  refs(uuid: string, prefix?: string): Promise<{ ref: string; sha: string }[]>;
+  /** Commits of `head` not in `base`, oldest first. */
+  commitsBetween(uuid: string, base: string | null, head: string): Promise<CommitInfo[]>;
+  /** Files changed on `head` since its merge base with `base`, sorted by path. */
+  filesBetween(uuid: string, base: string | null, head: string): Promise<FileChange[]>;
+  /** Points HEAD at the default branch. */
+  setHead(uuid: string, branch: string): Promise<void>;
 }
 
 /**
@@ -37,4 +80,20 @@ export class EmptyGitStore implements GitStore {
   async merge(): Promise<MergeOutcome> {
     return { sha: null };
   }
+  async branchSha(): Promise<string | null> {
+    return null;
+  }
+  async contains(): Promise<boolean> {
+    return false;
+  }
+  async refs(): Promise<{ ref: string; sha: string }[]> {
+    return [];
+  }
+  async commitsBetween(): Promise<CommitInfo[]> {
+    return [];
+  }
+  async filesBetween(): Promise<FileChange[]> {
+    return [];
+  }
+  async setHead(): Promise<void> {}
 }

@@ -1,6 +1,8 @@
+import type { Selectable } from 'kysely';
 import type { RepoRef } from '../access/index.ts';
+import type { PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { conflict, notFound } from '../errors.ts';
+import { AppError, conflict, notFound } from '../errors.ts';
 import { actorOf, inTransaction } from '../events/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { nowIso } from '../time.ts';
@@ -16,11 +18,20 @@ export interface MergeResultJson {
   merged_by_username: string;
 }
 
+/** A claim older than this was left by a crashed process (git commands time out well before). */
+const STALE_CLAIM_MS = 10 * 60 * 1000;
+
 /**
- * Merges an open pull. Everything happens in one transaction: the pull is claimed with a
- * conditional update (`status = 'open'`), so of two simultaneous merges exactly one claims it
- * and the other sees `merged` (409 pull_merged); a failed protection check or a conflicting git
- * merge rolls the claim back.
+ * Merges an open pull in three steps, so no database transaction stays open while git runs:
+ * 1. claim: one transaction marks the pull merged with `merge_pending = 1` (a conditional update
+ *    on `status = 'open'`: of two simultaneous merges exactly one claims it, the other sees
+ *    409 pull_merged, and a concurrent close sees pull_merged too) and checks protection;
+ * 2. git: the merge is computed in the bare repository; just before the target branch moves,
+ *    the new tip is recorded on the claim (`merge_claim_sha`);
+ * 3. finish: one transaction sets `merge_commit_sha`, clears the claim and emits `pull-merged`;
+ *    on any git failure (conflict, not fast-forward, error) the claim is undone instead and the
+ *    pull is open again, with the branch unmoved.
+ * A claim left by a crash is recovered by `recoverMergeClaims`.
  */
 export async function mergePull(
   deps: Deps,
@@ -29,10 +40,11 @@ export async function mergePull(
   number: number,
   strategy: MergeStrategy = 'merge',
 ): Promise<MergeResultJson> {
-  return inTransaction(deps, async (tx) => {
-    const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
-    const mergedAt = nowIso();
-    const claimed = await tx.db
+  const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
+  await recoverMergeClaims(deps, pull.uuid);
+  const mergedAt = nowIso();
+  const claimed = await inTransaction(deps, async (tx) => {
+    const res = await tx.db
       .updateTable('pulls')
       .set({
         status: 'merged',
@@ -41,11 +53,14 @@ export async function mergePull(
         updated_at: mergedAt,
         merged_by_uuid: viewer.uuid,
         merge_strategy: strategy,
+        merge_pending: 1,
+        merge_claimed_at: mergedAt,
+        merge_claim_sha: null,
       })
       .where('uuid', '=', pull.uuid)
       .where('status', '=', 'open')
       .executeTakeFirst();
-    if (Number(claimed.numUpdatedRows) !== 1) {
+    if (Number(res.numUpdatedRows) !== 1) {
       const now = await tx.db.selectFrom('pulls').select('status').where('uuid', '=', pull.uuid).executeTakeFirst();
       if (!now) throw notFound('Pull');
       if (now.status === 'closed') throw conflict('pull_closed', 'The pull is closed: reopen it before merging.');
@@ -60,31 +75,134 @@ export async function mergePull(
           `it has ${protection.approved_by.length}.`,
       );
     }
-    const outcome = await deps.git.merge(tx, access.repo, current, strategy);
+    return current;
+  });
+
+  let sha: string | null;
+  try {
+    const people = await deps.db
+      .selectFrom('users')
+      .select(['uuid', 'username', 'display_name', 'email'])
+      .where('uuid', 'in', [viewer.uuid, claimed.author_uuid])
+      .execute();
+    const person = (uuid: string) => {
+      const u = people.find((p) => p.uuid === uuid);
+      return { name: u?.display_name || u?.username || 'weft', email: u?.email || 'weft@localhost' };
+    };
+    const outcome = await deps.git.merge({
+      repo: access.repo,
+      pull: claimed,
+      strategy,
+      merger: person(viewer.uuid),
+      author: person(claimed.author_uuid),
+      beforeMove: async (next) => {
+        await deps.db.updateTable('pulls').set({ merge_claim_sha: next }).where('uuid', '=', pull.uuid).execute();
+      },
+    });
     if ('conflictPaths' in outcome) {
       throw conflict('merge_conflict', 'The source branch does not merge cleanly into the target branch.', outcome.conflictPaths);
     }
-    if (outcome.sha !== null) {
-      await tx.db.updateTable('pulls').set({ merge_commit_sha: outcome.sha }).where('uuid', '=', pull.uuid).execute();
+    if ('notFastForward' in outcome) {
+      throw conflict('not_fast_forward', 'The target branch is not an ancestor of the source branch: it cannot fast-forward.');
     }
-    const json = await loadPullJson(tx.db, pull.uuid);
+    if ('busy' in outcome) {
+      throw conflict('target_moved', 'The target branch kept moving during the merge: try again.');
+    }
+    sha = outcome.sha;
+  } catch (err) {
+    await releaseClaim(deps, pull.uuid);
+    throw err;
+  }
+  return finishMerge(deps, pull.uuid, sha, viewer, strategy, mergedAt);
+}
+
+async function finishMerge(
+  deps: Deps,
+  pullUuid: string,
+  sha: string | null,
+  merger: { uuid: string; username: string },
+  strategy: MergeStrategy,
+  mergedAt: string,
+): Promise<MergeResultJson> {
+  return inTransaction(deps, async (tx) => {
+    const res = await tx.db
+      .updateTable('pulls')
+      .set({ merge_commit_sha: sha, merge_pending: 0, merge_claimed_at: null, merge_claim_sha: null })
+      .where('uuid', '=', pullUuid)
+      .where('merge_pending', '=', 1)
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) !== 1) throw new AppError(409, 'pull_merged', 'The pull is already merged.');
+    const json = await loadPullJson(tx.db, pullUuid);
     await tx.emit({
       kind: 'pull-merged',
       scopes: pullScopes(json),
-      actor: actorOf(viewer),
+      actor: actorOf(merger),
       payload: {
         ...pullEventPayload(json),
         merge_strategy: strategy,
         merge_commit_sha: json.merge_commit_sha,
-        merged_by_username: viewer.username,
+        merged_by_username: merger.username,
       },
     });
     return {
       pull: json,
       merge_strategy: strategy,
-      merge_commit_sha: json.merge_commit_sha,
+      merge_commit_sha: sha,
       merged_at: mergedAt,
-      merged_by_username: viewer.username,
+      merged_by_username: merger.username,
     };
   });
+}
+
+/** Undoes a claim: the pull is open again, as before the merge began. */
+async function releaseClaim(deps: Deps, pullUuid: string): Promise<void> {
+  await deps.db
+    .updateTable('pulls')
+    .set({
+      status: 'open',
+      merged_at: null,
+      closed_at: null,
+      merged_by_uuid: null,
+      merge_strategy: null,
+      merge_pending: 0,
+      merge_claimed_at: null,
+      merge_claim_sha: null,
+    })
+    .where('uuid', '=', pullUuid)
+    .where('merge_pending', '=', 1)
+    .execute();
+}
+
+/**
+ * Recovers merge claims older than the stale limit (all of them, or one pull's): when the
+ * recorded tip is on the target branch the merge happened, so it is finished (with its event);
+ * otherwise nothing moved and the pull is open again. The pull record then agrees with the branch.
+ */
+export async function recoverMergeClaims(deps: Deps, pullUuid?: string): Promise<number> {
+  const cutoff = new Date(deps.clock.now().getTime() - STALE_CLAIM_MS).toISOString();
+  let q = deps.db.selectFrom('pulls').selectAll().where('merge_pending', '=', 1).where('merge_claimed_at', '<', cutoff);
+  if (pullUuid) q = q.where('uuid', '=', pullUuid);
+  const stale: Selectable<PullsTable>[] = await q.execute();
+  for (const p of stale) {
+    const tip = await deps.git.branchSha(p.repo_uuid, p.target_branch);
+    const landed = p.merge_claim_sha !== null && tip !== null && (await deps.git.contains(p.repo_uuid, tip, p.merge_claim_sha));
+    if (!landed) {
+      await releaseClaim(deps, p.uuid);
+      continue;
+    }
+    const merger = await deps.db
+      .selectFrom('users')
+      .select(['uuid', 'username'])
+      .where('uuid', '=', p.merged_by_uuid!)
+      .executeTakeFirst();
+    await finishMerge(
+      deps,
+      p.uuid,
+      p.merge_claim_sha,
+      merger ?? { uuid: p.merged_by_uuid!, username: '' },
+      (p.merge_strategy ?? 'merge') as MergeStrategy,
+      p.merged_at!,
+    ).catch(() => undefined);
+  }
+  return stale.length;
 }

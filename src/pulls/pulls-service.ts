@@ -32,6 +32,9 @@ export interface PullJson {
   merged_by_username: string | null;
   merge_commit_sha: string | null;
   merge_strategy: string | null;
+  /** branch tips, filled from git at the HTTP edge (`withBranchTips`); null here */
+  head_sha: string | null;
+  base_sha: string | null;
 }
 
 type PullWithNames = PullRow & { author_username: string; merged_by_username: string | null };
@@ -64,7 +67,29 @@ export function pullToJson(row: PullWithNames): PullJson {
     merged_by_username: row.merged_by_username,
     merge_commit_sha: row.merge_commit_sha,
     merge_strategy: row.merge_strategy,
+    head_sha: null,
+    base_sha: null,
   };
+}
+
+/** The pull with its branch tips read from the bare repository. */
+export async function withBranchTips(deps: Deps, pull: PullJson): Promise<PullJson> {
+  const [head_sha, base_sha] = await Promise.all([
+    deps.git.branchSha(pull.repo_uuid, pull.source_branch),
+    deps.git.branchSha(pull.repo_uuid, pull.target_branch),
+  ]);
+  return { ...pull, head_sha, base_sha };
+}
+
+/** A page of one repo's pulls with their branch tips, from one read of the repo's branches. */
+export async function listWithBranchTips(deps: Deps, pulls: PullJson[]): Promise<PullJson[]> {
+  if (pulls.length === 0) return pulls;
+  const tips = new Map((await deps.git.refs(pulls[0]!.repo_uuid, 'refs/heads/')).map((r) => [r.ref, r.sha]));
+  return pulls.map((p) => ({
+    ...p,
+    head_sha: tips.get(`refs/heads/${p.source_branch}`) ?? null,
+    base_sha: tips.get(`refs/heads/${p.target_branch}`) ?? null,
+  }));
 }
 
 /** The pull as JSON, read through `db` (a transaction inside one). */

@@ -11,7 +11,7 @@ import { Page, PageQuery } from '../http/schemas.ts';
 import type { Viewer } from '../viewer.ts';
 import { mergePull } from './merge.ts';
 import { getPullProtection, PROTECTION_MATCHING_RULES } from './protection-status.ts';
-import { createPull, getPull, listPulls, updatePull } from './pulls-service.ts';
+import { createPull, getPull, listPulls, updatePull, listWithBranchTips, withBranchTips } from './pulls-service.ts';
 import { createReview, getReview, listReviews, removeReview } from './reviews-service.ts';
 import {
   CreatePullBody,
@@ -95,7 +95,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           offset: p.offset,
           limit: p.limit,
         });
-        return pageOf(request, reply, p, rows);
+        return pageOf(request, reply, p, await listWithBranchTips(deps, rows));
       },
     );
 
@@ -112,13 +112,14 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 201: Pull, ...errors(403) },
         },
       },
-      async (request, reply) => reply.status(201).send(await createPull(deps, ...onRepo(request), request.body)),
+      async (request, reply) =>
+        reply.status(201).send(await withBranchTips(deps, await createPull(deps, ...onRepo(request), request.body))),
     );
 
     r.get(
       `${base}/:number`,
       { schema: { tags, summary: 'Get a pull', params: PullParams, response: { 200: Pull } } },
-      async (request) => getPull(deps, ...onPull(request)),
+      async (request) => withBranchTips(deps, await getPull(deps, ...onPull(request))),
     );
 
     r.put(
@@ -133,7 +134,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: Pull, ...errors(403, 409) },
         },
       },
-      async (request) => updatePull(deps, ...onPull(request), request.body),
+      async (request) => withBranchTips(deps, await updatePull(deps, ...onPull(request), request.body)),
     );
 
     r.post(
@@ -152,7 +153,10 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           if (request.body === undefined || request.body === null) request.body = {};
         },
       },
-      async (request) => mergePull(deps, ...onPull(request), request.body.merge_strategy),
+      async (request) => {
+        const result = await mergePull(deps, ...onPull(request), request.body.merge_strategy);
+        return { ...result, pull: await withBranchTips(deps, result.pull) };
+      },
     );
 
     r.get(

@@ -39,6 +39,8 @@ export const Pull = Type.Object(
     merged_by_username: NullableString(),
     merge_commit_sha: NullableString({ description: 'null until merged, and null when the source branch had no commits' }),
     merge_strategy: NullableString({ description: 'merge, squash, rebase or fast_forward once merged; else null' }),
+    head_sha: NullableString({ description: 'the source branch tip now; null while the branch does not exist' }),
+    base_sha: NullableString({ description: 'the target branch tip now; null while the branch does not exist' }),
   },
   { additionalProperties: false, title: 'Pull' },
 );

@@ -228,6 +228,8 @@ export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input
         throw badRequest('default_branch must be a valid git branch name.');
       }
       changes.default_branch = input.default_branch;
+      const branch = input.default_branch;
+      tx.afterCommit(() => deps.git.setHead(repo.uuid, branch));
     }
     if (input.public_repo_pull_policy !== undefined) changes.public_repo_pull_policy = input.public_repo_pull_policy;
     if (input.max_disk_bytes !== undefined) changes.max_disk_bytes = input.max_disk_bytes;

@@ -1,0 +1,77 @@
+/** Who may clone and push over smart HTTP (decisions §5a "Smart HTTP"). */
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/types.ts';
+import type { Viewer } from '../viewer.ts';
+import { type RepoLevel, type RepoRow, type TeamRow, levelAtLeast } from './levels.ts';
+import { repoAccessLevel } from './repos.ts';
+
+export interface GitAccess {
+  repo: RepoRow;
+  team: TeamRow | null;
+  level: RepoLevel;
+}
+
+/**
+ * The repo at a clone URL and the caller's level on it; anonymous callers read public repos
+ * (decisions §5a: public repos clone without credentials). Null when the owner or repo does
+ * not exist (a deactivated user's repos do not exist for anyone but staff).
+ */
+export async function gitRepoAccess(
+  db: Kysely<DB>,
+  viewer: Viewer | null,
+  kind: 'team' | 'user',
+  ownerName: string,
+  slug: string,
+): Promise<GitAccess | null> {
+  let ownerUuid: string;
+  let team: TeamRow | null = null;
+  if (kind === 'team') {
+    const row = await db.selectFrom('teams').selectAll().where('slug', '=', ownerName.toLowerCase()).executeTakeFirst();
+    if (!row) return null;
+    team = row;
+    ownerUuid = row.uuid;
+  } else {
+    const user = await db.selectFrom('users').selectAll().where('username', '=', ownerName.toLowerCase()).executeTakeFirst();
+    if (!user || (user.is_active !== 1 && !viewer?.isStaff)) return null;
+    ownerUuid = user.uuid;
+  }
+  const repo = await db
+    .selectFrom('repos')
+    .selectAll()
+    .where('owner_kind', '=', kind)
+    .where('owner_uuid', '=', ownerUuid)
+    .where('slug', '=', slug.toLowerCase())
+    .executeTakeFirst();
+  if (!repo) return null;
+  let level = await repoAccessLevel(db, viewer, repo);
+  if (!viewer && repo.visibility === 'public' && repo.is_active === 1) level = 'read';
+  return { repo, team, level };
+}
+
+export type GitRefusal = { status: 401 | 403 | 404; code: string; detail: string } | null;
+
+/**
+ * Why a clone/fetch (`write` false) or a push (`write` true) is refused, or null when allowed:
+ * 401 (with a Basic challenge) for callers without credentials who need them, 404 for callers
+ * who cannot read, 403 for readers who push, and for pushes into an archived repo or an
+ * inactive team.
+ */
+export function gitRefusal(viewer: Viewer | null, access: GitAccess | null, write: boolean): GitRefusal {
+  const unauth = {
+    status: 401 as const,
+    code: 'unauthorized',
+    detail: 'Credentials are required: use an API token as the password.',
+  };
+  if (!access || access.level === 'none') {
+    return viewer ? { status: 404, code: 'not_found', detail: 'Repo not found.' } : unauth;
+  }
+  if (!write) return null;
+  if (!viewer) return unauth;
+  if (!levelAtLeast(access.level, 'write'))
+    return { status: 403, code: 'forbidden', detail: 'Pushing needs write access to the repo.' };
+  if (access.team && access.team.is_active !== 1) {
+    return { status: 403, code: 'team_inactive', detail: 'The team is inactive: its repos are read-only.' };
+  }
+  if (access.repo.is_archived === 1) return { status: 403, code: 'repo_archived', detail: 'The repo is archived and read-only.' };
+  return null;
+}
