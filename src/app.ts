@@ -6,6 +6,8 @@ import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { installAuth } from './http/auth.ts';
+import { installConventions } from './http/conventions.ts';
+import { installMetrics, metricsText, metricsRegistry } from './http/metrics.ts';
 import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
@@ -40,7 +42,16 @@ const MODULES = [
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: opts.logger === false ? false : { level: deps.config.logLevel },
+    logger:
+      opts.logger === false
+        ? false
+        : {
+            level: deps.config.logLevel,
+            // LOG_FORMAT=pretty (npm run dev): readable lines through pino-pretty; JSON otherwise.
+            ...(deps.config.logFormat === 'pretty'
+              ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
+              : {}),
+          },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
@@ -60,7 +71,14 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
     if (closing) reply.header('connection', 'close');
+    // The "request completed" line names the route pattern and the caller.
+    const route = request.routeOptions.url;
+    const user = request.viewer?.username;
+    if (route || user) reply.log = reply.log.child({ route, user });
   });
+
+  await installConventions(app, deps.config);
+  installMetrics(app, deps.database);
 
   installValidators(app);
   installJsonParser(app);
@@ -79,6 +97,12 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       .status(ok ? 200 : 503)
       .send(ok ? { status: 'ok' } : { error: 'service_unavailable', detail: 'The database is unreachable.' });
   });
+
+  if (deps.config.metrics === 'api') {
+    app.get('/metrics', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>
+      reply.type(metricsRegistry.contentType).send(await metricsText()),
+    );
+  }
 
   await app.register(
     async (api) => {
