@@ -5,7 +5,7 @@
  * deterministic fallback ids and the same treatment.
  */
 
-// biome-ignore lint/suspicious/noExplicitAny: the document is walked generically
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the document is walked generically
 type Json = any;
 
 /** Every error code the API answers with (the `error` field of the error envelope). */
