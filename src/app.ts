@@ -7,6 +7,7 @@ import { activityRoutes } from './activity/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { installConventions } from './http/conventions.ts';
+import { installDrainFlag } from './http/shutdown.ts';
 import { installMetrics, metricsText, metricsRegistry } from './http/metrics.ts';
 import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
@@ -57,20 +58,19 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
     },
     bodyLimit: 1024 * 1024,
+    // Shutdown drains keep-alive connections itself (http/shutdown.ts); requests that still
+    // arrive while closing are served (with Connection: close), not refused with 503.
     forceCloseConnections: 'idle',
+    return503OnClosing: false,
     routerOptions: { maxParamLength: 500 },
     frameworkErrors,
     clientErrorHandler,
   });
   // Once the server is closing, responses to in-flight requests close their keep-alive
   // connection: otherwise it would stay open (idle) and hold up a graceful shutdown.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
+  installDrainFlag(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    if (closing) reply.header('connection', 'close');
     // The "request completed" line names the route pattern and the caller.
     const route = request.routeOptions.url;
     const user = request.viewer?.username;

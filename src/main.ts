@@ -4,6 +4,7 @@ import { openDatabase } from './db/index.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Deps, createDeps, startBackground, stopBackground } from './deps.ts';
 import { startMetricsServer } from './http/metrics.ts';
+import { drainAndClose } from './http/shutdown.ts';
 import { bootstrapAdmin } from './users/service.ts';
 
 async function main(): Promise<void> {
@@ -40,7 +41,7 @@ async function main(): Promise<void> {
     timer.unref();
     try {
       metricsServer?.close();
-      await app.close();
+      await drainAndClose(app, Math.min(2000, config.shutdownTimeoutMs / 2));
       await stopBackground(deps);
       await database.close();
     } catch (err) {

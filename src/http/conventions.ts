@@ -127,6 +127,8 @@ function installMethodNotAllowed(app: FastifyInstance): void {
   const known = new Map<string, KnownRoute>();
   (app as unknown as Record<symbol, unknown>)[KNOWN] = known;
   app.addHook('onRoute', (route) => {
+    // catch-all routes (the CORS preflight's `OPTIONS *`) say nothing about which paths exist
+    if (route.url === '*' || route.url === '/*') return;
     let entry = known.get(route.url);
     if (!entry) {
       entry = { pattern: patternOf(route.url), methods: new Set() };
