@@ -8,6 +8,9 @@ import { attachmentsRoutes } from './attachments/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
+import { installConventions } from './http/conventions.ts';
+import { installDrainFlag } from './http/shutdown.ts';
+import { installMetrics, metricsText, metricsRegistry } from './http/metrics.ts';
 import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installOpenApi } from './http/openapi.ts';
@@ -62,28 +65,43 @@ const trustProxyOption = (t: boolean | number | string[]) =>
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: opts.logger === false ? false : { level: deps.config.logLevel },
+    logger:
+      opts.logger === false
+        ? false
+        : {
+            level: deps.config.logLevel,
+            // LOG_FORMAT=pretty (npm run dev): readable lines through pino-pretty; JSON otherwise.
+            ...(deps.config.logFormat === 'pretty'
+              ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
+              : {}),
+          },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
     },
     bodyLimit: 1024 * 1024,
     trustProxy: trustProxyOption(deps.config.trustProxy),
+    // Shutdown drains keep-alive connections itself (http/shutdown.ts); requests that still
+    // arrive while closing are served (with Connection: close), not refused with 503.
     forceCloseConnections: 'idle',
+    return503OnClosing: false,
     routerOptions: { maxParamLength: 500 },
     frameworkErrors,
     clientErrorHandler,
   });
   // Once the server is closing, responses to in-flight requests close their keep-alive
   // connection: otherwise it would stay open (idle) and hold up a graceful shutdown.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
+  installDrainFlag(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    if (closing) reply.header('connection', 'close');
+    // The "request completed" line names the route pattern and the caller.
+    const route = request.routeOptions.url;
+    const user = request.viewer?.username;
+    if (route || user) reply.log = reply.log.child({ route, user });
   });
+
+  await installConventions(app, deps.config);
+  installMetrics(app, deps.database);
 
   installValidators(app);
   installJsonParser(app);
@@ -105,6 +123,12 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   // git smart HTTP at each repo's clone_url, outside /api/v1 (its own body handling).
   await app.register(gitHttpRoutes, { deps });
+  if (deps.config.metrics === 'api') {
+    app.get('/metrics', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>
+      reply.type(metricsRegistry.contentType).send(await metricsText()),
+    );
+  }
+
   await app.register(
     async (api) => {
       api.get(

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
 import { ConfigError, loadConfig } from './config.ts';
@@ -7,7 +8,14 @@ import { createDeps } from './deps.ts';
 import { AppError } from './errors.ts';
 import { createTokenFor } from './tokens/service.ts';
 import { inTransaction } from './events/service.ts';
+import { nowIso } from './time.ts';
+import { hashPassword } from './users/password.ts';
 import { createUser, findUserByUsername } from './users/service.ts';
+
+/** The package version (package.json sits one level above both src/ and dist/). */
+export function weftVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 const USAGE = `usage: weft <command> [options]
 
@@ -16,10 +24,23 @@ commands:
   create-user <username> --email E [--staff] [--display-name N] [--token-name T]
                                             create a user and print a new API token
   create-token <username> [--name T]        print a new API token for an existing user
+  list-users                                one line per user: username, staff, active, uuid
+  set-password <username>                   set a password, read from standard input (first line)
+  revoke-token <token-uuid>                 revoke an API token
+  deactivate-user <username>                deactivate a user (their tokens stop working)
+  --version                                 print the version
 
 Configuration comes from the environment (DATABASE_URL, DATA_DIR, ...), as for the server.`;
 
-const COMMANDS = ['migrate', 'create-user', 'create-token'];
+const COMMANDS = ['migrate', 'create-user', 'create-token', 'list-users', 'set-password', 'revoke-token', 'deactivate-user'];
+const NEEDS_ARG = ['create-token', 'set-password', 'revoke-token', 'deactivate-user'];
+
+async function readStdinLine(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('password: ');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0] ?? '';
+}
 
 function parse(argv: string[]) {
   return parseArgs({
@@ -32,6 +53,7 @@ function parse(argv: string[]) {
       'token-name': { type: 'string', default: 'cli' },
       name: { type: 'string', default: 'cli' },
       help: { type: 'boolean', short: 'h', default: false },
+      version: { type: 'boolean', short: 'v', default: false },
     },
   });
 }
@@ -46,6 +68,10 @@ async function run(argv: string[]): Promise<number> {
   }
   const { positionals, values } = parsed;
   const [command, arg] = positionals;
+  if (values.version) {
+    console.log(weftVersion());
+    return 0;
+  }
   if (values.help || !command) {
     console.log(USAGE);
     return command || values.help ? 0 : 2;
@@ -61,6 +87,18 @@ async function run(argv: string[]): Promise<number> {
   if (command === 'create-user' && !/^[^\s@]+@[^\s@]+$/.test(values.email ?? '')) {
     console.error('weft: --email must be an email address');
     return 2;
+  }
+  if (NEEDS_ARG.includes(command) && !arg) {
+    console.error(`weft: ${command} needs an argument\n\n${USAGE}`);
+    return 2;
+  }
+  let password = '';
+  if (command === 'set-password') {
+    password = await readStdinLine();
+    if (password.length < 8 || password.length > 1000) {
+      console.error('weft: the password must be 8-1000 characters (read from standard input)');
+      return 2;
+    }
   }
   const tokenName = (command === 'create-user' ? values['token-name'] : values.name).trim();
   if (!tokenName || tokenName.length > 100) {
@@ -95,6 +133,79 @@ async function run(argv: string[]): Promise<number> {
       }
       const token = await inTransaction(deps, (tx) => createTokenFor(tx, user, { name: tokenName }, null));
       console.log(token.token);
+      return 0;
+    }
+    if (command === 'list-users') {
+      const rows = await deps.db
+        .selectFrom('users')
+        .select(['username', 'uuid', 'is_staff', 'is_active'])
+        .orderBy('username')
+        .execute();
+      for (const r of rows) {
+        console.log(`${r.username}\t${r.is_staff ? 'staff' : '-'}\t${r.is_active ? 'active' : 'inactive'}\t${r.uuid}`);
+      }
+      return 0;
+    }
+    if (command === 'set-password' || command === 'deactivate-user') {
+      const user = await findUserByUsername(deps.db, arg!);
+      if (!user) {
+        console.error(`weft: no such user: ${arg}`);
+        return 1;
+      }
+      const changes = command === 'set-password' ? { password_hash: await hashPassword(password) } : { is_active: 0 as const };
+      await inTransaction(deps, async (tx) => {
+        await tx.db
+          .updateTable('users')
+          .set({ ...changes, updated_at: nowIso() })
+          .where('uuid', '=', user.uuid)
+          .execute();
+        await tx.emit({
+          kind: 'user-updated',
+          scopes: [`user:${user.uuid}`],
+          actor: null,
+          payload: {
+            user_uuid: user.uuid,
+            username: user.username,
+            fields: command === 'set-password' ? ['password'] : ['is_active'],
+          },
+        });
+      });
+      console.error(command === 'set-password' ? `password set for ${user.username}` : `deactivated ${user.username}`);
+      return 0;
+    }
+    if (command === 'revoke-token') {
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(arg!)) {
+        console.error(`weft: not a token uuid: ${arg}`);
+        return 2;
+      }
+      const row = await deps.db
+        .selectFrom('api_tokens')
+        .innerJoin('users', 'users.uuid', 'api_tokens.user_uuid')
+        .select(['api_tokens.uuid', 'api_tokens.name', 'api_tokens.revoked_at', 'api_tokens.user_uuid', 'users.username'])
+        .where('api_tokens.uuid', '=', arg!)
+        .executeTakeFirst();
+      if (!row) {
+        console.error(`weft: no such API token: ${arg}`);
+        return 1;
+      }
+      if (row.revoked_at === null) {
+        await inTransaction(deps, async (tx) => {
+          const updated = await tx.db
+            .updateTable('api_tokens')
+            .set({ revoked_at: nowIso() })
+            .where('uuid', '=', row.uuid)
+            .where('revoked_at', 'is', null)
+            .executeTakeFirst();
+          if (Number(updated.numUpdatedRows) === 0) return;
+          await tx.emit({
+            kind: 'token-revoked',
+            scopes: [`user:${row.user_uuid}`],
+            actor: null,
+            payload: { token_uuid: row.uuid, name: row.name, username: row.username },
+          });
+        });
+      }
+      console.error(`revoked token ${row.name} (${row.uuid}) of ${row.username}`);
       return 0;
     }
     return 2;

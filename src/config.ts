@@ -21,6 +21,18 @@ export interface Config {
   trustProxy: boolean | number | string[];
   /** Largest single upload in bytes (MAX_UPLOAD_BYTES; default 25 MiB): 413 payload_too_large beyond. */
   maxUploadBytes: number;
+  /** LOG_FORMAT: `pretty` (pino-pretty, for development) or `json`. */
+  logFormat: 'json' | 'pretty';
+  /** CORS_ORIGINS: allowed browser origins (`*` for any); empty means CORS is off. */
+  corsOrigins: string[];
+  /** COMPRESS_THRESHOLD: responses at least this many bytes are gzip/brotli compressed. */
+  compressThreshold: number;
+  /** METRICS: `off`, `api` (GET /metrics on the API port) or a port number for a separate listener. */
+  metrics: 'off' | 'api' | number;
+  /** METRICS_HOST: address of the separate metrics listener. */
+  metricsHost: string;
+  /** SHUTDOWN_TIMEOUT_MS: how long a graceful shutdown may take before the process exits anyway. */
+  shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -105,6 +117,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   const trustProxy = parseTrustProxy(env.TRUST_PROXY);
   const maxUploadBytes = intVar(env, 'MAX_UPLOAD_BYTES', 25 * 1024 ** 2, 1, Number.MAX_SAFE_INTEGER);
+  const logFormat = env.LOG_FORMAT || (env.NODE_ENV === 'development' ? 'pretty' : 'json');
+  if (logFormat !== 'json' && logFormat !== 'pretty') throw new ConfigError('LOG_FORMAT must be json or pretty');
+
+  const corsOrigins = (env.CORS_ORIGINS ?? '')
+    .split(',')
+    .map((s) => s.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
+  for (const origin of corsOrigins) {
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new ConfigError(`CORS_ORIGINS must be * or a comma-separated list of http(s)://host[:port] origins, got "${origin}"`);
+    }
+  }
+  const compressThreshold = intVar(env, 'COMPRESS_THRESHOLD', 1024, 0, 1024 ** 3);
+
+  const metricsRaw = env.METRICS || 'off';
+  let metrics: Config['metrics'];
+  if (metricsRaw === 'off' || metricsRaw === 'api') metrics = metricsRaw;
+  else if (/^\d+$/.test(metricsRaw) && Number(metricsRaw) >= 1 && Number(metricsRaw) <= 65535) metrics = Number(metricsRaw);
+  else throw new ConfigError(`METRICS must be off, api or a port number, got "${metricsRaw}"`);
+  const metricsHost = env.METRICS_HOST || '127.0.0.1';
+  const shutdownTimeoutMs = intVar(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000);
 
   return {
     trustProxy,
@@ -118,5 +151,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     defaultMaxDiskBytes,
     maxUploadBytes,
+    logFormat,
+    corsOrigins,
+    compressThreshold,
+    metrics,
+    metricsHost,
+    shutdownTimeoutMs,
   };
 }

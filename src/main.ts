@@ -1,7 +1,10 @@
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/index.ts';
-import { createDeps, startBackground, stopBackground } from './deps.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import { type Deps, createDeps, startBackground, stopBackground } from './deps.ts';
+import { startMetricsServer } from './http/metrics.ts';
+import { drainAndClose } from './http/shutdown.ts';
 import { bootstrapAdmin } from './users/service.ts';
 
 async function main(): Promise<void> {
@@ -19,17 +22,32 @@ async function main(): Promise<void> {
   const deps = createDeps(config, database);
   const app = await buildApp(deps);
   if (await bootstrapAdmin(deps)) app.log.info({ username: config.bootstrapAdminUsername }, 'bootstrap admin created');
+  await firstRunHint(deps, app.log);
+  const metricsServer = typeof config.metrics === 'number' ? await startMetricsServer(config.metricsHost, config.metrics) : null;
 
+  // Graceful shutdown: stop accepting, let in-flight requests finish (their responses carry
+  // `Connection: close`, see app.ts), close event streams (onClose hooks) and the background
+  // workers, then the database. Past SHUTDOWN_TIMEOUT_MS the remaining connections are cut.
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    const timer = setTimeout(() => process.exit(1), 15_000);
+    const timer = setTimeout(() => {
+      app.log.warn({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out: closing the remaining connections');
+      app.server.closeAllConnections();
+      setTimeout(() => process.exit(1), 500).unref();
+    }, config.shutdownTimeoutMs);
     timer.unref();
-    await app.close();
-    await stopBackground(deps);
-    await database.close();
+    try {
+      metricsServer?.close();
+      await drainAndClose(app, Math.min(2000, config.shutdownTimeoutMs / 2));
+      await stopBackground(deps);
+      await database.close();
+    } catch (err) {
+      app.log.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
@@ -38,6 +56,15 @@ async function main(): Promise<void> {
   await startBackground(deps);
   await app.listen({ port: config.port, host: config.host });
   app.log.info({ dialect: database.dialect, publicUrl: config.publicUrl }, 'weft is serving');
+}
+
+/** First run: no staff user yet, so say how to make one (and get a token). */
+async function firstRunHint(deps: Deps, log: FastifyBaseLogger): Promise<void> {
+  const staff = await deps.db.selectFrom('users').select('uuid').where('is_staff', '=', 1).limit(1).executeTakeFirst();
+  if (staff) return;
+  log.warn(
+    'no staff user exists yet: create one, which prints its API token, with `npx weft create-user admin --email admin@example.com --staff` (or start once with BOOTSTRAP_ADMIN_TOKEN set)',
+  );
 }
 
 main().catch((err) => {

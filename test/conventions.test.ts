@@ -144,13 +144,15 @@ for (const dialect of DIALECTS) {
       });
     });
 
-    it('404 not_found for unknown routes and methods, with or without credentials', async () => {
+    it('404 not_found for unknown routes, 405 with Allow for a known path asked with another method', async () => {
       for (const token of [null, t.adminToken]) {
         let res = await refused(404, 'not_found', 'GET', '/api/v1/no-such-thing', { token });
         assert.match(res.body.detail, /no-such-thing/);
         await refused(404, 'not_found', 'GET', '/nope', { token });
-        await refused(404, 'not_found', 'PATCH', '/api/v1/user', { token });
-        await refused(404, 'not_found', 'DELETE', '/api/v1/users/alice', { token });
+        res = await refused(405, 'method_not_allowed', 'PATCH', '/api/v1/user', { token });
+        assert.equal(res.headers.allow, 'GET, HEAD');
+        res = await refused(405, 'method_not_allowed', 'DELETE', '/api/v1/users/alice', { token });
+        assert.equal(res.headers.allow, 'GET, HEAD, PUT');
         await refused(404, 'not_found', 'POST', '/api/v1/no-such-thing', { token, body: { a: 1 } });
         res = await t.req('HEAD', '/api/v1/no-such-thing', { token });
         assert.equal(res.status, 404);

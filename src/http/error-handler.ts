@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { AppError } from '../errors.ts';
+import { allowedMethods } from './conventions.ts';
 
 const CODE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request',
@@ -62,6 +63,14 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    reply.status(404).send({ error: 'not_found', detail: `No route for ${request.method} ${request.url.split('?')[0]}.` });
+    // A known path asked with another method: 405 with the methods it answers to.
+    const allowed = allowedMethods(app, request.url);
+    if (allowed && !allowed.includes(request.method)) {
+      return reply
+        .status(405)
+        .header('allow', allowed.join(', '))
+        .send({ error: 'method_not_allowed', detail: `${request.method} is not allowed here; use ${allowed.join(', ')}.` });
+    }
+    return reply.status(404).send({ error: 'not_found', detail: `No route for ${request.method} ${request.url.split('?')[0]}.` });
   });
 }

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { transformDocument } from './openapi-transform.ts';
 import { SECURED } from './route-schemas.ts';
 import { ErrorBody } from './schemas.ts';
 
@@ -80,6 +81,9 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       },
     },
     transform: ({ schema, url }) => ({ schema: schema as never, url: url.replace(/^\/api\/v1/, '') }),
+    // operationIds, named component schemas, real enums, response headers, licence.
+    transformObject: (document) =>
+      transformDocument('openapiObject' in document ? document.openapiObject : document.swaggerObject) as never,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } as never });
 }

@@ -56,18 +56,30 @@ export interface PageEnvelope<T> {
 
 /**
  * Builds the Page envelope from `limit` fetched rows (one more than a page) and sets a Link
- * header with first/prev/next, as GitHub does (absolute URLs; the body's are path and query).
+ * header with first/prev/next/last, as GitHub does (absolute URLs; the body's are path and query).
  */
-export function pageOf<T>(request: FastifyRequest, reply: FastifyReply, p: PageParams, rows: T[]): PageEnvelope<T> {
+export function pageOf<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  p: PageParams,
+  rows: T[],
+  /** the number of items in the whole list, when a service knows it cheaply (adds rel="last") */
+  total?: number,
+): PageEnvelope<T> {
   const hasNext = rows.length > p.perPage;
   const results = hasNext ? rows.slice(0, p.perPage) : rows;
   const perPage = String(p.perPage);
   const next = hasNext ? linkWith(request, { page: String(p.page + 1), per_page: perPage }) : null;
   const previous = p.page > 1 ? linkWith(request, { page: String(p.page - 1), per_page: perPage }) : null;
+  // The last page is known when the total is, or when this page is the last one (a page past
+  // the end does not know where the end is).
+  const isLast = !hasNext && (results.length > 0 || p.page === 1);
+  const lastPage = total !== undefined ? Math.max(1, Math.ceil(total / p.perPage)) : isLast ? p.page : null;
   setLinkHeader(reply, {
     first: linkWith(request, { page: '1', per_page: perPage }),
     prev: previous,
     next,
+    last: lastPage === null ? null : linkWith(request, { page: String(lastPage), per_page: perPage }),
   });
   return { results, next, previous };
 }

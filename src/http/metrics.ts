@@ -1,0 +1,91 @@
+import { createServer, type Server } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import client from 'prom-client';
+import type { Database } from '../db/index.ts';
+
+/**
+ * Prometheus metrics (README "Deploying": METRICS). One registry per process; other modules
+ * update the metrics exported here (the live-events stream sets `eventStreamSubscribers`).
+ */
+export const metricsRegistry = new client.Registry();
+client.collectDefaultMetrics({ register: metricsRegistry, prefix: 'weft_' });
+
+export const httpRequests = new client.Counter({
+  name: 'weft_http_requests_total',
+  help: 'HTTP requests answered, by method, route pattern and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  registers: [metricsRegistry],
+});
+
+export const httpDuration = new client.Histogram({
+  name: 'weft_http_request_duration_seconds',
+  help: 'HTTP request latency, by method, route pattern and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [metricsRegistry],
+});
+
+/** Open live event streams; the event-stream route increments and decrements it. */
+export const eventStreamSubscribers = new client.Gauge({
+  name: 'weft_event_stream_subscribers',
+  help: 'Open live event-stream connections',
+  registers: [metricsRegistry],
+});
+
+const pools = new Set<Database>();
+
+new client.Gauge({
+  name: 'weft_db_pool_connections',
+  help: 'PostgreSQL pool connections by state (total, idle, waiting clients); absent on SQLite',
+  labelNames: ['state'] as const,
+  registers: [metricsRegistry],
+  collect() {
+    this.reset();
+    for (const { pool } of pools) {
+      if (!pool) continue;
+      this.inc({ state: 'total' }, pool.totalCount);
+      this.inc({ state: 'idle' }, pool.idleCount);
+      this.inc({ state: 'waiting' }, pool.waitingCount);
+    }
+  },
+});
+
+/** Counts every answered request by route pattern (never the raw URL: bounded label values). */
+export function installMetrics(app: FastifyInstance, database: Database): void {
+  pools.add(database);
+  app.addHook('onClose', async () => {
+    pools.delete(database);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = {
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: String(reply.statusCode),
+    };
+    httpRequests.inc(labels);
+    httpDuration.observe(labels, reply.elapsedTime / 1000);
+  });
+}
+
+export async function metricsText(): Promise<string> {
+  return metricsRegistry.metrics();
+}
+
+/** METRICS=<port>: /metrics on its own listener (keep it off the public network). */
+export async function startMetricsServer(host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.url?.split('?')[0] !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    metricsText().then(
+      (body) => res.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(body),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}
