@@ -8,6 +8,12 @@ import { badRequest } from '../errors.ts';
  * percent-encoding would otherwise be silently turned into U+FFFD.
  */
 export function urlProblem(url: string): string | null {
+  const q0 = url.indexOf('?');
+  // A `.` or `..` path segment (plain or percent-encoded) names no resource: clients normalise
+  // them away, so one that reaches the server is a path trick, refused before routing.
+  for (const segment of (q0 >= 0 ? url.slice(0, q0) : url).split('/')) {
+    if (/^(\.|%2e){1,2}$/i.test(segment)) return 'The URL path must not contain "." or ".." segments.';
+  }
   if (!url.includes('%')) return null;
   if (/%00/i.test(url)) return 'The URL must not contain NUL characters (%00).';
   const q = url.indexOf('?');
