@@ -337,5 +337,24 @@ for (const dialect of DIALECTS) {
       const ls = await g.run(['ls-remote', '--symref', g.url(repo.git, alice.token), 'HEAD']);
       assert.match(ls.stdout, /^ref: refs\/heads\/trunk\tHEAD/);
     });
+
+    it('a push of more than 1,000 refs is refused as a whole', async () => {
+      const repo = await newRepo();
+      const work = await makeWorkTree(g, `w${n}`, [{ 'x.txt': 'x\n' }]);
+      const head = (await g.run(['-C', work, 'rev-parse', 'HEAD'])).stdout.trim();
+      const input = Array.from({ length: 1001 }, (_, i) => `create refs/heads/b${i} ${head}\n`).join('');
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(join(work, 'refs.txt'), input);
+      const { execFileSync } = await import('node:child_process');
+      execFileSync('git', ['-C', work, 'update-ref', '--stdin'], {
+        input,
+        env: { PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1' },
+      });
+      const push = await g.run(['-C', work, 'push', g.url(repo.git, alice.token), 'refs/heads/*:refs/heads/*'], { ok: false });
+      assert.notEqual(push.code, 0);
+      assert.match(push.stderr, /at most 1000 refs/);
+      const ls = await g.run(['ls-remote', g.url(repo.git, alice.token)]);
+      assert.equal(ls.stdout, '');
+    });
   });
 }

@@ -67,10 +67,10 @@ export class BareGitStore implements GitStore {
     const dir = this.pathOf(repo.uuid);
     await mkdir(this.root, { recursive: true });
     await git(null, ['init', '--quiet', '--bare', '--template=', `--initial-branch=${repo.default_branch}`, dir]);
-    // No reflogs or auto-gc surprises; keep pushes honest.
-    await git(dir, ['config', 'receive.fsckObjects', 'true']);
-    await git(dir, ['config', 'receive.denyNonFastForwards', 'false']);
-    await git(dir, ['config', 'gc.auto', '0']);
+    // One process only (this runs inside the repo-creating transaction): the rest of the
+    // configuration is appended directly. Pushed objects are checked; auto-gc never prunes
+    // objects a fork may borrow.
+    await appendFile(join(dir, 'config'), '[receive]\n\tfsckObjects = true\n[gc]\n\tauto = 0\n');
     return dir;
   }
 
