@@ -1,6 +1,7 @@
-import { timerOwnerState } from '../access/index.ts';
+import { type TimerOwnerState, timerOwnerStates } from '../access/index.ts';
+import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
-import { inTransaction } from '../events/service.ts';
+import { emitMany, inTransaction } from '../events/service.ts';
 import { createMarkdownRenderer, extractMentions } from '../markdown/render.ts';
 import { nextAfterFiring } from './schedule.ts';
 import { type TimerRow, scheduleOf, timerScopes } from './service.ts';
@@ -15,6 +16,11 @@ export interface TimerSchedulerOptions {
   /** Occurrences claimed and fired per transaction. */
   batchSize?: number;
   onError?: (err: unknown) => void;
+  /**
+   * Test-only: milliseconds to wait inside each firing transaction after the claim (default from
+   * WEFT_TEST_TIMER_HOLD_MS, else 0), so a crash test can kill a server mid-firing.
+   */
+  holdInFiringMs?: number;
 }
 
 /**
@@ -40,6 +46,7 @@ export class TimerScheduler {
   private batches: Promise<unknown> = Promise.resolve();
   private readonly pollMs: number;
   private readonly batchSize: number;
+  private readonly holdMs: number;
   private readonly markdown = createMarkdownRenderer();
 
   constructor(
@@ -48,6 +55,7 @@ export class TimerScheduler {
   ) {
     this.pollMs = opts.pollMs ?? 1000;
     this.batchSize = opts.batchSize ?? 200;
+    this.holdMs = opts.holdInFiringMs ?? Number(process.env.WEFT_TEST_TIMER_HOLD_MS || 0);
   }
 
   start(): void {
@@ -153,73 +161,69 @@ export class TimerScheduler {
       if (deps.dialect === 'postgres') query = query.forUpdate().skipLocked();
       const due: TimerRow[] = await query.execute();
       if (due.length === 0) return 0;
-      const mentioned = new Map(due.map((t) => [t.uuid, extractMentions(t.message)]));
-      const mentionable = await this.activeUsers(tx.db, [...mentioned.values()].flat());
-      const owners = new Map<string, 'ok' | 'inactive' | 'gone'>();
-      for (const timer of due) {
-        const key = `${timer.scope}:${timer.owner_uuid}`;
-        let state = owners.get(key);
-        if (state === undefined) {
-          state = await timerOwnerState(tx.db, timer.scope, timer.owner_uuid);
-          owners.set(key, state);
-        }
-        await this.fireOne(tx, timer, state, now, mentioned.get(timer.uuid)!, mentionable);
+      if (this.holdMs > 0) {
+        // Test-only (README "Timers"): hold the claimed batch open so a crash test can kill the process here.
+        console.error(`weft-test: holding ${due.length} claimed timers in the firing transaction`);
+        await new Promise((r) => setTimeout(r, this.holdMs));
       }
+      const owners = await timerOwnerStates(tx.db, due);
+      const plans = due.map((timer) => planOccurrence(timer, owners.get(`${timer.scope}:${timer.owner_uuid}`)!, now));
+      const fired = plans.filter((p) => p.fires);
+      const claimed = new Set(await this.claim(tx.db, fired, nowIso, true));
+      await this.claim(
+        tx.db,
+        plans.filter((p) => !p.fires),
+        nowIso,
+        false,
+      );
+      const firing = fired.filter((p) => claimed.has(p.timer.uuid));
+      const mentioned = new Map(firing.map((p) => [p.timer.uuid, extractMentions(p.timer.message)]));
+      const mentionable = await this.activeUsers(tx.db, [...mentioned.values()].flat());
+      await emitMany(
+        deps,
+        tx,
+        firing.map(({ timer }) => ({
+          kind: 'timer-fired',
+          scopes: timerScopes(timer),
+          actor: null,
+          payload: {
+            timer_uuid: timer.uuid,
+            message: timer.message,
+            message_html: this.renderMessage(timer.message, mentionable),
+            mentions: mentioned
+              .get(timer.uuid)!
+              .map((u) => mentionable.get(u))
+              .filter((u): u is { uuid: string; username: string } => u !== undefined),
+            run_count: timer.run_count + 1,
+            scheduled_for: timer.next_run_at,
+          },
+        })),
+      );
       return due.length;
     });
   }
 
-  private async fireOne(
-    tx: Parameters<Parameters<typeof inTransaction>[1]>[0],
-    timer: TimerRow,
-    ownerState: 'ok' | 'inactive' | 'gone',
-    now: Date,
-    mentioned: string[],
-    mentionable: Map<string, { uuid: string; username: string }>,
-  ): Promise<void> {
-    const nowIso = now.toISOString();
-    const dueAt = new Date(timer.next_run_at);
-    const next = nextAfterFiring(scheduleOf(timer), dueAt, now);
-    const claim = tx.db
+  /**
+   * Moves a batch of claimed timers on in one update and returns the uuids it changed. The rows
+   * are locked by the select (PostgreSQL) or the transaction is the only writer (SQLite), so a
+   * row still active here is this pass's to fire. Firings bump `run_count` and set `last_run_at`.
+   */
+  private async claim(db: Deps['db'], plans: Occurrence[], nowIso: string, firing: boolean): Promise<string[]> {
+    if (plans.length === 0) return [];
+    const uuids = plans.map((p) => p.timer.uuid);
+    const rows = await db
       .updateTable('timers')
-      .where('uuid', '=', timer.uuid)
-      .where('status', '=', 'active')
-      .where('next_run_at', '=', timer.next_run_at);
-    if (ownerState !== 'ok') {
-      // The owner is gone or inactive: the occurrence passes without firing. A deleted repo's
-      // timers, and once timers, end cancelled; recurring ones wait for their next occurrence.
-      const end = ownerState === 'gone' || next === null;
-      await claim
-        .set(end ? { status: 'cancelled', updated_at: nowIso } : { next_run_at: next.toISOString(), updated_at: nowIso })
-        .execute();
-      return;
-    }
-    const result = await claim
       .set((eb) => ({
-        run_count: eb('run_count', '+', 1),
-        last_run_at: nowIso,
-        next_run_at: next ? next.toISOString() : timer.next_run_at,
-        status: next ? 'active' : 'completed',
+        next_run_at: byUuid(plans, (p) => p.nextRunAt),
+        status: byUuid(plans, (p) => p.status),
         updated_at: nowIso,
+        ...(firing ? { run_count: eb('run_count', '+', 1), last_run_at: nowIso } : {}),
       }))
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) !== 1) return; // another instance fired it
-    const mentions = mentioned
-      .map((u) => mentionable.get(u))
-      .filter((u): u is { uuid: string; username: string } => u !== undefined);
-    await tx.emit({
-      kind: 'timer-fired',
-      scopes: timerScopes(timer),
-      actor: null,
-      payload: {
-        timer_uuid: timer.uuid,
-        message: timer.message,
-        message_html: this.renderMessage(timer.message, mentionable),
-        mentions,
-        run_count: timer.run_count + 1,
-        scheduled_for: timer.next_run_at,
-      },
-    });
+      .where('uuid', 'in', uuids)
+      .where('status', '=', 'active')
+      .returning('uuid')
+      .execute();
+    return rows.map((r) => r.uuid);
   }
 
   /** Active users among the mentioned names, by lower-case username. */
@@ -245,4 +249,30 @@ export class TimerScheduler {
         mentionable.has(name) ? link : text,
       );
   }
+}
+
+/** `case when uuid = … then … end` over a batch: one value per timer in a single update. */
+const byUuid = (plans: Occurrence[], value: (p: Occurrence) => string) =>
+  sql<string>`case ${sql.join(
+    plans.map((p) => sql`when uuid = ${p.timer.uuid} then ${value(p)}`),
+    sql` `,
+  )} end`;
+
+/** What one due occurrence does: fire, or pass without firing because its owner is inactive or gone. */
+interface Occurrence {
+  timer: TimerRow;
+  fires: boolean;
+  nextRunAt: string;
+  status: 'active' | 'completed' | 'cancelled';
+}
+
+function planOccurrence(timer: TimerRow, owner: TimerOwnerState, now: Date): Occurrence {
+  const next = nextAfterFiring(scheduleOf(timer), new Date(timer.next_run_at), now);
+  if (owner !== 'ok') {
+    // The occurrence passes without firing. A deleted repo's timers, and once timers, end
+    // cancelled; recurring timers of an inactive owner wait for their next occurrence.
+    const end = owner === 'gone' || next === null;
+    return { timer, fires: false, nextRunAt: end ? timer.next_run_at : next.toISOString(), status: end ? 'cancelled' : 'active' };
+  }
+  return { timer, fires: true, nextRunAt: next ? next.toISOString() : timer.next_run_at, status: next ? 'active' : 'completed' };
 }
