@@ -25,12 +25,14 @@ export interface TimerSchedulerOptions {
 
 /**
  * Fires due timers (README "Timers"). It sits beside the job queue rather than on it: the timer
- * row already is the durable schedule, so an occurrence is claimed by a conditional update of
- * that row (`next_run_at` still the value read, `status` still active) in the same transaction
- * that writes the `timer-fired` event. On PostgreSQL the due rows are read `FOR UPDATE SKIP
- * LOCKED`, so instances share a burst without waiting on each other; on SQLite transactions are
- * serialised. Either the row moves on and the event exists, or neither: an occurrence fires
- * exactly once, and a process killed mid-firing leaves it due for the next start.
+ * row already is the durable schedule, so occurrences are claimed by moving their rows on in the
+ * same transaction that writes their `timer-fired` events. A pass claims up to `batchSize` due
+ * timers at once: on PostgreSQL it reads them `FOR UPDATE SKIP LOCKED`, so instances share a
+ * burst without waiting on or repeating each other; on SQLite transactions are serialised. The
+ * owners and the mentioned users of the whole batch are looked up in a few queries, the rows
+ * are moved on in one update and the events written in one insert. Either the rows move on and
+ * the events exist, or neither: each occurrence fires exactly once, and a process killed
+ * mid-firing leaves its batch due for the next start.
  *
  * The scheduler sleeps until the next due time (at most `pollMs`), is woken after commit by
  * local creates and updates, and on each wake fires everything due, oldest first. An occurrence
@@ -156,7 +158,6 @@ export class TimerScheduler {
         .where('status', '=', 'active')
         .where('next_run_at', '<=', nowIso)
         .orderBy('next_run_at')
-        .orderBy('uuid')
         .limit(this.batchSize);
       if (deps.dialect === 'postgres') query = query.forUpdate().skipLocked();
       const due: TimerRow[] = await query.execute();
@@ -168,15 +169,14 @@ export class TimerScheduler {
       }
       const owners = await timerOwnerStates(tx.db, due);
       const plans = due.map((timer) => planOccurrence(timer, owners.get(`${timer.scope}:${timer.owner_uuid}`)!, now));
-      const fired = plans.filter((p) => p.fires);
-      const claimed = new Set(await this.claim(tx.db, fired, nowIso, true));
-      await this.claim(
+      const firing = plans.filter((p) => p.fires);
+      await this.moveOn(tx.db, firing, nowIso, true);
+      await this.moveOn(
         tx.db,
         plans.filter((p) => !p.fires),
         nowIso,
         false,
       );
-      const firing = fired.filter((p) => claimed.has(p.timer.uuid));
       const mentioned = new Map(firing.map((p) => [p.timer.uuid, extractMentions(p.timer.message)]));
       const mentionable = await this.activeUsers(tx.db, [...mentioned.values()].flat());
       await emitMany(
@@ -204,14 +204,14 @@ export class TimerScheduler {
   }
 
   /**
-   * Moves a batch of claimed timers on in one update and returns the uuids it changed. The rows
-   * are locked by the select (PostgreSQL) or the transaction is the only writer (SQLite), so a
-   * row still active here is this pass's to fire. Firings bump `run_count` and set `last_run_at`.
+   * Moves a batch of claimed timers on in one update. The rows are this pass's alone until
+   * commit: locked by the select on PostgreSQL (another instance skips them, and a PATCH or
+   * DELETE waits), and on SQLite the transaction holds the one connection of the one server
+   * process. Firings bump `run_count` and set `last_run_at`.
    */
-  private async claim(db: Deps['db'], plans: Occurrence[], nowIso: string, firing: boolean): Promise<string[]> {
-    if (plans.length === 0) return [];
-    const uuids = plans.map((p) => p.timer.uuid);
-    const rows = await db
+  private async moveOn(db: Deps['db'], plans: Occurrence[], nowIso: string, firing: boolean): Promise<void> {
+    if (plans.length === 0) return;
+    await db
       .updateTable('timers')
       .set((eb) => ({
         next_run_at: byUuid(plans, (p) => p.nextRunAt),
@@ -219,11 +219,12 @@ export class TimerScheduler {
         updated_at: nowIso,
         ...(firing ? { run_count: eb('run_count', '+', 1), last_run_at: nowIso } : {}),
       }))
-      .where('uuid', 'in', uuids)
-      .where('status', '=', 'active')
-      .returning('uuid')
+      .where(
+        'uuid',
+        'in',
+        plans.map((p) => p.timer.uuid),
+      )
       .execute();
-    return rows.map((r) => r.uuid);
   }
 
   /** Active users among the mentioned names, by lower-case username. */
