@@ -639,6 +639,38 @@ for (const dialect of DIALECTS) {
       },
     );
 
+    it('notices timers created and paused on another instance by its short poll', { skip: oneProcessOnly }, async () => {
+      const a = await startApp(dialect, { deps: { timers: { pollMs: 200 } } });
+      const b = await startApp(dialect, { store: a.store });
+      try {
+        await b.deps.timers.stop(); // only instance a fires; b only takes the requests
+        const u = await b.user('remote');
+        const path = `/api/v1/users/${u.username}/timers`;
+        const made = await b.req('POST', path, { token: u.token, body: { message: 'from b', run_in: '1s' } });
+        const paused = await b.req('POST', path, { token: u.token, body: { message: 'paused on b', run_in: '1s' } });
+        assert.equal(
+          (await b.req('PATCH', `${path}/${paused.body.uuid}`, { token: u.token, body: { status: 'paused' } })).status,
+          200,
+        );
+        const deadline = Date.now() + 5000;
+        let ev: Awaited<ReturnType<typeof firedEvents>> = [];
+        while (Date.now() < deadline && ev.length === 0) {
+          await new Promise((r) => setTimeout(r, 50));
+          ev = await firedEvents(a, made.body.uuid, u.token);
+        }
+        assert.equal(ev.length, 1);
+        const lag = Date.parse(ev[0].created_at) - Date.parse(made.body.next_run_at);
+        assert.ok(lag >= 0 && lag < 500, `lag ${lag} ms`);
+        assert.equal((await firedEvents(a, paused.body.uuid, u.token)).length, 0);
+        const p = await a.req('GET', `${path}/${paused.body.uuid}`, { token: u.token });
+        assert.equal(p.body.status, 'paused');
+        assert.equal(p.body.run_count, 0);
+      } finally {
+        await b.close();
+        await a.close();
+      }
+    });
+
     it('fires a timer created with a real clock within well under a second', async () => {
       const t = await startApp(dialect);
       try {

@@ -34,8 +34,8 @@ export interface TimerSchedulerOptions {
  * the events exist, or neither: each occurrence fires exactly once, and a process killed
  * mid-firing leaves its batch due for the next start.
  *
- * The scheduler sleeps until the next due time (at most `pollMs`), is woken after commit by
- * local creates and updates, and on each wake fires everything due, oldest first. An occurrence
+ * The scheduler sleeps until the next due time (at most `pollMs`), is woken by the
+ * `timer-created` and `timer-updated` events on the bus, and on each wake fires everything due, oldest first. An occurrence
  * missed while no server ran fires once; the schedule then continues after now.
  */
 export class TimerScheduler {
@@ -43,6 +43,7 @@ export class TimerScheduler {
   private stopped = true;
   private running = false;
   private wakeRequested = false;
+  private unsubscribe: (() => void) | null = null;
   private loop: Promise<void> = Promise.resolve();
   /** Batches of one instance run one after another (the background pass and runDue). */
   private batches: Promise<unknown> = Promise.resolve();
@@ -63,18 +64,25 @@ export class TimerScheduler {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    // Created or changed timers wake the scheduler after commit: this instance's always, other
+    // instances' too once the event bus delivers across instances (until then the poll does).
+    this.unsubscribe = this.deps.bus.subscribe((event) => {
+      if (event.kind === 'timer-created' || event.kind === 'timer-updated') this.wake();
+    });
     this.wake();
   }
 
   /** Stops waking and waits for a firing in progress to commit. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
     if (this.timeout) clearTimeout(this.timeout);
     this.timeout = null;
     await this.loop;
   }
 
-  /** Looks for due timers now (after a local change). */
+  /** Looks for due timers now (after a timer was created or changed). */
   wake(): void {
     if (this.stopped) return;
     if (this.running) {
