@@ -141,3 +141,44 @@ export function eventFromRow(row: EventRow): EventRecord {
 export async function getEventRow(db: Kysely<DB>, id: number): Promise<EventRow | undefined> {
   return db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
 }
+
+/**
+ * Records several events in the transaction of `tx` with one insert per table (for producers
+ * that write events in bulk, such as the timer scheduler); each is published after commit like
+ * `tx.emit`. Ids increase in the order of `inputs`.
+ */
+export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]): Promise<EventRecord[]> {
+  if (inputs.length === 0) return [];
+  if (tx.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`.execute(tx.db);
+  const created_at = nowIso();
+  const rows = await tx.db
+    .insertInto('events')
+    .values(
+      inputs.map((input) => ({
+        kind: input.kind,
+        scopes: JSON.stringify(input.scopes),
+        actor_uuid: input.actor?.uuid ?? null,
+        actor_username: input.actor?.username ?? null,
+        payload: JSON.stringify(input.payload),
+        created_at,
+      })),
+    )
+    .returning('id')
+    .execute();
+  // Ids of one multi-row insert are assigned in row order; RETURNING's order is not promised.
+  const ids = rows.map((r) => r.id).sort((a, b) => a - b);
+  const records = inputs.map((input, i) => ({
+    id: String(ids[i]),
+    kind: input.kind,
+    scopes: [...new Set(input.scopes)],
+    actor: input.actor,
+    payload: input.payload,
+    created_at,
+  }));
+  const scopeRows = records.flatMap((r) => r.scopes.map((scope) => ({ event_id: Number(r.id), scope })));
+  if (scopeRows.length) await tx.db.insertInto('event_scopes').values(scopeRows).execute();
+  tx.afterCommit(() => {
+    for (const r of records) deps.bus.publish(r);
+  });
+  return records;
+}
