@@ -210,8 +210,9 @@ async function applyRepoChanges(
 
 /**
  * PUT {repo} (docs/behaviour.md "Repos and forks"): maintain level; `max_disk_bytes` is staff only (403, even
- * when unchanged); `public_repo_pull_policy: team` only on a public team repo (409
- * invalid_pull_policy); a taken slug 409 slug_taken.
+ * when unchanged); `public_repo_pull_policy: team` only on a public team repo, checked against the
+ * resulting repo (409 invalid_pull_policy, also for `visibility: private` while the policy is `team`);
+ * a taken slug 409 slug_taken.
  */
 export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input: UpdateRepoInput): Promise<RepoJson> {
   return inTransaction(deps, async (tx) => {
@@ -238,7 +239,9 @@ export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input
     if (changes.slug !== undefined && changes.slug !== repo.slug) {
       if (await isRepoSlugTaken(tx.db, repo.owner_kind, repo.owner_uuid, changes.slug)) throw slugTaken(changes.slug);
     }
-    if (input.public_repo_pull_policy === 'team') {
+    // Checked against the repo as it will be, whatever fields the request names: a change to
+    // private (or a move of policy alone) must not leave `team` on a repo it is not valid for.
+    if ((changes.public_repo_pull_policy ?? repo.public_repo_pull_policy) === 'team') {
       if (owner.kind !== 'team') {
         throw conflict('invalid_pull_policy', 'public_repo_pull_policy "team" is only valid for team repos.');
       }
