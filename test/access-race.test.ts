@@ -17,13 +17,21 @@ import { ROOT } from './foundation-helpers.ts';
  *
  * On PostgreSQL the concurrent change is a second connection; the write must wait for it (a
  * locking read in the check). On SQLite it is a second process (as the CLI would be) holding the
- * write lock; the write's BEGIN IMMEDIATE waits for it.
+ * write lock; the write's BEGIN IMMEDIATE waits for it, and a check made before that BEGIN reads
+ * the old state (WAL readers never wait).
+ *
+ * The writer's token is used once first: authentication writes `last_used_at` when it is older
+ * than a minute, and on SQLite that write would wait for the lock too, so every later read (a
+ * check outside the transaction included) would see the committed change and the test could not
+ * tell a check inside the transaction from one outside it.
  */
 async function whileUncommitted(
   t: TestApp & { store: { dataDir: string; schema?: string } },
+  writerToken: string,
   statements: string[],
   write: () => Promise<Res>,
 ) {
+  assert.equal((await t.req('GET', '/api/v1/user', { token: writerToken })).status, 200);
   if (t.dialect === 'postgres') {
     const client = new pg.Client({
       connectionString: process.env.TEST_DATABASE_URL,
@@ -51,7 +59,7 @@ async function whileUncommitted(
     db.exec('begin immediate');
     for (const s of ${JSON.stringify(statements)}) db.exec(s);
     process.stdout.write('locked\\n');
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
     db.exec('commit');
     db.close();
   `;
@@ -76,11 +84,15 @@ for (const dialect of DIALECTS) {
         const alice = await t.user('alice');
         const team = await seedTeam(t, 'crew', [{ uuid: alice.uuid, role: 'member' }]);
         const repo = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'tool');
-        const res = await whileUncommitted(t, [`update repos set is_archived = 1 where uuid = ${q(repo.uuid)}`], () =>
-          t.req('POST', '/api/v1/teams/crew/repos/tool/pulls', {
-            token: alice.token,
-            body: { title: 'Change', body: '', source_branch: 'feature/a', target_branch: 'main' },
-          }),
+        const res = await whileUncommitted(
+          t,
+          alice.token,
+          [`update repos set is_archived = 1 where uuid = ${q(repo.uuid)}`],
+          () =>
+            t.req('POST', '/api/v1/teams/crew/repos/tool/pulls', {
+              token: alice.token,
+              body: { title: 'Change', body: '', source_branch: 'feature/a', target_branch: 'main' },
+            }),
         );
         assert.equal(res.status, 403, res.text);
         assert.ok(isErrorBody(res.body, 'repo_archived'));
@@ -109,6 +121,7 @@ for (const dialect of DIALECTS) {
         assert.equal(opened.status, 201, opened.text);
         const res = await whileUncommitted(
           t,
+          bob.token,
           [`delete from team_members where team_uuid = ${q(team.uuid)} and user_uuid = ${q(bob.uuid)}`],
           () => t.req('POST', `${base}/pulls/1/reviews`, { token: bob.token, body: { status: 'approved', body: 'ok' } }),
         );
@@ -134,6 +147,7 @@ for (const dialect of DIALECTS) {
         ]);
         const res = await whileUncommitted(
           t,
+          bob.token,
           [`delete from team_members where team_uuid = ${q(team.uuid)} and user_uuid = ${q(bob.uuid)}`],
           () => t.req('PUT', `/api/v1/teams/crew/members/${carol.username}`, { token: bob.token, body: { role: 'maintainer' } }),
         );
