@@ -101,7 +101,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   });
 
   await installConventions(app, deps.config);
-  installMetrics(app, deps.database);
+  installMetrics(app, deps.database, deps.config.metrics !== 'off');
 
   installValidators(app);
   installJsonParser(app);

@@ -13,7 +13,13 @@ import { q, whileUncommitted } from './locks.ts';
  *
  * On PostgreSQL the concurrent change is a second connection; the write must wait for it (a
  * locking read in the check). On SQLite it is a second process (as the CLI would be) holding the
- * write lock; the write's BEGIN IMMEDIATE waits for it.
+ * write lock; the write's BEGIN IMMEDIATE waits for it, and a check made before that BEGIN reads
+ * the old state (WAL readers never wait).
+ *
+ * The writer's token is used once first: authentication writes `last_used_at` when it is older
+ * than a minute, and on SQLite that write would wait for the lock too, so every later read (a
+ * check outside the transaction included) would see the committed change and the test could not
+ * tell a check inside the transaction from one outside it.
  */
 
 for (const dialect of DIALECTS) {
@@ -24,11 +30,15 @@ for (const dialect of DIALECTS) {
         const alice = await t.user('alice');
         const team = await seedTeam(t, 'crew', [{ uuid: alice.uuid, role: 'member' }]);
         const repo = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'tool');
-        const res = await whileUncommitted(t, [`update repos set is_archived = 1 where uuid = ${q(repo.uuid)}`], () =>
-          t.req('POST', '/api/v1/teams/crew/repos/tool/pulls', {
-            token: alice.token,
-            body: { title: 'Change', body: '', source_branch: 'feature/a', target_branch: 'main' },
-          }),
+        const res = await whileUncommitted(
+          t,
+          alice.token,
+          [`update repos set is_archived = 1 where uuid = ${q(repo.uuid)}`],
+          () =>
+            t.req('POST', '/api/v1/teams/crew/repos/tool/pulls', {
+              token: alice.token,
+              body: { title: 'Change', body: '', source_branch: 'feature/a', target_branch: 'main' },
+            }),
         );
         assert.equal(res.status, 403, res.text);
         assert.ok(isErrorBody(res.body, 'repo_archived'));
@@ -57,6 +67,7 @@ for (const dialect of DIALECTS) {
         assert.equal(opened.status, 201, opened.text);
         const res = await whileUncommitted(
           t,
+          bob.token,
           [`delete from team_members where team_uuid = ${q(team.uuid)} and user_uuid = ${q(bob.uuid)}`],
           () => t.req('POST', `${base}/pulls/1/reviews`, { token: bob.token, body: { status: 'approved', body: 'ok' } }),
         );
@@ -82,6 +93,7 @@ for (const dialect of DIALECTS) {
         ]);
         const res = await whileUncommitted(
           t,
+          bob.token,
           [`delete from team_members where team_uuid = ${q(team.uuid)} and user_uuid = ${q(bob.uuid)}`],
           () => t.req('PUT', `/api/v1/teams/crew/members/${carol.username}`, { token: bob.token, body: { role: 'maintainer' } }),
         );

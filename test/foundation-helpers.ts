@@ -44,20 +44,27 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs a TypeScript entry point of this project with tsx and collects its output. */
-export function runTs(script: string, args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<RunResult> {
+/** Runs a TypeScript entry point of this project with tsx and collects its output; `input` goes to its stdin. */
+export function runTs(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+  input?: string,
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
+    if (input !== undefined) child.stdin!.end(input);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => {
+    child.stdout!.on('data', (d) => {
       stdout += d;
     });
-    child.stderr.on('data', (d) => {
+    child.stderr!.on('data', (d) => {
       stderr += d;
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

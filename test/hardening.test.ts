@@ -28,6 +28,7 @@ for (const dialect of DIALECTS) {
       const reviewedAt = new Date(Date.now() + 100).toISOString();
       const res = await whileUncommitted(
         t,
+        null,
         [
           `update pulls set review_seq = review_seq + 1 where uuid = ${q(pull.uuid)}`,
           `insert into reviews (uuid, pull_uuid, author_uuid, status, body, created_at, removed_at, seq) values ` +

@@ -478,4 +478,101 @@ describe('CLI (spawned against a temp DATA_DIR)', () => {
       await store.drop();
     }
   });
+
+  it('set-password, list-users, revoke-token, deactivate-user: each changes what the server accepts; bad input exits non-zero', async () => {
+    const store = await freshStore('sqlite');
+    const env = { DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' };
+    const cli = (args: string[], input?: string) => runTs('src/cli.ts', args, env, 30_000, input);
+    try {
+      const created = await cli(['create-user', 'ada', '--email', 'ada@example.com']);
+      assert.equal(created.code, 0, created.stderr);
+      const token = created.stdout.trim();
+      const login = async (app: TestApp, password: string) =>
+        (await app.req('POST', '/api/v1/auth/login', { token: null, body: { username: 'ada', password, token_name: 'login' } }))
+          .status;
+
+      // Bad input first: nothing may change.
+      const [shortPassword, noUser, noArg, badUuid, unknownUuid, deactivateNobody] = await Promise.all([
+        cli(['set-password', 'ada'], 'short\n'),
+        cli(['set-password', 'nobody'], 'long enough password\n'),
+        cli(['revoke-token']),
+        cli(['revoke-token', 'not-a-uuid']),
+        cli(['revoke-token', '00000000-0000-4000-8000-000000000000']),
+        cli(['deactivate-user', 'nobody']),
+      ]);
+      assert.equal(shortPassword.code, 2);
+      assert.match(shortPassword.stderr, /8-1000 characters/);
+      assert.equal(noUser.code, 1);
+      assert.match(noUser.stderr, /no such user: nobody/);
+      assert.equal(noArg.code, 2);
+      assert.match(noArg.stderr, /revoke-token needs an argument/);
+      assert.equal(badUuid.code, 2);
+      assert.match(badUuid.stderr, /not a token uuid/);
+      assert.equal(unknownUuid.code, 1);
+      assert.match(unknownUuid.stderr, /no such API token/);
+      assert.equal(deactivateNobody.code, 1);
+
+      const setPassword = await cli(['set-password', 'ada'], 'correct horse battery staple\nignored second line\n');
+      assert.equal(setPassword.code, 0, setPassword.stderr);
+      assert.match(setPassword.stderr, /password set for ada/);
+
+      const second = await cli(['create-token', 'ada', '--name', 'second']);
+      const token2 = second.stdout.trim();
+      let t = await startApp('sqlite', { store });
+      let tokenUuid: string;
+      try {
+        assert.equal(await login(t, 'correct horse battery staple'), 201, 'the password read from stdin (first line) works');
+        assert.equal(await login(t, 'ignored second line'), 401);
+        const self = await t.req('GET', '/api/v1/api-tokens/self', { token });
+        assert.equal(self.status, 200);
+        tokenUuid = self.body.uuid;
+        const events = await t.deps.db.selectFrom('events').select('payload').where('kind', '=', 'user-updated').execute();
+        assert.deepEqual(
+          events.map((e) => (JSON.parse(e.payload) as { fields: string[] }).fields),
+          [['password']],
+        );
+      } finally {
+        await t.close();
+      }
+
+      const list = await cli(['list-users']);
+      assert.equal(list.code, 0, list.stderr);
+      assert.match(list.stdout, /^ada\t-\tactive\t[0-9a-f-]{36}$/m);
+
+      const revoked = await cli(['revoke-token', tokenUuid]);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.match(revoked.stderr, new RegExp(`revoked token cli \\(${tokenUuid}\\) of ada`));
+      const again = await cli(['revoke-token', tokenUuid]);
+      assert.equal(again.code, 0, 'revoking a revoked token is not an error');
+
+      t = await startApp('sqlite', { store });
+      try {
+        assert.equal((await t.req('GET', '/api/v1/user', { token })).status, 401, 'the revoked token is refused');
+        assert.equal((await t.req('GET', '/api/v1/user', { token: token2 })).status, 200, 'the other token still works');
+        const revokedEvents = await t.deps.db.selectFrom('events').select('id').where('kind', '=', 'token-revoked').execute();
+        assert.equal(revokedEvents.length, 1, 'one token-revoked event, not one per call');
+      } finally {
+        await t.close();
+      }
+
+      const deactivated = await cli(['deactivate-user', 'ada']);
+      assert.equal(deactivated.code, 0, deactivated.stderr);
+      assert.match(deactivated.stderr, /deactivated ada/);
+      assert.match((await cli(['list-users'])).stdout, /^ada\t-\tinactive\t/m);
+
+      t = await startApp('sqlite', { store });
+      try {
+        assert.equal(
+          (await t.req('GET', '/api/v1/user', { token: token2 })).status,
+          401,
+          "a deactivated user's tokens stop working",
+        );
+        assert.equal(await login(t, 'correct horse battery staple'), 401, 'nor can they log in');
+      } finally {
+        await t.close();
+      }
+    } finally {
+      await store.drop();
+    }
+  });
 });

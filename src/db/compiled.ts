@@ -1,5 +1,6 @@
 import type { CompiledQuery, Kysely } from 'kysely';
 import type { Database } from './index.ts';
+import { type QueryKind, statementKind } from './query-timing.ts';
 import type { DB } from './types.ts';
 
 let statementCount = 0;
@@ -18,7 +19,10 @@ export function compiledOnce<Row, Params extends string[]>(
   build: (db: Kysely<DB>, ...params: Params) => { compile(): CompiledQuery<Row> },
 ): (database: Database, ...params: Params) => Promise<Row[]> {
   const name = `weft_compiled_${++statementCount}`;
-  const cache = new WeakMap<Database, { compiled: CompiledQuery<Row>; slots: Array<number | { value: unknown }> }>();
+  const cache = new WeakMap<
+    Database,
+    { compiled: CompiledQuery<Row>; slots: Array<number | { value: unknown }>; kind: QueryKind }
+  >();
   return async (database, ...params) => {
     let entry = cache.get(database);
     if (!entry) {
@@ -29,13 +33,25 @@ export function compiledOnce<Row, Params extends string[]>(
         const i = placeholders.indexOf(p as string);
         return i >= 0 ? i : { value: p };
       });
-      entry = { compiled, slots };
+      entry = { compiled, slots, kind: statementKind(compiled.sql) };
       cache.set(database, entry);
     }
+    const { kind } = entry;
     const parameters = entry.slots.map((slot) => (typeof slot === 'number' ? params[slot] : slot.value));
     if (database.pool) {
-      const result = await database.pool.query({ name, text: entry.compiled.sql, values: parameters });
-      return result.rows as Row[];
+      // Outside Kysely, so timed here for the query-time metric (Kysely times the SQLite path).
+      const started = database.queryObservers.size ? performance.now() : 0;
+      let failed = true;
+      try {
+        const result = await database.pool.query({ name, text: entry.compiled.sql, values: parameters });
+        failed = false;
+        return result.rows as Row[];
+      } finally {
+        if (started) {
+          const seconds = (performance.now() - started) / 1000;
+          for (const observe of database.queryObservers) observe(kind, seconds, failed);
+        }
+      }
     }
     const result = await database.db.executeQuery<Row>({ ...entry.compiled, parameters });
     return result.rows;

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, sql } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrate.ts';
+import { type QueryObserver, queryLogger } from './query-timing.ts';
 import type { DB } from './types.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -13,6 +14,8 @@ export interface Database {
   dialect: Dialect;
   /** PostgreSQL only: the pool, for LISTEN/NOTIFY and advisory locks. */
   pool: pg.Pool | null;
+  /** Told of every query's kind and duration (the metrics module adds one when metrics are on). */
+  queryObservers: Set<QueryObserver>;
   close(): Promise<void>;
 }
 
@@ -30,6 +33,8 @@ pg.types.setTypeParser(20, (v) => Number(v));
 
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   let database: Database;
+  const queryObservers = new Set<QueryObserver>();
+  const log = queryLogger(queryObservers);
   if (opts.url && /^postgres(ql)?:\/\//.test(opts.url)) {
     const pool = new pg.Pool({
       connectionString: opts.url,
@@ -38,8 +43,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       application_name: `weft:${opts.schema ?? 'public'}`,
       ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
     });
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-    database = { db, dialect: 'postgres', pool, close: () => db.destroy() };
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
+    database = { db, dialect: 'postgres', pool, queryObservers, close: () => db.destroy() };
   } else {
     const file = opts.url?.startsWith('sqlite:') ? opts.url.slice('sqlite:'.length) : join(opts.dataDir, 'weft.sqlite');
     mkdirSync(dirname(file), { recursive: true });
@@ -48,8 +53,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     handle.pragma('busy_timeout = 5000');
     handle.pragma('foreign_keys = ON');
     handle.pragma('synchronous = NORMAL');
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }) });
-    database = { db, dialect: 'sqlite', pool: null, close: () => db.destroy() };
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }), log });
+    database = { db, dialect: 'sqlite', pool: null, queryObservers, close: () => db.destroy() };
   }
   if (opts.migrate !== false) await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   return database;

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import client from 'prom-client';
 import type { Database } from '../db/index.ts';
+import type { QueryObserver } from '../db/query-timing.ts';
 
 /**
  * Prometheus metrics (README "Deploying": METRICS). One registry per process; other modules
@@ -50,11 +51,36 @@ new client.Gauge({
   },
 });
 
-/** Counts every answered request by route pattern (never the raw URL: bounded label values). */
-export function installMetrics(app: FastifyInstance, database: Database): void {
+export const dbQueryDuration = new client.Histogram({
+  name: 'weft_db_query_duration_seconds',
+  help: 'Database query time, by statement kind (select, insert, update, delete, transaction, other)',
+  labelNames: ['kind'] as const,
+  buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+  registers: [metricsRegistry],
+});
+
+export const dbQueryErrors = new client.Counter({
+  name: 'weft_db_query_errors_total',
+  help: 'Database queries that failed (constraint violations included), by statement kind',
+  labelNames: ['kind'] as const,
+  registers: [metricsRegistry],
+});
+
+const observeQuery: QueryObserver = (kind, seconds, failed) => {
+  dbQueryDuration.observe({ kind }, seconds);
+  if (failed) dbQueryErrors.inc({ kind });
+};
+
+/**
+ * Counts every answered request by route pattern (never the raw URL: bounded label values);
+ * with `timeQueries` (metrics on) also times every database query by statement kind.
+ */
+export function installMetrics(app: FastifyInstance, database: Database, timeQueries: boolean): void {
   pools.add(database);
+  if (timeQueries) database.queryObservers.add(observeQuery);
   app.addHook('onClose', async () => {
     pools.delete(database);
+    database.queryObservers.delete(observeQuery);
   });
   app.addHook('onResponse', async (request, reply) => {
     const labels = {
