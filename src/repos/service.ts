@@ -4,6 +4,7 @@ import {
   assertCanSetDiskQuota,
   type RepoRef,
   type RepoRow,
+  readRepo,
   requireNamespaceInsight,
   requireRepo,
   requireRepoCreation,
@@ -150,9 +151,10 @@ export async function listRepos(
   return rows.map((row) => repoToJson(row, deps.config.publicUrl));
 }
 
+/** GET {repo}: one compiled statement reads the owner, the repo with its names and the viewer's access (readRepo). */
 export async function getRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<RepoJson> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
-  return loadRepoJson(deps.db, repo.uuid, deps.config.publicUrl);
+  const { repo } = await readRepo(deps.database, viewer, ref);
+  return repoToJson(repo, deps.config.publicUrl);
 }
 
 export interface UpdateRepoInput {
