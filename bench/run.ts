@@ -5,6 +5,7 @@
  *   BENCH_DATABASES=sqlite BENCH_DURATION=10 BENCH_ROUNDS=3 npm run bench
  *   BENCH_DATABASE_URL=postgres://…    # the PostgreSQL server (default: the local test server)
  *   BENCH_EVENTS=100000 BENCH_REPOS=1000 BENCH_PULLS=1000 npm run bench   # a smaller seed
+ *   BENCH_TARGETS=user,repo,pull BENCH_CPU_PROF=/tmp/prof npm run bench   # some targets, CPU profile of the server
  *
  * For each database, a child process serves a raw node:http hello server and Weft (built
  * in-process with buildApp on a fresh database seeded by bench/seed.ts, logging off); this process
@@ -97,6 +98,8 @@ async function serve(): Promise<void> {
 
 interface Target {
   name: string;
+  /** for BENCH_TARGETS */
+  key?: string;
   url: string;
   headers?: Record<string, string>;
   method?: 'GET' | 'POST';
@@ -116,7 +119,12 @@ async function measure(target: Target, connections: number, duration: number): P
 
 async function benchDatabase(url: string | null, connections: number, duration: number, rounds: number): Promise<void> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve'], {
-    execArgv: ['--import', 'tsx'],
+    // BENCH_CPU_PROF=DIR: the server process writes a V8 CPU profile there (open it in Chrome DevTools)
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, BENCH_DATABASE_URL: url ?? '' },
   });
@@ -132,22 +140,25 @@ async function benchDatabase(url: string | null, connections: number, duration: 
     const events = `${weft}/events?scope=${encodeURIComponent(s.eventScope)}`;
     const targets: Target[] = [
       { name: 'raw node:http hello', url: `http://127.0.0.1:${ports.raw}/` },
-      { name: 'GET /user', url: `${weft}/user`, headers: auth },
-      { name: 'GET {repo} (team member)', url: repo, headers: auth },
-      { name: 'GET {repo}/pulls/{n}', url: `${repo}/pulls/${s.pull}`, headers: auth },
-      { name: 'GET {repo}/pulls (first page)', url: `${repo}/pulls`, headers: auth },
-      { name: 'GET {repo}/pulls?page=300', url: `${repo}/pulls?page=300`, headers: auth },
-      { name: 'GET /teams/{t}/repos?page=300', url: `${weft}/teams/${s.team}/repos?page=300`, headers: auth },
-      { name: 'GET /events (first page)', url: events, headers: auth },
-      { name: 'GET /events (deep before_id)', url: `${events}&before_id=${s.deepBeforeId}`, headers: auth },
+      { name: 'GET /user', key: 'user', url: `${weft}/user`, headers: auth },
+      { name: 'GET {repo} (team member)', key: 'repo', url: repo, headers: auth },
+      { name: 'GET {repo}/pulls/{n}', key: 'pull', url: `${repo}/pulls/${s.pull}`, headers: auth },
+      { name: 'GET {repo}/pulls (first page)', key: 'pulls', url: `${repo}/pulls`, headers: auth },
+      { name: 'GET {repo}/pulls?page=300', key: 'pulls-deep', url: `${repo}/pulls?page=300`, headers: auth },
+      { name: 'GET /teams/{t}/repos?page=300', key: 'repos-deep', url: `${weft}/teams/${s.team}/repos?page=300`, headers: auth },
+      { name: 'GET /events (first page)', key: 'events', url: events, headers: auth },
+      { name: 'GET /events (deep before_id)', key: 'events-deep', url: `${events}&before_id=${s.deepBeforeId}`, headers: auth },
       {
         name: 'POST {repo}/pulls (write)',
+        key: 'write',
         url: `${repo}/pulls`,
         headers: { ...auth, 'content-type': 'application/json' },
         method: 'POST',
         body: JSON.stringify({ title: 'bench', body: '', source_branch: 'feature', target_branch: 'main' }),
       },
     ];
+    const only = process.env.BENCH_TARGETS?.split(',');
+    if (only) targets.splice(1, targets.length, ...targets.slice(1).filter((t) => only.includes(t.key ?? '')));
     console.log(
       `\n== ${ports.dialect}: seeded ${sizes().events} events, ${sizes().repos} repos in one team, ${sizes().pulls} pulls in one repo ` +
         `in ${ports.seedSeconds.toFixed(0)} s`,

@@ -44,6 +44,9 @@ const PULL_COLUMNS = [
   'merge_commit_sha',
   'merge_strategy',
   'review_seq',
+  'merge_pending',
+  'merge_claimed_at',
+  'merge_claim_sha',
 ] as const;
 
 // compiledOnce passes placeholder strings while building; the pull number is bound as a number.

@@ -168,6 +168,31 @@ export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
 }
 
 /**
+ * Which of ONE namespace's repos the viewer may read, as a filter on plain columns: the
+ * viewer's relation to the owner is the same for every repo there, so `repoReadableBy` reduces
+ * to `all` (staff, the user themself, the team's maintainers and owners), `active` (the team's
+ * members and readers: deactivated repos are hidden below maintain) or `public` (anyone else:
+ * public, active repos; an inactive user owner is already 404 by `resolveOwner`). Each is served
+ * by an index in the list's order (migration 080). Keep in step with `repoReadableBy`.
+ */
+export async function namespaceReadFilter(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  owner: RepoOwner,
+): Promise<'all' | 'active' | 'public'> {
+  if (viewer.isStaff) return 'all';
+  if (owner.kind === 'user') return owner.uuid === viewer.uuid ? 'all' : 'public';
+  const level = repoLevelFrom(
+    viewer,
+    { owner_kind: 'team', owner_uuid: owner.uuid, visibility: 'private', is_active: 1 },
+    await teamRole(db, viewer, owner.uuid),
+    true,
+  );
+  if (levelAtLeast(level, 'maintain')) return 'all';
+  return level === 'none' ? 'public' : 'active';
+}
+
+/**
  * Who may create a repo in a namespace (docs/behaviour.md "Repos and forks"): a team's maintainers and owners (the team
  * is invisible, 404, to non-members; an inactive team refuses with 403 team_inactive), or the
  * user themself; staff anywhere.

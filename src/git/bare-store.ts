@@ -140,7 +140,7 @@ export class BareGitStore implements GitStore {
   /** The tip of a branch, or null when it does not exist. */
   async branchSha(uuid: string, branch: string): Promise<string | null> {
     if (!this.exists(uuid)) return null;
-    const tip = await readBranchTip(this.pathOf(uuid), branch);
+    const tip = readBranchTip(this.pathOf(uuid), branch);
     if (tip !== undefined) return tip;
     const out = await git(this.pathOf(uuid), ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`], { okCodes: [1] });
     return out.code === 0 ? out.stdout.trim() : null;

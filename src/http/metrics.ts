@@ -56,7 +56,7 @@ export function installMetrics(app: FastifyInstance, database: Database): void {
   app.addHook('onClose', async () => {
     pools.delete(database);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const labels = {
       method: request.method,
       route: request.routeOptions.url ?? 'unmatched',
@@ -64,6 +64,7 @@ export function installMetrics(app: FastifyInstance, database: Database): void {
     };
     httpRequests.inc(labels);
     httpDuration.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
 }
 
