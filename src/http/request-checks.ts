@@ -33,9 +33,9 @@ export function urlProblem(url: string): string | null {
 
 /** Refuses malformed URLs with 400 before authentication and routing work. */
 export function installUrlCheck(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const problem = urlProblem(request.url);
-    if (problem) throw badRequest(problem);
+    done(problem ? badRequest(problem) : undefined);
   });
 }
 

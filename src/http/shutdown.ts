@@ -16,8 +16,9 @@ export function installDrainFlag(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     app.draining = true;
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (app.draining) reply.header('connection', 'close');
+    done(null, payload);
   });
 }
 
