@@ -149,12 +149,24 @@ export async function getEventRow(db: Kysely<DB>, id: number): Promise<EventRow 
  */
 export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]): Promise<EventRecord[]> {
   if (inputs.length === 0) return [];
-  if (tx.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`.execute(tx.db);
   const created_at = nowIso();
+  // PostgreSQL: ids in this transaction's own range (see EVENTS_PER_TRANSACTION), after any it
+  // already used; SQLite: the table's increasing id.
+  let first: number | null = null;
+  if (tx.dialect === 'postgres') {
+    const r = await sql<{ next: string }>`
+      select coalesce((select max(e.id) + 1 from events e where e.id >= b.base and e.id < b.base + ${EVENTS_PER_TRANSACTION}), b.base) as next
+      from (select pg_current_xact_id()::text::bigint * ${EVENTS_PER_TRANSACTION} as base) b`.execute(tx.db);
+    first = Number(r.rows[0]!.next);
+    if ((first % EVENTS_PER_TRANSACTION) + inputs.length >= EVENTS_PER_TRANSACTION - 1) {
+      throw new Error(`one transaction may emit at most ${EVENTS_PER_TRANSACTION - 1} events`);
+    }
+  }
   const rows = await tx.db
     .insertInto('events')
     .values(
-      inputs.map((input) => ({
+      inputs.map((input, i) => ({
+        ...(first === null ? {} : { id: first + i }),
         kind: input.kind,
         scopes: JSON.stringify(input.scopes),
         actor_uuid: input.actor?.uuid ?? null,
