@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { inTransaction } from '../src/events/service.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { eventFrames, listen, openSse } from './sse-client.ts';
 
 /**
  * Two server instances on one database must behave as one: what one writes the other serves,
@@ -19,6 +21,29 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
     after(async () => {
       await b.close();
       await a.close();
+    });
+
+    it('an event created on one instance reaches a live subscriber of the other, in order', async () => {
+      const me = (await a.req('GET', '/api/v1/user')).body.uuid as string;
+      const sse = await openSse(await listen(b), `/api/v1/tail-events?scope=user:${me}&kind=test-mi`, b.adminToken);
+      try {
+        await sse.waitFor((f) => f.length >= 1);
+        await new Promise((r) => setTimeout(r, 100));
+        const made: string[] = [];
+        for (let i = 0; i < 50; i++) {
+          const e = await inTransaction(a.deps, (tx) =>
+            tx.emit({ kind: 'test-mi', scopes: [`user:${me}`], actor: null, payload: { i } }),
+          );
+          made.push(e.id);
+        }
+        await sse.waitFor((f) => eventFrames(f).length >= made.length, 10_000);
+        assert.deepEqual(
+          eventFrames(sse.frames).map((f) => f.id),
+          made,
+        );
+      } finally {
+        sse.close();
+      }
     });
 
     it('a token revoked on one instance is refused by the other at once', async () => {

@@ -1,4 +1,6 @@
 /** User access: who may see, create and change accounts. */
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
 
@@ -35,5 +37,32 @@ export function assertCanEditUser(
   if (!viewer.isStaff && viewer.uuid !== targetUuid) throw forbidden('You can only change your own account.');
   if (!viewer.isStaff && (changes.is_staff !== undefined || changes.is_active !== undefined)) {
     throw forbidden('Only staff can change is_staff or is_active.');
+  }
+}
+
+/**
+ * README "User ping": the target's `ping_mentions` decides who may ping them: `disabled` refuses
+ * everyone (403 ping_mentions_disabled), `team_only` refuses anyone who shares no team with them
+ * (403 ping_mentions_team_only); pinging oneself counts as sharing a team.
+ */
+export async function assertCanPing(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  target: { uuid: string; ping_mentions: string },
+): Promise<void> {
+  if (target.ping_mentions === 'disabled') {
+    throw forbidden('This user does not accept pings.', 'ping_mentions_disabled');
+  }
+  if (target.ping_mentions === 'team_only' && viewer.uuid !== target.uuid) {
+    const shared = await db
+      .selectFrom('team_members as a')
+      .innerJoin('team_members as b', 'b.team_uuid', 'a.team_uuid')
+      .select('a.team_uuid')
+      .where('a.user_uuid', '=', viewer.uuid)
+      .where('b.user_uuid', '=', target.uuid)
+      .limit(1)
+      .executeTakeFirst();
+    if (!shared)
+      throw forbidden('This user accepts pings only from members of a team they belong to.', 'ping_mentions_team_only');
   }
 }

@@ -62,6 +62,9 @@ async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventIn
     created_at,
   };
   let row: { id: number };
+  // bench/pulls.ts only: the old global lock, for the "before" figure.
+  if (dialect === 'postgres' && process.env.WEFT_EVENT_ORDER_LOCK === '1')
+    await sql`select pg_advisory_xact_lock(7401002)`.execute(db);
   if (dialect === 'postgres') {
     // Only this transaction writes ids in its own range, so max + 1 cannot race.
     const result = await sql<{ id: number }>`

@@ -12,10 +12,13 @@ import {
   CreateUserBody,
   ListUsersQuery,
   LoginBody,
+  PingBody,
+  PingResult,
   UpdateUserBody,
   User,
   UsernameParams,
 } from './schemas.ts';
+import { pingUser } from './ping.ts';
 import { checkUsername, createUser, getUser, listUsers, login, updateUser, userToJson } from './service.ts';
 
 export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -131,6 +134,33 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
     },
     async (request, reply) => reply.status(201).send(await login(deps, request.body)),
+  );
+  r.post(
+    '/users/:username/ping',
+    {
+      // The stored rate-limit rule for api:ping-user applies here (http/rate-limit.ts).
+      config: { rateLimit: 'api:ping-user' },
+      schema: {
+        tags,
+        summary: 'Ping a user: a user-mention event in their user scope; 201 with the rendered payload',
+        description:
+          'README "User ping". `body` is optional (absent or empty: a bare ping), Markdown of at most 1,000 characters (400 ' +
+          'beyond); `body_html` is rendered as reply bodies are (sanitised, @mentions linked). An unknown or inactive user is ' +
+          "404. The target's `ping_mentions` may refuse: `disabled` → 403 ping_mentions_disabled; `team_only` → 403 " +
+          'ping_mentions_team_only unless caller and target share a team. A caller over the api:ping-user rate limit gets 429.',
+        params: UsernameParams,
+        body: PingBody,
+        response: { 201: PingResult, ...errors(403, 404, 429) },
+      },
+      // No body at all is a bare ping, as an empty object is.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request, reply) => {
+      const result = await pingUser(deps, requireViewer(request), request.params.username, request.body.body ?? '');
+      return reply.status(201).send(result);
+    },
   );
   void Type;
 }

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NullableString, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NullableString, PageQuery, StrictObject, Timestamp, UserRef } from '../http/schemas.ts';
 
 export const PING_MENTIONS = ['everyone', 'team_only', 'disabled'] as const;
 
@@ -52,3 +52,30 @@ export const LoginBody = StrictObject({
   password: Type.String({ minLength: 1, maxLength: 256 }),
   token_name: Type.String({ minLength: 1, maxLength: 100 }),
 });
+
+export const PingBody = StrictObject(
+  {
+    body: Type.Optional(
+      Type.String({
+        maxLength: 1000,
+        description: 'Markdown, at most 1,000 characters (400 beyond); empty or absent sends a bare ping',
+      }),
+    ),
+  },
+  { title: 'PingBody' },
+);
+
+export const PingResult = Type.Object(
+  {
+    event_id: Type.String({ description: 'the id of the user-mention event' }),
+    kind: Type.Literal('user-mention'),
+    from: UserRef,
+    to: UserRef,
+    body: Type.String(),
+    body_html: Type.String({
+      description: 'the body rendered by the Markdown renderer of replies (sanitised, @mentions linked)',
+    }),
+    created_at: Timestamp,
+  },
+  { additionalProperties: false, title: 'PingResult' },
+);
