@@ -15,6 +15,12 @@ export interface TimerSchedulerOptions {
   pollMs?: number;
   /** Occurrences claimed and fired per transaction. */
   batchSize?: number;
+  /**
+   * Batches the background pass claims side by side on PostgreSQL (default 2): SKIP LOCKED
+   * hands each its own rows, so a backlog is not held up by one transaction's round trips.
+   * SQLite always runs one.
+   */
+  parallel?: number;
   onError?: (err: unknown) => void;
   /**
    * Test-only: milliseconds to wait inside each firing transaction after the claim (default from
@@ -49,6 +55,7 @@ export class TimerScheduler {
   private batches: Promise<unknown> = Promise.resolve();
   private readonly pollMs: number;
   private readonly batchSize: number;
+  private readonly parallel: number;
   private readonly holdMs: number;
   private readonly markdown = createMarkdownRenderer();
 
@@ -58,6 +65,7 @@ export class TimerScheduler {
   ) {
     this.pollMs = opts.pollMs ?? 1000;
     this.batchSize = opts.batchSize ?? 200;
+    this.parallel = deps.dialect === 'postgres' ? Math.max(1, opts.parallel ?? 2) : 1;
     this.holdMs = opts.holdInFiringMs ?? Number(process.env.WEFT_TEST_TIMER_HOLD_MS || 0);
   }
 
@@ -114,7 +122,7 @@ export class TimerScheduler {
     try {
       for (;;) {
         this.wakeRequested = false;
-        const fired = await this.fireBatch();
+        const fired = await this.fireBatch(this.parallel);
         if (this.stopped) return;
         if (fired === this.batchSize || this.wakeRequested) continue;
         delay = await this.untilNextDue();
@@ -145,12 +153,10 @@ export class TimerScheduler {
     return Math.max(0, Math.min(this.pollMs, ms));
   }
 
-  /** Claims and fires up to one batch of due occurrences in one transaction; returns how many were claimed. */
-  private fireBatch(): Promise<number> {
-    const run = this.batches.then(
-      () => this.claimAndFire(),
-      () => this.claimAndFire(),
-    );
+  /** Claims and fires up to `parallel` batches side by side, one transaction each; returns the largest batch claimed. */
+  private fireBatch(parallel = 1): Promise<number> {
+    const go = async () => Math.max(...(await Promise.all(Array.from({ length: parallel }, () => this.claimAndFire()))));
+    const run = this.batches.then(go, go);
     this.batches = run.catch(() => undefined);
     return run;
   }
