@@ -49,6 +49,22 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/** The least estimated entropy a bootstrap token may have (generated API tokens have about 256 bits). */
+export const MIN_BOOTSTRAP_ENTROPY_BITS = 80;
+
+/**
+ * A rough entropy estimate: the token's length times the Shannon entropy of its own character
+ * frequencies. It cannot prove a token random, but it refuses the obviously weak (one character
+ * repeated, a short word doubled, a long run of few characters).
+ */
+export function estimatedEntropyBits(value: string): number {
+  const counts = new Map<string, number>();
+  for (const ch of value) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+  let perChar = 0;
+  for (const n of counts.values()) perChar -= (n / value.length) * Math.log2(n / value.length);
+  return perChar * value.length;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -115,6 +131,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (!/^[\x21-\x7e]+$/.test(bootstrapAdminToken)) {
       throw new ConfigError('BOOTSTRAP_ADMIN_TOKEN must be printable ASCII (no spaces or accented letters)');
+    }
+    if (estimatedEntropyBits(bootstrapAdminToken) < MIN_BOOTSTRAP_ENTROPY_BITS || new Set(bootstrapAdminToken).size < 10) {
+      throw new ConfigError(
+        `BOOTSTRAP_ADMIN_TOKEN is too easy to guess (repeated or few distinct characters): use a random one, such as the output of \`openssl rand -base64 32\``,
+      );
     }
   }
   const bootstrapAdminUsername = (env.BOOTSTRAP_ADMIN_USERNAME || 'admin').toLowerCase();
