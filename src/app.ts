@@ -13,6 +13,7 @@ import { installDrainFlag } from './http/shutdown.ts';
 import { installMetrics, metricsText, metricsRegistry } from './http/metrics.ts';
 import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
+import { installLoadShedding, installTimeouts, serverTimeoutOptions } from './http/timeouts.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installPaging } from './http/paging.ts';
 import { installRateLimit } from './http/rate-limit.ts';
@@ -88,7 +89,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     routerOptions: { maxParamLength: 500 },
     frameworkErrors,
     clientErrorHandler,
+    ...serverTimeoutOptions(deps.config),
   });
+  installTimeouts(app, deps.config);
   // Once the server is closing, responses to in-flight requests close their keep-alive
   // connection: otherwise it would stay open (idle) and hold up a graceful shutdown.
   installDrainFlag(app);
@@ -103,6 +106,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   await installConventions(app, deps.config);
   installMetrics(app, deps.database, deps.config.metrics !== 'off');
+  await installLoadShedding(app, deps.config);
 
   installValidators(app);
   installJsonParser(app);

@@ -33,9 +33,37 @@ export interface Config {
   metricsHost: string;
   /** SHUTDOWN_TIMEOUT_MS: how long a graceful shutdown may take before the process exits anyway. */
   shutdownTimeoutMs: number;
+  /** HEADERS_TIMEOUT_MS: the request line and headers must arrive within this (408). */
+  headersTimeoutMs: number;
+  /** REQUEST_TIMEOUT_MS: a request body must arrive within this of the request's start (408). */
+  requestTimeoutMs: number;
+  /** IDLE_TIMEOUT_MS: a connection with no traffic for this long is closed. */
+  idleTimeoutMs: number;
+  /** TRANSFER_TIMEOUT_MS: the body limit of long-lived routes (git transfers, uploads, event streams). */
+  transferTimeoutMs: number;
+  /** STREAM_IDLE_TIMEOUT_MS: the idle limit of long-lived routes. */
+  streamIdleTimeoutMs: number;
+  /** LOAD_SHED_EVENT_LOOP_DELAY_MS: above this event-loop delay requests get 503 with Retry-After; 0 is off. */
+  loadShedEventLoopDelayMs: number;
 }
 
 export class ConfigError extends Error {}
+
+/** The least estimated entropy a bootstrap token may have (generated API tokens have about 256 bits). */
+export const MIN_BOOTSTRAP_ENTROPY_BITS = 80;
+
+/**
+ * A rough entropy estimate: the token's length times the Shannon entropy of its own character
+ * frequencies. It cannot prove a token random, but it refuses the obviously weak (one character
+ * repeated, a short word doubled, a long run of few characters).
+ */
+export function estimatedEntropyBits(value: string): number {
+  const counts = new Map<string, number>();
+  for (const ch of value) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+  let perChar = 0;
+  for (const n of counts.values()) perChar -= (n / value.length) * Math.log2(n / value.length);
+  return perChar * value.length;
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -104,6 +132,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (!/^[\x21-\x7e]+$/.test(bootstrapAdminToken)) {
       throw new ConfigError('BOOTSTRAP_ADMIN_TOKEN must be printable ASCII (no spaces or accented letters)');
     }
+    if (estimatedEntropyBits(bootstrapAdminToken) < MIN_BOOTSTRAP_ENTROPY_BITS || new Set(bootstrapAdminToken).size < 10) {
+      throw new ConfigError(
+        `BOOTSTRAP_ADMIN_TOKEN is too easy to guess (repeated or few distinct characters): use a random one, such as the output of \`openssl rand -base64 32\``,
+      );
+    }
   }
   const bootstrapAdminUsername = (env.BOOTSTRAP_ADMIN_USERNAME || 'admin').toLowerCase();
   if (!/^[a-z0-9][a-z0-9_-]{0,38}$/.test(bootstrapAdminUsername)) {
@@ -138,6 +171,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   else throw new ConfigError(`METRICS must be off, api or a port number, got "${metricsRaw}"`);
   const metricsHost = env.METRICS_HOST || '127.0.0.1';
   const shutdownTimeoutMs = intVar(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000);
+  const headersTimeoutMs = intVar(env, 'HEADERS_TIMEOUT_MS', 15_000, 100, 600_000);
+  const requestTimeoutMs = intVar(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  const idleTimeoutMs = intVar(env, 'IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  const transferTimeoutMs = intVar(env, 'TRANSFER_TIMEOUT_MS', 3_600_000, 100, 86_400_000);
+  const streamIdleTimeoutMs = intVar(env, 'STREAM_IDLE_TIMEOUT_MS', 300_000, 100, 86_400_000);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS');
+  if (requestTimeoutMs > transferTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must not exceed TRANSFER_TIMEOUT_MS');
+  const loadShedEventLoopDelayMs = intVar(env, 'LOAD_SHED_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000);
 
   return {
     trustProxy,
@@ -157,5 +198,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics,
     metricsHost,
     shutdownTimeoutMs,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    idleTimeoutMs,
+    transferTimeoutMs,
+    streamIdleTimeoutMs,
+    loadShedEventLoopDelayMs,
   };
 }

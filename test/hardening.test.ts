@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/index.ts';
 import { assertRefused } from './common.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
@@ -70,3 +76,29 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+describe('files and the bootstrap token (issue 13, defect 6)', () => {
+  it('DATA_DIR is created 0700 and the SQLite database with its -wal/-shm files 0600', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weft-perm-'));
+    const dataDir = join(root, 'fresh', 'data');
+    try {
+      const database = await openDatabase({ url: null, dataDir });
+      await database.db.selectFrom('users').select('uuid').execute();
+      assert.equal(statSync(dataDir).mode & 0o777, 0o700);
+      for (const f of ['weft.sqlite', 'weft.sqlite-wal', 'weft.sqlite-shm']) {
+        assert.equal(statSync(join(dataDir, f)).mode & 0o777, 0o600, f);
+      }
+      await database.close();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('an obviously weak BOOTSTRAP_ADMIN_TOKEN stops start-up with a clear message; a random one is taken', () => {
+    for (const weak of ['a'.repeat(24), 'ab'.repeat(12), 'passwordpassword1234', '12345678901234567890']) {
+      assert.throws(() => loadConfig({ BOOTSTRAP_ADMIN_TOKEN: weak }), /BOOTSTRAP_ADMIN_TOKEN is too easy to guess/, weak);
+    }
+    const random = randomBytes(24).toString('base64url');
+    assert.equal(loadConfig({ BOOTSTRAP_ADMIN_TOKEN: random }).bootstrapAdminToken, random);
+  });
+});

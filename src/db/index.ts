@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, sql } from 'kysely';
@@ -35,6 +35,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   let database: Database;
   const queryObservers = new Set<QueryObserver>();
   const log = queryLogger(queryObservers);
+  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   if (opts.url && /^postgres(ql)?:\/\//.test(opts.url)) {
     const pool = new pg.Pool({
       connectionString: opts.url,
@@ -47,9 +48,14 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     database = { db, dialect: 'postgres', pool, queryObservers, close: () => db.destroy() };
   } else {
     const file = opts.url?.startsWith('sqlite:') ? opts.url.slice('sqlite:'.length) : join(opts.dataDir, 'weft.sqlite');
-    mkdirSync(dirname(file), { recursive: true });
+    // Only the server's user may read the data (README "Files and durability"): directories it
+    // creates are 0700, the database and its -wal/-shm files 0600 (SQLite gives those the
+    // database file's mode; existing files are tightened too).
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
     const handle = new SQLite(file);
     handle.pragma('journal_mode = WAL');
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
     handle.pragma('busy_timeout = 5000');
     handle.pragma('foreign_keys = ON');
     handle.pragma('synchronous = NORMAL');

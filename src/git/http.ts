@@ -50,7 +50,7 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
 
   for (const kind of ['team', 'user'] as const) {
     const prefix = `/git/${kind}s/:owner/:repo`;
-    const config = { public: true };
+    const config = { public: true, longLived: true };
     const schema = { hide: true };
 
     const resolve = async (request: FastifyRequest, reply: FastifyReply, write: boolean): Promise<GitAccess | null> => {

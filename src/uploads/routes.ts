@@ -148,7 +148,7 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         {
           // The body never goes through Fastify's buffer; MAX_UPLOAD_BYTES is enforced while streaming.
           bodyLimit: cap * MAX_PARTS + 1024 * 1024,
-          config: { rateLimit: 'api:upload' },
+          config: { rateLimit: 'api:upload', longLived: true },
           schema: {
             tags,
             summary: 'Upload a file (raw body) or several (multipart/form-data)',

@@ -1,0 +1,126 @@
+import type { ServerOptions } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import underPressure from '@fastify/under-pressure';
+import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+
+/**
+ * Bounded time for every client (README "Timeouts and load shedding"):
+ * - headers must arrive within HEADERS_TIMEOUT_MS (Node's parser; 408 then the connection closes);
+ * - a request body must arrive within REQUEST_TIMEOUT_MS of the request's start: a slower one is
+ *   answered 408 request_timeout and its connection closed, which drops whatever was buffered;
+ * - a connection with no traffic either way for IDLE_TIMEOUT_MS is closed.
+ * Long-lived routes (event streams, git transfers) get TRANSFER_TIMEOUT_MS for their body and
+ * STREAM_IDLE_TIMEOUT_MS of silence instead.
+ */
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** An event stream or a git transfer: the longer body and idle limits apply. */
+    longLived?: boolean;
+  }
+}
+
+/**
+ * Paths that are long-lived whatever their route config says: a route added here (or flagged
+ * `config: { longLived: true }`) gets the longer limits. Matched against the path (no query).
+ */
+export const LONG_LIVED_PATHS: RegExp[] = [/^\/api\/v1\/tail-events$/, /^\/api\/v1\/events\/stream$/, /^\/git\//];
+
+export type TimeoutConfig = Pick<
+  Config,
+  'headersTimeoutMs' | 'requestTimeoutMs' | 'idleTimeoutMs' | 'transferTimeoutMs' | 'streamIdleTimeoutMs'
+>;
+
+export function isLongLived(request: FastifyRequest): boolean {
+  if (request.routeOptions.config?.longLived === true) return true;
+  const path = request.url.split('?')[0]!;
+  return LONG_LIVED_PATHS.some((re) => re.test(path));
+}
+
+/**
+ * The Fastify server options for these limits. Node enforces the header limit (checked every
+ * `connectionsCheckingInterval`) and, as a backstop, the longest body limit; the per-route body
+ * limit is ours (installTimeouts).
+ */
+export function serverTimeoutOptions(cfg: TimeoutConfig): {
+  connectionTimeout: number;
+  requestTimeout: number;
+  http: ServerOptions;
+} {
+  return {
+    connectionTimeout: cfg.idleTimeoutMs,
+    requestTimeout: cfg.transferTimeoutMs,
+    http: {
+      headersTimeout: cfg.headersTimeoutMs,
+      requestTimeout: cfg.transferTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(5000, Math.floor(cfg.headersTimeoutMs / 4))),
+    },
+  };
+}
+
+const TIMED_OUT = { error: 'request_timeout', detail: 'The request body took too long to arrive.' };
+
+/** Cuts a request whose body is still arriving: 408, then the connection is closed (its buffers go with it). */
+function cutOff(request: FastifyRequest, reply: FastifyReply): void {
+  const socket = request.raw.socket;
+  if (reply.sent || reply.raw.headersSent) {
+    socket.destroy();
+    return;
+  }
+  reply.raw.once('finish', () => socket.destroy());
+  void reply.status(408).header('connection', 'close').send(TIMED_OUT);
+}
+
+export function installTimeouts(app: FastifyInstance, cfg: TimeoutConfig): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    const long = isLongLived(request);
+    // Per socket: a keep-alive connection's next request sets its own.
+    const socket = request.raw.socket;
+    // Injected requests (light-my-request) have a stand-in socket: no network, nothing to bound.
+    if (typeof socket?.setTimeout !== 'function') return done();
+    socket.setTimeout(long ? cfg.streamIdleTimeoutMs : cfg.idleTimeoutMs);
+    if (!long && request.raw.complete === false) {
+      const timer = setTimeout(() => {
+        if (!request.raw.complete) cutOff(request, reply);
+      }, cfg.requestTimeoutMs);
+      const clear = () => clearTimeout(timer);
+      request.raw.once('end', clear);
+      request.raw.once('close', clear);
+    }
+    done();
+  });
+}
+
+/**
+ * Load shedding (@fastify/under-pressure): while the event loop's mean delay over the last
+ * sample is above LOAD_SHED_EVENT_LOOP_DELAY_MS, requests are answered 503 service_unavailable
+ * with Retry-After instead of queueing behind the backlog. /healthz (liveness) still answers.
+ * 0 turns it off.
+ */
+export async function installLoadShedding(app: FastifyInstance, cfg: Pick<Config, 'loadShedEventLoopDelayMs'>): Promise<void> {
+  if (cfg.loadShedEventLoopDelayMs === 0) return;
+  const retryAfter = 5;
+  // The mean delay over a window of twice the limit: one long synchronous step (a big migration,
+  // a lock wait) averages out; only a loop that stays behind trips it. A window in which the loop
+  // never came round at all counts as overloaded (under-pressure reads it as an infinite delay).
+  const sampleInterval = Math.max(20, Math.min(2000, 2 * cfg.loadShedEventLoopDelayMs));
+  // Start-up itself (module loading, migrations) blocks the loop: the samples taken then say
+  // nothing about load, so shedding begins two sample intervals after the app is ready.
+  let armedAt = Infinity;
+  app.addHook('onReady', async () => {
+    armedAt = Date.now() + 2 * sampleInterval;
+  });
+  await app.register(underPressure, {
+    maxEventLoopDelay: cfg.loadShedEventLoopDelayMs,
+    sampleInterval,
+    retryAfter,
+    // A rejection goes to the error handler (the error envelope, X-Request-Id and all).
+    pressureHandler: async (request) => {
+      if (request.url === '/healthz' || Date.now() < armedAt) return;
+      throw new AppError(503, 'service_unavailable', 'The server is overloaded; retry after a few seconds.', undefined, {
+        'retry-after': String(retryAfter),
+      });
+    },
+  });
+}
