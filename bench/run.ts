@@ -1,14 +1,17 @@
 /**
  * Load benchmark: a raw node:http hello server against Weft, measured in the same run.
  *
- *   npm run bench                      # 50 connections, 10 s per target, 2 rounds
- *   BENCH_DURATION=5 BENCH_CONNECTIONS=100 BENCH_ROUNDS=3 npm run bench
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench   # Weft on PostgreSQL
+ *   npm run bench                      # SQLite then PostgreSQL; 50 connections, 5 s per target, 2 rounds
+ *   BENCH_DATABASES=sqlite BENCH_DURATION=10 BENCH_ROUNDS=3 npm run bench
+ *   BENCH_DATABASE_URL=postgres://…    # the PostgreSQL server (default: the local test server)
+ *   BENCH_EVENTS=100000 BENCH_REPOS=1000 BENCH_PULLS=1000 npm run bench   # a smaller seed
+ *   BENCH_TARGETS=user,repo,pull BENCH_CPU_PROF=/tmp/prof npm run bench   # some targets, CPU profile of the server
  *
- * The servers run in a child process (raw hello and Weft built in-process with buildApp on a
- * fresh temp SQLite database and a bootstrap token, logging off); this process runs autocannon,
- * so the load generator never shares an event loop with the server. Both processes share the
- * machine's cores, as in the architecture guide's figures.
+ * For each database, a child process serves a raw node:http hello server and Weft (built
+ * in-process with buildApp on a fresh database seeded by bench/seed.ts, logging off); this process
+ * runs autocannon, so the load generator never shares an event loop with the server. Both
+ * processes share the machine's cores. Each round measures the raw server, then every Weft
+ * target, so the reference and Weft alternate through the run; ratios use the best round of each.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -16,6 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type Result } from 'autocannon';
+import { type Seeded, seed } from './seed.ts';
 import { serveWeft } from './serve-weft.ts';
 
 const TOKEN = 'weft_bench_bootstrap_token_0123456789abc';
@@ -24,7 +28,15 @@ interface Ports {
   dialect: string;
   raw: number;
   weft: number;
+  seeded: Seeded;
+  seedSeconds: number;
 }
+
+const sizes = () => ({
+  events: Number(process.env.BENCH_EVENTS ?? 1_000_000),
+  repos: Number(process.env.BENCH_REPOS ?? 10_000),
+  pulls: Number(process.env.BENCH_PULLS ?? 10_000),
+});
 
 /** Child: serve raw hello and Weft on free loopback ports, report them, run until killed. */
 async function serve(): Promise<void> {
@@ -34,7 +46,12 @@ async function serve(): Promise<void> {
   });
   await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
 
-  const weft = await serveWeft(TOKEN);
+  const weft = await serveWeft(TOKEN, async (app, database) => {
+    const started = performance.now();
+    const seeded = await seed(app, database, TOKEN, sizes());
+    return { seeded, seedSeconds: (performance.now() - started) / 1000 };
+  });
+
   const stop = async () => {
     raw.close();
     await weft.stop();
@@ -46,76 +63,116 @@ async function serve(): Promise<void> {
     dialect: weft.dialect,
     raw: (raw.address() as AddressInfo).port,
     weft: weft.port,
+    ...weft.prepared,
   };
   process.send!(ports);
 }
 
 interface Target {
   name: string;
+  /** for BENCH_TARGETS */
+  key?: string;
   url: string;
   headers?: Record<string, string>;
+  method?: 'GET' | 'POST';
+  body?: string;
 }
 
 async function measure(target: Target, connections: number, duration: number): Promise<Result> {
+  const opts = { url: target.url, connections, headers: target.headers, method: target.method ?? 'GET', body: target.body };
   // warm-up: JIT, connection set-up, SQLite page cache
-  await autocannon({ url: target.url, connections, duration: Math.min(2, duration), headers: target.headers });
-  const result = await autocannon({ url: target.url, connections, duration, headers: target.headers });
+  await autocannon({ ...opts, duration: Math.min(1, duration) });
+  const result = await autocannon({ ...opts, duration });
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(`${target.name}: ${result.non2xx} non-2xx responses, ${result.errors} errors`);
   }
   return result;
 }
 
-async function main(): Promise<void> {
-  const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-  const duration = Number(process.env.BENCH_DURATION ?? 10);
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
+async function benchDatabase(url: string | null, connections: number, duration: number, rounds: number): Promise<void> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve'], {
-    execArgv: ['--import', 'tsx'],
+    // BENCH_CPU_PROF=DIR: the server process writes a V8 CPU profile there (open it in Chrome DevTools)
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, BENCH_DATABASE_URL: url ?? '' },
   });
   try {
     const ports = await new Promise<Ports>((resolve, reject) => {
       child.once('message', (m) => resolve(m as Ports));
       child.once('exit', (code) => reject(new Error(`server process exited with ${code}`)));
     });
+    const s = ports.seeded;
+    const weft = `http://127.0.0.1:${ports.weft}/api/v1`;
+    const repo = `${weft}/teams/${s.team}/repos/${s.repo}`;
+    const auth = { authorization: `Bearer ${s.memberToken}` };
+    const events = `${weft}/events?scope=${encodeURIComponent(s.eventScope)}`;
     const targets: Target[] = [
       { name: 'raw node:http hello', url: `http://127.0.0.1:${ports.raw}/` },
-      { name: 'Weft GET /healthz (no auth, no DB)', url: `http://127.0.0.1:${ports.weft}/healthz` },
+      { name: 'GET /user', key: 'user', url: `${weft}/user`, headers: auth },
+      { name: 'GET {repo} (team member)', key: 'repo', url: repo, headers: auth },
+      { name: 'GET {repo}/pulls/{n}', key: 'pull', url: `${repo}/pulls/${s.pull}`, headers: auth },
+      { name: 'GET {repo}/pulls (first page)', key: 'pulls', url: `${repo}/pulls`, headers: auth },
+      { name: 'GET {repo}/pulls?page=300', key: 'pulls-deep', url: `${repo}/pulls?page=300`, headers: auth },
+      { name: 'GET /teams/{t}/repos?page=300', key: 'repos-deep', url: `${weft}/teams/${s.team}/repos?page=300`, headers: auth },
+      { name: 'GET /events (first page)', key: 'events', url: events, headers: auth },
+      { name: 'GET /events (deep before_id)', key: 'events-deep', url: `${events}&before_id=${s.deepBeforeId}`, headers: auth },
       {
-        name: `Weft GET /api/v1/user (Bearer, ${ports.dialect})`,
-        url: `http://127.0.0.1:${ports.weft}/api/v1/user`,
-        headers: { authorization: `Bearer ${TOKEN}` },
+        name: 'POST {repo}/pulls (write)',
+        key: 'write',
+        url: `${repo}/pulls`,
+        headers: { ...auth, 'content-type': 'application/json' },
+        method: 'POST',
+        body: JSON.stringify({ title: 'bench', body: '', source_branch: 'feature', target_branch: 'main' }),
       },
     ];
+    const only = process.env.BENCH_TARGETS?.split(',');
+    if (only) targets.splice(1, targets.length, ...targets.slice(1).filter((t) => only.includes(t.key ?? '')));
     console.log(
-      `node ${process.version}, ${cpus().length} cores; ${connections} connections, ${duration} s per target (after a warm-up), ` +
-        `${rounds} round(s), targets interleaved; the best round per target is kept (the machine is shared)\n`,
+      `\n== ${ports.dialect}: seeded ${sizes().events} events, ${sizes().repos} repos in one team, ${sizes().pulls} pulls in one repo ` +
+        `in ${ports.seedSeconds.toFixed(0)} s`,
     );
-    const best = new Map<string, { rps: number; p99: number }>();
+    const best = new Map<string, { rps: number; p50: number; p99: number }>();
     for (let round = 1; round <= rounds; round++) {
       for (const target of targets) {
         const r = await measure(target, connections, duration);
-        const row = { rps: r.requests.average, p99: r.latency.p99 };
+        const row = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
         const prev = best.get(target.name);
         if (!prev || row.rps > prev.rps) best.set(target.name, row);
         console.log(
-          `round ${round}  ${target.name.padEnd(40)} ${row.rps.toFixed(0).padStart(7)} req/s   p99 ${String(row.p99).padStart(4)} ms`,
+          `round ${round}  ${target.name.padEnd(32)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms`,
         );
       }
     }
     const base = best.get(targets[0]!.name)!;
-    console.log('\nbest of the rounds, and the ratio to raw node:http:');
+    console.log(`\n${ports.dialect}: best of the rounds, and the ratio to raw node:http (req/s):`);
+    console.log(`| request | req/s | p50 | p99 | vs raw |\n|---|---:|---:|---:|---:|`);
     for (const target of targets) {
       const row = best.get(target.name)!;
       console.log(
-        `${target.name.padEnd(40)} ${row.rps.toFixed(0).padStart(7)} req/s   p99 ${String(row.p99).padStart(4)} ms   ` +
-          `${(row.rps / base.rps).toFixed(2)}x req/s   ${(row.p99 / Math.max(base.p99, 1)).toFixed(1)}x p99`,
+        `| ${target.name} | ${row.rps.toFixed(0)} | ${row.p50} ms | ${row.p99} ms | ${(row.rps / base.rps).toFixed(2)}x |`,
       );
     }
   } finally {
     child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
   }
+}
+
+async function main(): Promise<void> {
+  const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+  const duration = Number(process.env.BENCH_DURATION ?? 5);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
+  const databases = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',');
+  const pgUrl = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+  console.log(
+    `node ${process.version}, ${cpus().length} cores; ${connections} connections, ${duration} s per target (after a 1 s warm-up), ` +
+      `${rounds} round(s); the best round per target is kept (the machine is shared)`,
+  );
+  for (const name of databases) await benchDatabase(name === 'postgres' ? pgUrl : null, connections, duration, rounds);
 }
 
 if (process.argv.includes('--serve')) {

@@ -92,12 +92,13 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   // Once the server is closing, responses to in-flight requests close their keep-alive
   // connection: otherwise it would stay open (idle) and hold up a graceful shutdown.
   installDrainFlag(app);
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     // The "request completed" line names the route pattern and the caller.
     const route = request.routeOptions.url;
     const user = request.viewer?.username;
     if (route || user) reply.log = reply.log.child({ route, user });
+    done(null, payload);
   });
 
   await installConventions(app, deps.config);

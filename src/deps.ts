@@ -5,7 +5,8 @@ import type { Config } from './config.ts';
 import type { Database, Dialect } from './db/index.ts';
 import type { DB } from './db/types.ts';
 import { SCOPE_READERS } from './access/scopes.ts';
-import { type EventBus, InProcessBus } from './events/bus.ts';
+import { type EventBus, InProcessBus, PostgresBus } from './events/bus.ts';
+import { LiveHub } from './events/live.ts';
 import { ScopeRegistry } from './events/scopes.ts';
 import { BareGitStore } from './git/bare-store.ts';
 import type { GitStore } from './git/store.ts';
@@ -30,6 +31,8 @@ export interface Deps {
   db: Kysely<DB>;
   dialect: Dialect;
   bus: EventBus;
+  /** The live side of the event store: follows it and feeds the SSE streams (events/live.ts). */
+  live: LiveHub;
   git: GitStore;
   blobs: BlobStore;
   jobs: JobQueue;
@@ -51,14 +54,14 @@ export interface DepsOverrides {
 
 export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
   const clock = overrides.clock ?? systemClock;
-  const deps: Omit<Deps, 'timers'> & { timers?: TimerScheduler } = {
+  const deps: Omit<Deps, 'timers' | 'live'> & { timers?: TimerScheduler; live?: LiveHub } = {
     config,
     database,
     db: database.db,
     dialect: database.dialect,
     clock,
     scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
-    bus: overrides.bus ?? new InProcessBus(),
+    bus: overrides.bus ?? (database.pool ? new PostgresBus(database.pool, database.pool.options) : new InProcessBus()),
     git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db),
     blobs: overrides.blobs ?? new FsBlobStore(join(config.dataDir, 'blobs')),
     jobs:
@@ -69,6 +72,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
         onError: (err, job) => console.error(`weft: job ${job ? `${job.kind} #${job.id}` : 'queue'} failed:`, err),
       }),
   };
+  deps.live = new LiveHub(database.db, database.dialect, deps.bus);
   deps.timers = new TimerScheduler(deps as Deps, overrides.timers);
   return deps as Deps;
 }
@@ -76,6 +80,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
 /** Starts the background parts (job workers, cross-instance listeners); the CLI does not. */
 export async function startBackground(deps: Deps): Promise<void> {
   await deps.bus.start();
+  deps.live.start();
   deps.jobs.start();
   deps.timers.start();
   // Merge claims left by a crashed process (src/pulls/merge.ts): finish or release them.
@@ -86,5 +91,6 @@ export async function startBackground(deps: Deps): Promise<void> {
 export async function stopBackground(deps: Deps): Promise<void> {
   await deps.timers.stop();
   await deps.jobs.stop();
+  await deps.live.close();
   await deps.bus.close();
 }

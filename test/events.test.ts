@@ -228,7 +228,7 @@ for (const dialect of DIALECTS) {
         { before_id: 'abc' },
         { after_id: '-1' },
         { after_id: '1.5' },
-        { before_id: '1234567890123456' },
+        { before_id: '12345678901234567' },
         { after_id: '' },
         { before_id: 5, after_id: 1 },
       ]) {

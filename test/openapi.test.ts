@@ -104,7 +104,10 @@ describe('OpenAPI document', () => {
         }
         // A download answers with the file's bytes, not JSON.
         const binary = key.endsWith('/uploads/{upload_uuid}/content') && status === '200';
-        const schema = deref(response.content?.[binary ? 'application/octet-stream' : 'application/json']?.schema);
+        // The live event stream answers with text/event-stream.
+        const stream = key === 'get /tail-events' && status === '200';
+        const type = binary ? 'application/octet-stream' : stream ? 'text/event-stream' : 'application/json';
+        const schema = deref(response.content?.[type]?.schema);
         assert.ok(schema && typeof schema === 'object', `${key} ${status} has a JSON schema`);
         if (Number(status) >= 400 && !(key.startsWith('get /') && key.includes('/check-') && status === '409')) {
           assert.ok(isErrorSchema(schema), `${key} ${status} is the error body`);

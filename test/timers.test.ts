@@ -581,45 +581,7 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    it('fires an occurrence once after a restart when the server died while firing it', async () => {
-      const clock = ManualClock.at(START);
-      const first = await startApp(dialect, { deps: { clock, timers: { pollMs: 60_000 } } });
-      const store = first.store;
-      const u = await first.user('crasher');
-      const made = await first.req('POST', `/api/v1/users/${u.username}/timers`, {
-        token: u.token,
-        body: { message: 'boom', run_in: '1m' },
-      });
-      clock.advance(60_000);
-      await first.deps.timers.stop(); // only the hand-driven pass below fires
-      // Die in the middle of the firing transaction: after the claim, before commit.
-      const scheduler = first.deps.timers as unknown as { fireOne: (...a: unknown[]) => Promise<void> };
-      const real = scheduler.fireOne.bind(scheduler);
-      scheduler.fireOne = async (...a: unknown[]) => {
-        await real(...a);
-        throw new Error('process killed');
-      };
-      await assert.rejects(first.deps.timers.runDue(), /process killed/);
-      assert.equal((await firedEvents(first, made.body.uuid, u.token)).length, 0);
-      await first.app.close();
-      const { stopBackground } = await import('../src/deps.ts');
-      await stopBackground(first.deps);
-      await first.deps.database.close();
-
-      const second = await startApp(dialect, { store, deps: { clock, timers: { pollMs: 60_000 } } });
-      try {
-        await second.deps.timers.runDue();
-        await second.deps.timers.runDue();
-        const ev = await firedEvents(second, made.body.uuid, u.token);
-        assert.equal(ev.length, 1);
-        const cur = await second.req('GET', `/api/v1/users/${u.username}/timers/${made.body.uuid}`, { token: u.token });
-        assert.equal(cur.body.status, 'completed');
-        assert.equal(cur.body.run_count, 1);
-      } finally {
-        await second.close();
-        await store.drop();
-      }
-    });
+    // A server killed while firing: test/timers-crash.test.ts kills a real server process.
 
     const oneProcessOnly = dialect === 'sqlite' ? 'an SQLite file serves one server process' : false;
     it(
@@ -676,6 +638,38 @@ for (const dialect of DIALECTS) {
         }
       },
     );
+
+    it('notices timers created and paused on another instance by its short poll', { skip: oneProcessOnly }, async () => {
+      const a = await startApp(dialect, { deps: { timers: { pollMs: 200 } } });
+      const b = await startApp(dialect, { store: a.store });
+      try {
+        await b.deps.timers.stop(); // only instance a fires; b only takes the requests
+        const u = await b.user('remote');
+        const path = `/api/v1/users/${u.username}/timers`;
+        const made = await b.req('POST', path, { token: u.token, body: { message: 'from b', run_in: '1s' } });
+        const paused = await b.req('POST', path, { token: u.token, body: { message: 'paused on b', run_in: '1s' } });
+        assert.equal(
+          (await b.req('PATCH', `${path}/${paused.body.uuid}`, { token: u.token, body: { status: 'paused' } })).status,
+          200,
+        );
+        const deadline = Date.now() + 5000;
+        let ev: Awaited<ReturnType<typeof firedEvents>> = [];
+        while (Date.now() < deadline && ev.length === 0) {
+          await new Promise((r) => setTimeout(r, 50));
+          ev = await firedEvents(a, made.body.uuid, u.token);
+        }
+        assert.equal(ev.length, 1);
+        const lag = Date.parse(ev[0].created_at) - Date.parse(made.body.next_run_at);
+        assert.ok(lag >= 0 && lag < 500, `lag ${lag} ms`);
+        assert.equal((await firedEvents(a, paused.body.uuid, u.token)).length, 0);
+        const p = await a.req('GET', `${path}/${paused.body.uuid}`, { token: u.token });
+        assert.equal(p.body.status, 'paused');
+        assert.equal(p.body.run_count, 0);
+      } finally {
+        await b.close();
+        await a.close();
+      }
+    });
 
     it('fires a timer created with a real clock within well under a second', async () => {
       const t = await startApp(dialect);

@@ -6,6 +6,7 @@
 export * from './levels.ts';
 export * from './teams.ts';
 export * from './repos.ts';
+export * from './repo-read.ts';
 export * from './pulls.ts';
 export * from './users.ts';
 export * from './tokens.ts';

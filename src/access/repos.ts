@@ -4,7 +4,7 @@ import { type RowLock, withRowLock } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
-import { type TeamRow, type RepoRow, type UserRow, type RepoLevel, levelAtLeast, teamRole } from './levels.ts';
+import { type TeamRow, type RepoRow, type UserRow, type RepoLevel, type TeamRole, levelAtLeast, teamRole } from './levels.ts';
 import { requireTeam, assertTeamActive } from './teams.ts';
 
 // ---------------------------------------------------------------- repos
@@ -42,18 +42,34 @@ export async function resolveOwner(
 /** The viewer's level on a repo (docs/behaviour.md "Teams and access"); staff are owners everywhere. */
 export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, repo: RepoRow, lock?: RowLock): Promise<RepoLevel> {
   if (viewer?.isStaff) return 'owner';
+  const role = viewer && repo.owner_kind === 'team' ? await teamRole(db, viewer, repo.owner_uuid, lock) : null;
+  // only a public repo of another user needs the owner's state
+  const ownerActive =
+    viewer && repo.owner_kind === 'user' && repo.visibility === 'public' && repo.owner_uuid !== viewer.uuid
+      ? await userIsActive(db, repo.owner_uuid)
+      : true;
+  return repoLevelFrom(viewer, repo, role, ownerActive);
+}
+
+const ROLE_LEVEL: Record<TeamRole, RepoLevel> = { owner: 'owner', maintainer: 'maintain', member: 'write', reader: 'read' };
+
+/**
+ * The rule behind `repoAccessLevel`, from facts already read: the viewer's role in the owning
+ * team (null for a user repo or a non-member) and whether a user owner is active.
+ */
+export function repoLevelFrom(
+  viewer: Viewer | null,
+  repo: Pick<RepoRow, 'owner_kind' | 'owner_uuid' | 'visibility' | 'is_active'>,
+  role: TeamRole | null,
+  ownerUserActive: boolean,
+): RepoLevel {
+  if (viewer?.isStaff) return 'owner';
   let level: RepoLevel = 'none';
   if (viewer && repo.owner_kind === 'user' && repo.owner_uuid === viewer.uuid) level = 'owner';
-  if (viewer && repo.owner_kind === 'team') {
-    const role = await teamRole(db, viewer, repo.owner_uuid, lock);
-    if (role === 'owner') level = 'owner';
-    else if (role === 'maintainer') level = 'maintain';
-    else if (role === 'member') level = 'write';
-    else if (role === 'reader') level = 'read';
-  }
+  if (viewer && repo.owner_kind === 'team' && role !== null) level = ROLE_LEVEL[role];
   if (level === 'none' && viewer && repo.visibility === 'public') {
     // A deactivated user's repos are absent for everyone but staff (as the user is: resolveOwner).
-    if (repo.owner_kind === 'user' && !(await userIsActive(db, repo.owner_uuid))) return 'none';
+    if (repo.owner_kind === 'user' && !ownerUserActive) return 'none';
     level = 'read';
   }
   // A deactivated repo is hidden from everyone below maintain level.
@@ -149,6 +165,31 @@ export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
         and (repos.is_active = 1 or tm.role in ('maintainer', 'owner'))
     ))
   )`;
+}
+
+/**
+ * Which of ONE namespace's repos the viewer may read, as a filter on plain columns: the
+ * viewer's relation to the owner is the same for every repo there, so `repoReadableBy` reduces
+ * to `all` (staff, the user themself, the team's maintainers and owners), `active` (the team's
+ * members and readers: deactivated repos are hidden below maintain) or `public` (anyone else:
+ * public, active repos; an inactive user owner is already 404 by `resolveOwner`). Each is served
+ * by an index in the list's order (migration 080). Keep in step with `repoReadableBy`.
+ */
+export async function namespaceReadFilter(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  owner: RepoOwner,
+): Promise<'all' | 'active' | 'public'> {
+  if (viewer.isStaff) return 'all';
+  if (owner.kind === 'user') return owner.uuid === viewer.uuid ? 'all' : 'public';
+  const level = repoLevelFrom(
+    viewer,
+    { owner_kind: 'team', owner_uuid: owner.uuid, visibility: 'private', is_active: 1 },
+    await teamRole(db, viewer, owner.uuid),
+    true,
+  );
+  if (levelAtLeast(level, 'maintain')) return 'all';
+  return level === 'none' ? 'public' : 'active';
 }
 
 /**

@@ -66,15 +66,30 @@ export async function timerReadable(db: Kysely<DB>, viewer: Viewer, timerUuid: s
  * Whether a timer's owner can still receive firings: an active user, an active team, an
  * existing repo. 'gone' means the owner no longer exists at all (a deleted repo).
  */
-export async function timerOwnerState(db: Kysely<DB>, scope: string, ownerUuid: string): Promise<'ok' | 'inactive' | 'gone'> {
-  if (scope === 'user') {
-    const u = await db.selectFrom('users').select('is_active').where('uuid', '=', ownerUuid).executeTakeFirst();
-    return !u ? 'gone' : u.is_active === 1 ? 'ok' : 'inactive';
+export type TimerOwnerState = 'ok' | 'inactive' | 'gone';
+
+/** The states of the owners of a batch of due timers, keyed `scope:owner_uuid`, in at most three queries. */
+export async function timerOwnerStates(
+  db: Kysely<DB>,
+  owners: { scope: string; owner_uuid: string }[],
+): Promise<Map<string, TimerOwnerState>> {
+  const states = new Map<string, TimerOwnerState>();
+  const of = (scope: string) => [...new Set(owners.filter((o) => o.scope === scope).map((o) => o.owner_uuid))];
+  const users = of('user');
+  const teams = of('team');
+  const repos = of('repo');
+  for (const o of owners) states.set(`${o.scope}:${o.owner_uuid}`, 'gone');
+  if (users.length) {
+    const rows = await db.selectFrom('users').select(['uuid', 'is_active']).where('uuid', 'in', users).execute();
+    for (const r of rows) states.set(`user:${r.uuid}`, r.is_active === 1 ? 'ok' : 'inactive');
   }
-  if (scope === 'team') {
-    const t = await db.selectFrom('teams').select('is_active').where('uuid', '=', ownerUuid).executeTakeFirst();
-    return !t ? 'gone' : t.is_active === 1 ? 'ok' : 'inactive';
+  if (teams.length) {
+    const rows = await db.selectFrom('teams').select(['uuid', 'is_active']).where('uuid', 'in', teams).execute();
+    for (const r of rows) states.set(`team:${r.uuid}`, r.is_active === 1 ? 'ok' : 'inactive');
   }
-  const r = await db.selectFrom('repos').select('uuid').where('uuid', '=', ownerUuid).executeTakeFirst();
-  return r ? 'ok' : 'gone';
+  if (repos.length) {
+    const rows = await db.selectFrom('repos').select('uuid').where('uuid', 'in', repos).execute();
+    for (const r of rows) states.set(`repo:${r.uuid}`, 'ok');
+  }
+  return states;
 }

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { requireTeam } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { visibleEventsNewestFirst } from '../events/feed.ts';
+import { settledBound } from '../events/order.ts';
 import { type EventRecord, eventFromRow } from '../events/service.ts';
 import { getUser } from '../users/service.ts';
 import type { Viewer } from '../viewer.ts';
@@ -45,6 +46,8 @@ export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string,
           ),
       );
     if (beforeId !== null) q = q.where('e.id', '<', beforeId);
+    const settled = settledBound(deps.dialect);
+    if (settled) q = q.where('e.id', '<', settled);
     return (await q.orderBy('e.id', 'desc').limit(size).execute()).map(eventFromRow);
   };
   return visibleEventsNewestFirst(deps, viewer, fetchBatch, page.offset, page.limit);
@@ -59,6 +62,8 @@ export async function userActivity(deps: Deps, viewer: Viewer, username: string,
   const fetchBatch = async (beforeId: number | null, size: number): Promise<EventRecord[]> => {
     let q = deps.db.selectFrom('events').selectAll().where('actor_uuid', '=', user.uuid);
     if (beforeId !== null) q = q.where('id', '<', beforeId);
+    const settled = settledBound(deps.dialect);
+    if (settled) q = q.where('id', '<', settled);
     return (await q.orderBy('id', 'desc').limit(size).execute()).map(eventFromRow);
   };
   return visibleEventsNewestFirst(deps, viewer, fetchBatch, page.offset, page.limit);

@@ -39,6 +39,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     const pool = new pg.Pool({
       connectionString: opts.url,
       max: 10,
+      // Names this deployment's connections: the event order (events/order.ts) ignores other deployments' transactions.
+      application_name: `weft:${opts.schema ?? 'public'}`,
       ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
     });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });

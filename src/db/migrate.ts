@@ -7,6 +7,7 @@ import * as m020 from './migrations/020_limits_settings_invites.ts';
 import * as m030 from './migrations/030_timers.ts';
 import * as m010 from './migrations/010_threads_uploads.ts';
 import * as m040 from './migrations/040_git.ts';
+import * as m080 from './migrations/080_list_indexes.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -28,6 +29,7 @@ const MIGRATIONS: Migration[] = [
   { name: '030_timers', up: m030.up },
   { name: '010_threads_uploads', up: m010.up },
   { name: '040_git', up: m040.up },
+  { name: '080_list_indexes', up: m080.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

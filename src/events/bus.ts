@@ -1,22 +1,28 @@
 import { EventEmitter } from 'node:events';
+import pg from 'pg';
 import type { EventRecord } from './service.ts';
 
 /**
  * Fan-out of committed events to live subscribers (the SSE stream). `publish` is called after
  * the writing transaction commits. The in-process implementation serves one instance (SQLite);
- * a cross-instance implementation (PostgreSQL LISTEN/NOTIFY) also delivers what other instances
- * committed.
+ * the PostgreSQL one (LISTEN/NOTIFY) also tells this instance when another one committed events.
+ *
+ * The bus carries hints, not the events: a live stream re-reads the store by id
+ * (events/live.ts), so a lost or late notification delays an event but never loses it.
  */
 export interface EventBus {
   publish(event: EventRecord): void;
+  /** The events this instance committed, as they are published. */
   subscribe(listener: (event: EventRecord) => void): () => void;
+  /** Called when events may exist past what was read: committed here or on another instance. */
+  onNewEvents(listener: () => void): () => void;
   /** Starts listening for other instances' events (no-op in process). */
   start(): Promise<void>;
   close(): Promise<void>;
 }
 
 export class InProcessBus implements EventBus {
-  private readonly emitter = new EventEmitter();
+  protected readonly emitter = new EventEmitter();
 
   constructor() {
     this.emitter.setMaxListeners(0);
@@ -24,6 +30,7 @@ export class InProcessBus implements EventBus {
 
   publish(event: EventRecord): void {
     this.emitter.emit('event', event);
+    this.emitter.emit('hint');
   }
 
   subscribe(listener: (event: EventRecord) => void): () => void {
@@ -31,9 +38,116 @@ export class InProcessBus implements EventBus {
     return () => this.emitter.off('event', listener);
   }
 
+  onNewEvents(listener: () => void): () => void {
+    this.emitter.on('hint', listener);
+    return () => this.emitter.off('hint', listener);
+  }
+
   async start(): Promise<void> {}
 
   async close(): Promise<void> {
     this.emitter.removeAllListeners();
+  }
+}
+
+export const EVENTS_CHANNEL = 'weft_events';
+
+/**
+ * Across instances on PostgreSQL: after commit, `NOTIFY weft_events` (outside the writing
+ * transaction: a NOTIFY inside it would serialise commits on the notification queue). Notifies
+ * are coalesced: at most one in flight, and one more for everything published meanwhile. A
+ * dedicated connection LISTENs and turns each notification into a hint; when it drops, it
+ * reconnects and hints once (a notification may have been missed).
+ */
+export class PostgresBus extends InProcessBus {
+  private listener: pg.Client | null = null;
+  private closed = false;
+  private notifying = false;
+  private notifyAgain = false;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly clientConfig: pg.ClientConfig,
+  ) {
+    super();
+  }
+
+  override publish(event: EventRecord): void {
+    super.publish(event);
+    this.notify();
+  }
+
+  private notify(): void {
+    if (this.closed) return;
+    if (this.notifying) {
+      this.notifyAgain = true;
+      return;
+    }
+    this.notifying = true;
+    this.pool
+      .query(`select pg_notify('${EVENTS_CHANNEL}', '')`)
+      .catch((err) => {
+        if (!this.closed) console.error('weft: NOTIFY of new events failed', err);
+      })
+      .finally(() => {
+        this.notifying = false;
+        if (this.notifyAgain) {
+          this.notifyAgain = false;
+          this.notify();
+        }
+      });
+  }
+
+  override async start(): Promise<void> {
+    this.closed = false;
+    await this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client(this.clientConfig);
+    client.on('notification', () => this.emitter.emit('hint'));
+    client.on('error', () => this.reconnectSoon(client));
+    client.on('end', () => this.reconnectSoon(client));
+    try {
+      await client.connect();
+      await client.query(`listen ${EVENTS_CHANNEL}`);
+    } catch (err) {
+      client.end().catch(() => {});
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.listener = client;
+  }
+
+  private reconnectSoon(client: pg.Client): void {
+    if (this.listener !== client) return;
+    this.listener = null;
+    client.end().catch(() => {});
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.reconnectTimer) return;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      if (this.closed) return;
+      this.connect()
+        .then(() => this.emitter.emit('hint'))
+        .catch(() => this.scheduleReconnect());
+    }, 500);
+    this.reconnectTimer.unref();
+  }
+
+  override async close(): Promise<void> {
+    this.closed = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const client = this.listener;
+    this.listener = null;
+    if (client) await client.end().catch(() => {});
+    await super.close();
   }
 }

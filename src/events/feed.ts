@@ -2,6 +2,7 @@ import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
 import { type EventRecord, type EventRow, eventFromRow } from './service.ts';
+import { settledBound } from './order.ts';
 import { canReadScope, parseScope, scopeChecker } from './scopes.ts';
 
 export interface CursorQuery {
@@ -33,12 +34,15 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
     throw badRequest('Use either before_id or after_id, not both.');
   }
   await requireReadableScope(deps, viewer, q.scope);
+  const settled = settledBound(deps.dialect);
   const base = () => {
     let query = deps.db
       .selectFrom('event_scopes as s')
       .innerJoin('events as e', 'e.id', 's.event_id')
       .where('s.scope', '=', q.scope);
     if (q.kind) query = query.where('e.kind', '=', q.kind);
+    // Only settled events (events/order.ts), so a cursor never passes an id that commits later.
+    if (settled) query = query.where('s.event_id', '<', settled);
     return query;
   };
   let rows: EventRow[];
@@ -90,7 +94,7 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
 }
 
 export async function getEvent(deps: Deps, viewer: Viewer, id: string): Promise<EventRecord> {
-  if (!/^\d{1,15}$/.test(id)) throw notFound('Event');
+  if (!/^\d{1,16}$/.test(id)) throw notFound('Event');
   const row = await deps.db.selectFrom('events').selectAll().where('id', '=', Number(id)).executeTakeFirst();
   if (!row) throw notFound('Event');
   const event = eventFromRow(row);

@@ -3,8 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE, cursorLinks, linkWith } from '../http/paging.ts';
-import { CursorPage, Event, EventParams, EventsQuery } from './schemas.ts';
+import { tokenFromHeader } from '../http/auth.ts';
+import { errors } from '../http/route-schemas.ts';
+import { authenticate } from '../tokens/service.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { CursorPage, Event, EventParams, EventsQuery, TailQuery } from './schemas.ts';
 import { eventPage, getEvent } from './feed.ts';
+import { canReadScope, parseScope } from './scopes.ts';
+import { AccessRecheck, TAIL, serveTail } from './tail.ts';
 
 export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -50,4 +56,68 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     },
     async (request) => getEvent(deps, requireViewer(request), request.params.id),
   );
+
+  const recheck = new AccessRecheck();
+  // Streams end when shutdown begins (clients reconnect elsewhere with Last-Event-ID), and at the latest on close.
+  const endStreams = () => deps.live.close();
+  app.drainHooks.push(endStreams);
+  app.addHook('preClose', endStreams);
+
+  r.get(
+    '/tail-events',
+    {
+      schema: {
+        tags,
+        summary: 'Live events of one scope as server-sent events (text/event-stream)',
+        description:
+          'README "Live event stream". Read access as for GET /events: a malformed scope is 400, an unknown or invisible one 404. ' +
+          'The stream starts with `retry: 3000`; each event is a frame `id: <id>`, `event: <kind>`, `data: <event JSON on one ' +
+          'line>` and a blank line; a `: keep-alive` comment comes every 15 s. With `Last-Event-ID` (it wins) or `last_event_id`, ' +
+          'every later event of the scope is replayed from the store before the live ones, with no gap and no duplicate, in id ' +
+          'order; without either, only new events. `kind` keeps one kind (an unknown kind is an empty stream). With `html=true`, ' +
+          '`data` is a sanitised HTML fragment (an `<article id="event-ID">`), one `data:` line per line of HTML, as htmx\'s SSE ' +
+          'extension expects. Events written by any instance sharing the database arrive. A caller whose token is revoked or who ' +
+          'loses read access stops receiving within seconds (the stream ends); a client that leaves more than 1 MiB unread is ' +
+          'dropped and may resume with Last-Event-ID.',
+        querystring: TailQuery,
+        headers: {
+          type: 'object',
+          properties: { 'last-event-id': { type: 'string', maxLength: 40, description: 'resume after this event id' } },
+        },
+        response: {
+          200: {
+            description: 'an endless text/event-stream',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+          ...errors(400, 404),
+        } as never,
+      },
+    },
+    async (request, reply) => {
+      const viewer = requireViewer(request);
+      const q = request.query;
+      parseScope(q.scope);
+      const header = request.headers['last-event-id'];
+      if (header !== undefined && (typeof header !== 'string' || !/^[0-9]{1,16}$/.test(header.trim()))) {
+        throw badRequest('Last-Event-ID must be an event id (a decimal string).');
+      }
+      const resume = header !== undefined ? header.trim() : q.last_event_id;
+      if (!(await canReadScope(deps, viewer, q.scope))) throw notFound('Scope');
+      const secret = tokenFromHeader(request.headers.authorization) || '';
+      const stillAllowed = () =>
+        recheck.check(`${viewer.tokenUuid} ${q.scope}`, async () => {
+          const found = await authenticate(deps, secret);
+          return found !== null && (await canReadScope(deps, found.viewer, q.scope));
+        });
+      reply.hijack();
+      await serveTail(deps, request.raw, reply.raw, {
+        scope: q.scope,
+        ...(q.kind === undefined ? {} : { kind: q.kind }),
+        resumeAfter: resume === undefined ? null : Number(resume),
+        html: q.html === true,
+        stillAllowed,
+      });
+    },
+  );
+  void TAIL;
 }

@@ -13,7 +13,7 @@ export const Event = Type.Object(
   { additionalProperties: false, title: 'Event' },
 );
 
-const Cursor = Type.String({ pattern: '^[0-9]{1,15}$', description: 'an event id' });
+const Cursor = Type.String({ pattern: '^[0-9]{1,16}$', description: 'an event id' });
 
 export const EventsQuery = Type.Object({
   scope: Type.String({
@@ -36,3 +36,14 @@ export const CursorPage = Type.Object(
 );
 
 export const EventParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
+
+export const TailQuery = Type.Object({
+  scope: EventsQuery.properties.scope,
+  kind: Type.Optional(
+    Type.String({ maxLength: 100, description: 'only events of this kind (an unknown kind: an empty stream)' }),
+  ),
+  last_event_id: Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,16}$', description: 'resume after this event id (the Last-Event-ID header wins)' }),
+  ),
+  html: Type.Optional(Type.Boolean({ description: 'true: each `data` is a sanitised HTML fragment, one `data:` line per line' })),
+});

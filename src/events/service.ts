@@ -41,25 +41,42 @@ export interface TxContext {
   afterCommit(fn: () => void | Promise<void>): void;
 }
 
-// Event-writing transactions on PostgreSQL take this lock, so ids commit in increasing order
-// and a reader that saw id N can never later see a smaller id appear (no gaps on resume).
-const EVENT_ORDER_LOCK = 7_401_002;
+/**
+ * Event order without a global lock (README "Event order"). On PostgreSQL an event's id is
+ * `xid * 65536 + position`: the writing transaction's id (`pg_current_xact_id()`) and the event's
+ * position within that transaction. Readers only read events of transactions below the oldest one
+ * still running (`settledBelow`), so an event can never commit below an id a reader has already
+ * passed. On SQLite there is one writer at a time and the plain increasing id is already in
+ * commit order.
+ */
+export const EVENTS_PER_TRANSACTION = 65_536;
 
 async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
-  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK})`.execute(db);
   const created_at = nowIso();
-  const row = await db
-    .insertInto('events')
-    .values({
-      kind: input.kind,
-      scopes: JSON.stringify(input.scopes),
-      actor_uuid: input.actor?.uuid ?? null,
-      actor_username: input.actor?.username ?? null,
-      payload: JSON.stringify(input.payload),
-      created_at,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
+  const values = {
+    kind: input.kind,
+    scopes: JSON.stringify(input.scopes),
+    actor_uuid: input.actor?.uuid ?? null,
+    actor_username: input.actor?.username ?? null,
+    payload: JSON.stringify(input.payload),
+    created_at,
+  };
+  let row: { id: number };
+  if (dialect === 'postgres') {
+    // Only this transaction writes ids in its own range, so max + 1 cannot race.
+    const result = await sql<{ id: number }>`
+      insert into events (id, kind, scopes, actor_uuid, actor_username, payload, created_at)
+      select coalesce((select max(e.id) + 1 from events e where e.id >= b.base and e.id < b.base + ${EVENTS_PER_TRANSACTION}), b.base),
+        ${values.kind}, ${values.scopes}, ${values.actor_uuid}, ${values.actor_username}, ${values.payload}, ${values.created_at}
+      from (select pg_current_xact_id()::text::bigint * ${EVENTS_PER_TRANSACTION} as base) b
+      returning id`.execute(db);
+    row = result.rows[0]!;
+    if (row.id % EVENTS_PER_TRANSACTION === EVENTS_PER_TRANSACTION - 1) {
+      throw new Error(`one transaction may emit at most ${EVENTS_PER_TRANSACTION - 1} events`);
+    }
+  } else {
+    row = await db.insertInto('events').values(values).returning('id').executeTakeFirstOrThrow();
+  }
   const scopes = [...new Set(input.scopes)];
   if (scopes.length) {
     await db
@@ -123,4 +140,57 @@ export function eventFromRow(row: EventRow): EventRecord {
 
 export async function getEventRow(db: Kysely<DB>, id: number): Promise<EventRow | undefined> {
   return db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Records several events in the transaction of `tx` with one insert per table (for producers
+ * that write events in bulk, such as the timer scheduler); each is published after commit like
+ * `tx.emit`. Ids increase in the order of `inputs`.
+ */
+export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]): Promise<EventRecord[]> {
+  if (inputs.length === 0) return [];
+  const created_at = nowIso();
+  // PostgreSQL: ids in this transaction's own range (see EVENTS_PER_TRANSACTION), after any it
+  // already used; SQLite: the table's increasing id.
+  let first: number | null = null;
+  if (tx.dialect === 'postgres') {
+    const r = await sql<{ next: string }>`
+      select coalesce((select max(e.id) + 1 from events e where e.id >= b.base and e.id < b.base + ${EVENTS_PER_TRANSACTION}), b.base) as next
+      from (select pg_current_xact_id()::text::bigint * ${EVENTS_PER_TRANSACTION} as base) b`.execute(tx.db);
+    first = Number(r.rows[0]!.next);
+    if ((first % EVENTS_PER_TRANSACTION) + inputs.length >= EVENTS_PER_TRANSACTION - 1) {
+      throw new Error(`one transaction may emit at most ${EVENTS_PER_TRANSACTION - 1} events`);
+    }
+  }
+  const rows = await tx.db
+    .insertInto('events')
+    .values(
+      inputs.map((input, i) => ({
+        ...(first === null ? {} : { id: first + i }),
+        kind: input.kind,
+        scopes: JSON.stringify(input.scopes),
+        actor_uuid: input.actor?.uuid ?? null,
+        actor_username: input.actor?.username ?? null,
+        payload: JSON.stringify(input.payload),
+        created_at,
+      })),
+    )
+    .returning('id')
+    .execute();
+  // Ids of one multi-row insert are assigned in row order; RETURNING's order is not promised.
+  const ids = rows.map((r) => r.id).sort((a, b) => a - b);
+  const records = inputs.map((input, i) => ({
+    id: String(ids[i]),
+    kind: input.kind,
+    scopes: [...new Set(input.scopes)],
+    actor: input.actor,
+    payload: input.payload,
+    created_at,
+  }));
+  const scopeRows = records.flatMap((r) => r.scopes.map((scope) => ({ event_id: Number(r.id), scope })));
+  if (scopeRows.length) await tx.db.insertInto('event_scopes').values(scopeRows).execute();
+  tx.afterCommit(() => {
+    for (const r of records) deps.bus.publish(r);
+  });
+  return records;
 }

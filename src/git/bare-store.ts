@@ -5,6 +5,7 @@ import { type Kysely, sql } from 'kysely';
 import type { RepoRow } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { TxContext } from '../events/service.ts';
+import { readBranchTip } from './ref-files.ts';
 import { git, GitError, ZERO_SHA } from './run.ts';
 import type { GitStore, MergeOutcome, MergeRequest } from './store.ts';
 
@@ -139,6 +140,8 @@ export class BareGitStore implements GitStore {
   /** The tip of a branch, or null when it does not exist. */
   async branchSha(uuid: string, branch: string): Promise<string | null> {
     if (!this.exists(uuid)) return null;
+    const tip = readBranchTip(this.pathOf(uuid), branch);
+    if (tip !== undefined) return tip;
     const out = await git(this.pathOf(uuid), ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`], { okCodes: [1] });
     return out.code === 0 ? out.stdout.trim() : null;
   }

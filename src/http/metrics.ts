@@ -82,7 +82,7 @@ export function installMetrics(app: FastifyInstance, database: Database, timeQue
     pools.delete(database);
     database.queryObservers.delete(observeQuery);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const labels = {
       method: request.method,
       route: request.routeOptions.url ?? 'unmatched',
@@ -90,6 +90,7 @@ export function installMetrics(app: FastifyInstance, database: Database, timeQue
     };
     httpRequests.inc(labels);
     httpDuration.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
 }
 

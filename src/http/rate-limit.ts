@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { countRequest } from '../ratelimits/counter.ts';
@@ -34,9 +34,14 @@ declare module 'fastify' {
  * (`request.ip`: the socket address unless TRUST_PROXY says which proxies to believe).
  */
 export function installRateLimit(app: FastifyInstance, deps: Deps): void {
-  app.addHook('preHandler', async (request, reply) => {
+  // Synchronous for the routes without a rate-limited operation (most): no promise per request.
+  app.addHook('preHandler', (request, reply, done) => {
     const operation = request.routeOptions.config?.rateLimit;
-    if (!operation) return;
+    if (!operation) return done();
+    limit(request, reply, operation).then(() => done(), done);
+  });
+
+  async function limit(request: FastifyRequest, reply: FastifyReply, operation: string): Promise<void> {
     const caller = request.viewer ? `user:${request.viewer.uuid}` : `ip:${request.ip}`;
     const decision = await countRequest(deps, operation, caller);
     if (!decision) return;
@@ -55,5 +60,5 @@ export function installRateLimit(app: FastifyInstance, deps: Deps): void {
       );
     }
     reply.headers(headers);
-  });
+  }
 }

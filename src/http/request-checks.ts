@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest } from '../errors.ts';
@@ -32,9 +33,9 @@ export function urlProblem(url: string): string | null {
 
 /** Refuses malformed URLs with 400 before authentication and routing work. */
 export function installUrlCheck(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const problem = urlProblem(request.url);
-    if (problem) throw badRequest(problem);
+    done(problem ? badRequest(problem) : undefined);
   });
 }
 
@@ -42,7 +43,9 @@ export function installUrlCheck(app: FastifyInstance): void {
  * Fastify's router failures (a path segment that is not valid percent-encoded UTF-8, a path
  * parameter over the length limit) leave as the error envelope like every other error.
  */
-export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  // These replies skip the onSend hooks that stamp every other response (app.ts).
+  reply.header('x-request-id', request.id);
   if (error.code === 'FST_ERR_BAD_URL') {
     reply.status(400).send({ error: 'invalid_request', detail: 'The URL path has malformed percent-encoding or is not UTF-8.' });
   } else if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
@@ -73,8 +76,9 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
   }
   const text = JSON.stringify(body);
   if (socket.writable) {
+    // No request was parsed, so no client-sent id to echo: a fresh one, like every other response.
     socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${text}`,
     );
   }
   socket.destroy(err);

@@ -5,21 +5,27 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** True once a graceful shutdown began: every response closes its connection. */
     draining: boolean;
+    /** Steps run as soon as a graceful shutdown begins (ending event streams, ...). */
+    drainHooks: Array<() => void | Promise<void>>;
   }
 }
 
 export function installDrainFlag(app: FastifyInstance): void {
   app.decorate('draining', false);
+  app.decorate('drainHooks', []);
   app.addHook('preClose', async () => {
     app.draining = true;
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (app.draining) reply.header('connection', 'close');
+    done(null, payload);
   });
 }
 
 /**
  * Graceful shutdown without resetting keep-alive connections:
+ * 0. run the drain hooks (long-lived responses such as event streams end, their clients reconnect
+ *    to another instance);
  * 1. stop accepting new connections, but keep the open ones (http.Server.close would also cut
  *    the idle keep-alive connections, and a client sending on one at that moment gets ECONNRESET);
  * 2. answer every request still arriving on them with `Connection: close`, so clients hang up
@@ -29,6 +35,7 @@ export function installDrainFlag(app: FastifyInstance): void {
  */
 export async function drainAndClose(app: FastifyInstance, graceMs: number): Promise<void> {
   app.draining = true;
+  for (const hook of app.drainHooks) await hook();
   const server = app.server;
   await new Promise<void>((resolve) => {
     net.Server.prototype.close.call(server, () => resolve());

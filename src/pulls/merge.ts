@@ -42,25 +42,30 @@ export async function mergePull(
 ): Promise<MergeResultJson> {
   const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
   await recoverMergeClaims(deps, pull.uuid);
-  const mergedAt = nowIso();
+  let mergedAt = '';
   const claimed = await inTransaction(deps, async (tx) => {
+    // The claiming UPDATE waits on the pull's row lock (a review being submitted holds it), so
+    // the merge time is read only once it holds that lock: never earlier than a review it counts.
     const res = await tx.db
       .updateTable('pulls')
       .set({
         status: 'merged',
-        merged_at: mergedAt,
-        closed_at: mergedAt,
-        updated_at: mergedAt,
         merged_by_uuid: viewer.uuid,
         merge_strategy: strategy,
         merge_pending: 1,
-        merge_claimed_at: mergedAt,
         merge_claim_sha: null,
       })
       .where('uuid', '=', pull.uuid)
       .where('status', '=', 'open')
       .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) {
+    if (Number(res.numUpdatedRows) === 1) {
+      mergedAt = nowIso();
+      await tx.db
+        .updateTable('pulls')
+        .set({ merged_at: mergedAt, closed_at: mergedAt, updated_at: mergedAt, merge_claimed_at: mergedAt })
+        .where('uuid', '=', pull.uuid)
+        .execute();
+    } else {
       const now = await tx.db.selectFrom('pulls').select('status').where('uuid', '=', pull.uuid).executeTakeFirst();
       if (!now) throw notFound('Pull');
       if (now.status === 'closed') throw conflict('pull_closed', 'The pull is closed: reopen it before merging.');

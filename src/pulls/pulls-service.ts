@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { assertCanEditPull, canOpenPull, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import { assertCanEditPull, canOpenPull, type RepoAccess, type RepoRef, readRepoPull, requireRepo } from '../access/index.ts';
 import { currentTransaction } from '../db/tx.ts';
 import type { DB, PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
@@ -81,15 +81,14 @@ export async function withBranchTips(deps: Deps, pull: PullJson): Promise<PullJs
   return { ...pull, head_sha, base_sha };
 }
 
-/** A page of one repo's pulls with their branch tips, from one read of the repo's branches. */
+/** A page of one repo's pulls with their branch tips, each distinct branch read once. */
 export async function listWithBranchTips(deps: Deps, pulls: PullJson[]): Promise<PullJson[]> {
   if (pulls.length === 0) return pulls;
-  const tips = new Map((await deps.git.refs(pulls[0]!.repo_uuid, 'refs/heads/')).map((r) => [r.ref, r.sha]));
-  return pulls.map((p) => ({
-    ...p,
-    head_sha: tips.get(`refs/heads/${p.source_branch}`) ?? null,
-    base_sha: tips.get(`refs/heads/${p.target_branch}`) ?? null,
-  }));
+  const repoUuid = pulls[0]!.repo_uuid;
+  const branches = [...new Set(pulls.flatMap((p) => [p.source_branch, p.target_branch]))];
+  const shas = await Promise.all(branches.map((b) => deps.git.branchSha(repoUuid, b)));
+  const tips = new Map(branches.map((b, i) => [b, shas[i] ?? null]));
+  return pulls.map((p) => ({ ...p, head_sha: tips.get(p.source_branch) ?? null, base_sha: tips.get(p.target_branch) ?? null }));
 }
 
 /** The pull as JSON, read through `db` (a transaction inside one). */
@@ -199,9 +198,12 @@ export async function listPulls(
   opts: { status?: PullStatus; offset: number; limit: number },
 ): Promise<PullJson[]> {
   const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
-  let q = pullsWithNames(deps.db).where('p.repo_uuid', '=', repo.uuid);
-  if (opts.status) q = q.where('p.status', '=', opts.status);
-  const rows = await q.orderBy('p.number').offset(opts.offset).limit(opts.limit).execute();
+  // The page's keys from the (repo_uuid[, status], number) index, then their rows with names: a
+  // deep page skips index entries only (README "Performance").
+  let keys = deps.db.selectFrom('pulls').select('uuid').where('repo_uuid', '=', repo.uuid);
+  if (opts.status) keys = keys.where('status', '=', opts.status);
+  keys = keys.orderBy('number').offset(opts.offset).limit(opts.limit);
+  const rows = await pullsWithNames(deps.db).where('p.uuid', 'in', keys).orderBy('p.number').execute();
   return rows.map(pullToJson);
 }
 
@@ -222,9 +224,10 @@ export async function requirePull(
   return { access, pull: await findPull(db, access.repo.uuid, number) };
 }
 
+/** GET {repo}/pulls/{n}: one compiled statement reads the repo, the viewer's access and the pull (readRepoPull). */
 export async function getPull(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<PullJson> {
-  const { pull } = await requirePull(deps, viewer, ref, number);
-  return loadPullJson(deps.db, pull.uuid);
+  const { pull } = await readRepoPull(deps.database, viewer, ref, number);
+  return pullToJson(pull);
 }
 
 export interface UpdatePullInput {

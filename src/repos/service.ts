@@ -4,6 +4,8 @@ import {
   assertCanSetDiskQuota,
   type RepoRef,
   type RepoRow,
+  namespaceReadFilter,
+  readRepo,
   requireNamespaceInsight,
   requireRepo,
   requireRepoCreation,
@@ -19,7 +21,7 @@ import { nowIso } from '../time.ts';
 import { isUniqueViolation } from '../db/tx.ts';
 import type { Viewer } from '../viewer.ts';
 
-import { type RepoJson, loadRepoJson, repoReadableQuery, repoScopes, repoToJson } from './view.ts';
+import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from './view.ts';
 
 export function cleanName(raw: string): string {
   const name = raw.trim();
@@ -130,7 +132,11 @@ export async function createRepo(
   });
 }
 
-/** A namespace's repos that the viewer may read, oldest first. */
+/**
+ * A namespace's repos that the viewer may read, oldest first. The page's keys are read first
+ * from the index in the list's order (a deep `page` skips index entries only), then the page's
+ * rows with their names (a "deferred join").
+ */
 export async function listRepos(
   deps: Deps,
   viewer: Viewer,
@@ -139,20 +145,23 @@ export async function listRepos(
   page: { offset: number; limit: number },
 ): Promise<RepoJson[]> {
   const owner = await resolveOwner(deps.db, viewer, kind, ownerName);
-  const rows = await repoReadableQuery(deps.db, viewer)
-    .where('repos.owner_kind', '=', kind)
-    .where('repos.owner_uuid', '=', owner.uuid)
+  const filter = await namespaceReadFilter(deps.db, viewer, owner);
+  let keys = deps.db.selectFrom('repos').select('uuid').where('owner_kind', '=', kind).where('owner_uuid', '=', owner.uuid);
+  if (filter === 'public') keys = keys.where('visibility', '=', 'public');
+  if (filter !== 'all') keys = keys.where('is_active', '=', 1);
+  keys = keys.orderBy('created_at').orderBy('uuid').offset(page.offset).limit(page.limit);
+  const rows = await repoViewQuery(deps.db)
+    .where('repos.uuid', 'in', keys)
     .orderBy('repos.created_at')
     .orderBy('repos.uuid')
-    .offset(page.offset)
-    .limit(page.limit)
     .execute();
   return rows.map((row) => repoToJson(row, deps.config.publicUrl));
 }
 
+/** GET {repo}: one compiled statement reads the owner, the repo with its names and the viewer's access (readRepo). */
 export async function getRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<RepoJson> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
-  return loadRepoJson(deps.db, repo.uuid, deps.config.publicUrl);
+  const { repo } = await readRepo(deps.database, viewer, ref);
+  return repoToJson(repo, deps.config.publicUrl);
 }
 
 export interface UpdateRepoInput {
@@ -210,8 +219,9 @@ async function applyRepoChanges(
 
 /**
  * PUT {repo} (docs/behaviour.md "Repos and forks"): maintain level; `max_disk_bytes` is staff only (403, even
- * when unchanged); `public_repo_pull_policy: team` only on a public team repo (409
- * invalid_pull_policy); a taken slug 409 slug_taken.
+ * when unchanged); `public_repo_pull_policy: team` only on a public team repo, checked against the
+ * resulting repo (409 invalid_pull_policy, also for `visibility: private` while the policy is `team`);
+ * a taken slug 409 slug_taken.
  */
 export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input: UpdateRepoInput): Promise<RepoJson> {
   return inTransaction(deps, async (tx) => {
@@ -238,7 +248,9 @@ export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input
     if (changes.slug !== undefined && changes.slug !== repo.slug) {
       if (await isRepoSlugTaken(tx.db, repo.owner_kind, repo.owner_uuid, changes.slug)) throw slugTaken(changes.slug);
     }
-    if (input.public_repo_pull_policy === 'team') {
+    // Checked against the repo as it will be, whatever fields the request names: a change to
+    // private (or a move of policy alone) must not leave `team` on a repo it is not valid for.
+    if ((changes.public_repo_pull_policy ?? repo.public_repo_pull_policy) === 'team') {
       if (owner.kind !== 'team') {
         throw conflict('invalid_pull_policy', 'public_repo_pull_policy "team" is only valid for team repos.');
       }

@@ -1,7 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import { repoReadableBy } from '../access/index.ts';
 import type { DB, ReposTable } from '../db/types.ts';
-import type { Viewer } from '../viewer.ts';
 
 /**
  * The repo as the API shows it (docs/behaviour.md "Repos and forks"), and the one query that loads what it needs: the
@@ -38,7 +36,7 @@ export type RepoViewRow = Selectable<ReposTable> & {
 
 /**
  * Repos with their owner and creator names. The repos table keeps its own name (`repos`), so
- * `repoReadableBy` from access.ts applies to this query as it is.
+ * `repoReadableBy` (src/access/repos.ts) applies to this query as it is.
  */
 export function repoViewQuery(db: Kysely<DB>) {
   return db
@@ -56,11 +54,6 @@ export function repoViewQuery(db: Kysely<DB>) {
       'owner_user.username as owner_username',
       'creator.username as creator_username',
     ]);
-}
-
-/** `repoViewQuery` narrowed to the repos the viewer may read. */
-export function repoReadableQuery(db: Kysely<DB>, viewer: Viewer) {
-  return repoViewQuery(db).where(repoReadableBy(viewer));
 }
 
 export function ownerPath(kind: string, name: string): string {

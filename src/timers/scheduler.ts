@@ -1,6 +1,7 @@
-import { timerOwnerState } from '../access/index.ts';
+import { type TimerOwnerState, timerOwnerStates } from '../access/index.ts';
+import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
-import { inTransaction } from '../events/service.ts';
+import { emitMany, inTransaction } from '../events/service.ts';
 import { createMarkdownRenderer, extractMentions } from '../markdown/render.ts';
 import { nextAfterFiring } from './schedule.ts';
 import { type TimerRow, scheduleOf, timerScopes } from './service.ts';
@@ -15,19 +16,26 @@ export interface TimerSchedulerOptions {
   /** Occurrences claimed and fired per transaction. */
   batchSize?: number;
   onError?: (err: unknown) => void;
+  /**
+   * Test-only: milliseconds to wait inside each firing transaction after the claim (default from
+   * WEFT_TEST_TIMER_HOLD_MS, else 0), so a crash test can kill a server mid-firing.
+   */
+  holdInFiringMs?: number;
 }
 
 /**
  * Fires due timers (README "Timers"). It sits beside the job queue rather than on it: the timer
- * row already is the durable schedule, so an occurrence is claimed by a conditional update of
- * that row (`next_run_at` still the value read, `status` still active) in the same transaction
- * that writes the `timer-fired` event. On PostgreSQL the due rows are read `FOR UPDATE SKIP
- * LOCKED`, so instances share a burst without waiting on each other; on SQLite transactions are
- * serialised. Either the row moves on and the event exists, or neither: an occurrence fires
- * exactly once, and a process killed mid-firing leaves it due for the next start.
+ * row already is the durable schedule, so occurrences are claimed by moving their rows on in the
+ * same transaction that writes their `timer-fired` events. A pass claims up to `batchSize` due
+ * timers at once: on PostgreSQL it reads them `FOR UPDATE SKIP LOCKED`, so instances share a
+ * burst without waiting on or repeating each other; on SQLite transactions are serialised. The
+ * owners and the mentioned users of the whole batch are looked up in a few queries, the rows
+ * are moved on in one update and the events written in one insert. Either the rows move on and
+ * the events exist, or neither: each occurrence fires exactly once, and a process killed
+ * mid-firing leaves its batch due for the next start.
  *
- * The scheduler sleeps until the next due time (at most `pollMs`), is woken after commit by
- * local creates and updates, and on each wake fires everything due, oldest first. An occurrence
+ * The scheduler sleeps until the next due time (at most `pollMs`), is woken by the
+ * `timer-created` and `timer-updated` events on the bus, and on each wake fires everything due, oldest first. An occurrence
  * missed while no server ran fires once; the schedule then continues after now.
  */
 export class TimerScheduler {
@@ -35,11 +43,13 @@ export class TimerScheduler {
   private stopped = true;
   private running = false;
   private wakeRequested = false;
+  private unsubscribe: (() => void) | null = null;
   private loop: Promise<void> = Promise.resolve();
   /** Batches of one instance run one after another (the background pass and runDue). */
   private batches: Promise<unknown> = Promise.resolve();
   private readonly pollMs: number;
   private readonly batchSize: number;
+  private readonly holdMs: number;
   private readonly markdown = createMarkdownRenderer();
 
   constructor(
@@ -48,23 +58,31 @@ export class TimerScheduler {
   ) {
     this.pollMs = opts.pollMs ?? 1000;
     this.batchSize = opts.batchSize ?? 200;
+    this.holdMs = opts.holdInFiringMs ?? Number(process.env.WEFT_TEST_TIMER_HOLD_MS || 0);
   }
 
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    // Created or changed timers wake the scheduler after commit: this instance's always, other
+    // instances' too once the event bus delivers across instances (until then the poll does).
+    this.unsubscribe = this.deps.bus.subscribe((event) => {
+      if (event.kind === 'timer-created' || event.kind === 'timer-updated') this.wake();
+    });
     this.wake();
   }
 
   /** Stops waking and waits for a firing in progress to commit. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
     if (this.timeout) clearTimeout(this.timeout);
     this.timeout = null;
     await this.loop;
   }
 
-  /** Looks for due timers now (after a local change). */
+  /** Looks for due timers now (after a timer was created or changed). */
   wake(): void {
     if (this.stopped) return;
     if (this.running) {
@@ -148,78 +166,74 @@ export class TimerScheduler {
         .where('status', '=', 'active')
         .where('next_run_at', '<=', nowIso)
         .orderBy('next_run_at')
-        .orderBy('uuid')
         .limit(this.batchSize);
       if (deps.dialect === 'postgres') query = query.forUpdate().skipLocked();
       const due: TimerRow[] = await query.execute();
       if (due.length === 0) return 0;
-      const mentioned = new Map(due.map((t) => [t.uuid, extractMentions(t.message)]));
-      const mentionable = await this.activeUsers(tx.db, [...mentioned.values()].flat());
-      const owners = new Map<string, 'ok' | 'inactive' | 'gone'>();
-      for (const timer of due) {
-        const key = `${timer.scope}:${timer.owner_uuid}`;
-        let state = owners.get(key);
-        if (state === undefined) {
-          state = await timerOwnerState(tx.db, timer.scope, timer.owner_uuid);
-          owners.set(key, state);
-        }
-        await this.fireOne(tx, timer, state, now, mentioned.get(timer.uuid)!, mentionable);
+      if (this.holdMs > 0) {
+        // Test-only (README "Timers"): hold the claimed batch open so a crash test can kill the process here.
+        console.error(`weft-test: holding ${due.length} claimed timers in the firing transaction`);
+        await new Promise((r) => setTimeout(r, this.holdMs));
       }
+      const owners = await timerOwnerStates(tx.db, due);
+      const plans = due.map((timer) => planOccurrence(timer, owners.get(`${timer.scope}:${timer.owner_uuid}`)!, now));
+      const firing = plans.filter((p) => p.fires);
+      await this.moveOn(tx.db, firing, nowIso, true);
+      await this.moveOn(
+        tx.db,
+        plans.filter((p) => !p.fires),
+        nowIso,
+        false,
+      );
+      const mentioned = new Map(firing.map((p) => [p.timer.uuid, extractMentions(p.timer.message)]));
+      const mentionable = await this.activeUsers(tx.db, [...mentioned.values()].flat());
+      await emitMany(
+        deps,
+        tx,
+        firing.map(({ timer }) => ({
+          kind: 'timer-fired',
+          scopes: timerScopes(timer),
+          actor: null,
+          payload: {
+            timer_uuid: timer.uuid,
+            message: timer.message,
+            message_html: this.renderMessage(timer.message, mentionable),
+            mentions: mentioned
+              .get(timer.uuid)!
+              .map((u) => mentionable.get(u))
+              .filter((u): u is { uuid: string; username: string } => u !== undefined),
+            run_count: timer.run_count + 1,
+            scheduled_for: timer.next_run_at,
+          },
+        })),
+      );
       return due.length;
     });
   }
 
-  private async fireOne(
-    tx: Parameters<Parameters<typeof inTransaction>[1]>[0],
-    timer: TimerRow,
-    ownerState: 'ok' | 'inactive' | 'gone',
-    now: Date,
-    mentioned: string[],
-    mentionable: Map<string, { uuid: string; username: string }>,
-  ): Promise<void> {
-    const nowIso = now.toISOString();
-    const dueAt = new Date(timer.next_run_at);
-    const next = nextAfterFiring(scheduleOf(timer), dueAt, now);
-    const claim = tx.db
-      .updateTable('timers')
-      .where('uuid', '=', timer.uuid)
-      .where('status', '=', 'active')
-      .where('next_run_at', '=', timer.next_run_at);
-    if (ownerState !== 'ok') {
-      // The owner is gone or inactive: the occurrence passes without firing. A deleted repo's
-      // timers, and once timers, end cancelled; recurring ones wait for their next occurrence.
-      const end = ownerState === 'gone' || next === null;
-      await claim
-        .set(end ? { status: 'cancelled', updated_at: nowIso } : { next_run_at: next.toISOString(), updated_at: nowIso })
-        .execute();
+  /**
+   * Moves a batch of claimed timers on in one update. The rows are this pass's alone until
+   * commit: locked by the select on PostgreSQL (another instance skips them, and a PATCH or
+   * DELETE waits), and on SQLite the transaction holds the one connection of the one server
+   * process. Firings bump `run_count` and set `last_run_at`.
+   */
+  private async moveOn(db: Deps['db'], plans: Occurrence[], nowIso: string, firing: boolean): Promise<void> {
+    if (plans.length === 0) return;
+    const fired = firing ? sql`, run_count = run_count + 1, last_run_at = ${nowIso}` : sql``;
+    if (this.deps.dialect === 'postgres') {
+      // Three array parameters joined by uuid: linear in the batch, one small statement.
+      await sql`update timers set next_run_at = v.next_run_at, status = v.status, updated_at = ${nowIso}${fired}
+        from unnest(${plans.map((p) => p.timer.uuid)}::text[], ${plans.map((p) => p.nextRunAt)}::text[],
+          ${plans.map((p) => p.status)}::text[]) as v(uuid, next_run_at, status)
+        where timers.uuid = v.uuid`.execute(db);
       return;
     }
-    const result = await claim
-      .set((eb) => ({
-        run_count: eb('run_count', '+', 1),
-        last_run_at: nowIso,
-        next_run_at: next ? next.toISOString() : timer.next_run_at,
-        status: next ? 'active' : 'completed',
-        updated_at: nowIso,
-      }))
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) !== 1) return; // another instance fired it
-    const mentions = mentioned
-      .map((u) => mentionable.get(u))
-      .filter((u): u is { uuid: string; username: string } => u !== undefined);
-    await tx.emit({
-      kind: 'timer-fired',
-      scopes: timerScopes(timer),
-      actor: null,
-      payload: {
-        timer_uuid: timer.uuid,
-        message: timer.message,
-        message_html: this.renderMessage(timer.message, mentionable),
-        mentions,
-        run_count: timer.run_count + 1,
-        scheduled_for: timer.next_run_at,
-      },
-    });
+    // SQLite: the same join over one JSON array parameter.
+    const rows = JSON.stringify(plans.map((p) => [p.timer.uuid, p.nextRunAt, p.status]));
+    await sql`update timers set next_run_at = v.next_run_at, status = v.status, updated_at = ${nowIso}${fired}
+      from (select json_extract(value, '$[0]') as uuid, json_extract(value, '$[1]') as next_run_at,
+        json_extract(value, '$[2]') as status from json_each(${rows})) as v
+      where timers.uuid = v.uuid`.execute(db);
   }
 
   /** Active users among the mentioned names, by lower-case username. */
@@ -245,4 +259,23 @@ export class TimerScheduler {
         mentionable.has(name) ? link : text,
       );
   }
+}
+
+/** What one due occurrence does: fire, or pass without firing because its owner is inactive or gone. */
+interface Occurrence {
+  timer: TimerRow;
+  fires: boolean;
+  nextRunAt: string;
+  status: 'active' | 'completed' | 'cancelled';
+}
+
+function planOccurrence(timer: TimerRow, owner: TimerOwnerState, now: Date): Occurrence {
+  const next = nextAfterFiring(scheduleOf(timer), new Date(timer.next_run_at), now);
+  if (owner !== 'ok') {
+    // The occurrence passes without firing. A deleted repo's timers, and once timers, end
+    // cancelled; recurring timers of an inactive owner wait for their next occurrence.
+    const end = owner === 'gone' || next === null;
+    return { timer, fires: false, nextRunAt: end ? timer.next_run_at : next.toISOString(), status: end ? 'cancelled' : 'active' };
+  }
+  return { timer, fires: true, nextRunAt: next ? next.toISOString() : timer.next_run_at, status: next ? 'active' : 'completed' };
 }

@@ -210,7 +210,6 @@ export async function createTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef
     };
     await tx.db.insertInto('timers').values(row).execute();
     await emitTimerEvent(tx, viewer, row, 'timer-created');
-    if (row.status === 'active') tx.afterCommit(() => deps.timers.wake());
     return timerToJson(row);
   });
 }
@@ -252,7 +251,6 @@ export async function updateTimer(
       .where('uuid', '=', row.uuid)
       .execute();
     await emitTimerEvent(tx, viewer, updated, 'timer-updated', { fields });
-    if (updated.status === 'active') tx.afterCommit(() => deps.timers.wake());
     return timerToJson(updated);
   });
 }

@@ -1,0 +1,200 @@
+import type { Kysely } from 'kysely';
+import type { Dialect } from '../db/index.ts';
+import type { DB } from '../db/types.ts';
+import type { EventBus } from './bus.ts';
+import { settledBound } from './order.ts';
+import { type EventRecord, eventFromRow } from './service.ts';
+
+/** One live stream's interest: a scope, optionally one kind. */
+export interface LiveSubscriber {
+  scope: string;
+  kind?: string;
+  /** Called with this scope's settled events in increasing id order. */
+  deliver(event: EventRecord): void;
+  /** Called when the hub stops (server shutdown). */
+  close(): void;
+}
+
+const BATCH = 500;
+/** How often the store is re-read while events are committed but not settled yet (PostgreSQL). */
+const UNSETTLED_RETRY_MS = 50;
+/** A safety net for lost notifications: the store is re-read this often while anyone listens. */
+const POLL_MS = 2000;
+
+/**
+ * The live side of the event store, one per instance (README "Live event stream"). It follows the
+ * store in id order, reading only settled events (events/order.ts), and fans each one out to the
+ * subscribers of its scopes. Reads are woken by the bus (a commit here or on another instance),
+ * retried while committed events are not settled yet, and polled every few seconds in case a
+ * notification was lost. One reader serves every subscriber of the instance, however many.
+ */
+export class LiveHub {
+  private readonly byScope = new Map<string, Set<LiveSubscriber>>();
+  private size = 0;
+  /** The highest id read and dispatched; null while nobody listens. */
+  private cursor: number | null = null;
+  private reading: Promise<void> | null = null;
+  private again = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private unsubscribeBus: (() => void) | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
+    private readonly bus: EventBus,
+    private readonly onError: (err: unknown) => void = (err) => console.error('weft: reading live events failed', err),
+  ) {}
+
+  start(): void {
+    this.closed = false;
+    this.unsubscribeBus ??= this.bus.onNewEvents(() => this.wake());
+  }
+
+  /** Live subscribers on this instance. */
+  get subscriberCount(): number {
+    return this.size;
+  }
+
+  /**
+   * Registers a subscriber. Every event with an id above the returned cursor is delivered to it
+   * (in order) until it is removed; events at or below it are the caller's to replay.
+   */
+  async add(sub: LiveSubscriber): Promise<number> {
+    if (this.closed) throw new Error('the live event hub is closed');
+    if (this.cursor === null) {
+      const cursor = await this.newestSettledId();
+      if (this.closed) throw new Error('the live event hub is closed');
+      this.cursor ??= cursor;
+    }
+    let set = this.byScope.get(sub.scope);
+    if (!set) this.byScope.set(sub.scope, (set = new Set()));
+    set.add(sub);
+    this.size++;
+    this.pollTimer ??= setInterval(() => this.wake(), POLL_MS).unref();
+    return this.cursor;
+  }
+
+  remove(sub: LiveSubscriber): void {
+    const set = this.byScope.get(sub.scope);
+    if (!set?.delete(sub)) return;
+    this.size--;
+    if (set.size === 0) this.byScope.delete(sub.scope);
+    if (this.size === 0) {
+      this.cursor = null;
+      if (this.pollTimer) clearInterval(this.pollTimer);
+      this.pollTimer = null;
+    }
+  }
+
+  /** Reads what is new now (coalesced: one read at a time, one more for wake-ups meanwhile). */
+  wake(): void {
+    if (this.closed || this.size === 0) return;
+    if (this.reading) {
+      this.again = true;
+      return;
+    }
+    this.reading = this.readNew()
+      .catch((err) => {
+        if (!this.closed) this.onError(err);
+      })
+      .finally(() => {
+        this.reading = null;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Reads and dispatches settled events past the cursor; retries soon while some are unsettled. */
+  private async readNew(): Promise<void> {
+    for (;;) {
+      if (this.cursor === null) return;
+      const from = this.cursor;
+      let query = this.db.selectFrom('events').selectAll().where('id', '>', from);
+      const settled = settledBound(this.dialect);
+      if (settled) query = query.where('id', '<', settled);
+      const rows = await query.orderBy('id', 'asc').limit(BATCH).execute();
+      // Everyone may have left, or the cursor been reset, while the query ran.
+      if (this.cursor !== from) return;
+      for (const row of rows) this.dispatch(eventFromRow(row));
+      if (rows.length > 0) this.cursor = Number(rows.at(-1)!.id);
+      if (rows.length < BATCH) break;
+    }
+    if (this.dialect === 'postgres' && this.cursor !== null && !this.retryTimer) {
+      const pending = await this.db.selectFrom('events').select('id').where('id', '>', this.cursor).limit(1).executeTakeFirst();
+      if (pending) {
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = null;
+          this.wake();
+        }, UNSETTLED_RETRY_MS);
+        this.retryTimer.unref();
+      }
+    }
+  }
+
+  private dispatch(event: EventRecord): void {
+    for (const scope of event.scopes) {
+      const set = this.byScope.get(scope);
+      if (!set) continue;
+      for (const sub of [...set]) {
+        if (sub.kind !== undefined && sub.kind !== event.kind) continue;
+        try {
+          sub.deliver(event);
+        } catch (err) {
+          this.onError(err);
+        }
+      }
+    }
+  }
+
+  private async newestSettledId(): Promise<number> {
+    let query = this.db.selectFrom('events').select((eb) => eb.fn.max('id').as('id'));
+    const settled = settledBound(this.dialect);
+    if (settled) query = query.where('id', '<', settled);
+    const row = await query.executeTakeFirst();
+    return row?.id == null ? 0 : Number(row.id);
+  }
+
+  /** Ends every stream (server shutdown) and stops reading. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribeBus?.();
+    this.unsubscribeBus = null;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    for (const set of [...this.byScope.values()]) for (const sub of [...set]) sub.close();
+    this.byScope.clear();
+    this.size = 0;
+    this.cursor = null;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = null;
+    await this.reading;
+  }
+}
+
+/**
+ * The events of one scope after `afterId`, settled, in id order, a batch at a time (the replay of a
+ * resumed stream).
+ */
+export async function scopeEventsAfter(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  scope: string,
+  kind: string | undefined,
+  afterId: number,
+  limit: number,
+): Promise<EventRecord[]> {
+  let query = db
+    .selectFrom('event_scopes as s')
+    .innerJoin('events as e', 'e.id', 's.event_id')
+    .selectAll('e')
+    .where('s.scope', '=', scope)
+    .where('s.event_id', '>', afterId);
+  if (kind !== undefined) query = query.where('e.kind', '=', kind);
+  const settled = settledBound(dialect);
+  if (settled) query = query.where('s.event_id', '<', settled);
+  return (await query.orderBy('s.event_id', 'asc').limit(limit).execute()).map(eventFromRow);
+}

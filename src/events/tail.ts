@@ -1,0 +1,187 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { EventBuffer, type Session, createSession } from 'better-sse';
+import type { Deps } from '../deps.ts';
+import { eventHtml } from './html.ts';
+import { type LiveSubscriber, scopeEventsAfter } from './live.ts';
+import type { EventRecord } from './service.ts';
+
+/** README "Live event stream": the stream's tunables. */
+export const TAIL = {
+  retryMs: 3000,
+  keepAliveMs: 15_000,
+  /** How often a stream re-checks that its caller may still read the scope. */
+  recheckMs: 1500,
+  /**
+   * A client that leaves more than `maxUnreadBytes` unread for `slowGraceMs`, or more than
+   * `hardUnreadBytes` at any time, is dropped (it can resume with Last-Event-ID).
+   */
+  maxUnreadBytes: 1024 * 1024,
+  slowGraceMs: 3000,
+  hardUnreadBytes: 16 * 1024 * 1024,
+  /** Live events held while the replay runs; a replay that falls this far behind is dropped. */
+  maxHeldEvents: 10_000,
+  replayBatch: 500,
+};
+
+export interface TailOptions {
+  scope: string;
+  kind?: string;
+  /** Replay every later event of the scope first; null: only new events. */
+  resumeAfter: number | null;
+  html: boolean;
+  /** Answers whether the caller may still read the scope (token valid, access kept). */
+  stillAllowed: () => Promise<boolean>;
+}
+
+// Frames as decisions say: `id: 1`, `event: kind`, one `data: ` line per line of HTML.
+const sanitizer = (text: string) => ` ${text}`;
+const serializer = (data: unknown) =>
+  typeof data === 'string'
+    ? data
+        .replace(/\r\n|\r/g, '\n')
+        .replace(/\n+$/, '')
+        .split('\n')
+        .join('\ndata: ')
+    : JSON.stringify(data);
+
+/**
+ * Serves one `GET /tail-events` stream on a hijacked reply: subscribe to the instance's live hub
+ * first, replay the scope's events after the resume point from the store, then send the live
+ * events held meanwhile and those that follow, dropping any id already sent (no gap, no
+ * duplicate, in id order). Ends when the client goes, the server shuts down, the client stops
+ * reading (its unread bytes pass a bound), or the caller loses access.
+ */
+export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerResponse, opts: TailOptions): Promise<void> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(res.getHeaders())) if (typeof value === 'string') headers[name] = value;
+  let session: Session;
+  try {
+    session = await createSession(req, res, {
+      retry: TAIL.retryMs,
+      keepAlive: null,
+      trustClientEventId: false,
+      serializer,
+      sanitizer,
+      headers: { ...headers, 'x-accel-buffering': 'no' },
+    });
+  } catch {
+    res.destroy();
+    return;
+  }
+
+  let lastSent = opts.resumeAfter ?? 0;
+  let held: EventRecord[] | null = [];
+  let ended = false;
+  const timers: NodeJS.Timeout[] = [];
+
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    for (const timer of timers) clearInterval(timer);
+    if (slowTimer) clearTimeout(slowTimer);
+    deps.live.remove(subscriber);
+    if (!res.writableEnded) res.end();
+  };
+
+  let slowTimer: NodeJS.Timeout | null = null;
+  const send = (event: EventRecord) => {
+    if (ended || Number(event.id) <= lastSent) return;
+    // A client that does not read is dropped; writes never wait for it, so it holds up nobody.
+    if (res.writableLength > TAIL.hardUnreadBytes) return end();
+    const frame = new EventBuffer({ serializer, sanitizer })
+      .id(event.id)
+      .event(event.kind)
+      .data(opts.html ? eventHtml(event) : event)
+      .dispatch();
+    void session.batch(frame);
+    lastSent = Number(event.id);
+    if (res.writableLength > TAIL.maxUnreadBytes && !slowTimer) {
+      slowTimer = setTimeout(() => {
+        slowTimer = null;
+        if (res.writableLength > TAIL.maxUnreadBytes) end();
+      }, TAIL.slowGraceMs);
+      slowTimer.unref();
+    }
+  };
+
+  const subscriber: LiveSubscriber = {
+    scope: opts.scope,
+    ...(opts.kind === undefined ? {} : { kind: opts.kind }),
+    deliver: (event) => {
+      if (held === null) send(event);
+      else if (held.length < TAIL.maxHeldEvents) held.push(event);
+      else end();
+    },
+    close: end,
+  };
+
+  req.on('close', end);
+  res.on('close', end);
+  session.on('disconnected', end);
+
+  timers.push(
+    setInterval(() => {
+      if (!ended) void session.batch(new EventBuffer({ sanitizer }).comment('keep-alive').dispatch()).catch(end);
+    }, TAIL.keepAliveMs),
+  );
+  let checking = false;
+  timers.push(
+    setInterval(() => {
+      if (ended || checking) return;
+      checking = true;
+      opts
+        .stillAllowed()
+        .then((ok) => {
+          if (!ok) end();
+        })
+        .catch(() => end())
+        .finally(() => {
+          checking = false;
+        });
+    }, TAIL.recheckMs),
+  );
+  for (const timer of timers) timer.unref();
+
+  try {
+    await deps.live.add(subscriber);
+    if (ended) {
+      deps.live.remove(subscriber);
+      return;
+    }
+    if (opts.resumeAfter !== null) {
+      // Replay from the store up to (at least) the hub's cursor; later ones come live.
+      let after = opts.resumeAfter;
+      for (;;) {
+        const batch = await scopeEventsAfter(deps.db, deps.dialect, opts.scope, opts.kind, after, TAIL.replayBatch);
+        for (const event of batch) send(event);
+        if (ended || batch.length < TAIL.replayBatch) break;
+        after = Number(batch.at(-1)!.id);
+        if (res.writableLength > TAIL.maxUnreadBytes / 2)
+          await new Promise((resolve) => res.once('drain', resolve).once('close', resolve));
+      }
+    }
+    const pending = held ?? [];
+    held = null;
+    for (const event of pending) send(event);
+  } catch (err) {
+    console.error('weft: a live event stream failed', err);
+    end();
+  }
+}
+
+/** Memoised access checks shared by the streams of one caller and scope, for `TAIL.recheckMs`. */
+export class AccessRecheck {
+  private readonly memo = new Map<string, { at: number; answer: Promise<boolean> }>();
+
+  check(key: string, fn: () => Promise<boolean>): Promise<boolean> {
+    const now = Date.now();
+    const hit = this.memo.get(key);
+    if (hit && now - hit.at < TAIL.recheckMs - 100) return hit.answer;
+    if (this.memo.size > 10_000) {
+      for (const [k, v] of this.memo) if (now - v.at >= TAIL.recheckMs) this.memo.delete(k);
+    }
+    const answer = fn().catch(() => false);
+    this.memo.set(key, { at: now, answer });
+    return answer;
+  }
+}

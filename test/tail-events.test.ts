@@ -1,0 +1,275 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { inTransaction } from '../src/events/service.ts';
+import type { Person } from './common.ts';
+import { seedRepo, seedTeam } from './fixtures.ts';
+import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type Frame, eventFrames, listen, openSse } from './sse-client.ts';
+
+/** GET /tail-events over a real socket (README "Live event stream"). */
+for (const dialect of DIALECTS) {
+  describe(`GET /tail-events (${dialect})`, () => {
+    let t: TestApp;
+    let base: string;
+    let alice: Person;
+    let bob: Person;
+    const aliceScope = () => `user:${alice.uuid}`;
+    const tail = (query: string, token = alice.token, headers: Record<string, string> = {}) =>
+      openSse(base, `/api/v1/tail-events?${query}`, token, headers);
+    const emit = (scope: string, kind = 'test-live', payload: Record<string, unknown> = {}) =>
+      inTransaction(t.deps, (tx) => tx.emit({ kind, scopes: [scope], actor: null, payload }));
+    const ids = (frames: Frame[]) => eventFrames(frames).map((f) => f.id!);
+    const streamsIdle = async () => {
+      for (let i = 0; i < 200 && t.deps.live.subscriberCount > 0; i++) await new Promise((r) => setTimeout(r, 25));
+    };
+
+    before(async () => {
+      t = await startApp(dialect);
+      base = await listen(t);
+      alice = await t.user('alice');
+      bob = await t.user('bob');
+    });
+    after(async () => {
+      await t.close();
+    });
+
+    it('streams new events live in the decided frame format', async () => {
+      const sse = await tail(`scope=${aliceScope()}`);
+      try {
+        assert.equal(sse.status, 200);
+        assert.match(String(sse.headers['content-type']), /^text\/event-stream/);
+        await sse.waitFor((f) => f.length >= 1);
+        assert.ok(sse.raw().startsWith('retry: 3000\n'), JSON.stringify(sse.raw().slice(0, 40)));
+        await new Promise((r) => setTimeout(r, 100));
+        const event = await emit(aliceScope(), 'test-live', { n: 1 });
+        const created = await t.req('POST', '/api/v1/api-tokens', { token: alice.token, body: { name: 'live' } });
+        assert.equal(created.status, 201);
+        await sse.waitFor((f) => eventFrames(f).length >= 2);
+        const frames = eventFrames(sse.frames);
+        assert.equal(frames[0]!.id, event.id);
+        assert.equal(frames[0]!.event, 'test-live');
+        assert.deepEqual(JSON.parse(frames[0]!.data), event);
+        assert.equal(frames[1]!.event, 'token-created');
+        assert.ok(Number(frames[1]!.id) > Number(frames[0]!.id));
+        assert.ok(sse.raw().includes(`id: ${event.id}\nevent: test-live\ndata: {`), 'fields with a space after the colon');
+        // Nothing of other scopes.
+        await emit(`user:${bob.uuid}`);
+        await emit(aliceScope(), 'test-last');
+        await sse.waitFor((f) => eventFrames(f).some((x) => x.event === 'test-last'));
+        assert.equal(eventFrames(sse.frames).length, 3);
+      } finally {
+        sse.close();
+      }
+      await streamsIdle();
+      assert.equal(t.deps.live.subscriberCount, 0, 'a client that leaves is unsubscribed');
+    });
+
+    it('resumes after Last-Event-ID (it wins over last_event_id), with the events made while away', async () => {
+      const first = await emit(aliceScope(), 'test-resume');
+      const sse = await tail(`scope=${aliceScope()}&kind=test-resume&last_event_id=${first.id}`);
+      const second = await emit(aliceScope(), 'test-resume');
+      await sse.waitFor((f) => ids(f).includes(second.id));
+      sse.close();
+      // Disconnected: these happen while nobody listens.
+      const away = [await emit(aliceScope(), 'test-resume'), await emit(aliceScope(), 'test-resume')];
+      const again = await tail(`scope=${aliceScope()}&kind=test-resume&last_event_id=0`, alice.token, {
+        'last-event-id': second.id,
+      });
+      try {
+        const live = await emit(aliceScope(), 'test-resume');
+        await again.waitFor((f) => ids(f).includes(live.id));
+        assert.deepEqual(ids(again.frames), [...away.map((e) => e.id), live.id]);
+      } finally {
+        again.close();
+      }
+      // Without a resume point, only new events.
+      const fresh = await tail(`scope=${aliceScope()}&kind=test-resume`);
+      try {
+        const next = await emit(aliceScope(), 'test-resume');
+        await fresh.waitFor((f) => ids(f).includes(next.id));
+        assert.deepEqual(ids(fresh.frames), [next.id]);
+      } finally {
+        fresh.close();
+      }
+    });
+
+    it('a resume racing concurrent writers misses nothing and repeats nothing, over thousands of events', async () => {
+      const scope = aliceScope();
+      const kind = 'test-race';
+      const start = await emit(scope, kind, { n: -1 });
+      const total = 2000;
+      let made = 0;
+      const writer = async (w: number) => {
+        while (made < total) {
+          made += 4;
+          await inTransaction(t.deps, async (tx) => {
+            for (let i = 0; i < 4; i++) await tx.emit({ kind, scopes: [scope], actor: null, payload: { w, i } });
+          });
+        }
+      };
+      const writers = Promise.all([0, 1, 2, 3, 4, 5].map(writer));
+      // Connect (resuming from the start) while the writers run, and again mid-way from where it got.
+      await new Promise((r) => setTimeout(r, 30));
+      const one = await tail(`scope=${scope}&kind=${kind}`, alice.token, { 'last-event-id': start.id });
+      await one.waitFor((f) => eventFrames(f).length >= 300, 30_000);
+      one.close();
+      const got = ids(one.frames);
+      const two = await tail(`scope=${scope}&kind=${kind}`, alice.token, { 'last-event-id': got.at(-1)! });
+      try {
+        await writers;
+        const stored = await t.deps.db
+          .selectFrom('event_scopes')
+          .select('event_id')
+          .where('scope', '=', scope)
+          .where('event_id', '>', Number(start.id))
+          .orderBy('event_id')
+          .execute();
+        const expected = stored.map((r) => String(r.event_id));
+        await two.waitFor((f) => ids(f).at(-1) === expected.at(-1), 30_000);
+        const all = [...got, ...ids(two.frames)];
+        assert.equal(new Set(all).size, all.length, 'no duplicate');
+        assert.deepEqual(all, expected, 'every event once, in id order');
+        assert.ok(expected.length >= total);
+      } finally {
+        two.close();
+      }
+    });
+
+    it('html=true sends a sanitised HTML fragment, one data: line per line', async () => {
+      const sse = await tail(`scope=${aliceScope()}&html=true&kind=test-html`);
+      try {
+        await sse.waitFor((f) => f.length >= 1);
+        const event = await emit(aliceScope(), 'test-html', { body: '**hi** @bob <script>alert(1)</script>', n: 3 });
+        await sse.waitFor((f) => ids(f).includes(event.id));
+        const frame = eventFrames(sse.frames)[0]!;
+        assert.equal(frame.event, 'test-html');
+        assert.ok(frame.data.startsWith(`<article id="event-${event.id}"`), frame.data);
+        assert.ok(frame.data.includes('<strong>hi</strong>'));
+        assert.ok(frame.data.includes('<a href="/users/bob" class="mention"'), frame.data);
+        assert.ok(!/<script/i.test(frame.data));
+        assert.ok(frame.data.split('\n').length > 2, 'several lines');
+        assert.ok(!sse.raw().includes('\n<'), 'every line of HTML is its own data: field');
+      } finally {
+        sse.close();
+      }
+    });
+
+    it('kind keeps one kind; an unknown kind is an empty stream', async () => {
+      const some = await tail(`scope=${aliceScope()}&kind=test-wanted`);
+      const none = await tail(`scope=${aliceScope()}&kind=no-such-kind`);
+      try {
+        await emit(aliceScope(), 'test-unwanted');
+        const wanted = await emit(aliceScope(), 'test-wanted');
+        await some.waitFor((f) => ids(f).includes(wanted.id));
+        assert.deepEqual(ids(some.frames), [wanted.id]);
+        assert.equal(none.status, 200);
+        assert.deepEqual(ids(none.frames), []);
+      } finally {
+        some.close();
+        none.close();
+      }
+    });
+
+    it('refuses bad input with 400 and invisible scopes with 404, changing nothing', async () => {
+      const cases: Array<[string, Record<string, string>, number]> = [
+        ['', {}, 400],
+        ['scope=nope', {}, 400],
+        [`scope=user:${alice.uuid.toUpperCase()}`, {}, 400],
+        [`scope=${aliceScope()}&html=maybe`, {}, 400],
+        [`scope=${aliceScope()}&last_event_id=abc`, {}, 400],
+        [`scope=${aliceScope()}`, { 'last-event-id': 'x1' }, 400],
+        [`scope=${aliceScope()}`, { 'last-event-id': '-5' }, 400],
+        [`scope=user:${bob.uuid}`, {}, 404],
+        [`scope=repo:00000000-0000-4000-8000-000000000000`, {}, 404],
+      ];
+      for (const [query, headers, status] of cases) {
+        const res = await tail(query, alice.token, headers);
+        try {
+          await res.ended(5000);
+          assert.equal(res.status, status, `${query} ${JSON.stringify(headers)}: ${res.raw()}`);
+          const body = JSON.parse(res.raw());
+          assert.equal(typeof body.error, 'string');
+          assert.equal(typeof body.detail, 'string');
+        } finally {
+          res.close();
+        }
+      }
+      const anonymous = await t.req('GET', `/api/v1/tail-events?scope=${aliceScope()}`, { token: null });
+      assert.equal(anonymous.status, 401);
+    });
+
+    it('stops streaming to a revoked token and to a user removed from the team, within seconds', async () => {
+      const carol = await t.user('carol');
+      const team = await seedTeam(t, 'live-team', [
+        { uuid: alice.uuid, role: 'owner' },
+        { uuid: carol.uuid, role: 'member' },
+      ]);
+      const repo = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'live-repo');
+      const second = await t.req('POST', '/api/v1/api-tokens', { token: alice.token, body: { name: 'to-revoke' } });
+      const revoked = await tail(`scope=repo:${repo.uuid}`, second.body.token as string);
+      const removed = await tail(`scope=repo:${repo.uuid}`, carol.token);
+      const kept = await tail(`scope=repo:${repo.uuid}`, alice.token);
+      try {
+        for (const s of [revoked, removed, kept]) assert.equal(s.status, 200, s.raw());
+        const one = await emit(`repo:${repo.uuid}`, 'test-access');
+        for (const s of [revoked, removed, kept]) await s.waitFor((f) => ids(f).includes(one.id));
+        assert.equal((await t.req('PUT', `/api/v1/api-tokens/${second.body.uuid}/revoke`, { token: alice.token })).status, 200);
+        assert.equal((await t.req('DELETE', `/api/v1/teams/live-team/members/carol`, { token: alice.token })).status, 204);
+        const began = Date.now();
+        await revoked.ended(5000);
+        await removed.ended(5000);
+        assert.ok(Date.now() - began < 5000);
+        const two = await emit(`repo:${repo.uuid}`, 'test-access');
+        await kept.waitFor((f) => ids(f).includes(two.id));
+        assert.ok(!ids(revoked.frames).includes(two.id));
+        assert.ok(!ids(removed.frames).includes(two.id));
+        assert.ok(!kept.isEnded());
+      } finally {
+        for (const s of [revoked, removed, kept]) s.close();
+      }
+    });
+
+    it('drops a client that does not read, without holding up the others', async () => {
+      const slow = await tail(`scope=${aliceScope()}&kind=test-big`);
+      const fast = await tail(`scope=${aliceScope()}&kind=test-big`);
+      try {
+        await slow.waitFor((f) => f.length >= 1);
+        await fast.waitFor((f) => f.length >= 1);
+        slow.pause();
+        const big = 'x'.repeat(20_000);
+        let last = '';
+        for (let i = 0; i < 400; i++) {
+          last = (await emit(aliceScope(), 'test-big', { big, i })).id;
+          if (i % 20 === 19) await new Promise((r) => setTimeout(r, 20));
+        }
+        await fast.waitFor((f) => ids(f).includes(last), 30_000);
+        assert.equal(eventFrames(fast.frames).length, 400);
+        for (let i = 0; i < 300 && t.deps.live.subscriberCount > 1; i++) await new Promise((r) => setTimeout(r, 25));
+        assert.equal(t.deps.live.subscriberCount, 1, 'the slow client was dropped');
+      } finally {
+        slow.close();
+        fast.close();
+      }
+    });
+
+    it('ends open streams when the server shuts down', async () => {
+      const other = await startApp(dialect);
+      const otherBase = await listen(other);
+      const sse = await openSse(
+        otherBase,
+        `/api/v1/tail-events?scope=user:00000000-0000-4000-8000-000000000000`,
+        other.adminToken,
+      );
+      assert.equal(sse.status, 404);
+      const admin = await other.req('GET', '/api/v1/user');
+      const live = await openSse(otherBase, `/api/v1/tail-events?scope=user:${admin.body.uuid}`, other.adminToken);
+      await live.waitFor((f) => f.length >= 1);
+      const began = Date.now();
+      await other.close();
+      await live.ended(5000);
+      assert.ok(Date.now() - began < 5000);
+      sse.close();
+      live.close();
+    });
+  });
+}
