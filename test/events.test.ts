@@ -6,6 +6,7 @@ import { inTransaction } from '../src/events/service.ts';
 import { ISO_MS, countRows } from './foundation-helpers.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
+import type { Person } from './common.ts';
 
 const EVENT_KEYS = ['actor', 'created_at', 'id', 'kind', 'payload', 'scopes'];
 
@@ -13,7 +14,6 @@ for (const dialect of DIALECTS) {
   describe(`events (${dialect})`, () => {
     let t: TestApp;
     let people = 0;
-    type U = { token: string; uuid: string; username: string };
     const idsOf = (body: { results: Array<{ id: string }> }) => body.results.map((e) => Number(e.id));
 
     /**
@@ -23,8 +23,8 @@ for (const dialect of DIALECTS) {
      */
     const seeded = async ({ events = true } = {}) => {
       const n = ++people;
-      const alice: U = await t.user(`alice${n}`);
-      const bob: U = await t.user(`bob${n}`);
+      const alice: Person = await t.user(`alice${n}`);
+      const bob: Person = await t.user(`bob${n}`);
       const scope = `user:${alice.uuid}`;
       /** every event id in alice's scope, ascending */
       const aliceIds = async () =>

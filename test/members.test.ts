@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
-import { eventResults } from './common.ts';
+import { eventResults, type Person } from './common.ts';
 
 const MEMBER_KEYS = ['created_at', 'display_name', 'role', 'user_uuid', 'username'];
-type U = { token: string; uuid: string; username: string };
 type Team = { uuid: string; slug: string; path: string };
 type Roles = Partial<Record<'olive' | 'bob' | 'carol' | 'dave', string>>;
 
@@ -15,10 +14,10 @@ type Roles = Partial<Record<'olive' | 'bob' | 'carol' | 'dave', string>>;
 for (const dialect of DIALECTS) {
   describe(`team members (${dialect})`, () => {
     let t: TestApp;
-    let owner: U;
-    let bob: U;
-    let carol: U;
-    let dave: U;
+    let owner: Person;
+    let bob: Person;
+    let carol: Person;
+    let dave: Person;
     let teams = 0;
 
     const members = async (team: Pick<Team, 'path'>) =>
@@ -54,7 +53,7 @@ for (const dialect of DIALECTS) {
     };
     const kinds = async (scope: string) => (await eventResults(t, scope)).map((e) => e.kind);
     /** Events of `kind` in a user's own scope that concern this team. */
-    const userEvents = async (user: U, kind: string, team: Team) =>
+    const userEvents = async (user: Person, kind: string, team: Team) =>
       (await t.req('GET', `/api/v1/events?scope=user:${user.uuid}&kind=${kind}`, { token: user.token })).body.results.filter(
         (e: { scopes: string[] }) => e.scopes.includes(`team:${team.uuid}`),
       );
