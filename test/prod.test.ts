@@ -166,6 +166,7 @@ for (const dialect of DIALECTS) {
       assert.match(res.text, /weft_db_query_duration_seconds_bucket\{le="\+Inf",kind="select"\} [1-9]/);
       assert.match(res.text, /weft_db_query_duration_seconds_count\{kind="select"\} [1-9]/);
       assert.match(res.text, /# TYPE weft_db_query_errors_total counter/);
+      assert.match(res.text, /# TYPE weft_timer_lag_seconds histogram/);
     });
   });
 }
