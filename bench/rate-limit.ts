@@ -15,49 +15,22 @@
  * Knobs: BENCH_CONNECTIONS (20), BENCH_DURATION seconds (5), BENCH_ROUNDS (2), BENCH_CALLERS (100).
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { serveWeft } from './serve-weft.ts';
 
 const TOKEN = 'weft_bench_bootstrap_token_0123456789abc';
 
 async function serve(): Promise<void> {
-  const { buildApp } = await import('../src/app.ts');
-  const { loadConfig } = await import('../src/config.ts');
-  const { openDatabase } = await import('../src/db/index.ts');
-  const { createDeps } = await import('../src/deps.ts');
-  const { bootstrapAdmin } = await import('../src/users/service.ts');
-  const dataDir = mkdtempSync(join(tmpdir(), 'weft-bench-rl-'));
-  const pgUrl = process.env.BENCH_DATABASE_URL || null;
-  const schema = pgUrl ? `weft_bench_${randomBytes(6).toString('hex')}` : undefined;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: pgUrl! });
-    await client.connect();
-    await client.query(statement);
-    await client.end();
-  };
-  if (schema) await admin(`create schema ${schema}`);
-  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), databaseUrl: pgUrl, bootstrapAdminToken: TOKEN };
-  const database = await openDatabase({ url: pgUrl, dataDir, schema });
-  const deps = createDeps(config, database);
-  await bootstrapAdmin(deps);
-  const app = await buildApp(deps, { logger: false });
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  const weft = await serveWeft(TOKEN);
   const stop = async () => {
-    await app.close();
-    await database.close();
-    if (schema) await admin(`drop schema ${schema} cascade`);
-    rmSync(dataDir, { recursive: true, force: true });
+    await weft.stop();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop());
   process.on('disconnect', () => void stop());
-  process.send!({ port: (app.server.address() as AddressInfo).port, dialect: database.dialect });
+  process.send!({ port: weft.port, dialect: weft.dialect });
 }
 
 async function main(): Promise<void> {

@@ -14,16 +14,13 @@
  * target, so the reference and Weft alternate through the run; ratios use the best round of each.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type Result } from 'autocannon';
-import pg from 'pg';
 import { type Seeded, seed } from './seed.ts';
+import { serveWeft } from './serve-weft.ts';
 
 const TOKEN = 'weft_bench_bootstrap_token_0123456789abc';
 
@@ -43,55 +40,30 @@ const sizes = () => ({
 
 /** Child: serve raw hello and Weft on free loopback ports, report them, run until killed. */
 async function serve(): Promise<void> {
-  const { buildApp } = await import('../src/app.ts');
-  const { loadConfig } = await import('../src/config.ts');
-  const { openDatabase } = await import('../src/db/index.ts');
-  const { createDeps } = await import('../src/deps.ts');
-  const { bootstrapAdmin } = await import('../src/users/service.ts');
-
   const raw = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"hello":"world"}');
   });
   await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
 
-  const dataDir = mkdtempSync(join(tmpdir(), 'weft-bench-'));
-  // BENCH_DATABASE_URL=postgres://… runs Weft on PostgreSQL, in a schema of its own.
-  const pgUrl = process.env.BENCH_DATABASE_URL || null;
-  const schema = pgUrl ? `weft_bench_${randomBytes(6).toString('hex')}` : undefined;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: pgUrl! });
-    await client.connect();
-    await client.query(statement);
-    await client.end();
-  };
-  if (schema) await admin(`create schema ${schema}`);
-  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), databaseUrl: pgUrl, bootstrapAdminToken: TOKEN };
-  const database = await openDatabase({ url: pgUrl, dataDir, schema });
-  const deps = createDeps(config, database);
-  await bootstrapAdmin(deps);
-  const app = await buildApp(deps, { logger: false });
-  const started = performance.now();
-  const seeded = await seed(app, database, TOKEN, sizes());
-  const seedSeconds = (performance.now() - started) / 1000;
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  const weft = await serveWeft(TOKEN, async (app, database) => {
+    const started = performance.now();
+    const seeded = await seed(app, database, TOKEN, sizes());
+    return { seeded, seedSeconds: (performance.now() - started) / 1000 };
+  });
 
   const stop = async () => {
     raw.close();
-    await app.close();
-    await database.close();
-    if (schema) await admin(`drop schema ${schema} cascade`);
-    rmSync(dataDir, { recursive: true, force: true });
+    await weft.stop();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop());
   process.on('disconnect', () => void stop());
   const ports: Ports = {
-    dialect: database.dialect,
+    dialect: weft.dialect,
     raw: (raw.address() as AddressInfo).port,
-    weft: (app.server.address() as AddressInfo).port,
-    seeded,
-    seedSeconds,
+    weft: weft.port,
+    ...weft.prepared,
   };
   process.send!(ports);
 }

@@ -4,8 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { inTransaction } from '../src/events/service.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
+import type { Person } from './common.ts';
 
-type U = { token: string; uuid: string; username: string };
 type Ev = {
   id: string;
   kind: string;
@@ -18,15 +18,15 @@ const EVENT_KEYS = ['actor', 'created_at', 'id', 'kind', 'payload', 'scopes'];
 for (const dialect of DIALECTS) {
   describe(`activity feeds (${dialect})`, () => {
     let t: TestApp;
-    let alice: U;
-    let bob: U;
-    let carol: U;
-    let dave: U;
+    let alice: Person;
+    let bob: Person;
+    let carol: Person;
+    let dave: Person;
     let team: { uuid: string };
     const ids: Record<string, string> = {};
 
     /** Set-up only: records an event as another domain (repos, threads) would. */
-    const emit = async (name: string, kind: string, scopes: string[], actor: U | null) => {
+    const emit = async (name: string, kind: string, scopes: string[], actor: Person | null) => {
       const ev = await inTransaction(t.deps, (tx) =>
         tx.emit({ kind, scopes, actor: actor && { uuid: actor.uuid, username: actor.username }, payload: { label: name } }),
       );

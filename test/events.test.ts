@@ -6,49 +6,64 @@ import { inTransaction } from '../src/events/service.ts';
 import { ISO_MS, countRows } from './foundation-helpers.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
+import type { Person } from './common.ts';
 
 const EVENT_KEYS = ['actor', 'created_at', 'id', 'kind', 'payload', 'scopes'];
 
 for (const dialect of DIALECTS) {
   describe(`events (${dialect})`, () => {
     let t: TestApp;
-    let alice: { token: string; uuid: string; username: string };
-    let bob: { token: string; uuid: string; username: string };
-    let scope: string;
-    /** every event id in alice's scope, ascending */
-    let ids: number[];
-
-    const aliceIds = async () =>
-      (
-        await t.deps.db
-          .selectFrom('event_scopes')
-          .select('event_id')
-          .where('scope', '=', `user:${alice.uuid}`)
-          .orderBy('event_id')
-          .execute()
-      ).map((r) => Number(r.event_id));
-
-    const get = (url: string, token = alice.token) => t.req('GET', url, { token });
+    let people = 0;
     const idsOf = (body: { results: Array<{ id: string }> }) => body.results.map((e) => Number(e.id));
-    const q = (params: Record<string, string | number>) =>
-      `/api/v1/events?${new URLSearchParams(Object.entries({ scope, ...params }).map(([k, v]) => [k, String(v)]))}`;
 
-    before(async () => {
-      t = await startApp(dialect);
-      alice = await t.user('alice');
-      bob = await t.user('bob');
-      scope = `user:${alice.uuid}`;
-      // 33 more events for alice, interleaved with bob's so the scope filter matters
-      for (let i = 0; i < 33; i++) {
+    /**
+     * Two new users for one test, so every test builds what it asserts and runs alone or in any
+     * order. With `events` (the default) alice gets 33 more events (35 in all, with user-created
+     * and her first token-created) interleaved with bob's, so the scope filter matters.
+     */
+    const seeded = async ({ events = true } = {}) => {
+      const n = ++people;
+      const alice: Person = await t.user(`alice${n}`);
+      const bob: Person = await t.user(`bob${n}`);
+      const scope = `user:${alice.uuid}`;
+      /** every event id in alice's scope, ascending */
+      const aliceIds = async () =>
+        (
+          await t.deps.db.selectFrom('event_scopes').select('event_id').where('scope', '=', scope).orderBy('event_id').execute()
+        ).map((r) => Number(r.event_id));
+      for (let i = 0; events && i < 33; i++) {
         await t.req('POST', '/api/v1/api-tokens', { token: alice.token, body: { name: `a${i}` } });
         if (i % 3 === 0) await t.req('POST', '/api/v1/api-tokens', { token: bob.token, body: { name: `b${i}` } });
       }
-      ids = await aliceIds();
-      assert.equal(ids.length, 35);
+      const get = (url: string, token = alice.token) => t.req('GET', url, { token });
+      /**
+       * Alice's event ids once the API shows the newest: on PostgreSQL a reader sees events below
+       * the settled bound only, which any older transaction still running in the same database
+       * (another test file's, say) holds back for a moment.
+       */
+      const settledIds = async () => {
+        const all = await aliceIds();
+        for (let i = 0; ; i++) {
+          const newest = await get(`/api/v1/events?scope=${scope}&per_page=1`);
+          if (Number(newest.body.results.at(-1)?.id) === all.at(-1)) return all;
+          assert.ok(i < 200, 'the newest event becomes visible within 10 s');
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      };
+      const ids = await settledIds();
+      if (events) assert.equal(ids.length, 35);
+      const q = (params: Record<string, string | number>) =>
+        `/api/v1/events?${new URLSearchParams(Object.entries({ scope, ...params }).map(([k, v]) => [k, String(v)]))}`;
+      return { alice, bob, scope, ids, settledIds, get, q };
+    };
+
+    before(async () => {
+      t = await startApp(dialect);
     });
     after(() => t.close());
 
     it('an event is {id, kind, scopes, actor, payload, created_at}; id is a decimal string', async () => {
+      const { alice, scope, get, q } = await seeded();
       const res = await get(q({ per_page: 1 }));
       assert.equal(res.status, 200);
       const [event] = res.body.results;
@@ -56,12 +71,13 @@ for (const dialect of DIALECTS) {
       assert.match(event.id, /^\d+$/);
       assert.equal(event.kind, 'token-created');
       assert.deepEqual(event.scopes, [scope]);
-      assert.deepEqual(event.actor, { uuid: alice.uuid, username: 'alice' });
+      assert.deepEqual(event.actor, { uuid: alice.uuid, username: alice.username });
       assert.equal(event.payload.name, 'a32');
       assert.match(event.created_at, ISO_MS);
     });
 
     it('no cursor: the newest per_page (default 30) events, ascending; previous set, next null', async () => {
+      const { scope, ids, get, q } = await seeded();
       const res = await get(q({}));
       assert.equal(res.status, 200);
       assert.deepEqual(Object.keys(res.body).sort(), ['next', 'previous', 'results']);
@@ -74,6 +90,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('before_id=X: the per_page events just before X; after_id=X: just after X', async () => {
+      const { scope, ids, get, q } = await seeded();
       const x = ids[20]!;
       const before = await get(q({ before_id: x, per_page: 5 }));
       assert.deepEqual(idsOf(before.body), ids.slice(15, 20));
@@ -97,6 +114,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('following previous from the newest page visits every event once, then previous is null', async () => {
+      const { ids, get, q } = await seeded();
       const seen: number[] = [];
       let url: string | null = q({ per_page: 7 });
       let pages = 0;
@@ -123,6 +141,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('following next from the start visits every event once, then next is null', async () => {
+      const { ids, get, q } = await seeded();
       const seen: number[] = [];
       let url: string | null = q({ after_id: 0, per_page: 8 });
       let res = await get(url);
@@ -138,6 +157,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('empty pages at either end point back to the events', async () => {
+      const { ids, get, q } = await seeded();
       const older = await get(q({ before_id: ids[0]!, per_page: 4 }));
       assert.deepEqual(older.body.results, []);
       assert.equal(older.body.previous, null);
@@ -169,6 +189,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('a new event shows up after the last cursor; next is null only while nothing newer exists', async () => {
+      const { alice, get, q } = await seeded();
       const newest = await get(q({ per_page: 3 }));
       assert.equal(newest.body.next, null);
       const lastId = idsOf(newest.body).at(-1)!;
@@ -179,13 +200,13 @@ for (const dialect of DIALECTS) {
       assert.equal(res.body.results.length, 1);
       assert.equal(res.body.results[0].payload.token_uuid, created.body.uuid);
       assert.equal(res.body.next, null);
-      ids = await aliceIds();
     });
 
     it('kind filters, and the cursors keep the filter', async () => {
-      await t.req('PUT', '/api/v1/users/alice', { token: alice.token, body: { display_name: 'Alice' } });
-      await t.req('PUT', '/api/v1/users/alice', { token: alice.token, body: { display_name: 'Alice 2' } });
-      await t.req('PUT', '/api/v1/users/alice', { token: alice.token, body: { display_name: 'Alice 3' } });
+      const { alice, get, q } = await seeded({ events: false });
+      await t.req('PUT', `/api/v1/users/${alice.username}`, { token: alice.token, body: { display_name: 'Alice' } });
+      await t.req('PUT', `/api/v1/users/${alice.username}`, { token: alice.token, body: { display_name: 'Alice 2' } });
+      await t.req('PUT', `/api/v1/users/${alice.username}`, { token: alice.token, body: { display_name: 'Alice 3' } });
       const res = await get(q({ kind: 'user-updated', per_page: 2 }));
       assert.deepEqual(
         res.body.results.map((e: { kind: string }) => e.kind),
@@ -198,12 +219,12 @@ for (const dialect of DIALECTS) {
       assert.equal(older.body.previous, null);
       const none = await get(q({ kind: 'no-such-kind' }));
       assert.deepEqual(none.body, { results: [], next: null, previous: null });
-      ids = await aliceIds();
     });
 
     it('per_page: default 30, clamped at 100, below 1 or not an integer is 400', async () => {
+      const { alice, settledIds, get, q } = await seeded();
       for (let i = 0; i < 70; i++) await t.req('POST', '/api/v1/api-tokens', { token: alice.token, body: { name: `bulk${i}` } });
-      ids = await aliceIds();
+      const ids = await settledIds();
       assert.ok(ids.length > 100);
       const res = await get(q({ per_page: 500 }));
       assert.deepEqual(idsOf(res.body), ids.slice(-100));
@@ -216,6 +237,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('malformed cursors, both cursors at once, and a missing scope are 400', async () => {
+      const { get, q } = await seeded({ events: false });
       for (const params of <Array<Record<string, string | number>>>[
         { before_id: 'abc' },
         { after_id: '-1' },
@@ -234,6 +256,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('a malformed scope is 400; an unknown or invisible one 404', async () => {
+      const { alice, bob, get } = await seeded();
       for (const s of [
         '',
         'user',
@@ -278,6 +301,7 @@ for (const dialect of DIALECTS) {
 
     describe('GET /events/{id}', () => {
       it('200 when the caller may read one of its scopes, else 404', async () => {
+        const { bob, ids, get } = await seeded({ events: false });
         const own = ids[0]!;
         const res = await get(`/api/v1/events/${own}`);
         assert.equal(res.status, 200);
@@ -299,6 +323,7 @@ for (const dialect of DIALECTS) {
       });
 
       it('an event with several scopes is visible through any of them', async () => {
+        const { alice, bob, get } = await seeded({ events: false });
         const event = await inTransaction(t.deps, (tx) =>
           tx.emit({ kind: 'test-shared', scopes: [`user:${alice.uuid}`, `user:${bob.uuid}`], actor: null, payload: { n: 1 } }),
         );
@@ -310,12 +335,12 @@ for (const dialect of DIALECTS) {
         }
         const carol = await t.user('carol');
         assert.equal((await get(`/api/v1/events/${event.id}`, carol.token)).status, 404);
-        ids = await aliceIds();
       });
     });
 
     describe('outbox', () => {
       it('a change and its event commit together, and are published only after commit', async () => {
+        const { alice, get } = await seeded({ events: false });
         const published: EventRecord[] = [];
         const unsubscribe = t.deps.bus.subscribe((e) => published.push(e));
         try {
@@ -356,10 +381,11 @@ for (const dialect of DIALECTS) {
       });
 
       it('refused token changes write no event', async () => {
+        const { alice, bob } = await seeded({ events: false });
         const tok = (await t.req('POST', '/api/v1/api-tokens', { token: alice.token, body: { name: 'kept' } })).body;
         const before = await countRows(t, 'events');
         assert.equal(
-          (await t.req('POST', '/api/v1/api-tokens', { token: bob.token, body: { name: 'x', username: 'alice' } })).status,
+          (await t.req('POST', '/api/v1/api-tokens', { token: bob.token, body: { name: 'x', username: alice.username } })).status,
           403,
         );
         assert.equal((await t.req('PUT', `/api/v1/api-tokens/${tok.uuid}/revoke`, { token: bob.token })).status, 404);

@@ -3,18 +3,17 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
-
-type U = { token: string; uuid: string; username: string };
+import type { Person } from './common.ts';
 
 const FORK_FIELDS = ['uuid', 'source_repo_uuid', 'source_full_name', 'repo', 'created_at', 'created_by_username'].sort();
 
 for (const dialect of DIALECTS) {
   describe(`forks (${dialect})`, () => {
     let t: TestApp;
-    let maint: U;
-    let member: U;
-    let outsider: U;
-    let other: U;
+    let maint: Person;
+    let member: Person;
+    let outsider: Person;
+    let other: Person;
     let team: { uuid: string; slug: string };
     let target: { uuid: string; slug: string };
     let source: { uuid: string; slug: string };

@@ -4,8 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { branchMatchesPattern, isValidBranchName, isValidBranchPattern } from '../src/git/refname.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
-
-type U = { token: string; uuid: string; username: string };
+import type { Person } from './common.ts';
 
 describe('branch name helpers', () => {
   it('follows git check-ref-format --branch', () => {
@@ -63,10 +62,10 @@ describe('branch name helpers', () => {
 for (const dialect of DIALECTS) {
   describe(`protections (${dialect})`, () => {
     let t: TestApp;
-    let maint: U;
-    let member: U;
-    let reader: U;
-    let outsider: U;
+    let maint: Person;
+    let member: Person;
+    let reader: Person;
+    let outsider: Person;
     let team: { uuid: string; slug: string };
     let repo: { uuid: string; slug: string };
     const base = '/api/v1/teams/acme/repos/app/protections';
@@ -256,7 +255,7 @@ for (const dialect of DIALECTS) {
         [member, 403],
         [reader, 403],
         [outsider, 404],
-      ] as Array<[U, number]>) {
+      ] as Array<[Person, number]>) {
         for (const [method, url, body] of attempts) {
           const res = await t.req(method, url, { token: who.token, ...(body === undefined ? {} : { body }) });
           assert.equal(res.status, status, `${who.username} ${method} ${url}`);

@@ -537,7 +537,9 @@ for (const dialect of DIALECTS) {
     describe('update', () => {
       it('edits title and body, bumps updated_at and emits pull-updated', async () => {
         const pull = await openPull(t, w.teamPrivate.base, { token: w.reader.token });
-        await new Promise((r) => setTimeout(r, 5));
+        // an older updated_at instead of a sleep, so the edit's new one is later
+        pull.updated_at = new Date(Date.now() - 60_000).toISOString();
+        await t.deps.db.updateTable('pulls').set({ updated_at: pull.updated_at }).where('uuid', '=', pull.uuid).execute();
         const res = await t.req('PUT', `${w.teamPrivate.base}/pulls/${pull.number}`, {
           token: w.reader.token,
           body: { title: ' New title ', body: 'New body' },

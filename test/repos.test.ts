@@ -4,12 +4,10 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { seedRepo as seedRepoNow, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
-import { eventResults } from './common.ts';
+import { eventResults, type Person } from './common.ts';
 
 // Seeded rows get distinct, increasing created_at values (fixtures.ts), so oldest-first order is the seeding order.
 const seedRepo = seedRepoNow;
-
-type U = { token: string; uuid: string; username: string };
 
 const REPO_FIELDS = [
   'uuid',
@@ -47,11 +45,11 @@ const eventsIn = eventResults;
 for (const dialect of DIALECTS) {
   describe(`repos (${dialect})`, () => {
     let t: TestApp;
-    let owner: U;
-    let maint: U;
-    let member: U;
-    let reader: U;
-    let outsider: U;
+    let owner: Person;
+    let maint: Person;
+    let member: Person;
+    let reader: Person;
+    let outsider: Person;
     let team: { uuid: string; slug: string };
 
     before(async () => {
@@ -128,7 +126,7 @@ for (const dialect of DIALECTS) {
 
       it('refuses creation to members, readers (403), outsiders (404), anonymous (401); nothing is created', async () => {
         const before = await t.req('GET', '/api/v1/teams/acme/repos?per_page=100');
-        const cases: Array<[U | null, number, string]> = [
+        const cases: Array<[Person | null, number, string]> = [
           [member, 403, 'forbidden'],
           [reader, 403, 'forbidden'],
           [outsider, 404, 'not_found'],
@@ -438,7 +436,7 @@ for (const dialect of DIALECTS) {
           [outsider, priv, 404],
           [outsider, pub, 403],
           [member, pub, 403],
-        ] as Array<[U, typeof priv, number]>) {
+        ] as Array<[Person, typeof priv, number]>) {
           const before = await repoSnapshot(t, r.path, r.uuid);
           const res = await t.req('PUT', r.path, { token: who.token, body: { name: 'Hacked', visibility: 'public' } });
           assert.equal(res.status, status, `${who.username}: ${res.text}`);
@@ -472,7 +470,7 @@ for (const dialect of DIALECTS) {
         const quota = await t.user('quota');
         const uPriv = await seedRepo(t, { kind: 'user', uuid: quota.uuid }, 'q-priv');
         const uPub = await seedRepo(t, { kind: 'user', uuid: quota.uuid }, 'q-pub', { visibility: 'public' });
-        const cases: Array<[U | null, { path: string; uuid: string }, number, string]> = [
+        const cases: Array<[Person | null, { path: string; uuid: string }, number, string]> = [
           [null, priv, 401, 'unauthorized'],
           [outsider, priv, 404, 'not_found'],
           [member, off, 404, 'not_found'],
@@ -725,7 +723,7 @@ for (const dialect of DIALECTS) {
           [member, 403],
           [reader, 403],
           [outsider, 404],
-        ] as Array<[U, number]>) {
+        ] as Array<[Person, number]>) {
           const res = await t.req('DELETE', path, { token: who.token });
           assert.equal(res.status, status, who.username);
         }
@@ -986,9 +984,9 @@ const STATE_CASES: Array<{
 for (const dialect of DIALECTS) {
   describe(`archived repos and inactive teams (${dialect})`, () => {
     let t: TestApp;
-    let owner: U;
-    let maint: U;
-    let userOwner: U;
+    let owner: Person;
+    let maint: Person;
+    let userOwner: Person;
     let n = 0;
 
     before(async () => {
@@ -1224,12 +1222,12 @@ for (const dialect of DIALECTS) {
     const tokens: Partial<Record<Role, string | null>> = {};
     const userTokens: Partial<Record<Role, string | null>> = {};
     let teamUuid: string;
-    let userOwner: U;
+    let userOwner: Person;
     let n = 0;
 
     before(async () => {
       t = await startApp(dialect);
-      const users: Record<string, U> = {};
+      const users: Record<string, Person> = {};
       for (const name of ['m-outsider', 'm-reader', 'm-member', 'm-maint', 'm-owner']) users[name] = await t.user(name);
       userOwner = await t.user('umatrix');
       await t.user('approver');

@@ -3,7 +3,6 @@ import { after, before, describe, it } from 'node:test';
 import { seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
 
-const tick = () => new Promise((r) => setTimeout(r, 3));
 const TEAM_KEYS = ['created_at', 'is_active', 'name', 'slug', 'updated_at', 'uuid'];
 
 for (const dialect of DIALECTS) {
@@ -143,9 +142,11 @@ for (const dialect of DIALECTS) {
     describe('GET /teams', () => {
       it("lists the caller's teams, oldest first, paged", async () => {
         const c1 = await t.user('lister');
-        for (const slug of ['list-1', 'list-2', 'list-3']) {
+        for (const [i, slug] of ['list-1', 'list-2', 'list-3'].entries()) {
           assert.equal((await t.req('POST', '/api/v1/teams', { token: c1.token, body: { name: slug, slug } })).status, 201);
-          await tick();
+          // distinct creation times without sleeping: seconds apart, in the past
+          const createdAt = new Date(Date.now() - (10 - i) * 1000).toISOString();
+          await t.deps.db.updateTable('teams').set({ created_at: createdAt }).where('slug', '=', slug).execute();
         }
         // a team the caller is only a reader of counts too; one they are not in does not
         await seedTeam(t, 'list-4', [{ uuid: c1.uuid, role: 'reader' }]);
@@ -223,8 +224,10 @@ for (const dialect of DIALECTS) {
     describe('PUT /teams/{team_slug}', () => {
       it('lets the owner rename the team and change its slug', async () => {
         await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Ren', slug: 'ren' } });
+        // an older updated_at instead of a sleep, so the rename's new one is later
+        const past = new Date(Date.now() - 60_000).toISOString();
+        await t.deps.db.updateTable('teams').set({ updated_at: past }).where('slug', '=', 'ren').execute();
         const before = (await t.req('GET', '/api/v1/teams/ren')).body;
-        await tick();
         const res = await t.req('PUT', '/api/v1/teams/ren', { token: alice.token, body: { name: ' Renamed ', slug: 'Ren-2' } });
         assert.equal(res.status, 200);
         assert.deepEqual(Object.keys(res.body).sort(), TEAM_KEYS);

@@ -5,7 +5,7 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
-import { findPull } from '../pulls/pulls-service.ts';
+import { findPull } from '../pulls/service.ts';
 import { repoScopes } from '../repos/view.ts';
 import { findReply, findThread, readOnly } from '../threads/service.ts';
 import { nowIso } from '../time.ts';

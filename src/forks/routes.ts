@@ -2,8 +2,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
-import { pageOf, pageParams } from '../http/paging.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { pagedRepoList } from '../http/repo-routes.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
 import { CreateForkQuery, Fork, ForkTeamParam, ForkUserParam, ForkUuidParams, ListForksQuery } from './schemas.ts';
@@ -77,11 +77,7 @@ export async function forksRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: Page(Fork) },
         },
       },
-      async (request, reply) => {
-        const p = pageParams(request.query);
-        const rows = await listForks(deps, requireViewer(request), repoRef(request.params as RepoParams), p);
-        return pageOf(request, reply, p, rows);
-      },
+      pagedRepoList(({ viewer, ref }, p) => listForks(deps, viewer, ref, p)),
     );
 
     r.get(

@@ -1,9 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { requireViewer } from '../http/auth.ts';
-import { pageOf, pageParams } from '../http/paging.ts';
-import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { REPO_FORMS, type RepoParams, repoParamsSchema } from '../http/repo-paths.ts';
+import { type OnRepo, pagedRepoList } from '../http/repo-routes.ts';
 import { Page } from '../http/schemas.ts';
 import { PullNumber } from '../pulls/schemas.ts';
 import { Branch, Commit, FileChange, ListQuery } from './schemas.ts';
@@ -28,11 +27,7 @@ export async function gitRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
           response: { 200: Page(Branch) },
         },
       },
-      async (request, reply) => {
-        const p = pageParams(request.query);
-        const rows = await listBranches(deps, requireViewer(request), repoRef(request.params as RepoParams), p);
-        return pageOf(request, reply, p, rows);
-      },
+      pagedRepoList(({ viewer, ref }, p) => listBranches(deps, viewer, ref, p)),
     );
     r.get(
       `${form.prefix}/pulls/:number/commits`,
@@ -46,12 +41,7 @@ export async function gitRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
           response: { 200: Page(Commit) },
         },
       },
-      async (request, reply) => {
-        const p = pageParams(request.query);
-        const params = request.params as PullPath;
-        const rows = await listPullCommits(deps, requireViewer(request), repoRef(params), params.number, p);
-        return pageOf(request, reply, p, rows);
-      },
+      pagedRepoList(({ viewer, ref, params }: OnRepo<PullPath>, p) => listPullCommits(deps, viewer, ref, params.number, p)),
     );
     r.get(
       `${form.prefix}/pulls/:number/files`,
@@ -65,12 +55,7 @@ export async function gitRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
           response: { 200: Page(FileChange) },
         },
       },
-      async (request, reply) => {
-        const p = pageParams(request.query);
-        const params = request.params as PullPath;
-        const rows = await listPullFiles(deps, requireViewer(request), repoRef(params), params.number, p);
-        return pageOf(request, reply, p, rows);
-      },
+      pagedRepoList(({ viewer, ref, params }: OnRepo<PullPath>, p) => listPullFiles(deps, viewer, ref, params.number, p)),
     );
   }
 }

@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { type RepoRef, requireRepo } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
-import { requirePull } from '../pulls/pulls-service.ts';
+import { requirePull } from '../pulls/service.ts';
 import type { Viewer } from '../viewer.ts';
 import { branchMatchesPattern } from './refname.ts';
 import type { Branch, Commit, FileChange } from './schemas.ts';

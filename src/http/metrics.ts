@@ -66,6 +66,14 @@ export const dbQueryErrors = new client.Counter({
   registers: [metricsRegistry],
 });
 
+/** How late each timer occurrence fired: the scheduler observes now minus its due time. */
+export const timerLag = new client.Histogram({
+  name: 'weft_timer_lag_seconds',
+  help: 'Seconds between a timer occurrence falling due and its firing',
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+  registers: [metricsRegistry],
+});
+
 const observeQuery: QueryObserver = (kind, seconds, failed) => {
   dbQueryDuration.observe({ kind }, seconds);
   if (failed) dbQueryErrors.inc({ kind });

@@ -2,8 +2,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
-import { pageOf, pageParams } from '../http/paging.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { type OnRepo, pagedRepoList } from '../http/repo-routes.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
 import {
@@ -52,11 +52,7 @@ export async function protectionsRoutes(app: FastifyInstance, { deps }: { deps: 
           response: { 200: Page(Protection) },
         },
       },
-      async (request, reply) => {
-        const p = pageParams(request.query);
-        const rows = await listProtections(deps, requireViewer(request), repoRef(request.params as RepoParams), p);
-        return pageOf(request, reply, p, rows);
-      },
+      pagedRepoList(({ viewer, ref }, p) => listProtections(deps, viewer, ref, p)),
     );
 
     r.post(
@@ -140,12 +136,9 @@ export async function protectionsRoutes(app: FastifyInstance, { deps }: { deps: 
           response: { 200: Page(Approver) },
         },
       },
-      async (request, reply) => {
-        const params = request.params as ProtectionParams;
-        const p = pageParams(request.query);
-        const rows = await listApprovers(deps, requireViewer(request), repoRef(params), params.protection_uuid, p);
-        return pageOf(request, reply, p, rows);
-      },
+      pagedRepoList(({ viewer, ref, params }: OnRepo<ProtectionParams>, p) =>
+        listApprovers(deps, viewer, ref, params.protection_uuid, p),
+      ),
     );
 
     r.post(

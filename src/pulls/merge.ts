@@ -8,7 +8,7 @@ import type { MergeStrategy } from '../git/store.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import { pullProtectionStatus } from './protection-status.ts';
-import { loadPullJson, type PullJson, pullEventPayload, pullScopes, requirePull } from './pulls-service.ts';
+import { loadPullJson, type PullJson, pullEventPayload, pullScopes, requirePull } from './service.ts';
 
 export interface MergeResultJson {
   pull: PullJson;

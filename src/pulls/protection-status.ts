@@ -4,7 +4,7 @@ import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { branchMatchesPattern, isGlobPattern } from '../git/refname.ts';
 import type { Viewer } from '../viewer.ts';
-import { type PullRow, requirePull } from './pulls-service.ts';
+import { type PullRow, requirePull } from './service.ts';
 
 type ProtectionRow = Selectable<ProtectionsTable>;
 

@@ -7,7 +7,7 @@ import { conflict, notFound } from '../errors.ts';
 import { actorOf, inTransaction } from '../events/service.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
-import { type PullRow, requirePull } from './pulls-service.ts';
+import { type PullRow, requirePull } from './service.ts';
 
 export type ReviewStatus = 'approved' | 'changes_requested' | 'commented';
 

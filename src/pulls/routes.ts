@@ -11,7 +11,7 @@ import { Page, PageQuery } from '../http/schemas.ts';
 import type { Viewer } from '../viewer.ts';
 import { mergePull } from './merge.ts';
 import { getPullProtection, PROTECTION_MATCHING_RULES } from './protection-status.ts';
-import { createPull, getPull, listPulls, updatePull, listWithBranchTips, withBranchTips } from './pulls-service.ts';
+import { createPull, getPull, listPulls, updatePull, listWithBranchTips, withBranchTips } from './service.ts';
 import { createReview, getReview, listReviews, removeReview } from './reviews-service.ts';
 import {
   CreatePullBody,

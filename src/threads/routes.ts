@@ -2,8 +2,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
-import { pageOf, pageParams } from '../http/paging.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { type OnRepo, pagedRepoList } from '../http/repo-routes.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
 import {
@@ -61,15 +61,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(Thread) },
         },
       },
-      async (request, reply) => {
-        const p = pageParams(request.query);
-        return pageOf(
-          request,
-          reply,
-          p,
-          await listThreads(deps, requireViewer(request), repoRef(request.params as RepoParams), p),
-        );
-      },
+      pagedRepoList(({ viewer, ref }, p) => listThreads(deps, viewer, ref, p)),
     );
 
     r.post(
@@ -155,12 +147,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(Participant) },
         },
       },
-      async (request, reply) => {
-        const params = request.params as ThreadParams;
-        const p = pageParams(request.query);
-        const rows = await listParticipants(deps, requireViewer(request), repoRef(params), params.number, p);
-        return pageOf(request, reply, p, rows);
-      },
+      pagedRepoList(({ viewer, ref, params }: OnRepo<ThreadParams>, p) => listParticipants(deps, viewer, ref, params.number, p)),
     );
 
     r.get(
@@ -174,11 +161,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(Reply) },
         },
       },
-      async (request, reply) => {
-        const params = request.params as ThreadParams;
-        const p = pageParams(request.query);
-        return pageOf(request, reply, p, await listReplies(deps, requireViewer(request), repoRef(params), params.number, p));
-      },
+      pagedRepoList(({ viewer, ref, params }: OnRepo<ThreadParams>, p) => listReplies(deps, viewer, ref, params.number, p)),
     );
 
     r.post(
@@ -266,19 +249,9 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(ReplyVersion) },
         },
       },
-      async (request, reply) => {
-        const params = request.params as ReplyParams;
-        const p = pageParams(request.query);
-        const rows = await listReplyVersions(
-          deps,
-          requireViewer(request),
-          repoRef(params),
-          params.number,
-          params.reply_number,
-          p,
-        );
-        return pageOf(request, reply, p, rows);
-      },
+      pagedRepoList(({ viewer, ref, params }: OnRepo<ReplyParams>, p) =>
+        listReplyVersions(deps, viewer, ref, params.number, params.reply_number, p),
+      ),
     );
   }
 }

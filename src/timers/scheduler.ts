@@ -2,6 +2,7 @@ import { type TimerOwnerState, timerOwnerStates } from '../access/index.ts';
 import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
 import { emitMany, inTransaction } from '../events/service.ts';
+import { timerLag } from '../http/metrics.ts';
 import { createMarkdownRenderer, extractMentions } from '../markdown/render.ts';
 import { nextAfterFiring } from './schedule.ts';
 import { type TimerRow, scheduleOf, timerScopes } from './service.ts';
@@ -184,6 +185,7 @@ export class TimerScheduler {
       const owners = await timerOwnerStates(tx.db, due);
       const plans = due.map((timer) => planOccurrence(timer, owners.get(`${timer.scope}:${timer.owner_uuid}`)!, now));
       const firing = plans.filter((p) => p.fires);
+      for (const p of firing) timerLag.observe(Math.max(0, now.getTime() - Date.parse(p.timer.next_run_at)) / 1000);
       await this.moveOn(tx.db, firing, nowIso, true);
       await this.moveOn(
         tx.db,

@@ -6,8 +6,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest } from '../errors.ts';
 import { requireViewer } from '../http/auth.ts';
-import { pageOf, pageParams } from '../http/paging.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { pagedRepoList } from '../http/repo-routes.ts';
 import { errors } from '../http/route-schemas.ts';
 import { ErrorBody, Page } from '../http/schemas.ts';
 import type { StoredBlob } from '../blobs/store.ts';
@@ -226,15 +226,7 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(Upload) },
         },
       },
-      async (request, reply) => {
-        const p = pageParams(request.query);
-        return pageOf(
-          request,
-          reply,
-          p,
-          await listUploads(deps, requireViewer(request), repoRef(request.params as RepoParams), p),
-        );
-      },
+      pagedRepoList(({ viewer, ref }, p) => listUploads(deps, viewer, ref, p)),
     );
 
     r.get(
