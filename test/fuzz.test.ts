@@ -266,7 +266,7 @@ for (const dialect of DIALECTS) {
       );
       const group = ok(await t.req('POST', '/api/v1/teams/fz/repos/r1/upload-groups', { body: {} }), 'upload group');
       const timer = ok(
-        await t.req('POST', '/api/v1/users/fzu/timers', { token: fzu.token, body: { message: 'x', every_seconds: 60 } }),
+        await t.req('POST', '/api/v1/users/fzu/timers', { token: fzu.token, body: { message: 'x', every_seconds: 86400 } }),
         'timer',
       );
       const events = ok(await t.req('GET', `/api/v1/events?scope=user:${fzu.uuid}`), 'events');
