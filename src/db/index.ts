@@ -35,7 +35,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   let database: Database;
   const queryObservers = new Set<QueryObserver>();
   const log = queryLogger(queryObservers);
-  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   if (opts.url && /^postgres(ql)?:\/\//.test(opts.url)) {
     const pool = new pg.Pool({
       connectionString: opts.url,
