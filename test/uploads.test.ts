@@ -240,7 +240,7 @@ for (const dialect of DIALECTS) {
           });
           assert.equal(filenameToo.status, 400);
           assert.equal(await uploadRows(repoUuid()), rows);
-          assert.equal(blobFiles(t).length, files);
+          assert.equal(blobFiles(t).length, files, blobFiles(t).join('\n'));
           assert.equal(await usage(repoUuid()), used);
         });
 

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { requireTeam } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { visibleEventsNewestFirst } from '../events/feed.ts';
-import { settledBound } from '../events/order.ts';
+import { readableBound } from '../events/order.ts';
 import { type EventRecord, eventFromRow } from '../events/service.ts';
 import { getUser } from '../users/service.ts';
 import type { Viewer } from '../viewer.ts';
@@ -22,6 +22,7 @@ export interface Window {
 export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string, page: Window): Promise<EventRecord[]> {
   const { team } = await requireTeam(deps.db, viewer, teamSlug);
   const teamScope = `team:${team.uuid}`;
+  const settled = await readableBound(deps.db, deps.dialect);
   const fetchBatch = async (beforeId: number | null, size: number): Promise<EventRecord[]> => {
     let q = deps.db
       .selectFrom('events as e')
@@ -46,8 +47,7 @@ export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string,
           ),
       );
     if (beforeId !== null) q = q.where('e.id', '<', beforeId);
-    const settled = settledBound(deps.dialect);
-    if (settled) q = q.where('e.id', '<', settled);
+    if (settled !== null) q = q.where('e.id', '<', settled);
     return (await q.orderBy('e.id', 'desc').limit(size).execute()).map(eventFromRow);
   };
   return visibleEventsNewestFirst(deps, viewer, fetchBatch, page.offset, page.limit);
@@ -59,11 +59,11 @@ export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string,
  */
 export async function userActivity(deps: Deps, viewer: Viewer, username: string, page: Window): Promise<EventRecord[]> {
   const user = await getUser(deps, viewer, username);
+  const settled = await readableBound(deps.db, deps.dialect);
   const fetchBatch = async (beforeId: number | null, size: number): Promise<EventRecord[]> => {
     let q = deps.db.selectFrom('events').selectAll().where('actor_uuid', '=', user.uuid);
     if (beforeId !== null) q = q.where('id', '<', beforeId);
-    const settled = settledBound(deps.dialect);
-    if (settled) q = q.where('id', '<', settled);
+    if (settled !== null) q = q.where('id', '<', settled);
     return (await q.orderBy('id', 'desc').limit(size).execute()).map(eventFromRow);
   };
   return visibleEventsNewestFirst(deps, viewer, fetchBatch, page.offset, page.limit);

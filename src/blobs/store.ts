@@ -57,9 +57,13 @@ export class FsBlobStore implements BlobStore {
         cb(null, chunk);
       },
     });
+    const out = createWriteStream(tmp, { mode: 0o600 });
     try {
-      await pipeline(content, meter, createWriteStream(tmp, { mode: 0o600 }));
+      await pipeline(content, meter, out);
     } catch (err) {
+      // The pipeline can reject before the file stream has opened (and so created) the file:
+      // remove it only once the stream has closed, or a refused upload would leave it behind.
+      if (!out.closed) await new Promise((resolve) => out.once('close', resolve));
       await rm(tmp, { force: true });
       throw err;
     }

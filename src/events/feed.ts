@@ -2,7 +2,7 @@ import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
 import { type EventRecord, type EventRow, eventFromRow } from './service.ts';
-import { settledBound } from './order.ts';
+import { readableBound } from './order.ts';
 import { canReadScope, parseScope, scopeChecker } from './scopes.ts';
 
 export interface CursorQuery {
@@ -34,7 +34,9 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
     throw badRequest('Use either before_id or after_id, not both.');
   }
   await requireReadableScope(deps, viewer, q.scope);
-  const settled = settledBound(deps.dialect);
+  // One bound for the whole page, so its rows and its cursors agree; it waits for the events
+  // committed before this read to settle (read-your-writes, events/order.ts).
+  const settled = await readableBound(deps.db, deps.dialect);
   const base = () => {
     let query = deps.db
       .selectFrom('event_scopes as s')
@@ -42,7 +44,7 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
       .where('s.scope', '=', q.scope);
     if (q.kind) query = query.where('e.kind', '=', q.kind);
     // Only settled events (events/order.ts), so a cursor never passes an id that commits later.
-    if (settled) query = query.where('s.event_id', '<', settled);
+    if (settled !== null) query = query.where('s.event_id', '<', settled);
     return query;
   };
   let rows: EventRow[];
