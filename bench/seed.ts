@@ -70,7 +70,10 @@ export async function seedEvents(database: Database, n: number, scope: string, o
         `i + ${offset}, 'repo-updated', '["' || ${scopeOf} || '"]', '${actor}', 'bench', '{"fields":[]}', '${now}'`,
       ),
   );
-  await run(db, `insert into event_scopes (event_id, scope) ` + series(database, n, `i + ${offset}, ${scopeOf}`));
+  await run(
+    db,
+    `insert into event_scopes (event_id, scope, kind) ` + series(database, n, `i + ${offset}, ${scopeOf}, 'repo-updated'`),
+  );
   if (database.dialect === 'postgres') {
     await run(db, `select setval(pg_get_serial_sequence('events', 'id'), (select max(id) from events))`);
     await run(db, 'analyze');

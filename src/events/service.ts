@@ -84,7 +84,7 @@ async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventIn
   if (scopes.length) {
     await db
       .insertInto('event_scopes')
-      .values(scopes.map((scope) => ({ event_id: row.id, scope })))
+      .values(scopes.map((scope) => ({ event_id: row.id, scope, kind: input.kind })))
       .execute();
   }
   return {
@@ -190,7 +190,7 @@ export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]):
     payload: input.payload,
     created_at,
   }));
-  const scopeRows = records.flatMap((r) => r.scopes.map((scope) => ({ event_id: Number(r.id), scope })));
+  const scopeRows = records.flatMap((r) => r.scopes.map((scope) => ({ event_id: Number(r.id), scope, kind: r.kind })));
   if (scopeRows.length) await tx.db.insertInto('event_scopes').values(scopeRows).execute();
   tx.afterCommit(() => {
     for (const r of records) deps.bus.publish(r);
