@@ -80,8 +80,13 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
     // The page's own ends are the cursors, when something lies beyond them.
     const first = Number(rows[0]!.id);
     const last = Number(rows.at(-1)!.id);
-    if (await exists('<', first)) previousBeforeId = first;
-    if (await exists('>', last)) nextAfterId = last;
+    // Below the fixed bound nothing new can appear, so a short page, or the newest page, already
+    // says that nothing lies beyond its far end: no query for that side.
+    const short = rows.length < q.perPage;
+    const olderPossible = q.after_id !== undefined || !short;
+    const newerPossible = q.after_id !== undefined ? !short : q.before_id !== undefined;
+    if (olderPossible && (await exists('<', first))) previousBeforeId = first;
+    if (newerPossible && (await exists('>', last))) nextAfterId = last;
   } else if (q.after_id !== undefined) {
     // Past the newest end: previous leads to the nearest events at or before the cursor.
     const x = Number(q.after_id);
