@@ -92,9 +92,9 @@ async function writeScopeRows(db: Transaction<DB>, events: Array<{ id: number; k
   if (rows.length) await db.insertInto('event_scopes').values(rows).execute();
 }
 
-async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
-  const created_at = nowIso();
-  const values = {
+/** The `events` row of an input, but its id. */
+function eventValues(input: EventInput, created_at: string) {
+  return {
     kind: input.kind,
     scopes: JSON.stringify(input.scopes),
     actor_uuid: input.actor?.uuid ?? null,
@@ -102,6 +102,11 @@ async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventIn
     payload: JSON.stringify(input.payload),
     created_at,
   };
+}
+
+async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
+  const created_at = nowIso();
+  const values = eventValues(input, created_at);
   let row: { id: number };
   // bench/pulls.ts only: the old global lock, for the "before" figure.
   if (dialect === 'postgres' && process.env.WEFT_EVENT_ORDER_LOCK === '1')
@@ -206,12 +211,7 @@ export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]):
     .values(
       inputs.map((input, i) => ({
         ...(first === null ? {} : { id: first + i }),
-        kind: input.kind,
-        scopes: JSON.stringify(input.scopes),
-        actor_uuid: input.actor?.uuid ?? null,
-        actor_username: input.actor?.username ?? null,
-        payload: JSON.stringify(input.payload),
-        created_at,
+        ...eventValues(input, created_at),
       })),
     )
     .returning('id')

@@ -7,6 +7,7 @@ import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden, notFound } from '../errors.ts';
 import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
 import { isValidBranchName } from '../git/refname.ts';
+import { nextRepoNumber } from '../repos/numbers.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import { TITLE_MAX } from './schemas.ts';
@@ -152,15 +153,7 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
     if (!(await canOpenPull(tx.db, viewer, access))) {
       throw forbidden(`The repo's pull policy (${access.repo.public_repo_pull_policy}) does not let you open pulls.`);
     }
-    // The row lock on the repo serialises concurrent creations: numbers are unique and gap-free.
-    const seq = await tx.db
-      .updateTable('repos')
-      .set((eb) => ({ pull_seq: eb('pull_seq', '+', 1) }))
-      .where('uuid', '=', access.repo.uuid)
-      .returning('pull_seq')
-      .executeTakeFirst();
-    // the repo was deleted after the access check
-    if (!seq) throw notFound('Repo');
+    const number = await nextRepoNumber(tx.db, access.repo.uuid, 'pull_seq');
     const now = nowIso();
     const uuid = randomUUID();
     await tx.db
@@ -168,7 +161,7 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
       .values({
         uuid,
         repo_uuid: access.repo.uuid,
-        number: seq.pull_seq,
+        number,
         title,
         body: input.body,
         source_branch: input.source_branch,

@@ -8,6 +8,7 @@ import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
+import { nextRepoNumber } from '../repos/numbers.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
@@ -118,14 +119,7 @@ export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, inp
   const title = cleanTitle(input.title);
   return inTransaction(deps, async (tx) => {
     const access = await requireRepo(tx.db, viewer, ref, DISCUSS);
-    // The repo row update serialises concurrent creations: numbers are unique and gap-free.
-    const seq = await tx.db
-      .updateTable('repos')
-      .set((eb) => ({ thread_seq: eb('thread_seq', '+', 1) }))
-      .where('uuid', '=', access.repo.uuid)
-      .returning('thread_seq')
-      .executeTakeFirst();
-    if (!seq) throw notFound('Repo');
+    const number = await nextRepoNumber(tx.db, access.repo.uuid, 'thread_seq');
     const now = nowIso();
     const uuid = randomUUID();
     await tx.db
@@ -133,7 +127,7 @@ export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, inp
       .values({
         uuid,
         repo_uuid: access.repo.uuid,
-        number: seq.thread_seq,
+        number,
         title,
         body: input.body ?? '',
         author_uuid: viewer.uuid,
