@@ -77,7 +77,12 @@ export async function freshStore(dialect: DialectName): Promise<StoreHandle> {
 }
 
 export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), bootstrapAdminToken: ADMIN_TOKEN, ...overrides };
+  // Load shedding off: a loaded CI machine must not turn test requests into 503s (test/slow-clients.test.ts turns it on).
+  return {
+    ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }),
+    bootstrapAdminToken: ADMIN_TOKEN,
+    ...overrides,
+  };
 }
 
 /**
