@@ -52,7 +52,15 @@ async function run(db: Kysely<DB>, text: string): Promise<void> {
  * over `otherScope`). Kept in one function so it follows the events schema when that changes:
  * it writes `events` and `event_scopes` as `src/events/service.ts` does.
  */
-export async function seedEvents(database: Database, n: number, scope: string, otherScope: string, actor: string): Promise<void> {
+export async function seedEvents(
+  database: Database,
+  n: number,
+  scope: string,
+  otherScope: string,
+  actor: string,
+  /** the team that owns both scopes' repos: its activity index rows (events/service.ts writeScopeRows) */
+  teamUuid?: string,
+): Promise<void> {
   const db = database.db;
   const base = await db
     .selectFrom('events')
@@ -70,7 +78,17 @@ export async function seedEvents(database: Database, n: number, scope: string, o
         `i + ${offset}, 'repo-updated', '["' || ${scopeOf} || '"]', '${actor}', 'bench', '{"fields":[]}', '${now}'`,
       ),
   );
-  await run(db, `insert into event_scopes (event_id, scope) ` + series(database, n, `i + ${offset}, ${scopeOf}`));
+  await run(
+    db,
+    `insert into event_scopes (event_id, scope, kind) ` + series(database, n, `i + ${offset}, ${scopeOf}, 'repo-updated'`),
+  );
+  if (teamUuid) {
+    await run(
+      db,
+      `insert into event_scopes (event_id, scope, kind) ` +
+        series(database, n, `i + ${offset}, 'team-activity:${teamUuid}', 'repo-updated'`),
+    );
+  }
   if (database.dialect === 'postgres') {
     await run(db, `select setval(pg_get_serial_sequence('events', 'id'), (select max(id) from events))`);
     await run(db, 'analyze');
@@ -128,7 +146,7 @@ export async function seed(app: FastifyInstance, database: Database, adminToken:
   await db.updateTable('repos').set({ pull_seq: sizes.pulls }).where('uuid', '=', String(repo.uuid)).execute();
 
   const scope = `repo:${repo.uuid}`;
-  await seedEvents(database, sizes.events, scope, `repo:${other.uuid}`, String(member.uuid));
+  await seedEvents(database, sizes.events, scope, `repo:${other.uuid}`, String(member.uuid), team.uuid);
   // an id about 10 % into the scope's events, from the top: a deep before_id page
   const deep = await db
     .selectFrom('event_scopes')

@@ -132,6 +132,21 @@ for (const dialect of DIALECTS) {
         const events = await feed('/api/v1/teams/act/activity', bob.token);
         assert.equal(events[0]!.kind, 'member-removed');
       });
+
+      it("a deleted repo's events leave the feed, except those that also name the team; the index key is no scope", async () => {
+        const gone = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'gone');
+        // no actor, and deleted by staff: the user feeds below stay as they are
+        await emit('gone-pull', 'pull-opened', [`repo:${gone.uuid}`, `pull:${randomUUID()}`], null);
+        await emit('gone-and-team', 'repo-updated', [`team:${team.uuid}`, `repo:${gone.uuid}`], null);
+        const before = names(await feed('/api/v1/teams/act/activity', bob.token));
+        assert.deepEqual(before.slice(0, 2), ['gone-and-team', 'gone-pull']);
+        assert.equal((await t.req('DELETE', '/api/v1/teams/act/repos/gone')).status, 204);
+        const after = names(await feed('/api/v1/teams/act/activity', bob.token));
+        assert.deepEqual(after.slice(0, 2), ['repo-deleted', 'gone-and-team']);
+        assert.ok(!after.includes('gone-pull'));
+        const key = await t.req('GET', `/api/v1/events?scope=team-activity:${team.uuid}`, { token: alice.token });
+        assert.equal(key.status, 400);
+      });
     });
 
     describe('GET /users/{username}/activity', () => {

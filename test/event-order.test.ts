@@ -94,6 +94,35 @@ for (const dialect of DIALECTS) {
           [earlyId, late.id],
         );
       });
+
+      it('read-your-writes: a page waits (briefly) for events committed before it began', async () => {
+        const base = await inTransaction(t.deps, (tx) =>
+          tx.emit({ kind: 'test-start', scopes: [scope], actor: null, payload: {} }),
+        );
+        let release!: () => void;
+        const held = new Promise<void>((r) => (release = r));
+        let emitted!: () => void;
+        const hasEmitted = new Promise<void>((r) => (emitted = r));
+        let earlyId = '';
+        const early = inTransaction(t.deps, async (tx) => {
+          earlyId = (await tx.emit({ kind: 'test-order', scopes: [scope], actor: null, payload: { w: -3, i: 0 } })).id;
+          emitted();
+          await held;
+        });
+        await hasEmitted;
+        const mine = await inTransaction(t.deps, (tx) =>
+          tx.emit({ kind: 'test-order', scopes: [scope], actor: null, payload: { w: -4, i: 0 } }),
+        );
+        // The older transaction ends 150 ms into the read: the read waits for it instead of
+        // answering without the event its own client just wrote.
+        const reading = page(base.id);
+        setTimeout(release, 150);
+        assert.deepEqual(
+          (await reading).map((e) => e.id),
+          [earlyId, mine.id],
+        );
+        await early;
+      });
     }
   });
 }

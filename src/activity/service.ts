@@ -1,9 +1,8 @@
-import { sql } from 'kysely';
 import { requireTeam } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { visibleEventsNewestFirst } from '../events/feed.ts';
 import { readableBound } from '../events/order.ts';
-import { type EventRecord, eventFromRow } from '../events/service.ts';
+import { type EventRecord, eventFromRow, teamActivityKey } from '../events/service.ts';
 import { getUser } from '../users/service.ts';
 import type { Viewer } from '../viewer.ts';
 
@@ -21,34 +20,17 @@ export interface Window {
  */
 export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string, page: Window): Promise<EventRecord[]> {
   const { team } = await requireTeam(deps.db, viewer, teamSlug);
-  const teamScope = `team:${team.uuid}`;
   const settled = await readableBound(deps.db, deps.dialect);
   const fetchBatch = async (beforeId: number | null, size: number): Promise<EventRecord[]> => {
+    // One index range: the team's activity key (events/service.ts writeScopeRows).
     let q = deps.db
-      .selectFrom('events as e')
+      .selectFrom('event_scopes as s')
+      .innerJoin('events as e', 'e.id', 's.event_id')
       .selectAll('e')
-      .where('e.id', 'in', (eb) =>
-        eb
-          .selectFrom('event_scopes as s')
-          .select('s.event_id')
-          .where((w) =>
-            w.or([
-              w('s.scope', '=', teamScope),
-              w(
-                's.scope',
-                'in',
-                w
-                  .selectFrom('repos as r')
-                  .select(sql<string>`'repo:' || r.uuid`.as('scope'))
-                  .where('r.owner_kind', '=', 'team')
-                  .where('r.owner_uuid', '=', team.uuid),
-              ),
-            ]),
-          ),
-      );
-    if (beforeId !== null) q = q.where('e.id', '<', beforeId);
-    if (settled !== null) q = q.where('e.id', '<', settled);
-    return (await q.orderBy('e.id', 'desc').limit(size).execute()).map(eventFromRow);
+      .where('s.scope', '=', teamActivityKey(team.uuid));
+    if (beforeId !== null) q = q.where('s.event_id', '<', beforeId);
+    if (settled !== null) q = q.where('s.event_id', '<', settled);
+    return (await q.orderBy('s.event_id', 'desc').limit(size).execute()).map(eventFromRow);
   };
   return visibleEventsNewestFirst(deps, viewer, fetchBatch, page.offset, page.limit);
 }

@@ -44,6 +44,8 @@ export interface EventsTable {
 export interface EventScopesTable {
   event_id: number;
   scope: string;
+  /** the event's kind, beside the scope for kind-filtered pages (migration 090) */
+  kind: string | null;
 }
 
 export interface TeamsTable {

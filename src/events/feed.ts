@@ -42,30 +42,37 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
       .selectFrom('event_scopes as s')
       .innerJoin('events as e', 'e.id', 's.event_id')
       .where('s.scope', '=', q.scope);
-    if (q.kind) query = query.where('e.kind', '=', q.kind);
+    // Filters and order on the scope's index entries (scope, kind, event_id), never on the
+    // joined event row, so a page reads about per_page entries at any depth (README "Performance").
+    if (q.kind) query = query.where('s.kind', '=', q.kind);
     // Only settled events (events/order.ts), so a cursor never passes an id that commits later.
     if (settled !== null) query = query.where('s.event_id', '<', settled);
     return query;
   };
   let rows: EventRow[];
   if (q.after_id !== undefined) {
-    rows = await base().selectAll('e').where('e.id', '>', Number(q.after_id)).orderBy('e.id', 'asc').limit(q.perPage).execute();
+    rows = await base()
+      .selectAll('e')
+      .where('s.event_id', '>', Number(q.after_id))
+      .orderBy('s.event_id', 'asc')
+      .limit(q.perPage)
+      .execute();
   } else {
     let query = base().selectAll('e');
-    if (q.before_id !== undefined) query = query.where('e.id', '<', Number(q.before_id));
-    rows = (await query.orderBy('e.id', 'desc').limit(q.perPage).execute()).reverse();
+    if (q.before_id !== undefined) query = query.where('s.event_id', '<', Number(q.before_id));
+    rows = (await query.orderBy('s.event_id', 'desc').limit(q.perPage).execute()).reverse();
   }
   const results = rows.map(eventFromRow);
   const exists = async (op: '<' | '>', bound: number) =>
-    (await base().select('e.id').where('e.id', op, bound).limit(1).executeTakeFirst()) !== undefined;
+    (await base().select('s.event_id').where('s.event_id', op, bound).limit(1).executeTakeFirst()) !== undefined;
   const nearest = async (op: '<=' | '>=', bound: number): Promise<number | null> => {
     const row = await base()
-      .select('e.id')
-      .where('e.id', op, bound)
-      .orderBy('e.id', op === '<=' ? 'desc' : 'asc')
+      .select('s.event_id')
+      .where('s.event_id', op, bound)
+      .orderBy('s.event_id', op === '<=' ? 'desc' : 'asc')
       .limit(1)
       .executeTakeFirst();
-    return row === undefined ? null : Number(row.id);
+    return row === undefined ? null : Number(row.event_id);
   };
   let previousBeforeId: number | null = null;
   let nextAfterId: number | null = null;
@@ -73,8 +80,13 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
     // The page's own ends are the cursors, when something lies beyond them.
     const first = Number(rows[0]!.id);
     const last = Number(rows.at(-1)!.id);
-    if (await exists('<', first)) previousBeforeId = first;
-    if (await exists('>', last)) nextAfterId = last;
+    // Below the fixed bound nothing new can appear, so a short page, or the newest page, already
+    // says that nothing lies beyond its far end: no query for that side.
+    const short = rows.length < q.perPage;
+    const olderPossible = q.after_id !== undefined || !short;
+    const newerPossible = q.after_id !== undefined ? !short : q.before_id !== undefined;
+    if (olderPossible && (await exists('<', first))) previousBeforeId = first;
+    if (newerPossible && (await exists('>', last))) nextAfterId = last;
   } else if (q.after_id !== undefined) {
     // Past the newest end: previous leads to the nearest events at or before the cursor.
     const x = Number(q.after_id);

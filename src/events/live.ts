@@ -193,7 +193,7 @@ export async function scopeEventsAfter(
     .selectAll('e')
     .where('s.scope', '=', scope)
     .where('s.event_id', '>', afterId);
-  if (kind !== undefined) query = query.where('e.kind', '=', kind);
+  if (kind !== undefined) query = query.where('s.kind', '=', kind);
   const settled = settledBound(dialect);
   if (settled) query = query.where('s.event_id', '<', settled);
   return (await query.orderBy('s.event_id', 'asc').limit(limit).execute()).map(eventFromRow);

@@ -51,6 +51,47 @@ export interface TxContext {
  */
 export const EVENTS_PER_TRANSACTION = 65_536;
 
+/**
+ * The index key of a team's activity (README "Performance"): an `event_scopes` row, never a scope
+ * a client can name (GET /events refuses the kind) and never in an event's `scopes`.
+ */
+export const teamActivityKey = (teamUuid: string): string => `team-activity:${teamUuid}`;
+
+/**
+ * Writes the `event_scopes` rows of some events: one per scope (with the kind beside it, for
+ * kind-filtered pages), plus the activity key of every team the event concerns: a team scope, or
+ * the scope of a repo the team owns (repos never change owner). A team's activity is then one
+ * index range read in id order, whatever the number of its repos.
+ */
+async function writeScopeRows(db: Transaction<DB>, events: Array<{ id: number; kind: string; scopes: string[] }>): Promise<void> {
+  const repoUuids = new Set<string>();
+  for (const e of events) for (const scope of e.scopes) if (scope.startsWith('repo:')) repoUuids.add(scope.slice(5));
+  const teamOfRepo = new Map<string, string>();
+  if (repoUuids.size) {
+    const owners = await db
+      .selectFrom('repos')
+      .select(['uuid', 'owner_uuid'])
+      .where('owner_kind', '=', 'team')
+      .where('uuid', 'in', [...repoUuids])
+      .execute();
+    for (const o of owners) teamOfRepo.set(o.uuid, o.owner_uuid);
+  }
+  const rows: Array<{ event_id: number; scope: string; kind: string }> = [];
+  for (const e of events) {
+    const keys = new Set(e.scopes);
+    for (const scope of e.scopes) {
+      const team = scope.startsWith('team:')
+        ? scope.slice(5)
+        : scope.startsWith('repo:')
+          ? teamOfRepo.get(scope.slice(5))
+          : undefined;
+      if (team) keys.add(teamActivityKey(team));
+    }
+    for (const scope of keys) rows.push({ event_id: e.id, scope, kind: e.kind });
+  }
+  if (rows.length) await db.insertInto('event_scopes').values(rows).execute();
+}
+
 async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
   const created_at = nowIso();
   const values = {
@@ -81,12 +122,7 @@ async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventIn
     row = await db.insertInto('events').values(values).returning('id').executeTakeFirstOrThrow();
   }
   const scopes = [...new Set(input.scopes)];
-  if (scopes.length) {
-    await db
-      .insertInto('event_scopes')
-      .values(scopes.map((scope) => ({ event_id: row.id, scope })))
-      .execute();
-  }
+  await writeScopeRows(db, [{ id: row.id, kind: input.kind, scopes }]);
   return {
     id: String(row.id),
     kind: input.kind,
@@ -190,8 +226,10 @@ export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]):
     payload: input.payload,
     created_at,
   }));
-  const scopeRows = records.flatMap((r) => r.scopes.map((scope) => ({ event_id: Number(r.id), scope })));
-  if (scopeRows.length) await tx.db.insertInto('event_scopes').values(scopeRows).execute();
+  await writeScopeRows(
+    tx.db,
+    records.map((r) => ({ id: Number(r.id), kind: r.kind, scopes: r.scopes })),
+  );
   tx.afterCommit(() => {
     for (const r of records) deps.bus.publish(r);
   });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import {
   assertCanSetDiskQuota,
   type RepoRef,
@@ -14,7 +14,7 @@ import {
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict } from '../errors.ts';
-import { actorOf, type TxContext, inTransaction } from '../events/service.ts';
+import { actorOf, type TxContext, inTransaction, teamActivityKey } from '../events/service.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
@@ -278,6 +278,24 @@ export async function setArchived(deps: Deps, viewer: Viewer, ref: RepoRef, arch
  * (as Gitea does): their fork_of_uuid becomes null and their fork records are removed, each
  * with a repo-updated event.
  */
+/**
+ * A deleted repo is no longer one of its team's repos: its events leave the team's activity
+ * (the index of events/service.ts writeScopeRows), except those that also carry the team's own
+ * scope or the scope of another repo of the team.
+ */
+async function dropFromTeamActivity(tx: TxContext, repoUuid: string, teamUuid: string): Promise<void> {
+  await sql`
+    delete from event_scopes
+    where scope = ${teamActivityKey(teamUuid)}
+      and event_id in (select x.event_id from event_scopes x where x.scope = ${`repo:${repoUuid}`})
+      and not exists (select 1 from event_scopes t where t.event_id = event_scopes.event_id and t.scope = ${`team:${teamUuid}`})
+      and not exists (
+        select 1 from event_scopes o join repos r on o.scope = 'repo:' || r.uuid
+        where o.event_id = event_scopes.event_id and r.owner_kind = 'team' and r.owner_uuid = ${teamUuid} and r.uuid <> ${repoUuid})`.execute(
+    tx.db,
+  );
+}
+
 export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<void> {
   const deleted = await inTransaction(deps, async (tx) => {
     const { repo, owner } = await requireRepo(tx.db, viewer, ref, { level: 'owner', write: true, allowArchived: true });
@@ -310,6 +328,7 @@ export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
         });
       }
     }
+    if (repo.owner_kind === 'team') await dropFromTeamActivity(tx, repo.uuid, repo.owner_uuid);
     await tx.db.deleteFrom('repos').where('uuid', '=', repo.uuid).execute();
     await tx.emit({
       kind: 'repo-deleted',
