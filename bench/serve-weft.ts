@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import type { Database } from '../src/db/index.ts';
+import type { Deps } from '../src/deps.ts';
 
 /**
  * The server side of a benchmark child: Weft built in-process with buildApp on a fresh temp
@@ -13,11 +14,11 @@ import type { Database } from '../src/db/index.ts';
  * a bootstrap admin token and logging off, listening on a free loopback port. `stop` closes it
  * and removes the database. The app modules are imported here, so the parent process (the load
  * generator) never loads them. `prepare` runs before the app listens (bench/run.ts seeds there);
- * what it returns comes back as `prepared`.
+ * what it returns comes back as `prepared` (it also gets the app's `deps`).
  */
 export async function serveWeft<T = undefined>(
   token: string,
-  prepare?: (app: FastifyInstance, database: Database) => Promise<T>,
+  prepare?: (app: FastifyInstance, database: Database, deps: Deps) => Promise<T>,
 ): Promise<{ port: number; dialect: string; prepared: T; stop(): Promise<void> }> {
   const { buildApp } = await import('../src/app.ts');
   const { loadConfig } = await import('../src/config.ts');
@@ -39,7 +40,7 @@ export async function serveWeft<T = undefined>(
   const deps = createDeps(config, database);
   await bootstrapAdmin(deps);
   const app = await buildApp(deps, { logger: false });
-  const prepared = (prepare ? await prepare(app, database) : undefined) as T;
+  const prepared = (prepare ? await prepare(app, database, deps) : undefined) as T;
   await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     port: (app.server.address() as AddressInfo).port,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { inTransaction } from '../src/events/service.ts';
+import { AccessRecheck, TAIL } from '../src/events/tail.ts';
 import type { Person } from './common.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
@@ -273,3 +274,52 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+/** The per-instance bound on stream access re-checks (README "Live event stream"). */
+describe('AccessRecheck', () => {
+  it('re-checks every key each recheckMs while few, and spreads many keys to maxRechecksPerSecond', (t) => {
+    t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 });
+    const saved = TAIL.maxRechecksPerSecond;
+    TAIL.maxRechecksPerSecond = 100;
+    try {
+      const recheck = new AccessRecheck();
+      let calls = 0;
+      const fn = async () => {
+        calls++;
+        return true;
+      };
+      // Few keys: answers are reused within recheckMs, then checked again.
+      for (const key of ['a', 'b']) void recheck.check(key, fn);
+      void recheck.check('a', fn);
+      assert.equal(calls, 2);
+      t.mock.timers.tick(TAIL.recheckMs);
+      for (const key of ['a', 'b']) void recheck.check(key, fn);
+      assert.equal(calls, 4, 'each of two keys re-checked after recheckMs');
+
+      // 1,000 keys at 100 checks a second: each answer lasts 10 s, so streams asking every
+      // recheckMs cause about 100 checks a second, not 1,000 / 1.5 s.
+      const recheckMany = new AccessRecheck();
+      calls = 0;
+      const keys = Array.from({ length: 1000 }, (_, i) => `k${i}`);
+      for (const key of keys) void recheckMany.check(key, fn);
+      assert.equal(calls, 1000);
+      assert.equal(recheckMany.ttlMs(), 10_000);
+      calls = 0;
+      for (let step = 0; step < 6; step++) {
+        t.mock.timers.tick(TAIL.recheckMs);
+        for (const key of keys) void recheckMany.check(key, fn);
+      }
+      assert.equal(calls, 0, 'no key re-checked within 9 s');
+      t.mock.timers.tick(TAIL.recheckMs);
+      for (const key of keys) void recheckMany.check(key, fn);
+      assert.equal(calls, 1000, 'every key re-checked once its answer is 10 s old');
+
+      // Keys no stream asks about any more are forgotten, and the period shrinks back.
+      t.mock.timers.tick(10_000 + 3 * TAIL.recheckMs);
+      void recheckMany.check('fresh', fn);
+      assert.equal(recheckMany.ttlMs(), TAIL.recheckMs - 100);
+    } finally {
+      TAIL.maxRechecksPerSecond = saved;
+    }
+  });
+});

@@ -12,6 +12,13 @@ export const TAIL = {
   /** How often a stream re-checks that its caller may still read the scope. */
   recheckMs: 1500,
   /**
+   * At most this many of those checks a second per instance (one per distinct token and scope):
+   * past `recheckMs × maxRechecksPerSecond` distinct pairs, each is re-checked less often (every
+   * pairs / maxRechecksPerSecond seconds), so 10,000 streams of 10,000 callers do not spend the
+   * instance on access checks (bench/README.md "SSE").
+   */
+  maxRechecksPerSecond: 1000,
+  /**
    * A client that leaves more than `maxUnreadBytes` unread for `slowGraceMs`, or more than
    * `hardUnreadBytes` at any time, is dropped (it can resume with Last-Event-ID).
    */
@@ -169,16 +176,30 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
   }
 }
 
-/** Memoised access checks shared by the streams of one caller and scope, for `TAIL.recheckMs`. */
+/**
+ * Memoised access checks shared by the streams of one caller and scope: an answer is reused for
+ * `TAIL.recheckMs`, or longer when more distinct keys are checked than
+ * `TAIL.maxRechecksPerSecond` allows in that time.
+ */
 export class AccessRecheck {
   private readonly memo = new Map<string, { at: number; answer: Promise<boolean> }>();
+  private sweptAt = 0;
+
+  /** How long an answer is reused, given how many keys are being checked. */
+  ttlMs(): number {
+    return Math.max(TAIL.recheckMs - 100, (this.memo.size * 1000) / TAIL.maxRechecksPerSecond);
+  }
 
   check(key: string, fn: () => Promise<boolean>): Promise<boolean> {
     const now = Date.now();
+    const ttl = this.ttlMs();
     const hit = this.memo.get(key);
-    if (hit && now - hit.at < TAIL.recheckMs - 100) return hit.answer;
-    if (this.memo.size > 10_000) {
-      for (const [k, v] of this.memo) if (now - v.at >= TAIL.recheckMs) this.memo.delete(k);
+    if (hit && now - hit.at < ttl) return hit.answer;
+    if (now - this.sweptAt > ttl) {
+      // A key still streamed is asked about every `recheckMs`, and renewed once older than ttl:
+      // one older than both has no stream left.
+      this.sweptAt = now;
+      for (const [k, v] of this.memo) if (now - v.at > ttl + 2 * TAIL.recheckMs) this.memo.delete(k);
     }
     const answer = fn().catch(() => false);
     this.memo.set(key, { at: now, answer });
