@@ -1,3 +1,4 @@
+import type { EventKind } from '../src/events/kinds.ts';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -26,9 +27,12 @@ for (const dialect of DIALECTS) {
     const ids: Record<string, string> = {};
 
     /** Set-up only: records an event as another domain (repos, threads) would. */
-    const emit = async (name: string, kind: string, scopes: string[], actor: Person | null) => {
+    const emit = async (name: string, kind: EventKind, scopes: string[], actor: Person | null) => {
+      // the payload names the repo as the real producers do (the subject, src/events/kinds.ts)
+      const repo = scopes.find((s) => s.startsWith('repo:'))?.slice(5);
+      const payload = { label: name, ...(repo ? { repo_uuid: repo } : {}) };
       const ev = await inTransaction(t.deps, (tx) =>
-        tx.emit({ kind, scopes, actor: actor && { uuid: actor.uuid, username: actor.username }, payload: { label: name } }),
+        tx.emit({ kind, scopes, actor: actor && { uuid: actor.uuid, username: actor.username }, payload }),
       );
       ids[name] = ev.id;
     };

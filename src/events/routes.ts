@@ -9,6 +9,8 @@ import { authenticate } from '../tokens/service.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { CursorPage, Event, EventParams, EventsQuery, TailQuery } from './schemas.ts';
 import { eventPage, getEvent } from './feed.ts';
+import { eventViewer } from '../access/events.ts';
+import type { EventRecord } from './service.ts';
 import { canReadScope, parseScope } from './scopes.ts';
 import { AccessRecheck, TAIL, serveTail } from './tail.ts';
 
@@ -109,8 +111,20 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           const found = await authenticate(deps, secret);
           return found !== null && (await canReadScope(deps, found.viewer, q.scope));
         });
+      // The caller's event viewer, rebuilt as often as access is re-checked, so a change of access
+      // is seen within seconds by the events' redaction too.
+      let show = eventViewer(deps, viewer, [q.scope]);
+      let shownSince = Date.now();
+      const showEvent = (event: EventRecord) => {
+        if (Date.now() - shownSince > TAIL.recheckMs) {
+          show = eventViewer(deps, viewer, [q.scope]);
+          shownSince = Date.now();
+        }
+        return show(event);
+      };
       reply.hijack();
       await serveTail(deps, request.raw, reply.raw, {
+        show: showEvent,
         scope: q.scope,
         ...(q.kind === undefined ? {} : { kind: q.kind }),
         resumeAfter: resume === undefined ? null : Number(resume),

@@ -4,6 +4,9 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { nowIso } from '../time.ts';
 import { withTransaction } from '../db/tx.ts';
+import { type EventKind, assertDeclaredKind } from './kinds.ts';
+
+export type { EventKind } from './kinds.ts';
 
 export interface EventActor {
   uuid: string;
@@ -17,7 +20,8 @@ export const actorOf = (viewer: { uuid: string; username: string }): EventActor 
 });
 
 export interface EventInput {
-  kind: string;
+  /** a kind declared in events/kinds.ts, with what its payload names (README "Event privacy") */
+  kind: EventKind;
   scopes: string[];
   actor: EventActor | null;
   payload: Record<string, unknown>;
@@ -52,6 +56,7 @@ export interface TxContext {
 export const EVENTS_PER_TRANSACTION = 65_536;
 
 async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
+  assertDeclaredKind(input.kind);
   const created_at = nowIso();
   const values = {
     kind: input.kind,
@@ -152,6 +157,7 @@ export async function getEventRow(db: Kysely<DB>, id: number): Promise<EventRow 
  */
 export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]): Promise<EventRecord[]> {
   if (inputs.length === 0) return [];
+  for (const input of inputs) assertDeclaredKind(input.kind);
   const created_at = nowIso();
   // PostgreSQL: ids in this transaction's own range (see EVENTS_PER_TRANSACTION), after any it
   // already used; SQLite: the table's increasing id.
