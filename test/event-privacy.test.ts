@@ -118,6 +118,8 @@ class World {
   leaks(c: UserM, e: EventJson): string[] {
     if (c.staff) return [];
     const found: string[] = [];
+    // a membership event names its team to the member it concerns (README "Event privacy")
+    const ownMembership = e.kind.startsWith('member-') && e.payload.user_uuid === c.uuid;
     const hiddenRepoNames = new Map<string, boolean>();
     for (const r of this.repos.values()) {
       const hidden = !this.repoNameable(c, r.uuid);
@@ -130,9 +132,9 @@ class World {
     }
     const check = (value: string, where: string) => {
       if (this.repos.has(value) && !this.repoNameable(c, value)) found.push(`${where}: repo ${value}`);
-      if (this.teams.has(value) && !this.teamNameable(c, value)) found.push(`${where}: team ${value}`);
+      if (this.teams.has(value) && !this.teamNameable(c, value) && !ownMembership) found.push(`${where}: team ${value}`);
       if (hiddenRepoNames.get(value) === true) found.push(`${where}: repo name ${value}`);
-      if (hiddenTeamNames.get(value) === true) found.push(`${where}: team name ${value}`);
+      if (hiddenTeamNames.get(value) === true && !ownMembership) found.push(`${where}: team name ${value}`);
     };
     const walk = (v: unknown, where: string) => {
       if (typeof v === 'string') check(v, where);
@@ -145,7 +147,7 @@ class World {
       const ok =
         kind === 'user' ||
         (kind === 'repo' && this.repoNameable(c, id)) ||
-        (kind === 'team' && this.teamNameable(c, id)) ||
+        (kind === 'team' && (this.teamNameable(c, id) || ownMembership)) ||
         (kind === 'timer' && this.timerReadable(c, id)) ||
         (['pull', 'review', 'thread', 'reply'].includes(kind) && this.repoNameable(c, this.parts.get(id) ?? '-'));
       if (!ok) found.push(`scopes: ${scope}`);

@@ -32,6 +32,8 @@ export interface NamedRef {
   /** fields holding that thing's names, cleared with the uuid */
   names: Path[];
   list?: boolean;
+  /** a field holding a user uuid: that user may always see this thing here (their own membership) */
+  shownTo?: Path;
 }
 
 export interface KindRule {
@@ -66,6 +68,8 @@ const anyScope: Subject = () => null;
 const repo = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'repo', uuid, names });
 const repoList = (uuid: Path): NamedRef => ({ kind: 'repo', uuid, names: [], list: true });
 const team = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'team', uuid, names });
+/** The team of a membership event: shown to its readers, and to the member concerned (who knew it). */
+const membershipTeam: NamedRef = { ...team('team_uuid', 'team_slug'), shownTo: 'user_uuid' };
 const user = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'user', uuid, names });
 
 const ofRepo = (...names: NamedRef[]): KindRule => ({ subject: field('repo', 'repo_uuid'), names });
@@ -89,12 +93,13 @@ export const EVENT_KINDS = {
   'rate-limit-updated': ofScopes(),
   'rate-limit-deleted': ofScopes(),
   // teams: a membership event is also the member's, so it is shown through either scope and
-  // names the team only to those who may read it
+  // names the team to those who may read it and to the member concerned (a removed member
+  // still learns which team removed them)
   'team-created': ofTeam(),
   'team-updated': ofTeam(),
-  'member-added': ofScopes(team('team_uuid', 'team_slug'), user('user_uuid', 'username')),
-  'member-updated': ofScopes(team('team_uuid', 'team_slug'), user('user_uuid', 'username')),
-  'member-removed': ofScopes(team('team_uuid', 'team_slug'), user('user_uuid', 'username')),
+  'member-added': ofScopes(membershipTeam, user('user_uuid', 'username')),
+  'member-updated': ofScopes(membershipTeam, user('user_uuid', 'username')),
+  'member-removed': ofScopes(membershipTeam, user('user_uuid', 'username')),
   // repos and forks
   'repo-created': ofRepo(repo('fork_of_uuid')),
   'repo-updated': ofRepo(repo('changes.fork_of_uuid'), repo('source_repo_uuid')),
