@@ -14,6 +14,12 @@ import type { EventRecord } from './service.ts';
 import { canReadScope, parseScope } from './scopes.ts';
 import { AccessRecheck, TAIL, serveTail } from './tail.ts';
 
+/** README "Event privacy", as every events route states it. */
+const PRIVACY =
+  'Event privacy (README "Event privacy"): an event about a thing the caller may not read (its subject) is left out, and ' +
+  'other repos, teams and timers it names that the caller may not read are set to null in the payload and left out of ' +
+  '`scopes`; staff see events as stored, while one of their scopes exists. ';
+
 export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['events'];
@@ -28,7 +34,7 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           'No cursor: the newest per_page events. before_id=X: the per_page events just before X; after_id=X: just after X. ' +
           '`previous` (older) and `next` (newer) are null when nothing older or newer exists at the time of the request. ' +
           'A malformed scope is 400; an unknown or invisible one 404. ' +
-          'Event privacy (README "Event privacy"): an event about a thing the caller may not read (its subject) is left out, and other repos, teams and timers it names that the caller may not read are set to null in the payload and left out of `scopes`; staff see events as stored. ' +
+          PRIVACY +
           'A page may therefore hold fewer than per_page events; its cursors still lead to the next and previous ones.',
         querystring: EventsQuery,
         response: { 200: CursorPage },
@@ -54,9 +60,7 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
       schema: {
         tags,
         summary: 'One event; 404 unless the caller may read one of its scopes and its subject',
-        description:
-          'Event privacy (README "Event privacy"): an event about a thing the caller may not read (its subject) is left out, and other repos, teams and timers it names that the caller may not read are set to null in the payload and left out of `scopes`; staff see events as stored. ' +
-          'An event hidden from the caller is 404, as an unknown one.',
+        description: PRIVACY + 'An event hidden from the caller is 404, as an unknown one.',
         params: EventParams,
         response: { 200: Event },
       },
@@ -84,7 +88,7 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           'order; without either, only new events. `kind` keeps one kind (an unknown kind is an empty stream). With `html=true`, ' +
           '`data` is a sanitised HTML fragment (an `<article id="event-ID">`), one `data:` line per line of HTML, as htmx\'s SSE ' +
           'extension expects. Events written by any instance sharing the database arrive. ' +
-          'Event privacy (README "Event privacy"): an event about a thing the caller may not read (its subject) is left out, and other repos, teams and timers it names that the caller may not read are set to null in the payload and left out of `scopes`; staff see events as stored. ' +
+          PRIVACY +
           'A caller whose token is revoked or who ' +
           'loses read access stops receiving within seconds (the stream ends); a client that leaves more than 1 MiB unread is ' +
           'dropped and may resume with Last-Event-ID.',
