@@ -192,7 +192,7 @@ async function serveWeftChild(): Promise<void> {
   const { uuid, tokens } = weft.prepared;
   const who = { uuid, username: USERNAME };
   const input = {
-    kind: 'user-mention',
+    kind: 'user-mention' as const,
     scopes: [`user:${uuid}`],
     actor: who,
     payload: { from: who, to: who, body: 'bench ping', body_html: '<p>bench ping</p>\n' },

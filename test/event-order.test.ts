@@ -18,14 +18,14 @@ for (const dialect of DIALECTS) {
     after(() => t.close());
 
     const page = async (afterId: string) => {
-      const res = await t.req('GET', `/api/v1/events?scope=${scope}&kind=test-order&per_page=100&after_id=${afterId}`);
+      const res = await t.req('GET', `/api/v1/events?scope=${scope}&kind=user-mention&per_page=100&after_id=${afterId}`);
       assert.equal(res.status, 200, res.text);
       return res.body.results as Array<{ id: string; payload: { w: number; i: number } }>;
     };
 
     it('a reader following after_id sees every event once, in order, over thousands of concurrent writes', async () => {
       const start = (
-        await inTransaction(t.deps, (tx) => tx.emit({ kind: 'test-start', scopes: [scope], actor: null, payload: {} }))
+        await inTransaction(t.deps, (tx) => tx.emit({ kind: 'settings-updated', scopes: [scope], actor: null, payload: {} }))
       ).id;
       const perWriter = 400;
       const writers = 8;
@@ -34,10 +34,10 @@ for (const dialect of DIALECTS) {
         Array.from({ length: writers }, async (_, w) => {
           for (let i = 0; i < perWriter; i += 2) {
             await inTransaction(t.deps, async (tx) => {
-              await tx.emit({ kind: 'test-order', scopes: [scope], actor: null, payload: { w, i } });
+              await tx.emit({ kind: 'user-mention', scopes: [scope], actor: null, payload: { w, i } });
               // Some transactions stay open a little, so commits come out of id order.
               if (i % 10 === 0) await new Promise((r) => setTimeout(r, 3));
-              await tx.emit({ kind: 'test-order', scopes: [scope], actor: null, payload: { w, i: i + 1 } });
+              await tx.emit({ kind: 'user-mention', scopes: [scope], actor: null, payload: { w, i: i + 1 } });
             });
           }
           done++;
@@ -62,14 +62,14 @@ for (const dialect of DIALECTS) {
         'in increasing id order',
       );
       // Within one writer, its events keep their order too.
-      const stored = await t.deps.db.selectFrom('events').select(['id', 'payload']).where('kind', '=', 'test-order').execute();
+      const stored = await t.deps.db.selectFrom('events').select(['id', 'payload']).where('kind', '=', 'user-mention').execute();
       assert.equal(stored.length, writers * perWriter);
     });
 
     if (dialect === 'postgres') {
       it('a later transaction committing first is not shown until the earlier one settles', async () => {
         const base = await inTransaction(t.deps, (tx) =>
-          tx.emit({ kind: 'test-start', scopes: [scope], actor: null, payload: {} }),
+          tx.emit({ kind: 'settings-updated', scopes: [scope], actor: null, payload: {} }),
         );
         let release!: () => void;
         const held = new Promise<void>((r) => (release = r));
@@ -77,13 +77,13 @@ for (const dialect of DIALECTS) {
         let emitted!: () => void;
         const hasEmitted = new Promise<void>((r) => (emitted = r));
         const early = inTransaction(t.deps, async (tx) => {
-          earlyId = (await tx.emit({ kind: 'test-order', scopes: [scope], actor: null, payload: { w: -1, i: 0 } })).id;
+          earlyId = (await tx.emit({ kind: 'user-mention', scopes: [scope], actor: null, payload: { w: -1, i: 0 } })).id;
           emitted();
           await held;
         });
         await hasEmitted;
         const late = await inTransaction(t.deps, (tx) =>
-          tx.emit({ kind: 'test-order', scopes: [scope], actor: null, payload: { w: -2, i: 0 } }),
+          tx.emit({ kind: 'user-mention', scopes: [scope], actor: null, payload: { w: -2, i: 0 } }),
         );
         assert.ok(Number(late.id) > Number(earlyId), 'the later transaction has the larger id');
         assert.deepEqual(await page(base.id), [], 'the committed later event waits for the earlier transaction');
@@ -97,7 +97,7 @@ for (const dialect of DIALECTS) {
 
       it('read-your-writes: a page waits (briefly) for events committed before it began', async () => {
         const base = await inTransaction(t.deps, (tx) =>
-          tx.emit({ kind: 'test-start', scopes: [scope], actor: null, payload: {} }),
+          tx.emit({ kind: 'settings-updated', scopes: [scope], actor: null, payload: {} }),
         );
         let release!: () => void;
         const held = new Promise<void>((r) => (release = r));
@@ -105,13 +105,13 @@ for (const dialect of DIALECTS) {
         const hasEmitted = new Promise<void>((r) => (emitted = r));
         let earlyId = '';
         const early = inTransaction(t.deps, async (tx) => {
-          earlyId = (await tx.emit({ kind: 'test-order', scopes: [scope], actor: null, payload: { w: -3, i: 0 } })).id;
+          earlyId = (await tx.emit({ kind: 'user-mention', scopes: [scope], actor: null, payload: { w: -3, i: 0 } })).id;
           emitted();
           await held;
         });
         await hasEmitted;
         const mine = await inTransaction(t.deps, (tx) =>
-          tx.emit({ kind: 'test-order', scopes: [scope], actor: null, payload: { w: -4, i: 0 } }),
+          tx.emit({ kind: 'user-mention', scopes: [scope], actor: null, payload: { w: -4, i: 0 } }),
         );
         // The older transaction ends 150 ms into the read: the read waits for it instead of
         // answering without the event its own client just wrote.

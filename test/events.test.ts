@@ -325,7 +325,7 @@ for (const dialect of DIALECTS) {
       it('an event with several scopes is visible through any of them', async () => {
         const { alice, bob, get } = await seeded({ events: false });
         const event = await inTransaction(t.deps, (tx) =>
-          tx.emit({ kind: 'test-shared', scopes: [`user:${alice.uuid}`, `user:${bob.uuid}`], actor: null, payload: { n: 1 } }),
+          tx.emit({ kind: 'user-mention', scopes: [`user:${alice.uuid}`, `user:${bob.uuid}`], actor: null, payload: { n: 1 } }),
         );
         for (const token of [alice.token, bob.token, t.adminToken]) {
           const r = await get(`/api/v1/events/${event.id}`, token);

@@ -25,14 +25,14 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
 
     it('an event created on one instance reaches a live subscriber of the other, in order', async () => {
       const me = (await a.req('GET', '/api/v1/user')).body.uuid as string;
-      const sse = await openSse(await listen(b), `/api/v1/tail-events?scope=user:${me}&kind=test-mi`, b.adminToken);
+      const sse = await openSse(await listen(b), `/api/v1/tail-events?scope=user:${me}&kind=user-mention`, b.adminToken);
       try {
         await sse.waitFor((f) => f.length >= 1);
         await new Promise((r) => setTimeout(r, 100));
         const made: string[] = [];
         for (let i = 0; i < 50; i++) {
           const e = await inTransaction(a.deps, (tx) =>
-            tx.emit({ kind: 'test-mi', scopes: [`user:${me}`], actor: null, payload: { i } }),
+            tx.emit({ kind: 'user-mention', scopes: [`user:${me}`], actor: null, payload: { i } }),
           );
           made.push(e.id);
         }

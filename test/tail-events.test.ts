@@ -1,3 +1,4 @@
+import type { EventKind } from '../src/events/kinds.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { inTransaction } from '../src/events/service.ts';
@@ -17,7 +18,7 @@ for (const dialect of DIALECTS) {
     const aliceScope = () => `user:${alice.uuid}`;
     const tail = (query: string, token = alice.token, headers: Record<string, string> = {}) =>
       openSse(base, `/api/v1/tail-events?${query}`, token, headers);
-    const emit = (scope: string, kind = 'test-live', payload: Record<string, unknown> = {}) =>
+    const emit = (scope: string, kind: EventKind = 'user-mention', payload: Record<string, unknown> = {}) =>
       inTransaction(t.deps, (tx) => tx.emit({ kind, scopes: [scope], actor: null, payload }));
     const ids = (frames: Frame[]) => eventFrames(frames).map((f) => f.id!);
     const streamsIdle = async () => {
@@ -42,21 +43,21 @@ for (const dialect of DIALECTS) {
         await sse.waitFor((f) => f.length >= 1);
         assert.ok(sse.raw().startsWith('retry: 3000\n'), JSON.stringify(sse.raw().slice(0, 40)));
         await new Promise((r) => setTimeout(r, 100));
-        const event = await emit(aliceScope(), 'test-live', { n: 1 });
+        const event = await emit(aliceScope(), 'user-mention', { n: 1 });
         const created = await t.req('POST', '/api/v1/api-tokens', { token: alice.token, body: { name: 'live' } });
         assert.equal(created.status, 201);
         await sse.waitFor((f) => eventFrames(f).length >= 2);
         const frames = eventFrames(sse.frames);
         assert.equal(frames[0]!.id, event.id);
-        assert.equal(frames[0]!.event, 'test-live');
+        assert.equal(frames[0]!.event, 'user-mention');
         assert.deepEqual(JSON.parse(frames[0]!.data), event);
         assert.equal(frames[1]!.event, 'token-created');
         assert.ok(Number(frames[1]!.id) > Number(frames[0]!.id));
-        assert.ok(sse.raw().includes(`id: ${event.id}\nevent: test-live\ndata: {`), 'fields with a space after the colon');
+        assert.ok(sse.raw().includes(`id: ${event.id}\nevent: user-mention\ndata: {`), 'fields with a space after the colon');
         // Nothing of other scopes.
         await emit(`user:${bob.uuid}`);
-        await emit(aliceScope(), 'test-last');
-        await sse.waitFor((f) => eventFrames(f).some((x) => x.event === 'test-last'));
+        await emit(aliceScope(), 'invite-accepted');
+        await sse.waitFor((f) => eventFrames(f).some((x) => x.event === 'invite-accepted'));
         assert.equal(eventFrames(sse.frames).length, 3);
       } finally {
         sse.close();
@@ -66,27 +67,27 @@ for (const dialect of DIALECTS) {
     });
 
     it('resumes after Last-Event-ID (it wins over last_event_id), with the events made while away', async () => {
-      const first = await emit(aliceScope(), 'test-resume');
-      const sse = await tail(`scope=${aliceScope()}&kind=test-resume&last_event_id=${first.id}`);
-      const second = await emit(aliceScope(), 'test-resume');
+      const first = await emit(aliceScope(), 'invite-created');
+      const sse = await tail(`scope=${aliceScope()}&kind=invite-created&last_event_id=${first.id}`);
+      const second = await emit(aliceScope(), 'invite-created');
       await sse.waitFor((f) => ids(f).includes(second.id));
       sse.close();
       // Disconnected: these happen while nobody listens.
-      const away = [await emit(aliceScope(), 'test-resume'), await emit(aliceScope(), 'test-resume')];
-      const again = await tail(`scope=${aliceScope()}&kind=test-resume&last_event_id=0`, alice.token, {
+      const away = [await emit(aliceScope(), 'invite-created'), await emit(aliceScope(), 'invite-created')];
+      const again = await tail(`scope=${aliceScope()}&kind=invite-created&last_event_id=0`, alice.token, {
         'last-event-id': second.id,
       });
       try {
-        const live = await emit(aliceScope(), 'test-resume');
+        const live = await emit(aliceScope(), 'invite-created');
         await again.waitFor((f) => ids(f).includes(live.id));
         assert.deepEqual(ids(again.frames), [...away.map((e) => e.id), live.id]);
       } finally {
         again.close();
       }
       // Without a resume point, only new events.
-      const fresh = await tail(`scope=${aliceScope()}&kind=test-resume`);
+      const fresh = await tail(`scope=${aliceScope()}&kind=invite-created`);
       try {
-        const next = await emit(aliceScope(), 'test-resume');
+        const next = await emit(aliceScope(), 'invite-created');
         await fresh.waitFor((f) => ids(f).includes(next.id));
         assert.deepEqual(ids(fresh.frames), [next.id]);
       } finally {
@@ -96,7 +97,7 @@ for (const dialect of DIALECTS) {
 
     it('a resume racing concurrent writers misses nothing and repeats nothing, over thousands of events', async () => {
       const scope = aliceScope();
-      const kind = 'test-race';
+      const kind: EventKind = 'invite-updated';
       const start = await emit(scope, kind, { n: -1 });
       const total = 2000;
       let made = 0;
@@ -137,13 +138,13 @@ for (const dialect of DIALECTS) {
     });
 
     it('html=true sends a sanitised HTML fragment, one data: line per line', async () => {
-      const sse = await tail(`scope=${aliceScope()}&html=true&kind=test-html`);
+      const sse = await tail(`scope=${aliceScope()}&html=true&kind=invite-deleted`);
       try {
         await sse.waitFor((f) => f.length >= 1);
-        const event = await emit(aliceScope(), 'test-html', { body: '**hi** @bob <script>alert(1)</script>', n: 3 });
+        const event = await emit(aliceScope(), 'invite-deleted', { body: '**hi** @bob <script>alert(1)</script>', n: 3 });
         await sse.waitFor((f) => ids(f).includes(event.id));
         const frame = eventFrames(sse.frames)[0]!;
-        assert.equal(frame.event, 'test-html');
+        assert.equal(frame.event, 'invite-deleted');
         assert.ok(frame.data.startsWith(`<article id="event-${event.id}"`), frame.data);
         assert.ok(frame.data.includes('<strong>hi</strong>'));
         assert.ok(frame.data.includes('<a href="/users/bob" class="mention"'), frame.data);
@@ -156,11 +157,11 @@ for (const dialect of DIALECTS) {
     });
 
     it('kind keeps one kind; an unknown kind is an empty stream', async () => {
-      const some = await tail(`scope=${aliceScope()}&kind=test-wanted`);
+      const some = await tail(`scope=${aliceScope()}&kind=rate-limit-created`);
       const none = await tail(`scope=${aliceScope()}&kind=no-such-kind`);
       try {
-        await emit(aliceScope(), 'test-unwanted');
-        const wanted = await emit(aliceScope(), 'test-wanted');
+        await emit(aliceScope(), 'rate-limit-deleted');
+        const wanted = await emit(aliceScope(), 'rate-limit-created');
         await some.waitFor((f) => ids(f).includes(wanted.id));
         assert.deepEqual(ids(some.frames), [wanted.id]);
         assert.equal(none.status, 200);
@@ -212,7 +213,7 @@ for (const dialect of DIALECTS) {
       const kept = await tail(`scope=repo:${repo.uuid}`, alice.token);
       try {
         for (const s of [revoked, removed, kept]) assert.equal(s.status, 200, s.raw());
-        const one = await emit(`repo:${repo.uuid}`, 'test-access');
+        const one = await emit(`repo:${repo.uuid}`, 'settings-updated');
         for (const s of [revoked, removed, kept]) await s.waitFor((f) => ids(f).includes(one.id));
         assert.equal((await t.req('PUT', `/api/v1/api-tokens/${second.body.uuid}/revoke`, { token: alice.token })).status, 200);
         assert.equal((await t.req('DELETE', `/api/v1/teams/live-team/members/carol`, { token: alice.token })).status, 204);
@@ -220,7 +221,7 @@ for (const dialect of DIALECTS) {
         await revoked.ended(5000);
         await removed.ended(5000);
         assert.ok(Date.now() - began < 5000);
-        const two = await emit(`repo:${repo.uuid}`, 'test-access');
+        const two = await emit(`repo:${repo.uuid}`, 'settings-updated');
         await kept.waitFor((f) => ids(f).includes(two.id));
         assert.ok(!ids(revoked.frames).includes(two.id));
         assert.ok(!ids(removed.frames).includes(two.id));
@@ -231,8 +232,8 @@ for (const dialect of DIALECTS) {
     });
 
     it('drops a client that does not read, without holding up the others', async () => {
-      const slow = await tail(`scope=${aliceScope()}&kind=test-big`);
-      const fast = await tail(`scope=${aliceScope()}&kind=test-big`);
+      const slow = await tail(`scope=${aliceScope()}&kind=rate-limit-updated`);
+      const fast = await tail(`scope=${aliceScope()}&kind=rate-limit-updated`);
       try {
         await slow.waitFor((f) => f.length >= 1);
         await fast.waitFor((f) => f.length >= 1);
@@ -240,7 +241,7 @@ for (const dialect of DIALECTS) {
         const big = 'x'.repeat(20_000);
         let last = '';
         for (let i = 0; i < 400; i++) {
-          last = (await emit(aliceScope(), 'test-big', { big, i })).id;
+          last = (await emit(aliceScope(), 'rate-limit-updated', { big, i })).id;
           if (i % 20 === 19) await new Promise((r) => setTimeout(r, 20));
         }
         await fast.waitFor((f) => ids(f).includes(last), 30_000);

@@ -241,7 +241,12 @@ for (const dialect of DIALECTS) {
           let event = '';
           if (row.event) {
             const ev = await inTransaction(t.deps, (tx) =>
-              tx.emit({ kind: 'team-updated', scopes: [`team:${team.uuid}`], actor: null, payload: { fields: [] } }),
+              tx.emit({
+                kind: 'team-updated',
+                scopes: [`team:${team.uuid}`],
+                actor: null,
+                payload: { team_uuid: team.uuid, fields: [] },
+              }),
             );
             event = ev.id;
           }

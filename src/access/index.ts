@@ -13,5 +13,6 @@ export * from './tokens.ts';
 export * from './timers.ts';
 export * from './threads.ts';
 export { SCOPE_READERS } from './scopes.ts';
+export * from './events.ts';
 export * from './limits.ts';
 export * from './git.ts';

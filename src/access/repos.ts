@@ -99,6 +99,41 @@ export async function forkRecordReadable(
   return true;
 }
 
+/** Whether the viewer may read the repo with this uuid (false when there is none). */
+export async function repoUuidReadable(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<boolean> {
+  if (viewer.isStaff)
+    return (await db.selectFrom('repos').select('uuid').where('uuid', '=', uuid).executeTakeFirst()) !== undefined;
+  const repo = await db.selectFrom('repos').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+  return repo !== undefined && levelAtLeast(await repoAccessLevel(db, viewer, repo), 'read');
+}
+
+/**
+ * A repo record names its fork source (`fork_of_uuid`) only to callers who may read the source
+ * (docs/behaviour.md "Repos and forks"), as the fork record is shown only to callers who can
+ * read both: a public fork of a private repo, or of a deactivated user's, does not reveal it.
+ * Sets it to null on the records where it must not be shown (one check per distinct source).
+ */
+export async function hideUnreadableForkSources<T extends { fork_of_uuid: string | null }>(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  repos: T[],
+): Promise<T[]> {
+  if (viewer.isStaff || repos.every((r) => r.fork_of_uuid === null)) return repos;
+  const memo = new Map<string, Promise<boolean>>();
+  const out: T[] = [];
+  for (const repo of repos) {
+    const source = repo.fork_of_uuid;
+    if (source === null) {
+      out.push(repo);
+      continue;
+    }
+    let readable = memo.get(source);
+    if (!readable) memo.set(source, (readable = repoUuidReadable(db, viewer, source)));
+    out.push((await readable) ? repo : { ...repo, fork_of_uuid: null });
+  }
+  return out;
+}
+
 export interface RepoAccess {
   repo: RepoRow;
   owner: RepoOwner;

@@ -5,14 +5,12 @@
 import type { ScopeKind, ScopeReader } from '../events/scopes.ts';
 import type { Deps } from '../deps.ts';
 import type { Viewer } from '../viewer.ts';
-import { levelAtLeast, teamRole } from './levels.ts';
-import { repoAccessLevel } from './repos.ts';
+import { teamRole } from './levels.ts';
+import { repoUuidReadable } from './repos.ts';
 import { timerReadable } from './timers.ts';
 
-async function repoReadable(deps: Deps, viewer: Viewer, repoUuid: string): Promise<boolean> {
-  const repo = await deps.db.selectFrom('repos').selectAll().where('uuid', '=', repoUuid).executeTakeFirst();
-  return repo !== undefined && levelAtLeast(await repoAccessLevel(deps.db, viewer, repo), 'read');
-}
+const repoReadable = (deps: Deps, viewer: Viewer, repoUuid: string): Promise<boolean> =>
+  repoUuidReadable(deps.db, viewer, repoUuid);
 
 const userScopeReadable: ScopeReader = async (deps, viewer, id) => {
   if (!viewer.isStaff && viewer.uuid !== id) return false;

@@ -22,7 +22,9 @@ export async function activityRoutes(app: FastifyInstance, { deps }: { deps: Dep
         summary: "Team activity: events in the team's scope and its repos' scopes, newest first",
         description:
           'Members (any role) and staff only; anyone else gets 404, as for an unknown team. Repo events are those ' +
-          'of the repos the team owns now; each event is shown only when the caller may read one of its scopes.',
+          'of the repos the team owns now; each event is shown only when the caller may read one of its scopes and its subject ' +
+          '(README "Event privacy": an is_active=false repo\'s events only from maintain level up), with what else it names ' +
+          'that the caller may not read set to null.',
         params: Type.Object({ team_slug: Type.String({ maxLength: 200 }) }),
         querystring: PagedQuery,
         response: { 200: Page(Event) },
@@ -43,7 +45,8 @@ export async function activityRoutes(app: FastifyInstance, { deps }: { deps: Dep
         tags,
         summary: 'User activity: events whose actor is this user and that the caller may read, newest first',
         description:
-          'An event is listed when the caller may read at least one of its scopes. An unknown user, or an inactive ' +
+          'An event is listed when the caller may read at least one of its scopes and its subject (README "Event privacy"), ' +
+          'with what else it names that the caller may not read set to null. An unknown user, or an inactive ' +
           'one for non-staff callers, is 404.',
         params: Type.Object({ username: Type.String({ maxLength: 200 }) }),
         querystring: PagedQuery,

@@ -13,10 +13,10 @@ export interface Window {
 
 /**
  * docs/behaviour.md "Teams and access": events in the team's scope and in the scopes of the repos it owns now, newest
- * first; members and staff only (404 to anyone else). Each event is still checked against the
- * caller's read access, one readable scope sufficing (docs/behaviour.md "Events and scopes"): an event that carries only
- * a deactivated repo's scope stays hidden below maintain level, but the repo's own events
- * (repo-created, repo-updated, ...) also carry the team's scope, so every member sees those.
+ * first; members and staff only (404 to anyone else). Each event passes the caller's event viewer
+ * (README "Event privacy"): an event about a repo the caller may not read (a deactivated repo,
+ * below maintain level) is left out even though it carries the team's scope, and what else it
+ * names that the caller may not read is set to null.
  */
 export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string, page: Window): Promise<EventRecord[]> {
   const { team } = await requireTeam(deps.db, viewer, teamSlug);
@@ -36,8 +36,8 @@ export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string,
 }
 
 /**
- * docs/behaviour.md "Users and tokens": events whose actor is the user and that the caller may read (one of the event's
- * scopes readable), newest first. An unknown user, or an inactive one for non-staff, is 404.
+ * docs/behaviour.md "Users and tokens": events whose actor is the user and that the caller may see (README "Event
+ * privacy"), newest first. An unknown user, or an inactive one for non-staff, is 404.
  */
 export async function userActivity(deps: Deps, viewer: Viewer, username: string, page: Window): Promise<EventRecord[]> {
   const user = await getUser(deps, viewer, username);

@@ -3,7 +3,8 @@ import { badRequest, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
 import { type EventRecord, type EventRow, eventFromRow } from './service.ts';
 import { readableBound } from './order.ts';
-import { canReadScope, parseScope, scopeChecker } from './scopes.ts';
+import { canReadScope, parseScope } from './scopes.ts';
+import { type EventViewer, eventViewer } from '../access/events.ts';
 
 export interface CursorQuery {
   scope: string;
@@ -62,7 +63,11 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
     if (q.before_id !== undefined) query = query.where('s.event_id', '<', Number(q.before_id));
     rows = (await query.orderBy('s.event_id', 'desc').limit(q.perPage).execute()).reverse();
   }
-  const results = rows.map(eventFromRow);
+  // Each event as this caller may see it (README "Event privacy"); one about a thing hidden from
+  // the caller is left out, so a page may hold fewer than per_page events. Its cursors are the
+  // ends of the rows read, so paging never skips or repeats an event.
+  const show = eventViewer(deps, viewer, [q.scope]);
+  const results = await shownEvents(show, rows.map(eventFromRow));
   const exists = async (op: '<' | '>', bound: number) =>
     (await base().select('s.event_id').where('s.event_id', op, bound).limit(1).executeTakeFirst()) !== undefined;
   const nearest = async (op: '<=' | '>=', bound: number): Promise<number | null> => {
@@ -107,19 +112,31 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
   };
 }
 
+/** The events the caller may see, as they may see them, in order. */
+export async function shownEvents(show: EventViewer, events: EventRecord[]): Promise<EventRecord[]> {
+  const shown: EventRecord[] = [];
+  // one at a time: the checks are memoised, and a page must not take the whole pool
+  for (const event of events) {
+    const e = await show(event);
+    if (e) shown.push(e);
+  }
+  return shown;
+}
+
+/** One event, as the caller may see it; 404 when it is hidden from them (README "Event privacy"). */
 export async function getEvent(deps: Deps, viewer: Viewer, id: string): Promise<EventRecord> {
   if (!/^\d{1,16}$/.test(id)) throw notFound('Event');
   const row = await deps.db.selectFrom('events').selectAll().where('id', '=', Number(id)).executeTakeFirst();
   if (!row) throw notFound('Event');
-  const event = eventFromRow(row);
-  const canRead = scopeChecker(deps, viewer);
-  for (const scope of event.scopes) if (await canRead(scope)) return event;
-  throw notFound('Event');
+  const shown = await eventViewer(deps, viewer)(eventFromRow(row));
+  if (!shown) throw notFound('Event');
+  return shown;
 }
 
 /**
- * Events matching a base filter, newest first, that the viewer may read: scanned in batches
- * (visibility is per event) until a page plus one is found. Used by the activity feeds.
+ * Events matching a base filter, newest first, that the viewer may see (README "Event privacy"),
+ * as they may see them: scanned in batches (visibility is per event) until a page is found. Used
+ * by the activity feeds.
  */
 export async function visibleEventsNewestFirst(
   deps: Deps,
@@ -128,21 +145,15 @@ export async function visibleEventsNewestFirst(
   offset: number,
   limit: number,
 ): Promise<EventRecord[]> {
-  const canRead = scopeChecker(deps, viewer);
+  const show = eventViewer(deps, viewer);
   const found: EventRecord[] = [];
   let before: number | null = null;
   const wanted = offset + limit;
   for (;;) {
     const batch = await fetchBatch(before, 200);
     for (const event of batch) {
-      let visible = false;
-      for (const scope of event.scopes) {
-        if (await canRead(scope)) {
-          visible = true;
-          break;
-        }
-      }
-      if (visible) found.push(event);
+      const shown = await show(event);
+      if (shown) found.push(shown);
       if (found.length >= wanted) return found.slice(offset, wanted);
     }
     if (batch.length < 200) return found.slice(offset, wanted);

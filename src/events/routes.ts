@@ -9,8 +9,16 @@ import { authenticate } from '../tokens/service.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { CursorPage, Event, EventParams, EventsQuery, TailQuery } from './schemas.ts';
 import { eventPage, getEvent } from './feed.ts';
+import { eventViewer } from '../access/events.ts';
+import type { EventRecord } from './service.ts';
 import { canReadScope, parseScope } from './scopes.ts';
 import { AccessRecheck, TAIL, serveTail } from './tail.ts';
+
+/** README "Event privacy", as every events route states it. */
+const PRIVACY =
+  'Event privacy (README "Event privacy"): an event about a thing the caller may not read (its subject) is left out, and ' +
+  'other repos, teams and timers it names that the caller may not read are set to null in the payload and left out of ' +
+  '`scopes`; staff see events as stored, while one of their scopes exists. ';
 
 export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -25,7 +33,9 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
         description:
           'No cursor: the newest per_page events. before_id=X: the per_page events just before X; after_id=X: just after X. ' +
           '`previous` (older) and `next` (newer) are null when nothing older or newer exists at the time of the request. ' +
-          'A malformed scope is 400; an unknown or invisible one 404.',
+          'A malformed scope is 400; an unknown or invisible one 404. ' +
+          PRIVACY +
+          'A page may therefore hold fewer than per_page events; its cursors still lead to the next and previous ones.',
         querystring: EventsQuery,
         response: { 200: CursorPage },
       },
@@ -49,7 +59,8 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     {
       schema: {
         tags,
-        summary: 'One event; 404 unless the caller may read one of its scopes',
+        summary: 'One event; 404 unless the caller may read one of its scopes and its subject',
+        description: PRIVACY + 'An event hidden from the caller is 404, as an unknown one.',
         params: EventParams,
         response: { 200: Event },
       },
@@ -76,7 +87,9 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           'every later event of the scope is replayed from the store before the live ones, with no gap and no duplicate, in id ' +
           'order; without either, only new events. `kind` keeps one kind (an unknown kind is an empty stream). With `html=true`, ' +
           '`data` is a sanitised HTML fragment (an `<article id="event-ID">`), one `data:` line per line of HTML, as htmx\'s SSE ' +
-          'extension expects. Events written by any instance sharing the database arrive. A caller whose token is revoked or who ' +
+          'extension expects. Events written by any instance sharing the database arrive. ' +
+          PRIVACY +
+          'A caller whose token is revoked or who ' +
           'loses read access stops receiving within seconds (the stream ends); a client that leaves more than 1 MiB unread is ' +
           'dropped and may resume with Last-Event-ID.',
         querystring: TailQuery,
@@ -109,8 +122,20 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           const found = await authenticate(deps, secret);
           return found !== null && (await canReadScope(deps, found.viewer, q.scope));
         });
+      // The caller's event viewer, rebuilt as often as access is re-checked, so a change of access
+      // is seen within seconds by the events' redaction too.
+      let show = eventViewer(deps, viewer, [q.scope]);
+      let shownSince = Date.now();
+      const showEvent = (event: EventRecord) => {
+        if (Date.now() - shownSince > TAIL.recheckMs) {
+          show = eventViewer(deps, viewer, [q.scope]);
+          shownSince = Date.now();
+        }
+        return show(event);
+      };
       reply.hijack();
       await serveTail(deps, request.raw, reply.raw, {
+        show: showEvent,
         scope: q.scope,
         ...(q.kind === undefined ? {} : { kind: q.kind }),
         resumeAfter: resume === undefined ? null : Number(resume),

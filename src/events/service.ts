@@ -4,6 +4,9 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { nowIso } from '../time.ts';
 import { withTransaction } from '../db/tx.ts';
+import { type EventKind, assertDeclaredKind } from './kinds.ts';
+
+export type { EventKind } from './kinds.ts';
 
 export interface EventActor {
   uuid: string;
@@ -17,7 +20,8 @@ export const actorOf = (viewer: { uuid: string; username: string }): EventActor 
 });
 
 export interface EventInput {
-  kind: string;
+  /** a kind declared in events/kinds.ts, with what its payload names (README "Event privacy") */
+  kind: EventKind;
   scopes: string[];
   actor: EventActor | null;
   payload: Record<string, unknown>;
@@ -105,6 +109,7 @@ function eventValues(input: EventInput, created_at: string) {
 }
 
 async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
+  assertDeclaredKind(input.kind);
   const created_at = nowIso();
   const values = eventValues(input, created_at);
   let row: { id: number };
@@ -193,6 +198,7 @@ export async function getEventRow(db: Kysely<DB>, id: number): Promise<EventRow 
  */
 export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]): Promise<EventRecord[]> {
   if (inputs.length === 0) return [];
+  for (const input of inputs) assertDeclaredKind(input.kind);
   const created_at = nowIso();
   // PostgreSQL: ids in this transaction's own range (see EVENTS_PER_TRANSACTION), after any it
   // already used; SQLite: the table's increasing id.

@@ -38,6 +38,8 @@ export interface TailOptions {
   html: boolean;
   /** Answers whether the caller may still read the scope (token valid, access kept). */
   stillAllowed: () => Promise<boolean>;
+  /** The event as the caller may see it, or null when it is hidden (README "Event privacy"). */
+  show: (event: EventRecord) => Promise<EventRecord | null>;
 }
 
 // Frames as decisions say: `id: 1`, `event: kind`, one `data: ` line per line of HTML.
@@ -91,8 +93,8 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
   };
 
   let slowTimer: NodeJS.Timeout | null = null;
-  const send = (event: EventRecord) => {
-    if (ended || Number(event.id) <= lastSent) return;
+  const write = (event: EventRecord) => {
+    if (ended) return;
     // A client that does not read is dropped; writes never wait for it, so it holds up nobody.
     if (res.writableLength > TAIL.hardUnreadBytes) return end();
     const frame = new EventBuffer({ serializer, sanitizer })
@@ -101,7 +103,6 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
       .data(opts.html ? eventHtml(event) : event)
       .dispatch();
     void session.batch(frame);
-    lastSent = Number(event.id);
     if (res.writableLength > TAIL.maxUnreadBytes && !slowTimer) {
       slowTimer = setTimeout(() => {
         slowTimer = null;
@@ -109,6 +110,17 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
       }, TAIL.slowGraceMs);
       slowTimer.unref();
     }
+  };
+  // Events pass the caller's event viewer one at a time, in id order, before they are written.
+  let queue: Promise<void> = Promise.resolve();
+  const send = (event: EventRecord) => {
+    if (ended || Number(event.id) <= lastSent) return;
+    lastSent = Number(event.id);
+    queue = queue.then(async () => {
+      if (ended) return;
+      const shown = await opts.show(event).catch(() => null);
+      if (shown) write(shown);
+    });
   };
 
   const subscriber: LiveSubscriber = {
@@ -161,6 +173,7 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
       for (;;) {
         const batch = await scopeEventsAfter(deps.db, deps.dialect, opts.scope, opts.kind, after, TAIL.replayBatch);
         for (const event of batch) send(event);
+        await queue;
         if (ended || batch.length < TAIL.replayBatch) break;
         after = Number(batch.at(-1)!.id);
         if (res.writableLength > TAIL.maxUnreadBytes / 2)

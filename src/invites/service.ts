@@ -13,7 +13,7 @@ import type { SignupInvitesTable } from '../db/tables/limits.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
+import { actorOf, inTransaction, type TxContext, type EventKind } from '../events/service.ts';
 import { takeFromWindow } from '../ratelimits/counter.ts';
 import { minAccountAgeMs, readSettings } from '../settings/service.ts';
 import { canonicalTimestamp } from '../time.ts';
@@ -71,7 +71,7 @@ function futureTimestamp(value: string, nowMs: number): string {
 
 const normalEmail = (email: string | null | undefined): string | null => (email ? email.trim() : null);
 
-async function emitInviteEvent(tx: TxContext, viewer: Viewer, kind: string, invite: InviteJson, creatorUuid: string) {
+async function emitInviteEvent(tx: TxContext, viewer: Viewer, kind: EventKind, invite: InviteJson, creatorUuid: string) {
   const scopes = [...new Set([`user:${creatorUuid}`, `user:${viewer.uuid}`])];
   await tx.emit({ kind, scopes, actor: actorOf(viewer), payload: { invite } });
 }

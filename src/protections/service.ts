@@ -4,7 +4,7 @@ import { type RepoRef, type RepoRow, requireRepo } from '../access/index.ts';
 import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { actorOf, type TxContext, inTransaction } from '../events/service.ts';
+import { actorOf, type TxContext, inTransaction, type EventKind } from '../events/service.ts';
 import { isValidBranchPattern } from '../git/refname.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
@@ -72,7 +72,7 @@ async function emitProtectionEvent(
   tx: TxContext,
   viewer: Viewer,
   repo: RepoRow,
-  kind: string,
+  kind: EventKind,
   payload: Record<string, unknown>,
 ): Promise<void> {
   await tx.emit({ kind, scopes: repoScopes(repo), actor: actorOf(viewer), payload: { repo_uuid: repo.uuid, ...payload } });

@@ -7,7 +7,7 @@ import { isUniqueViolation } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
+import { actorOf, inTransaction, type TxContext, type EventKind } from '../events/service.ts';
 import type { Viewer } from '../viewer.ts';
 import type { CreateRuleBody, RateLimitRule, UpdateRuleBody } from './schemas.ts';
 
@@ -32,7 +32,7 @@ async function findRule(db: Kysely<DB>, uuid: string): Promise<RuleRow> {
   return row;
 }
 
-async function emitRuleEvent(tx: TxContext, viewer: Viewer, kind: string, rule: RuleJson): Promise<void> {
+async function emitRuleEvent(tx: TxContext, viewer: Viewer, kind: EventKind, rule: RuleJson): Promise<void> {
   await tx.emit({ kind, scopes: [`user:${viewer.uuid}`], actor: actorOf(viewer), payload: { rule } });
 }
 

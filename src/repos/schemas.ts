@@ -42,7 +42,9 @@ export const Repo = Type.Object(
     owner: RepoOwner,
     full_name: Type.String({ description: 'owner/slug' }),
     is_archived: Type.Boolean(),
-    fork_of_uuid: NullableString({ description: 'the source repo when this repo is a fork' }),
+    fork_of_uuid: NullableString({
+      description: 'the source repo when this repo is a fork; null also when the caller may not read the source',
+    }),
     disk_usage_bytes: Type.Integer(),
     updated_at: Timestamp,
     created_by_uuid: Type.String(),

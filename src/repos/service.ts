@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import {
   assertCanSetDiskQuota,
+  hideUnreadableForkSources,
   type RepoRef,
   type RepoRow,
   namespaceReadFilter,
@@ -155,13 +156,19 @@ export async function listRepos(
     .orderBy('repos.created_at')
     .orderBy('repos.uuid')
     .execute();
-  return rows.map((row) => repoToJson(row, deps.config.publicUrl));
+  return hideUnreadableForkSources(
+    deps.db,
+    viewer,
+    rows.map((row) => repoToJson(row, deps.config.publicUrl)),
+  );
 }
 
 /** GET {repo}: one compiled statement reads the owner, the repo with its names and the viewer's access (readRepo). */
 export async function getRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<RepoJson> {
   const { repo } = await readRepo(deps.database, viewer, ref);
-  return repoToJson(repo, deps.config.publicUrl);
+  // fork_of_uuid only when the caller may read the source (one more read, forks only)
+  const [json] = await hideUnreadableForkSources(deps.db, viewer, [repoToJson(repo, deps.config.publicUrl)]);
+  return json!;
 }
 
 export interface UpdateRepoInput {
@@ -258,17 +265,23 @@ export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input
         throw conflict('invalid_pull_policy', 'public_repo_pull_policy "team" is only valid for public team repos.');
       }
     }
-    return applyRepoChanges(deps, tx, repo, changes, viewer);
+    return shownRepo(tx.db, viewer, await applyRepoChanges(deps, tx, repo, changes, viewer));
   });
+}
+
+/** The repo record as the caller may see it (fork_of_uuid: hideUnreadableForkSources). */
+async function shownRepo(db: Kysely<DB>, viewer: Viewer, json: RepoJson): Promise<RepoJson> {
+  return (await hideUnreadableForkSources(db, viewer, [json]))[0]!;
 }
 
 /** PUT/DELETE {repo}/archive: maintain level; idempotent; allowed on an archived repo. */
 export async function setArchived(deps: Deps, viewer: Viewer, ref: RepoRef, archived: boolean): Promise<RepoJson> {
   return inTransaction(deps, async (tx) => {
     const { repo } = await requireRepo(tx.db, viewer, ref, { level: 'maintain', write: true, allowArchived: true });
-    return applyRepoChanges(deps, tx, repo, { is_archived: archived ? 1 : 0 }, viewer, {
+    const json = await applyRepoChanges(deps, tx, repo, { is_archived: archived ? 1 : 0 }, viewer, {
       action: archived ? 'archived' : 'unarchived',
     });
+    return shownRepo(tx.db, viewer, json);
   });
 }
 

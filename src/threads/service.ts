@@ -6,7 +6,7 @@ import type { DB } from '../db/types.ts';
 import type { RepliesTable, ThreadsTable } from '../db/tables/threads.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
+import { actorOf, inTransaction, type TxContext, type EventKind } from '../events/service.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import { nextRepoNumber } from '../repos/numbers.ts';
 import { repoScopes } from '../repos/view.ts';
@@ -106,7 +106,7 @@ function threadPayload(thread: ThreadJson): Record<string, unknown> {
   return { repo_uuid: thread.repo_uuid, thread_uuid: thread.uuid, number: thread.number, title: thread.title };
 }
 
-async function emitThread(tx: TxContext, viewer: Viewer, access: RepoAccess, thread: ThreadJson, kind: string, extra = {}) {
+async function emitThread(tx: TxContext, viewer: Viewer, access: RepoAccess, thread: ThreadJson, kind: EventKind, extra = {}) {
   await tx.emit({
     kind,
     scopes: [...repoScopes(access.repo), `thread:${thread.uuid}`],
@@ -296,7 +296,7 @@ async function emitReply(
   access: RepoAccess,
   thread: ThreadRow,
   reply: ReplyJson,
-  kind: string,
+  kind: EventKind,
   extra = {},
 ) {
   await tx.emit({

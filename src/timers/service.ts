@@ -6,7 +6,7 @@ import type { DB } from '../db/types.ts';
 import type { TimersTable } from '../db/tables/timers.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { type TxContext, actorOf, inTransaction } from '../events/service.ts';
+import { type TxContext, actorOf, inTransaction, type EventKind } from '../events/service.ts';
 import { canonicalTimestamp } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import {
@@ -159,7 +159,13 @@ async function findTimer(db: Kysely<DB>, owner: TimerOwner, uuid: string): Promi
   return row;
 }
 
-async function emitTimerEvent(tx: TxContext, viewer: Viewer, row: TimerRow, kind: string, extra: Record<string, unknown> = {}) {
+async function emitTimerEvent(
+  tx: TxContext,
+  viewer: Viewer,
+  row: TimerRow,
+  kind: EventKind,
+  extra: Record<string, unknown> = {},
+) {
   await tx.emit({
     kind,
     scopes: timerScopes(row),

@@ -7,7 +7,7 @@ import type { DB } from '../db/types.ts';
 import type { UploadGroupsTable, UploadsTable } from '../db/tables/threads.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
-import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
+import { actorOf, inTransaction, type TxContext, type EventKind } from '../events/service.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
@@ -123,7 +123,7 @@ export async function findGroup(db: Kysely<DB>, repoUuid: string, uuid: string):
   return row;
 }
 
-const emitUploadEvent = (tx: TxContext, viewer: Viewer, access: RepoAccess, kind: string, payload: Record<string, unknown>) =>
+const emitUploadEvent = (tx: TxContext, viewer: Viewer, access: RepoAccess, kind: EventKind, payload: Record<string, unknown>) =>
   tx.emit({
     kind,
     scopes: repoScopes(access.repo),

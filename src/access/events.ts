@@ -1,0 +1,121 @@
+/**
+ * Event privacy (README "Event privacy"): what one caller may see of a stored event. Every reader
+ * of the store (GET /events, GET /events/{id}, the activity feeds, the live stream) passes each
+ * event through `eventViewer(...)`, built once per request (or per stream, refreshed), so the
+ * same scope is checked once however many events name it.
+ *
+ * - An event is shown when the caller may read its subject (src/events/kinds.ts), or, for a kind
+ *   whose subject is its scopes, one of its scopes.
+ * - What else it names (a fork's source, a membership's team, ...) is redacted where the caller
+ *   may not read it: uuid and name fields set to null, list entries dropped. `scopes` drop every
+ *   repo, team, timer and repo-part scope the caller may not read; an event about a readable repo
+ *   keeps the repo's parts (pull, review, thread, reply) and its owner's scope, which the repo
+ *   record names anyway.
+ * - Users are not hidden things: a username is shown by the resource routes the caller can read
+ *   (pull authors, reviewers, team members), a deactivated user's included; so `user:` scopes and
+ *   user fields stay (reading a user's scope is still for that user and staff only). Staff see
+ *   every event as stored while one of its scopes exists (a deleted repo's pull events are gone
+ *   for them too).
+ */
+import type { Deps } from '../deps.ts';
+import { KIND_RULES, type KindRule, type NamedRef, isEventKind, payloadAt } from '../events/kinds.ts';
+import { scopeChecker } from '../events/scopes.ts';
+import type { EventRecord } from '../events/service.ts';
+import type { Viewer } from '../viewer.ts';
+
+/**
+ * Scope kinds that, in an event about a readable repo, belong to that repo (its parts, and its
+ * owner: repoScopes); kept without a check.
+ */
+const WITH_REPO = new Set(['pull', 'review', 'thread', 'reply', 'team']);
+
+/** Shows one event to one caller: the event as the caller may see it, or null when it is hidden. */
+export type EventViewer = (event: EventRecord) => Promise<EventRecord | null>;
+
+const NO_RULE: KindRule = { subject: () => 'repo:-', names: [] };
+
+async function namedReadable(
+  canRead: (scope: string) => Promise<boolean>,
+  viewer: Viewer,
+  event: EventRecord,
+  ref: NamedRef,
+  uuid: unknown,
+): Promise<boolean> {
+  if (ref.kind === 'user') return true;
+  if (ref.shownTo !== undefined && payloadAt(event.payload, ref.shownTo) === viewer.uuid) return true;
+  return typeof uuid === 'string' && canRead(`${ref.kind}:${uuid}`);
+}
+
+function setAt(payload: Record<string, unknown>, path: string, value: unknown): void {
+  const [head, tail] = path.split('.', 2) as [string, string | undefined];
+  if (tail === undefined) {
+    if (head in payload) payload[head] = value;
+    return;
+  }
+  const inner = payload[head];
+  if (inner !== null && typeof inner === 'object' && tail in inner) {
+    payload[head] = { ...(inner as Record<string, unknown>), [tail]: value };
+  }
+}
+
+async function someReadable(canRead: (scope: string) => Promise<boolean>, event: EventRecord): Promise<boolean> {
+  for (const scope of event.scopes) if (await canRead(scope)) return true;
+  return false;
+}
+
+/**
+ * The event viewer of one caller. `knownReadable` lists scopes the caller is already known to
+ * read (the scope a page or stream was opened on), sparing a check.
+ */
+export function eventViewer(deps: Deps, viewer: Viewer, knownReadable: string[] = []): EventViewer {
+  const check = scopeChecker(deps, viewer);
+  const known = new Set(knownReadable);
+  const canRead = (scope: string) => (known.has(scope) ? Promise.resolve(true) : check(scope));
+  // Staff read everything that exists: an event as stored, when one of its scopes still exists.
+  if (viewer.isStaff) return async (event) => ((await someReadable(canRead, event)) ? event : null);
+  return async (event) => {
+    // A kind without a rule (none is recorded since kinds.ts: see assertDeclaredKind) is hidden.
+    const rule = isEventKind(event.kind) ? KIND_RULES[event.kind] : NO_RULE;
+    const subject = rule.subject(event);
+    let repoReadable: string | null = null;
+    if (subject === null) {
+      if (!(await someReadable(canRead, event))) return null;
+    } else {
+      if (!(await canRead(subject))) return null;
+      if (subject.startsWith('repo:')) repoReadable = subject;
+    }
+    // a thing a `shownTo` field shows to this caller keeps its scope too
+    const shown = new Set<string>();
+    for (const ref of rule.names) {
+      const uuid = payloadAt(event.payload, ref.uuid);
+      if (ref.shownTo !== undefined && typeof uuid === 'string' && payloadAt(event.payload, ref.shownTo) === viewer.uuid)
+        shown.add(`${ref.kind}:${uuid}`);
+    }
+    const scopes: string[] = [];
+    for (const scope of event.scopes) {
+      const kind = scope.slice(0, scope.indexOf(':'));
+      if (kind === 'user' || shown.has(scope) || (repoReadable !== null && WITH_REPO.has(kind)) || (await canRead(scope)))
+        scopes.push(scope);
+    }
+    let payload = event.payload;
+    for (const ref of rule.names) {
+      const value = payloadAt(payload, ref.uuid);
+      if (value === null || value === undefined) continue;
+      if (ref.list) {
+        if (!Array.isArray(value)) continue;
+        const kept: unknown[] = [];
+        for (const uuid of value) if (await namedReadable(canRead, viewer, event, ref, uuid)) kept.push(uuid);
+        if (kept.length !== value.length) {
+          payload = { ...payload };
+          setAt(payload, ref.uuid, kept);
+        }
+        continue;
+      }
+      if (await namedReadable(canRead, viewer, event, ref, value)) continue;
+      payload = { ...payload };
+      for (const path of [ref.uuid, ...ref.names]) setAt(payload, path, null);
+    }
+    if (payload === event.payload && scopes.length === event.scopes.length) return event;
+    return { ...event, scopes, payload };
+  };
+}

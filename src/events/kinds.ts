@@ -1,0 +1,154 @@
+/**
+ * Every event kind and what its payload names (README "Event privacy"). `EVENT_KINDS` is typed
+ * `Record<EventKind, KindRule>` and `EventInput.kind` is an `EventKind`, so a new kind cannot be
+ * emitted without an entry here (a compile error), and `assertDeclaredKind` refuses at run time a
+ * kind that reached `emit` through a cast. The rule applied at read time (access/events.ts):
+ *
+ * - `subject`: the scope of the thing the event is about. The event is shown only to callers who
+ *   may read that scope (staff see every event). `anyScope`: the event is about its scopes
+ *   themselves (a user's own tokens, invites, ...) and is shown to whoever may read one of them.
+ *   Parts of the subject repo (the event's `pull:`, `review:`, `thread:`, `reply:` scopes) are as
+ *   readable as the repo.
+ * - `names`: every other payload field that names a repo, team or user. Where the caller may not
+ *   read the named thing, the uuid field and its name fields are set to null (a list field drops
+ *   the entry). The event's `scopes` keep only the scopes the caller may read.
+ */
+
+/** A payload path: a top-level field, or `parent.child` one level down. */
+type Path = string;
+
+export interface EventView {
+  scopes: string[];
+  payload: Record<string, unknown>;
+}
+
+/** The subject scope of an event, or null for "any of its scopes". */
+export type Subject = (event: EventView) => string | null;
+
+export interface NamedRef {
+  kind: 'repo' | 'team' | 'user';
+  /** the field holding the uuid (a list of uuids when `list`) */
+  uuid: Path;
+  /** fields holding that thing's names, cleared with the uuid */
+  names: Path[];
+  list?: boolean;
+  /** a field holding a user uuid: that user may always see this thing here (their own membership) */
+  shownTo?: Path;
+}
+
+export interface KindRule {
+  subject: Subject;
+  names: NamedRef[];
+}
+
+export function payloadAt(payload: Record<string, unknown>, path: Path): unknown {
+  const [head, tail] = path.split('.', 2) as [string, string | undefined];
+  const value = payload[head];
+  if (tail === undefined) return value;
+  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[tail] : undefined;
+}
+
+/** The subject is the thing whose uuid is in `field`. */
+const field =
+  (kind: 'repo' | 'team' | 'timer', path: Path): Subject =>
+  (e) => {
+    const uuid = payloadAt(e.payload, path);
+    // a payload without its subject: nobody but staff may read it
+    return `${kind}:${typeof uuid === 'string' ? uuid : '-'}`;
+  };
+
+/** The scope other than the event's own `kind:` scope: a deleted repo's or a timer's owner (repoScopes, timerScopes). */
+const ownerScope =
+  (own: 'repo' | 'timer'): Subject =>
+  (e) =>
+    e.scopes.find((s) => !s.startsWith(`${own}:`)) ?? `${own}:-`;
+
+const anyScope: Subject = () => null;
+
+const repo = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'repo', uuid, names });
+const repoList = (uuid: Path): NamedRef => ({ kind: 'repo', uuid, names: [], list: true });
+const team = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'team', uuid, names });
+/** The team of a membership event: shown to its readers, and to the member concerned (who knew it). */
+const membershipTeam: NamedRef = { ...team('team_uuid', 'team_slug'), shownTo: 'user_uuid' };
+const user = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'user', uuid, names });
+
+const ofRepo = (...names: NamedRef[]): KindRule => ({ subject: field('repo', 'repo_uuid'), names });
+const ofTeam = (...names: NamedRef[]): KindRule => ({ subject: field('team', 'team_uuid'), names });
+const ofScopes = (...names: NamedRef[]): KindRule => ({ subject: anyScope, names });
+
+export const EVENT_KINDS = {
+  // users, tokens, invites, settings, rate limits: events in users' own scopes
+  'user-created': ofScopes(user('user_uuid', 'username')),
+  'user-updated': ofScopes(user('user_uuid', 'username')),
+  'user-mention': ofScopes(user('from.uuid', 'from.username'), user('to.uuid', 'to.username')),
+  'token-created': ofScopes(),
+  'token-deleted': ofScopes(),
+  'token-revoked': ofScopes(),
+  'invite-created': ofScopes(),
+  'invite-updated': ofScopes(),
+  'invite-deleted': ofScopes(),
+  'invite-accepted': ofScopes(user('user_uuid', 'username')),
+  'settings-updated': ofScopes(),
+  'rate-limit-created': ofScopes(),
+  'rate-limit-updated': ofScopes(),
+  'rate-limit-deleted': ofScopes(),
+  // teams: a membership event is also the member's, so it is shown through either scope and
+  // names the team to those who may read it and to the member concerned (a removed member
+  // still learns which team removed them)
+  'team-created': ofTeam(),
+  'team-updated': ofTeam(),
+  'member-added': ofScopes(membershipTeam, user('user_uuid', 'username')),
+  'member-updated': ofScopes(membershipTeam, user('user_uuid', 'username')),
+  'member-removed': ofScopes(membershipTeam, user('user_uuid', 'username')),
+  // repos and forks
+  'repo-created': ofRepo(repo('fork_of_uuid')),
+  'repo-updated': ofRepo(repo('changes.fork_of_uuid'), repo('source_repo_uuid')),
+  // the repo is gone: the event is its former owner's
+  'repo-deleted': { subject: ownerScope('repo'), names: [repoList('detached_fork_uuids')] },
+  'fork-created': ofRepo(repo('source_repo_uuid', 'source_full_name')),
+  'branch-pushed': ofRepo(user('pusher.uuid', 'pusher.username')),
+  // protections
+  'protection-created': ofRepo(),
+  'protection-updated': ofRepo(),
+  'protection-deleted': ofRepo(),
+  'protection-approver-added': ofRepo(user('user_uuid', 'username')),
+  'protection-approver-removed': ofRepo(user('user_uuid', 'username')),
+  // pulls and reviews
+  'pull-opened': ofRepo(),
+  'pull-updated': ofRepo(),
+  'pull-merged': ofRepo(),
+  'review-submitted': ofRepo(),
+  'review-removed': ofRepo(),
+  // threads and replies
+  'thread-created': ofRepo(),
+  'thread-updated': ofRepo(),
+  'thread-removed': ofRepo(),
+  'reply-created': ofRepo(),
+  'reply-edited': ofRepo(),
+  'reply-removed': ofRepo(),
+  // uploads and attachments
+  'upload-created': ofRepo(),
+  'upload-removed': ofRepo(),
+  'upload-group-created': ofRepo(),
+  'upload-group-deleted': ofRepo(),
+  'attachment-created': ofRepo(),
+  'attachment-deleted': ofRepo(),
+  // timers: a timer's own events are about the timer (a team's timers are its owners'); a
+  // firing is addressed to the timer's owner scope, as is a deletion (the timer is gone)
+  'timer-created': { subject: field('timer', 'timer_uuid'), names: [] },
+  'timer-updated': { subject: field('timer', 'timer_uuid'), names: [] },
+  'timer-deleted': { subject: ownerScope('timer'), names: [] },
+  'timer-fired': { subject: ownerScope('timer'), names: [] },
+} satisfies Record<string, KindRule>;
+
+export type EventKind = keyof typeof EVENT_KINDS;
+
+/** The rules by kind; `Record<EventKind, KindRule>` so a kind without a rule does not compile. */
+export const KIND_RULES: Record<EventKind, KindRule> = EVENT_KINDS;
+
+export const isEventKind = (kind: string): kind is EventKind => Object.hasOwn(EVENT_KINDS, kind);
+
+/** Refuses (a programming error) to record an event whose kind has no privacy rule. */
+export function assertDeclaredKind(kind: string): asserts kind is EventKind {
+  if (!isEventKind(kind)) throw new Error(`event kind "${kind}" has no entry in src/events/kinds.ts`);
+}
