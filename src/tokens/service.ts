@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { assertCanManageTokensOf, tokenVisibleTo } from '../access/index.ts';
 import { compiledOnce } from '../db/compiled.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
@@ -196,7 +196,8 @@ export async function listTokens(
     .where('t.user_uuid', '=', owner.uuid);
   if (opts.name !== undefined) q = q.where('t.name', '=', opts.name);
   // nulls (never used) sort last either way, the same on both dialects
-  if (column === 'last_used_at') q = q.orderBy((eb) => eb.case().when('t.last_used_at', 'is', null).then(1).else(0).end());
+  // (literal SQL, not bound values: the expression is the one api_tokens_user_last_used_idx indexes)
+  if (column === 'last_used_at') q = q.orderBy(sql`case when t.last_used_at is null then 1 else 0 end`);
   const rows = await q.orderBy(`t.${column}`, direction).orderBy('t.uuid').offset(opts.offset).limit(opts.limit).execute();
   return rows.map(tokenToJson);
 }
