@@ -31,8 +31,9 @@ const INDEXES: Array<[name: string, table: string, columns: string]> = [
   // a namespace's timers filtered by status
   ['timers_owner_status_list_idx', 'timers', 'scope, owner_uuid, status, created_at, uuid'],
   // the lists that leave removed rows out: `removed_at is null` is an index equality
-  ['threads_repo_list_idx', 'threads', 'repo_uuid, removed_at, number'],
-  ['replies_thread_list_idx', 'replies', 'thread_uuid, removed_at, number'],
+  // (uuid last: the page's keys are read from the index alone)
+  ['threads_repo_list_idx', 'threads', 'repo_uuid, removed_at, number, uuid'],
+  ['replies_thread_list_idx', 'replies', 'thread_uuid, removed_at, number, uuid'],
   ['reviews_pull_live_idx', 'reviews', 'pull_uuid, removed_at, seq, created_at, uuid'],
 ];
 
