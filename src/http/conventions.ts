@@ -96,6 +96,7 @@ function withEtag(request: FastifyRequest, reply: FastifyReply, payload: unknown
 }
 
 function varyWith(current: unknown, name: string): string {
+  if (current === undefined || current === '') return name;
   const list = String(current ?? '')
     .split(',')
     .map((s) => s.trim())
