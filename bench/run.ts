@@ -27,6 +27,7 @@ const TOKEN = 'weft_bench_bootstrap_token_0123456789abc';
 interface Ports {
   dialect: string;
   raw: number;
+  fastify: number;
   weft: number;
   seeded: Seeded;
   seedSeconds: number;
@@ -45,6 +46,14 @@ async function serve(): Promise<void> {
     res.end('{"hello":"world"}');
   });
   await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+  // A second reference: bare Fastify (no plugins, no hooks, logging off) answering the same body
+  // through a response schema: the framework's own cost, which Weft's figures include.
+  const { default: Fastify } = await import('fastify');
+  const bare = Fastify({ logger: false });
+  bare.get('/', { schema: { response: { 200: { type: 'object', properties: { hello: { type: 'string' } } } } } }, async () => ({
+    hello: 'world',
+  }));
+  await bare.listen({ port: 0, host: '127.0.0.1' });
 
   const weft = await serveWeft(TOKEN, async (app, database) => {
     const started = performance.now();
@@ -54,6 +63,7 @@ async function serve(): Promise<void> {
 
   const stop = async () => {
     raw.close();
+    await bare.close();
     await weft.stop();
     process.exit(0);
   };
@@ -62,6 +72,7 @@ async function serve(): Promise<void> {
   const ports: Ports = {
     dialect: weft.dialect,
     raw: (raw.address() as AddressInfo).port,
+    fastify: (bare.server.address() as AddressInfo).port,
     weft: weft.port,
     ...weft.prepared,
   };
@@ -112,6 +123,7 @@ async function benchDatabase(url: string | null, connections: number, duration: 
     const events = `${weft}/events?scope=${encodeURIComponent(s.eventScope)}`;
     const targets: Target[] = [
       { name: 'raw node:http hello', url: `http://127.0.0.1:${ports.raw}/` },
+      { name: 'bare Fastify hello', url: `http://127.0.0.1:${ports.fastify}/` },
       { name: 'GET /user', key: 'user', url: `${weft}/user`, headers: auth },
       { name: 'GET {repo} (team member)', key: 'repo', url: repo, headers: auth },
       { name: 'GET {repo}/pulls/{n}', key: 'pull', url: `${repo}/pulls/${s.pull}`, headers: auth },
@@ -130,7 +142,7 @@ async function benchDatabase(url: string | null, connections: number, duration: 
       },
     ];
     const only = process.env.BENCH_TARGETS?.split(',');
-    if (only) targets.splice(1, targets.length, ...targets.slice(1).filter((t) => only.includes(t.key ?? '')));
+    if (only) targets.splice(1, targets.length, ...targets.slice(1).filter((t) => !t.key || only.includes(t.key)));
     console.log(
       `\n== ${ports.dialect}: seeded ${sizes().events} events, ${sizes().repos} repos in one team, ${sizes().pulls} pulls in one repo ` +
         `in ${ports.seedSeconds.toFixed(0)} s`,

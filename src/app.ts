@@ -114,7 +114,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installErrorHandling(app);
   await installOpenApi(app);
   installUrlCheck(app);
-  installAuth(app, (secret) => authenticate(deps, secret));
+  installAuth(app, (secret, hint) => authenticate(deps, secret, hint));
   installPaging(app, deps.config.publicUrl);
   installRateLimit(app, deps);
 

@@ -12,8 +12,18 @@ export interface Viewer {
 /** The caller's own user record (without the password hash), read with the token. */
 export type AuthenticatedUser = Omit<Selectable<UsersTable>, 'password_hash'>;
 
+/**
+ * A repo (and pull) read a route will make as its caller: the token lookup may make it in the
+ * same statement (access/repo-read.ts), and the route's own read then takes that row.
+ */
+export interface RepoReadHint {
+  ref: RepoRef;
+  /** the pull number, or null for the repo alone */
+  number: number | null;
+}
+
 /** Resolves a token secret to its caller, or null when it is unknown, expired or revoked. */
-export type Authenticate = (secret: string) => Promise<{ viewer: Viewer; user: AuthenticatedUser } | null>;
+export type Authenticate = (secret: string, hint?: RepoReadHint) => Promise<{ viewer: Viewer; user: AuthenticatedUser } | null>;
 
 /** A repo named by a path: the owner's kind and name as given, and the repo slug. */
 export interface RepoRef {

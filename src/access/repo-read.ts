@@ -13,7 +13,7 @@ import { compiledOnce } from '../db/compiled.ts';
 import type { Database } from '../db/index.ts';
 import type { PullsTable, ReposTable } from '../db/types.ts';
 import { notFound } from '../errors.ts';
-import type { RepoRef, Viewer } from '../viewer.ts';
+import type { RepoReadHint, RepoRef, Viewer } from '../viewer.ts';
 import { type RepoLevel, type TeamRole } from './levels.ts';
 import { repoLevelFrom } from './repos.ts';
 
@@ -125,22 +125,114 @@ const QUERIES = {
   user: { repo: userQuery(false), pull: userQuery(true) },
 };
 
+/** The token and its user's columns, as the token lookup reads them, prefixed `v_`. */
+const TOKEN_COLUMNS =
+  't.uuid as v_token_uuid, t.token_hash as v_token_hash, t.expires_at as v_expires_at, t.revoked_at as v_revoked_at, ' +
+  't.last_used_at as v_last_used_at, u.uuid as v_uuid, u.username as v_username, u.display_name as v_display_name, ' +
+  'u.email as v_email, u.is_staff as v_is_staff, u.is_active as v_is_active, u.ping_mentions as v_ping_mentions, ' +
+  'u.created_at as v_created_at, u.updated_at as v_updated_at';
+
+const PULL_SELECT =
+  PULL_COLUMNS.map((c) => `p.${c} as p_${c}`).join(', ') +
+  ', pa.username as p_author_username, pm.username as p_merged_by_username';
+const PULL_JOINS =
+  'left join pulls p on p.repo_uuid = r.uuid and p.number = {number} ' +
+  'left join users pa on pa.uuid = p.author_uuid left join users pm on pm.uuid = p.merged_by_uuid';
+
+/**
+ * The token lookup and the repo read of `readRow` in one statement: the token's row (with its
+ * user) ⟕ the owner ⟕ the repo ⟕ its creator [⟕ the viewer's membership] [⟕ the pull ⟕ its users].
+ * No token: no row. The same joins and columns as teamQuery/userQuery, so `readRow` decides alike.
+ */
+function tokenQuery(kind: 'team' | 'user', withPull: boolean) {
+  return compiledOnce((db, hash: Placeholder, owner: Placeholder, slug: Placeholder, number: Placeholder) => {
+    const owners =
+      kind === 'team'
+        ? 'o.uuid as o_uuid, o.is_active as o_is_active, o.slug as owner_team_slug, null as owner_username, m.role as viewer_role'
+        : 'o.uuid as o_uuid, o.is_active as o_is_active, null as owner_team_slug, o.username as owner_username, null as viewer_role';
+    const text =
+      `select ${TOKEN_COLUMNS}, r.*, ${owners}, c.username as creator_username${withPull ? `, ${PULL_SELECT}` : ''} ` +
+      'from api_tokens t inner join users u on u.uuid = t.user_uuid ' +
+      (kind === 'team' ? 'left join teams o on o.slug = {owner} ' : 'left join users o on o.username = {owner} ') +
+      `left join repos r on r.owner_uuid = o.uuid and r.owner_kind = '${kind}' and r.slug = {slug} ` +
+      'left join users c on c.uuid = r.created_by_uuid ' +
+      (kind === 'team' ? 'left join team_members m on m.team_uuid = o.uuid and m.user_uuid = u.uuid ' : '') +
+      (withPull ? `${PULL_JOINS} ` : '') +
+      'where t.token_hash = {hash}';
+    const values: Record<string, unknown> = { hash, owner, slug, number: asNumber(number) };
+    const parts = text.split(/\{(\w+)\}/);
+    const strings = parts.filter((_, i) => i % 2 === 0);
+    const params = parts.filter((_, i) => i % 2 === 1).map((name) => values[name]);
+    const query = sql<Record<string, unknown>>(Object.assign([...strings], { raw: strings }) as TemplateStringsArray, ...params);
+    return { compile: () => query.compile(db) };
+  });
+}
+
+const TOKEN_QUERIES = {
+  team: { repo: tokenQuery('team', false), pull: tokenQuery('team', true) },
+  user: { repo: tokenQuery('user', false), pull: tokenQuery('user', true) },
+};
+
+/** Rows read with the token lookup, for the request's own read (one-shot, per viewer object). */
+const prefetched = new WeakMap<Viewer, { key: string; row: Record<string, unknown> & Facts }>();
+
+const readKey = (ref: RepoRef, number: number | null) =>
+  `${ref.ownerKind}\u0000${ref.ownerName.toLowerCase()}\u0000${ref.repoSlug.toLowerCase()}\u0000${number ?? ''}`;
+
+/**
+ * The token lookup of a request that will read `hint` (GET {repo}, GET {repo}/pulls/{n}): one
+ * statement reads the token, its user and the repo read `readRepo`/`readRepoPull` would make.
+ * Returns the token lookup's columns (as `tokenByHash` names them), or undefined when no token has
+ * this hash. Once the caller has built the viewer, `rememberRead` keeps the rest for the route.
+ */
+export async function tokenWithRepoRead(
+  database: Database,
+  hash: string,
+  hint: RepoReadHint,
+): Promise<{ token: Record<string, unknown>; row: Record<string, unknown> } | undefined> {
+  const query = TOKEN_QUERIES[hint.ref.ownerKind][hint.number === null ? 'repo' : 'pull'];
+  const [row] = await query(
+    database,
+    hash,
+    hint.ref.ownerName.toLowerCase(),
+    hint.ref.repoSlug.toLowerCase(),
+    (hint.number ?? 0) as unknown as string,
+  );
+  if (!row) return undefined;
+  const token: Record<string, unknown> = {};
+  for (const key of Object.keys(row)) if (key.startsWith('v_')) token[key.slice(2)] = row[key];
+  return { token, row };
+}
+
+/** Keeps the repo read made with the token lookup for this viewer's request (see `readRow`). */
+export function rememberRead(viewer: Viewer, hint: RepoReadHint, row: Record<string, unknown>): void {
+  prefetched.set(viewer, { key: readKey(hint.ref, hint.number), row: row as Record<string, unknown> & Facts });
+}
+
 async function readRow(
   database: Database,
   viewer: Viewer,
   ref: RepoRef,
   number: number | null,
 ): Promise<{ repo: RepoReadRow; level: RepoLevel; row: Record<string, unknown> }> {
-  const query = QUERIES[ref.ownerKind][number === null ? 'repo' : 'pull'];
-  const [row] = (await query(
-    database,
-    ref.ownerName.toLowerCase(),
-    ref.repoSlug.toLowerCase(),
-    viewer.uuid,
-    (number ?? 0) as unknown as string,
-  )) as unknown as (Record<string, unknown> & Facts)[];
+  let row: (Record<string, unknown> & Facts) | undefined;
+  const early = prefetched.get(viewer);
+  if (early && early.key === readKey(ref, number)) {
+    // read by the token lookup of this request, in the same statement (tokenWithRepoRead)
+    prefetched.delete(viewer);
+    row = early.row;
+  } else {
+    const query = QUERIES[ref.ownerKind][number === null ? 'repo' : 'pull'];
+    [row] = (await query(
+      database,
+      ref.ownerName.toLowerCase(),
+      ref.repoSlug.toLowerCase(),
+      viewer.uuid,
+      (number ?? 0) as unknown as string,
+    )) as unknown as (Record<string, unknown> & Facts)[];
+  }
   // the same 404s, in the same order, as requireRepo: owner, then repo, then access
-  if (!row || (ref.ownerKind === 'user' && row.o_is_active !== 1 && !viewer.isStaff)) {
+  if (!row || row.o_uuid === null || (ref.ownerKind === 'user' && row.o_is_active !== 1 && !viewer.isStaff)) {
     throw notFound(ref.ownerKind === 'team' ? 'Team' : 'User');
   }
   if (row.uuid === null) throw notFound('Repo');

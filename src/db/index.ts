@@ -14,6 +14,11 @@ export interface Database {
   dialect: Dialect;
   /** PostgreSQL only: the pool, for LISTEN/NOTIFY and advisory locks. */
   pool: pg.Pool | null;
+  /**
+   * SQLite only: the connection Kysely runs on, for the compiled hot reads (`compiledOnce`),
+   * which run on it directly while no transaction is open on it.
+   */
+  sqlite: SQLite.Database | null;
   /** Told of every query's kind and duration (the metrics module adds one when metrics are on). */
   queryObservers: Set<QueryObserver>;
   close(): Promise<void>;
@@ -45,7 +50,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
     });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
-    database = { db, dialect: 'postgres', pool, queryObservers, close: () => db.destroy() };
+    database = { db, dialect: 'postgres', pool, sqlite: null, queryObservers, close: () => db.destroy() };
   } else {
     const file = opts.url?.startsWith('sqlite:') ? opts.url.slice('sqlite:'.length) : join(opts.dataDir, 'weft.sqlite');
     // Only the server's user may read the data (README "Files and durability"): directories it
@@ -60,7 +65,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     handle.pragma('foreign_keys = ON');
     handle.pragma('synchronous = NORMAL');
     const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }), log });
-    database = { db, dialect: 'sqlite', pool: null, queryObservers, close: () => db.destroy() };
+    database = { db, dialect: 'sqlite', pool: null, sqlite: handle, queryObservers, close: () => db.destroy() };
   }
   if (opts.migrate !== false) await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   return database;

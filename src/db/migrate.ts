@@ -8,6 +8,7 @@ import * as m030 from './migrations/030_timers.ts';
 import * as m010 from './migrations/010_threads_uploads.ts';
 import * as m040 from './migrations/040_git.ts';
 import * as m080 from './migrations/080_list_indexes.ts';
+import * as m085 from './migrations/085_more_list_indexes.ts';
 import * as m090 from './migrations/090_event_scope_kind.ts';
 import * as m091 from './migrations/091_team_activity_index.ts';
 import type { Dialect } from './index.ts';
@@ -32,6 +33,7 @@ const MIGRATIONS: Migration[] = [
   { name: '010_threads_uploads', up: m010.up },
   { name: '040_git', up: m040.up },
   { name: '080_list_indexes', up: m080.up },
+  { name: '085_more_list_indexes', up: m085.up },
   { name: '090_event_scope_kind', up: m090.up },
   { name: '091_team_activity_index', up: m091.up },
 ];

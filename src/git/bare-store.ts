@@ -139,8 +139,10 @@ export class BareGitStore implements GitStore {
 
   /** The tip of a branch, or null when it does not exist. */
   async branchSha(uuid: string, branch: string): Promise<string | null> {
-    if (!this.exists(uuid)) return null;
     const tip = readBranchTip(this.pathOf(uuid), branch);
+    // a ref that reads as a sha: the repository exists (no separate HEAD check on the hot path)
+    if (typeof tip === 'string') return tip;
+    if (!this.exists(uuid)) return null;
     if (tip !== undefined) return tip;
     const out = await git(this.pathOf(uuid), ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`], { okCodes: [1] });
     return out.code === 0 ? out.stdout.trim() : null;

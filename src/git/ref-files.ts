@@ -5,7 +5,7 @@
  * every pulls page. Anything this reader does not recognise — a symbolic ref, a reftable or
  * SHA-256 repository, an unreadable file — answers `undefined`, and the caller asks git.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 
 const SHA1 = /^[0-9a-f]{40}$/;
@@ -21,10 +21,30 @@ function readText(path: string): string | null | undefined {
   }
 }
 
+const LOOSE = Buffer.alloc(128);
+
+/** A loose ref file (41 bytes): open, read, close into one buffer; longer files are read whole. */
+function readLoose(path: string): string | null | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : undefined;
+  }
+  try {
+    const n = readSync(fd, LOOSE, 0, LOOSE.length, 0);
+    return n < LOOSE.length ? LOOSE.toString('latin1', 0, n) : readText(path);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The tip of `refs/heads/<branch>`: its sha, null when the branch does not exist, undefined when git must answer. */
 export function readBranchTip(dir: string, branch: string): string | null | undefined {
   const ref = `refs/heads/${branch}`;
-  const loose = readText(join(dir, ref));
+  const loose = readLoose(join(dir, ref));
   if (loose === undefined) return undefined;
   if (loose !== null) {
     const sha = loose.trim();

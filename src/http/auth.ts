@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { unauthorized } from '../errors.ts';
-import type { Authenticate, AuthenticatedUser, Viewer } from '../viewer.ts';
+import type { Authenticate, AuthenticatedUser, RepoReadHint, Viewer } from '../viewer.ts';
+import { repoRef } from './repo-paths.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -11,6 +12,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** No authentication requirement is declared for this route. */
     public?: boolean;
+    /**
+     * The route reads its repo (`repo`) or its pull (`pull`) with `readRepo`/`readRepoPull`: the
+     * token lookup makes that read in the same statement (one statement per request).
+     */
+    repoRead?: 'repo' | 'pull';
   }
 }
 
@@ -34,6 +40,23 @@ export function tokenFromHeader(header: string | undefined): string | null | fal
   return false;
 }
 
+/**
+ * The repo read a `repoRead` route will make, from its path params (not validated yet: a value
+ * the params schema would refuse gives no hint, and the route answers its 400 as before).
+ */
+function readHint(request: FastifyRequest): RepoReadHint | undefined {
+  const kind = request.routeOptions.config?.repoRead;
+  if (!kind) return undefined;
+  const params = request.params as { number?: string; repo_slug?: string; team_slug?: string; username?: string };
+  let number: number | null = null;
+  if (kind === 'pull') {
+    if (typeof params.number !== 'string' || !/^[1-9][0-9]{0,8}$/.test(params.number)) return undefined;
+    number = Number(params.number);
+  }
+  if (typeof params.repo_slug !== 'string') return undefined;
+  return { ref: repoRef({ ...params, repo_slug: params.repo_slug }), number };
+}
+
 export function requireViewer(request: FastifyRequest): Viewer {
   if (!request.viewer) throw unauthorized();
   return request.viewer;
@@ -47,18 +70,22 @@ export function requireViewer(request: FastifyRequest): Viewer {
 export function installAuth(app: FastifyInstance, authenticate: Authenticate): void {
   app.decorateRequest('viewer', null);
   app.decorateRequest('viewerUser', null);
-  app.addHook('onRequest', async (request) => {
+  // Callback style: an async hook costs a promise and a microtask turn per request, and the
+  // anonymous path needs neither.
+  app.addHook('onRequest', (request, _reply, done) => {
     const token = tokenFromHeader(request.headers.authorization);
-    if (token === false) throw unauthorized('Malformed Authorization header: use Bearer or Basic with the API token.');
+    if (token === false) return done(unauthorized('Malformed Authorization header: use Bearer or Basic with the API token.'));
     if (token !== null) {
-      const found = await authenticate(token);
-      if (!found) throw unauthorized('The API token is invalid, expired or revoked.');
-      request.viewer = found.viewer;
-      request.viewerUser = found.user;
+      authenticate(token, readHint(request)).then((found) => {
+        if (!found) return done(unauthorized('The API token is invalid, expired or revoked.'));
+        request.viewer = found.viewer;
+        request.viewerUser = found.user;
+        done();
+      }, done);
       return;
     }
     const url = request.routeOptions.url;
     const isPublic = request.routeOptions.config?.public === true || url === undefined || url.startsWith('/docs');
-    if (!isPublic) throw unauthorized();
+    done(isPublic ? undefined : unauthorized());
   });
 }

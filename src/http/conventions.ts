@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import compress from '@fastify/compress';
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -81,7 +81,7 @@ function withEtag(request: FastifyRequest, reply: FastifyReply, payload: unknown
     if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
     const type = String(reply.getHeader('content-type') ?? '');
     if (!type.startsWith('application/json')) return payload;
-    const etag = `W/"${createHash('sha1').update(payload).digest('base64url').slice(0, 27)}"`;
+    const etag = `W/"${hash('sha1', payload, 'base64url').slice(0, 27)}"`;
     reply.header('etag', etag);
     reply.header('cache-control', 'private, no-cache');
     reply.header('vary', varyWith(reply.getHeader('vary'), 'Authorization'));
@@ -96,6 +96,7 @@ function withEtag(request: FastifyRequest, reply: FastifyReply, payload: unknown
 }
 
 function varyWith(current: unknown, name: string): string {
+  if (current === undefined || current === '') return name;
   const list = String(current ?? '')
     .split(',')
     .map((s) => s.trim())

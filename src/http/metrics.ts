@@ -90,14 +90,25 @@ export function installMetrics(app: FastifyInstance, database: Database, timeQue
     pools.delete(database);
     database.queryObservers.delete(observeQuery);
   });
+  // The label values are bounded (route patterns, methods, statuses): each combination's
+  // children are looked up once, not hashed from a labels object on every request.
+  const children = new Map<
+    string,
+    { count: ReturnType<typeof httpRequests.labels>; duration: ReturnType<typeof httpDuration.labels> }
+  >();
   app.addHook('onResponse', (request, reply, done) => {
-    const labels = {
-      method: request.method,
-      route: request.routeOptions.url ?? 'unmatched',
-      status: String(reply.statusCode),
-    };
-    httpRequests.inc(labels);
-    httpDuration.observe(labels, reply.elapsedTime / 1000);
+    const method = request.method;
+    const route = request.routeOptions.url ?? 'unmatched';
+    const status = reply.statusCode;
+    const key = `${method} ${status} ${route}`;
+    let child = children.get(key);
+    if (!child) {
+      const labels = { method, route, status: String(status) };
+      child = { count: httpRequests.labels(labels), duration: httpDuration.labels(labels) };
+      children.set(key, child);
+    }
+    child.count.inc();
+    child.duration.observe(reply.elapsedTime / 1000);
     done();
   });
 }

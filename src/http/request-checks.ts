@@ -9,6 +9,8 @@ import { badRequest } from '../errors.ts';
  * percent-encoding would otherwise be silently turned into U+FFFD.
  */
 export function urlProblem(url: string): string | null {
+  // the common case: nothing to check (no dot segment and no percent-encoding can occur)
+  if (!url.includes('.') && !url.includes('%')) return null;
   const q0 = url.indexOf('?');
   // A `.` or `..` path segment (plain or percent-encoded) names no resource: clients normalise
   // them away, so one that reaches the server is a path trick, refused before routing.

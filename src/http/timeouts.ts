@@ -34,7 +34,9 @@ export type TimeoutConfig = Pick<
 
 export function isLongLived(request: FastifyRequest): boolean {
   if (request.routeOptions.config?.longLived === true) return true;
-  const path = request.url.split('?')[0]!;
+  const url = request.url;
+  const q = url.indexOf('?');
+  const path = q >= 0 ? url.slice(0, q) : url;
   return LONG_LIVED_PATHS.some((re) => re.test(path));
 }
 
@@ -72,15 +74,27 @@ function cutOff(request: FastifyRequest, reply: FastifyReply): void {
   void reply.status(408).header('connection', 'close').send(TIMED_OUT);
 }
 
+/** Whether a request has a body still to arrive: only Content-Length (non-zero) or Transfer-Encoding announce one. */
+function expectsBody(request: FastifyRequest): boolean {
+  const headers = request.headers;
+  if (headers['transfer-encoding'] !== undefined) return true;
+  const length = headers['content-length'];
+  return length !== undefined && length !== '0';
+}
+
 export function installTimeouts(app: FastifyInstance, cfg: TimeoutConfig): void {
   app.addHook('onRequest', (request, reply, done) => {
-    const long = isLongLived(request);
     // Per socket: a keep-alive connection's next request sets its own.
     const socket = request.raw.socket;
     // Injected requests (light-my-request) have a stand-in socket: no network, nothing to bound.
     if (typeof socket?.setTimeout !== 'function') return done();
-    socket.setTimeout(long ? cfg.streamIdleTimeoutMs : cfg.idleTimeoutMs);
-    if (!long && request.raw.complete === false) {
+    const long = isLongLived(request);
+    const idle = long ? cfg.streamIdleTimeoutMs : cfg.idleTimeoutMs;
+    // Re-arming a socket timer costs a timer-list update per request: only when it changes
+    // (Node keeps the current value in socket.timeout; the server sets IDLE_TIMEOUT_MS on accept).
+    if (socket.timeout !== idle) socket.setTimeout(idle);
+    // A request without a body (most GETs) has nothing left to arrive: no body timer.
+    if (!long && request.raw.complete === false && expectsBody(request)) {
       const timer = setTimeout(() => {
         if (!request.raw.complete) cutOff(request, reply);
       }, cfg.requestTimeoutMs);

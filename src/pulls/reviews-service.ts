@@ -121,14 +121,22 @@ export async function listReviews(
   page: { offset: number; limit: number },
 ): Promise<ReviewJson[]> {
   const { pull } = await requirePull(deps, viewer, ref, number);
+  // The page's keys from reviews_pull_live_idx (index entries only), then their rows with names.
+  const keys = deps.db
+    .selectFrom('reviews')
+    .select('uuid')
+    .where('pull_uuid', '=', pull.uuid)
+    .where('removed_at', 'is', null)
+    .orderBy('seq')
+    .orderBy('created_at')
+    .orderBy('uuid')
+    .offset(page.offset)
+    .limit(page.limit);
   const rows = await reviewsWithNames(deps.db)
-    .where('r.pull_uuid', '=', pull.uuid)
-    .where('r.removed_at', 'is', null)
+    .where('r.uuid', 'in', keys)
     .orderBy('r.seq')
     .orderBy('r.created_at')
     .orderBy('r.uuid')
-    .offset(page.offset)
-    .limit(page.limit)
     .execute();
   return rows.map(reviewToJson);
 }

@@ -118,7 +118,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
 
     r.get(
       `${base}/:number`,
-      { schema: { tags, summary: 'Get a pull', params: PullParams, response: { 200: Pull } } },
+      { config: { repoRead: 'pull' }, schema: { tags, summary: 'Get a pull', params: PullParams, response: { 200: Pull } } },
       async (request) => withBranchTips(deps, await getPull(deps, ...onPull(request))),
     );
 

@@ -112,6 +112,7 @@ export async function reposRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     r.get(
       form.prefix,
       {
+        config: { repoRead: 'repo' },
         schema: {
           tags,
           summary: 'Get a repo (read access; a private repo is 404 to outsiders)',

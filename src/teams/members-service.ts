@@ -62,11 +62,20 @@ export async function listMembers(
   page: { offset: number; limit: number },
 ): Promise<MemberJson[]> {
   const { team } = await requireTeam(deps.db, viewer, teamSlug);
+  // The page's keys from team_members_list_idx (index entries only), then their rows with
+  // names: a deep page skips index entries, never user rows (README "Performance").
+  const keys = deps.db
+    .selectFrom('team_members')
+    .select('user_uuid')
+    .where('team_uuid', '=', team.uuid)
+    .orderBy('created_at')
+    .orderBy('user_uuid')
+    .offset(page.offset)
+    .limit(page.limit);
   const rows = await memberQuery(deps.db, team.uuid)
+    .where('m.user_uuid', 'in', keys)
     .orderBy('m.created_at')
     .orderBy('m.user_uuid')
-    .offset(page.offset)
-    .limit(page.limit)
     .execute();
   return rows.map(toJson);
 }

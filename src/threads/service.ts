@@ -145,13 +145,17 @@ export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, inp
 
 export async function listThreads(deps: Deps, viewer: Viewer, ref: RepoRef, page: PageArgs): Promise<ThreadJson[]> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
-  const rows = await threadsWithNames(deps.db)
-    .where('t.repo_uuid', '=', repo.uuid)
-    .where('t.removed_at', 'is', null)
-    .orderBy('t.number')
+  // The page's keys from threads_repo_list_idx (index entries only), then their rows with names
+  // and reply counts: a deep page neither joins nor counts the threads it skips.
+  const keys = deps.db
+    .selectFrom('threads')
+    .select('uuid')
+    .where('repo_uuid', '=', repo.uuid)
+    .where('removed_at', 'is', null)
+    .orderBy('number')
     .offset(page.offset)
-    .limit(page.limit)
-    .execute();
+    .limit(page.limit);
+  const rows = await threadsWithNames(deps.db).where('t.uuid', 'in', keys).orderBy('t.number').execute();
   return rows.map((r) => threadToJson(r as ThreadWithNames));
 }
 
@@ -386,13 +390,16 @@ export async function listReplies(
 ): Promise<ReplyJson[]> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
   const thread = await findThread(deps.db, repo.uuid, number);
-  const rows = await repliesWithNames(deps.db)
-    .where('r.thread_uuid', '=', thread.uuid)
-    .where('r.removed_at', 'is', null)
-    .orderBy('r.number')
+  // The page's keys from replies_thread_list_idx (index entries only), then their rows with names.
+  const keys = deps.db
+    .selectFrom('replies')
+    .select('uuid')
+    .where('thread_uuid', '=', thread.uuid)
+    .where('removed_at', 'is', null)
+    .orderBy('number')
     .offset(page.offset)
-    .limit(page.limit)
-    .execute();
+    .limit(page.limit);
+  const rows = await repliesWithNames(deps.db).where('r.uuid', 'in', keys).orderBy('r.number').execute();
   return rows.map(replyToJson);
 }
 

@@ -1,4 +1,4 @@
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { hash, randomInt, timingSafeEqual } from 'node:crypto';
 
 /**
  * The longest secret that can authenticate (generated ones are 45 characters; the bootstrap
@@ -16,7 +16,7 @@ export function newTokenSecret(): string {
 }
 
 /** Secrets are stored only as their SHA-256 hash. */
-export const hashSecret = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('hex');
+export const hashSecret = (secret: string): string => hash('sha256', secret, 'hex');
 
 export function hashesEqual(a: string, b: string): boolean {
   const x = Buffer.from(a, 'hex');

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { assertCanManageTokensOf, tokenVisibleTo } from '../access/index.ts';
+import { rememberRead, tokenWithRepoRead } from '../access/repo-read.ts';
 import { compiledOnce } from '../db/compiled.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { type TxContext, inTransaction } from '../events/service.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
-import type { AuthenticatedUser, Viewer } from '../viewer.ts';
+import type { AuthenticatedUser, RepoReadHint, Viewer } from '../viewer.ts';
 import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
 
 type TokenRow = Selectable<ApiTokensTable>;
@@ -67,6 +68,8 @@ const tokenByHash = compiledOnce((db, hash: string) =>
     .where('t.token_hash', '=', hash),
 );
 
+type TokenLookupRow = Awaited<ReturnType<typeof tokenByHash>>[number];
+
 /** The caller's user record as read with their token (everything but the password hash). */
 export type { AuthenticatedUser } from '../viewer.ts';
 
@@ -74,10 +77,16 @@ export type { AuthenticatedUser } from '../viewer.ts';
  * Resolves a secret to its viewer and user record; null for unknown, revoked, expired or
  * deactivated. last_used_at is written at most once a minute per token, not on every request.
  */
-export async function authenticate(deps: Deps, secret: string): Promise<{ viewer: Viewer; user: AuthenticatedUser } | null> {
+export async function authenticate(
+  deps: Deps,
+  secret: string,
+  hint?: RepoReadHint,
+): Promise<{ viewer: Viewer; user: AuthenticatedUser } | null> {
   if (secret.length > MAX_SECRET_LENGTH) return null;
   const hash = hashSecret(secret);
-  const [row] = await tokenByHash(deps.database, hash);
+  // With a hint (GET {repo}, GET {repo}/pulls/{n}) the same statement reads the repo too.
+  const read = hint ? await tokenWithRepoRead(deps.database, hash, hint) : undefined;
+  const [row] = read ? [read.token as TokenLookupRow] : hint ? [] : await tokenByHash(deps.database, hash);
   if (!row || !hashesEqual(row.token_hash, hash)) return null;
   const now = Date.now();
   if (row.revoked_at !== null || row.is_active !== 1) return null;
@@ -105,7 +114,9 @@ export async function authenticate(deps: Deps, secret: string): Promise<{ viewer
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
-  return { viewer: { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: row.token_uuid }, user };
+  const viewer: Viewer = { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: row.token_uuid };
+  if (read && hint) rememberRead(viewer, hint, read.row);
+  return { viewer, user };
 }
 
 /** Resolves a secret to its viewer; null for unknown, revoked, expired or deactivated. */
@@ -188,17 +199,15 @@ export async function listTokens(
   const owner = await ownerFor(deps.db, viewer, opts.username);
   const column = ordering.replace(/^-/, '') as 'created_at' | 'name' | 'last_used_at';
   const direction = ordering.startsWith('-') ? 'desc' : 'asc';
-  let q = deps.db
-    .selectFrom('api_tokens as t')
-    .innerJoin('users as u', 'u.uuid', 't.user_uuid')
-    .selectAll('t')
-    .select('u.username')
-    .where('t.user_uuid', '=', owner.uuid);
+  // One owner: their username is known, so the page is read from api_tokens alone (no join per
+  // row, and a deep page skips index entries only).
+  let q = deps.db.selectFrom('api_tokens as t').selectAll('t').where('t.user_uuid', '=', owner.uuid);
   if (opts.name !== undefined) q = q.where('t.name', '=', opts.name);
   // nulls (never used) sort last either way, the same on both dialects
-  if (column === 'last_used_at') q = q.orderBy((eb) => eb.case().when('t.last_used_at', 'is', null).then(1).else(0).end());
+  // (literal SQL, not bound values: the expression is the one api_tokens_user_last_used_idx indexes)
+  if (column === 'last_used_at') q = q.orderBy(sql`case when t.last_used_at is null then 1 else 0 end`);
   const rows = await q.orderBy(`t.${column}`, direction).orderBy('t.uuid').offset(opts.offset).limit(opts.limit).execute();
-  return rows.map(tokenToJson);
+  return rows.map((row) => tokenToJson({ ...row, username: owner.username }));
 }
 
 /** A token the viewer may see: their own, or anyone's for staff. Others are 404. */

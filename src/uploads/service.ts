@@ -233,14 +233,17 @@ export async function recordUploads(
 
 export async function listUploads(deps: Deps, viewer: Viewer, ref: RepoRef, page: PageArgs): Promise<UploadJson[]> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
-  const rows = await uploadsWithNames(deps.db)
-    .where('u.repo_uuid', '=', repo.uuid)
-    .where('u.status', '=', 'active')
-    .orderBy('u.created_at')
-    .orderBy('u.uuid')
+  // The page's keys from uploads_repo_list_idx (index entries only), then their rows with names.
+  const keys = deps.db
+    .selectFrom('uploads')
+    .select('uuid')
+    .where('repo_uuid', '=', repo.uuid)
+    .where('status', '=', 'active')
+    .orderBy('created_at')
+    .orderBy('uuid')
     .offset(page.offset)
-    .limit(page.limit)
-    .execute();
+    .limit(page.limit);
+  const rows = await uploadsWithNames(deps.db).where('u.uuid', 'in', keys).orderBy('u.created_at').orderBy('u.uuid').execute();
   return rows.map(uploadToJson);
 }
 
