@@ -63,7 +63,7 @@ export class FsBlobStore implements BlobStore {
     } catch (err) {
       // The pipeline can reject before the file stream has opened (and so created) the file:
       // remove it only once the stream has closed, or a refused upload would leave it behind.
-      if (!out.closed) await new Promise((resolve) => out.once('close', resolve));
+      if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       await rm(tmp, { force: true });
       throw err;
     }
