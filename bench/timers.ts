@@ -146,11 +146,12 @@ async function main(): Promise<void> {
     const wall0 = performance.now();
     const passes: number[][] = [];
     if (process.env.BENCH_TRACE) {
-      const sch = deps.timers as unknown as { claimAndFire: () => Promise<number> };
+      type ClaimAndFire = (claimed?: (n: number) => void) => Promise<number>;
+      const sch = deps.timers as unknown as { claimAndFire: ClaimAndFire };
       const real = sch.claimAndFire.bind(sch);
-      sch.claimAndFire = async () => {
+      sch.claimAndFire = async (claimed) => {
         const t0 = performance.now();
-        const n = await real();
+        const n = await real(claimed);
         passes.push([t0 - wall0, performance.now() - t0, n]);
         return n;
       };
