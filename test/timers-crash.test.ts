@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type Database, openDatabase } from '../src/db/index.ts';
 import { DIALECTS, freshStore } from './helpers.ts';
-import { insertDueTimers, insertUserRow } from './timers-helpers.ts';
+import { firedTimerUuids, insertDueTimers, insertUserRow } from './timers-helpers.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const N = 60;
@@ -76,10 +76,7 @@ for (const dialect of DIALECTS) {
       await store.drop();
     });
 
-    const firedUuids = async () =>
-      (await database.db.selectFrom('events').select('payload').where('kind', '=', 'timer-fired').execute()).map(
-        (e) => (JSON.parse(e.payload) as { timer_uuid: string }).timer_uuid,
-      );
+    const firedUuids = () => firedTimerUuids(database.db);
 
     it('fires each occurrence claimed by the killed process exactly once after restart', { timeout: 90_000 }, async () => {
       const { db } = database;

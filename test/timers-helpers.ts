@@ -95,3 +95,24 @@ export async function insertDueTimers(
   }
   return uuids;
 }
+
+/** The timer uuid of every timer-fired event in the store, in id order (a duplicate shows twice). */
+export async function firedTimerUuids(db: Kysely<DB>): Promise<string[]> {
+  const rows = await db.selectFrom('events').select('payload').where('kind', '=', 'timer-fired').orderBy('id').execute();
+  return rows.map((e) => (JSON.parse(e.payload) as { timer_uuid: string }).timer_uuid);
+}
+
+/**
+ * Waits (up to 5 s) for a timer's first firing under a real clock and returns its events, and
+ * how late the first one was written after `dueAt` in milliseconds.
+ */
+export async function waitForFiring(t: TestApp, timerUuid: string, token: string, dueAt: string) {
+  const deadline = Date.now() + 5000;
+  let events: Awaited<ReturnType<typeof firedEvents>> = [];
+  while (Date.now() < deadline && events.length === 0) {
+    await new Promise((r) => setTimeout(r, 50));
+    events = await firedEvents(t, timerUuid, token);
+  }
+  const lag = events.length ? Date.parse(events[0].created_at) - Date.parse(dueAt) : NaN;
+  return { events, lag };
+}

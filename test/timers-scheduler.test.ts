@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DIALECTS, startApp } from './helpers.ts';
-import { ManualClock, firedEvents, insertDueTimers } from './timers-helpers.ts';
+import { ManualClock, firedEvents, firedTimerUuids, insertDueTimers, waitForFiring } from './timers-helpers.ts';
 
 const START = '2026-11-20T10:00:00.000Z'; // a Friday
 
@@ -86,8 +86,7 @@ for (const dialect of DIALECTS) {
           await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(due) - Date.now())));
           await Promise.all([a.deps.timers.runDue(), b.deps.timers.runDue(), a.deps.timers.runDue(), b.deps.timers.runDue()]);
           await Promise.all([a.deps.timers.runDue(), b.deps.timers.runDue()]);
-          const fired = await a.deps.db.selectFrom('events').select('payload').where('kind', '=', 'timer-fired').execute();
-          const uuids = fired.map((e) => (JSON.parse(e.payload) as { timer_uuid: string }).timer_uuid);
+          const uuids = await firedTimerUuids(a.deps.db);
           assert.equal(uuids.length, N);
           assert.equal(new Set(uuids).size, N);
           const counts = await a.deps.db.selectFrom('timers').select(['run_count', 'status', 'schedule_kind']).execute();
@@ -115,14 +114,8 @@ for (const dialect of DIALECTS) {
           (await b.req('PATCH', `${path}/${paused.body.uuid}`, { token: u.token, body: { status: 'paused' } })).status,
           200,
         );
-        const deadline = Date.now() + 5000;
-        let ev: Awaited<ReturnType<typeof firedEvents>> = [];
-        while (Date.now() < deadline && ev.length === 0) {
-          await new Promise((r) => setTimeout(r, 50));
-          ev = await firedEvents(a, made.body.uuid, u.token);
-        }
-        assert.equal(ev.length, 1);
-        const lag = Date.parse(ev[0].created_at) - Date.parse(made.body.next_run_at);
+        const { events, lag } = await waitForFiring(a, made.body.uuid, u.token, made.body.next_run_at);
+        assert.equal(events.length, 1);
         assert.ok(lag >= 0 && lag < 500, `lag ${lag} ms`);
         assert.equal((await firedEvents(a, paused.body.uuid, u.token)).length, 0);
         const p = await a.req('GET', `${path}/${paused.body.uuid}`, { token: u.token });
@@ -144,14 +137,8 @@ for (const dialect of DIALECTS) {
           body: { message: 'now', run_at: runAt },
         });
         assert.equal(made.status, 201);
-        const deadline = Date.now() + 5000;
-        let ev: Awaited<ReturnType<typeof firedEvents>> = [];
-        while (Date.now() < deadline && ev.length === 0) {
-          await new Promise((r) => setTimeout(r, 50));
-          ev = await firedEvents(t, made.body.uuid, u.token);
-        }
-        assert.equal(ev.length, 1);
-        const lag = Date.parse(ev[0].created_at) - Date.parse(runAt);
+        const { events, lag } = await waitForFiring(t, made.body.uuid, u.token, runAt);
+        assert.equal(events.length, 1);
         assert.ok(lag >= 0 && lag < 500, `lag ${lag} ms`);
       } finally {
         await t.close();
@@ -176,14 +163,8 @@ for (const dialect of DIALECTS) {
           [soon, soon.body.next_run_at as string],
           [later, movedTo],
         ] as const) {
-          const deadline = Date.now() + 5000;
-          let ev: Awaited<ReturnType<typeof firedEvents>> = [];
-          while (Date.now() < deadline && ev.length === 0) {
-            await new Promise((r) => setTimeout(r, 50));
-            ev = await firedEvents(t, made.body.uuid, u.token);
-          }
-          assert.equal(ev.length, 1, made.body.message);
-          const lag = Date.parse(ev[0].created_at) - Date.parse(dueAt);
+          const { events, lag } = await waitForFiring(t, made.body.uuid, u.token, dueAt);
+          assert.equal(events.length, 1, made.body.message);
           assert.ok(lag >= 0 && lag < 500, `${made.body.message}: lag ${lag} ms`);
         }
       } finally {
@@ -197,28 +178,21 @@ for (const dialect of DIALECTS) {
       try {
         const u = await t.user('stopper');
         const due = new Date(Date.now() - 1000).toISOString();
-        const first = await insertDueTimers(
-          t.deps.db,
-          u.uuid,
-          5,
-          () => due,
-          (i) => `before stop ${i}`,
-        );
+        const insert = (n: number, label: string) =>
+          insertDueTimers(
+            t.deps.db,
+            u.uuid,
+            n,
+            () => due,
+            (i) => `${label} ${i}`,
+          );
+        const first = await insert(5, 'before stop');
         t.deps.timers.wake();
         await new Promise((r) => setTimeout(r, 150));
         await t.deps.timers.stop();
-        const fired = async () =>
-          (await t.deps.db.selectFrom('events').select('payload').where('kind', '=', 'timer-fired').execute()).map(
-            (e) => (JSON.parse(e.payload) as { timer_uuid: string }).timer_uuid,
-          );
+        const fired = () => firedTimerUuids(t.deps.db);
         assert.deepEqual(new Set(await fired()), new Set(first), 'the pass under way committed before stop() returned');
-        const second = await insertDueTimers(
-          t.deps.db,
-          u.uuid,
-          3,
-          () => due,
-          (i) => `after stop ${i}`,
-        );
+        const second = await insert(3, 'after stop');
         t.deps.timers.wake();
         await t.req('POST', `/api/v1/users/${u.username}/timers`, { token: u.token, body: { message: 'x', run_in: '1s' } });
         await new Promise((r) => setTimeout(r, 1500));
