@@ -23,9 +23,9 @@ export interface TimerSchedulerOptions {
   /** Occurrences claimed and fired per transaction. */
   batchSize?: number;
   /**
-   * Batches the background pass claims side by side on PostgreSQL (default 2): SKIP LOCKED
-   * hands each its own rows, so a backlog is not held up by one transaction's round trips.
-   * SQLite always runs one.
+   * Batches the background pass may have under way at once on PostgreSQL (default 2): the next
+   * claim starts once the previous batch holds its rows, and SKIP LOCKED hands each its own
+   * rows, so timers coming due are not held up by a firing in progress. SQLite always runs one.
    */
   parallel?: number;
   onError?: (err: unknown) => void;
