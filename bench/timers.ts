@@ -10,7 +10,7 @@
  *
  * Knobs: BENCH_TIMERS (100000), BENCH_WINDOW_S (60). Bounded: gives up 60 s after the window.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,7 @@ import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
 import { createDeps } from '../src/deps.ts';
+import { insertDueTimers, insertUserRow } from '../test/timers-helpers.ts';
 
 const N = Number(process.env.BENCH_TIMERS ?? 100_000);
 const WINDOW_MS = Number(process.env.BENCH_WINDOW_S ?? 60) * 1000;
@@ -27,21 +28,34 @@ const url = process.env.BENCH_DATABASE_URL ?? null;
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 
+/** A short label for a statement: its kind and first table, or the start of raw SQL. */
+function statementKind(node: unknown): string {
+  const n = node as { kind: string; from?: { froms: unknown[] }; table?: unknown; into?: unknown; sqlFragments?: string[] };
+  if (n.kind === 'RawNode') return (n.sqlFragments?.[0] ?? '').trim().split(/\s+/).slice(0, 3).join(' ');
+  const table = JSON.stringify(n.from?.froms[0] ?? n.into ?? n.table ?? '').match(/"name":"(\w+)"/)?.[1];
+  return `${n.kind.replace('QueryNode', '')} ${table ?? ''}`;
+}
+
 /** Sums the time between a query being handed to Kysely and its result. */
 class QueryTimer implements KyselyPlugin {
   total = 0;
   queries = 0;
   enabled = false;
-  private readonly started = new WeakMap<object, number>();
+  /** BENCH_TRACE: milliseconds and count per kind of statement. */
+  readonly byKind = new Map<string, [number, number]>();
+  private readonly started = new WeakMap<object, [number, string]>();
   transformQuery: KyselyPlugin['transformQuery'] = (args) => {
-    if (this.enabled) this.started.set(args.queryId, performance.now());
+    if (this.enabled) this.started.set(args.queryId, [performance.now(), statementKind(args.node)]);
     return args.node;
   };
   transformResult: KyselyPlugin['transformResult'] = async (args) => {
-    const t0 = this.started.get(args.queryId);
-    if (t0 !== undefined) {
-      this.total += performance.now() - t0;
+    const t = this.started.get(args.queryId);
+    if (t !== undefined) {
+      const ms = performance.now() - t[0];
+      this.total += ms;
       this.queries++;
+      const k = this.byKind.get(t[1]) ?? [0, 0];
+      this.byKind.set(t[1], [k[0] + ms, k[1] + 1]);
     }
     return args.result;
   };
@@ -62,23 +76,7 @@ async function main(): Promise<void> {
   const db = database.db.withPlugin(timing);
   const deps = createDeps(loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), { ...database, db });
   try {
-    const user = randomUUID();
-    const now0 = new Date().toISOString();
-    await db
-      .insertInto('users')
-      .values({
-        uuid: user,
-        username: 'bench',
-        display_name: 'bench',
-        email: 'bench@example.com',
-        is_staff: 0,
-        is_active: 1,
-        ping_mentions: 'everyone',
-        password_hash: null,
-        created_at: now0,
-        updated_at: now0,
-      })
-      .execute();
+    const user = await insertUserRow(db, 'bench');
 
     // Reference 1: one `select 1` round trip (median of 200).
     const rt: number[] = [];
@@ -92,33 +90,13 @@ async function main(): Promise<void> {
 
     const insertStart = performance.now();
     const start = Date.now() + 10_000 + N * (url ? 0.25 : 0.08); // leave time for the inserts
-    const CHUNK = 500;
-    for (let i = 0; i < N; i += CHUNK) {
-      const rows = [];
-      for (let j = i; j < Math.min(N, i + CHUNK); j++) {
-        const due = new Date(start + Math.floor((j * WINDOW_MS) / N)).toISOString();
-        rows.push({
-          uuid: randomUUID(),
-          scope: 'user',
-          owner_uuid: user,
-          created_by_uuid: user,
-          message: `Reminder ${j} for @bench: **ship** it`,
-          schedule_kind: j % 2 ? 'once' : 'interval',
-          run_at: due,
-          every_seconds: j % 2 ? null : 3600,
-          time_of_day: '00:00',
-          days_of_week: 'Mon',
-          timezone: 'UTC',
-          status: 'active',
-          next_run_at: due,
-          last_run_at: null,
-          run_count: 0,
-          created_at: now0,
-          updated_at: now0,
-        });
-      }
-      await db.insertInto('timers').values(rows).execute();
-    }
+    await insertDueTimers(
+      db,
+      user,
+      N,
+      (j) => new Date(start + Math.floor((j * WINDOW_MS) / N)).toISOString(),
+      (j) => `Reminder ${j} for @bench: **ship** it`,
+    );
     // A bulk load is followed by the planner statistics autovacuum gathers within a minute;
     // without them PostgreSQL guesses a handful of due rows and sorts all of them per batch.
     if (url) await sql`analyze timers`.execute(db);
@@ -128,41 +106,27 @@ async function main(): Promise<void> {
     // Warm-up (not measured): 1,000 timers due now, so the first measured firings do not pay
     // for JIT compilation, statement preparation and the Markdown renderer's start-up.
     const warm = new Date(Date.now() - 1000).toISOString();
-    for (let i = 0; i < 1000; i += CHUNK) {
-      await db
-        .insertInto('timers')
-        .values(
-          Array.from({ length: CHUNK }, (_, k) => ({
-            uuid: randomUUID(),
-            scope: 'user',
-            owner_uuid: user,
-            created_by_uuid: user,
-            message: `Warm-up ${i + k} for @bench`,
-            schedule_kind: 'once',
-            run_at: warm,
-            every_seconds: null,
-            time_of_day: '00:00',
-            days_of_week: 'Mon',
-            timezone: 'UTC',
-            status: 'active',
-            next_run_at: warm,
-            last_run_at: null,
-            run_count: 0,
-            created_at: now0,
-            updated_at: now0,
-          })),
-        )
-        .execute();
-    }
+    await insertDueTimers(
+      db,
+      user,
+      1000,
+      () => warm,
+      (i) => `Warm-up ${i} for @bench`,
+    );
     deps.timers.start();
     while ((await deps.timers.runDue()) > 0);
 
     const lags: number[] = [];
+    /** BENCH_TRACE: the worst lag of the timers due in each second of the window. */
+    const worstBySecond: number[] = [];
     let lastFiredAt = 0;
     deps.bus.subscribe((e) => {
       if (e.kind === 'timer-fired' && String(e.payload.scheduled_for) !== warm) {
         lastFiredAt = Date.now();
-        lags.push(lastFiredAt - Date.parse(String(e.payload.scheduled_for)));
+        const due = Date.parse(String(e.payload.scheduled_for));
+        lags.push(lastFiredAt - due);
+        const s = Math.floor((due - start) / 1000);
+        worstBySecond[s] = Math.max(worstBySecond[s] ?? 0, lastFiredAt - due);
       }
     });
     // Reference 2: how late a 10 ms probe timer runs while the scheduler works.
@@ -182,11 +146,12 @@ async function main(): Promise<void> {
     const wall0 = performance.now();
     const passes: number[][] = [];
     if (process.env.BENCH_TRACE) {
-      const sch = deps.timers as unknown as { claimAndFire: () => Promise<number> };
+      type ClaimAndFire = (claimed?: (n: number) => void) => Promise<number>;
+      const sch = deps.timers as unknown as { claimAndFire: ClaimAndFire };
       const real = sch.claimAndFire.bind(sch);
-      sch.claimAndFire = async () => {
+      sch.claimAndFire = async (claimed) => {
         const t0 = performance.now();
-        const n = await real();
+        const n = await real(claimed);
         passes.push([t0 - wall0, performance.now() - t0, n]);
         return n;
       };
@@ -208,16 +173,23 @@ async function main(): Promise<void> {
           .executeTakeFirst()
       )?.n,
     );
-    if (process.env.BENCH_TRACE)
-      console.error(Array.from({ length: 20 }, (_, i) => lags[Math.floor((i * lags.length) / 20)]).join(' '));
-    if (process.env.BENCH_TRACE)
+    if (process.env.BENCH_TRACE) {
       console.error(
+        'lag in firing order, every 5%:',
+        Array.from({ length: 20 }, (_, i) => lags[Math.floor((i * lags.length) / 20)]).join(' '),
+      );
+      console.error('worst lag per second of the window:', worstBySecond.join(' '));
+      console.error(
+        'passes (start/ms/claimed), first 40 of',
         passes.length,
         passes
           .slice(0, 40)
           .map((p) => p.map(Math.round).join('/'))
           .join(' '),
       );
+      const kinds = [...timing.byKind].sort((a, b) => b[1][0] - a[1][0]);
+      console.error('db ms / count by statement:', kinds.map(([k, [ms, n]]) => `${k}: ${Math.round(ms)}/${n}`).join('; '));
+    }
     lags.sort((a, b) => a - b);
     probe.sort((a, b) => a - b);
     const r = (n: number) => Math.round(n * 10) / 10;

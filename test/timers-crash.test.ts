@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type Database, openDatabase } from '../src/db/index.ts';
 import { DIALECTS, freshStore } from './helpers.ts';
+import { firedTimerUuids, insertDueTimers, insertUserRow } from './timers-helpers.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const N = 60;
@@ -76,51 +76,19 @@ for (const dialect of DIALECTS) {
       await store.drop();
     });
 
-    const firedUuids = async () =>
-      (await database.db.selectFrom('events').select('payload').where('kind', '=', 'timer-fired').execute()).map(
-        (e) => (JSON.parse(e.payload) as { timer_uuid: string }).timer_uuid,
-      );
+    const firedUuids = () => firedTimerUuids(database.db);
 
     it('fires each occurrence claimed by the killed process exactly once after restart', { timeout: 90_000 }, async () => {
       const { db } = database;
-      const owner = randomUUID();
-      const nowIso = new Date().toISOString();
-      await db
-        .insertInto('users')
-        .values({
-          uuid: owner,
-          username: 'crash',
-          display_name: 'crash',
-          email: 'crash@example.com',
-          is_staff: 0,
-          is_active: 1,
-          ping_mentions: 'everyone',
-          password_hash: null,
-          created_at: nowIso,
-          updated_at: nowIso,
-        })
-        .execute();
+      const owner = await insertUserRow(db, 'crash');
       const due = new Date(Date.now() - 1000).toISOString();
-      const timers = Array.from({ length: N }, (_, i) => ({
-        uuid: randomUUID(),
-        scope: 'user',
-        owner_uuid: owner,
-        created_by_uuid: owner,
-        message: `crash ${i} @crash`,
-        schedule_kind: i % 2 ? 'once' : 'interval',
-        run_at: due,
-        every_seconds: i % 2 ? null : 3600,
-        time_of_day: '00:00',
-        days_of_week: 'Mon',
-        timezone: 'UTC',
-        status: 'active',
-        next_run_at: due,
-        last_run_at: null,
-        run_count: 0,
-        created_at: nowIso,
-        updated_at: nowIso,
-      }));
-      await db.insertInto('timers').values(timers).execute();
+      const timers = await insertDueTimers(
+        db,
+        owner,
+        N,
+        () => due,
+        (i) => `crash ${i} @crash`,
+      );
 
       // First process: claims the due batch, then holds its firing transaction open until killed.
       const first = startServer(store, { WEFT_TEST_TIMER_HOLD_MS: '60000' });
@@ -146,7 +114,7 @@ for (const dialect of DIALECTS) {
       assert.equal(second.exitCode, 0);
       fired = await firedUuids();
       assert.equal(fired.length, N);
-      assert.deepEqual(new Set(fired), new Set(timers.map((t) => t.uuid)));
+      assert.deepEqual(new Set(fired), new Set(timers));
       const rows = await db.selectFrom('timers').select(['run_count', 'status', 'schedule_kind', 'last_run_at']).execute();
       for (const row of rows) {
         assert.equal(row.run_count, 1);

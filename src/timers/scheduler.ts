@@ -3,9 +3,15 @@ import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
 import { emitMany, inTransaction } from '../events/service.ts';
 import { timerLag } from '../http/metrics.ts';
-import { createMarkdownRenderer, extractMentions } from '../markdown/render.ts';
+import { createMarkdownRenderer } from '../markdown/render.ts';
 import { nextAfterFiring } from './schedule.ts';
 import { type TimerRow, scheduleOf, timerScopes } from './service.ts';
+
+/**
+ * Once caught up, claims start at most this often (ms): timers coming due at a high rate then
+ * share batches instead of each paying a transaction of its own. A small part of the lag.
+ */
+const CLAIM_GAP_MS = 10;
 
 export interface TimerSchedulerOptions {
   /**
@@ -17,9 +23,9 @@ export interface TimerSchedulerOptions {
   /** Occurrences claimed and fired per transaction. */
   batchSize?: number;
   /**
-   * Batches the background pass claims side by side on PostgreSQL (default 2): SKIP LOCKED
-   * hands each its own rows, so a backlog is not held up by one transaction's round trips.
-   * SQLite always runs one.
+   * Batches the background pass may have under way at once on PostgreSQL (default 2): the next
+   * claim starts once the previous batch holds its rows, and SKIP LOCKED hands each its own
+   * rows, so timers coming due are not held up by a firing in progress. SQLite always runs one.
    */
   parallel?: number;
   onError?: (err: unknown) => void;
@@ -58,7 +64,14 @@ export class TimerScheduler {
   private readonly batchSize: number;
   private readonly parallel: number;
   private readonly holdMs: number;
-  private readonly markdown = createMarkdownRenderer();
+  /** Where the renderer records the names of the message being rendered (see `render`). */
+  private mentioned: Set<string> | null = null;
+  private readonly markdown = createMarkdownRenderer({
+    mentionHref: (username) => {
+      this.mentioned?.add(username);
+      return `/users/${encodeURIComponent(username)}`;
+    },
+  });
 
   constructor(
     private readonly deps: Deps,
@@ -118,20 +131,52 @@ export class TimerScheduler {
     }
   }
 
+  /**
+   * The background pass: claims and fires until nothing is due, then sleeps until the next due
+   * time. On PostgreSQL up to `parallel` batches are under way at once, and the next claim starts
+   * as soon as the previous one holds its rows rather than when it commits: SKIP LOCKED hands it
+   * only rows no batch holds, so timers coming due are not held up by a firing in progress (the
+   * wait for the previous batch was most of the lag under load). SQLite runs one at a time.
+   */
   private async run(): Promise<void> {
     let delay = this.pollMs;
+    const underWay = new Set<Promise<number>>();
     try {
+      await this.batches; // a runDue() batch in progress finishes first
       for (;;) {
         this.wakeRequested = false;
-        const fired = await this.fireBatch(this.parallel);
-        if (this.stopped) return;
-        if (fired === this.batchSize || this.wakeRequested) continue;
+        const claimStart = Date.now();
+        let claimedNow!: (n: number) => void;
+        const claimed = new Promise<number>((resolve) => (claimedNow = resolve));
+        const batch = this.claimAndFire(claimedNow);
+        underWay.add(batch);
+        batch.then(
+          () => underWay.delete(batch),
+          () => claimedNow(-1),
+        );
+        const n = await claimed;
+        if (n <= 0) await batch; // nothing claimed: its transaction ends at once (or it failed: rethrow)
+        if (this.stopped) break;
+        while (underWay.size >= this.parallel) await Promise.race(underWay);
+        if (n > 0 && n < this.batchSize) {
+          // Caught up at this claim: timers coming due meanwhile wait a moment to share a batch,
+          // rather than each paying a transaction of their own.
+          const gap = claimStart + CLAIM_GAP_MS - Date.now();
+          if (gap > 0 && !this.stopped) await new Promise((r) => setTimeout(r, gap));
+        }
+        if (n > 0 || this.wakeRequested) continue;
+        // Nothing was due at this claim: let the batches under way commit, then look again or sleep.
+        if (underWay.size > 0) {
+          await Promise.all(underWay);
+          continue;
+        }
         delay = await this.untilNextDue();
         break;
       }
     } catch (err) {
       (this.opts.onError ?? ((e) => console.error('weft: timer scheduler failed:', e)))(err);
     } finally {
+      await Promise.allSettled(underWay);
       this.running = false;
     }
     if (!this.stopped) {
@@ -154,15 +199,16 @@ export class TimerScheduler {
     return Math.max(0, Math.min(this.pollMs, ms));
   }
 
-  /** Claims and fires up to `parallel` batches side by side, one transaction each; returns the largest batch claimed. */
-  private fireBatch(parallel = 1): Promise<number> {
-    const go = async () => Math.max(...(await Promise.all(Array.from({ length: parallel }, () => this.claimAndFire()))));
+  /** Claims and fires one batch after the batches of runDue() before it; returns how many it claimed. */
+  private fireBatch(): Promise<number> {
+    const go = () => this.claimAndFire();
     const run = this.batches.then(go, go);
     this.batches = run.catch(() => undefined);
     return run;
   }
 
-  private async claimAndFire(): Promise<number> {
+  /** One batch in one transaction; `claimed` hears how many rows the claim holds as soon as it holds them. */
+  private async claimAndFire(claimed?: (n: number) => void): Promise<number> {
     const { deps } = this;
     const now = deps.clock.now();
     const nowIso = now.toISOString();
@@ -176,6 +222,7 @@ export class TimerScheduler {
         .limit(this.batchSize);
       if (deps.dialect === 'postgres') query = query.forUpdate().skipLocked();
       const due: TimerRow[] = await query.execute();
+      claimed?.(due.length);
       if (due.length === 0) return 0;
       if (this.holdMs > 0) {
         // Test-only (README "Timers"): hold the claimed batch open so a crash test can kill the process here.
@@ -193,23 +240,26 @@ export class TimerScheduler {
         nowIso,
         false,
       );
-      const mentioned = new Map(firing.map((p) => [p.timer.uuid, extractMentions(p.timer.message)]));
-      const mentionable = await this.activeUsers(tx.db, [...mentioned.values()].flat());
+      // One Markdown pass per message gives both its HTML and the names it mentions.
+      const rendered = firing.map(({ timer }) => this.render(timer.message));
+      const mentionable = await this.activeUsers(
+        tx.db,
+        rendered.flatMap((r) => r.names),
+      );
       await emitMany(
         deps,
         tx,
-        firing.map(({ timer }) => ({
+        firing.map(({ timer }, i) => ({
           kind: 'timer-fired',
           scopes: timerScopes(timer),
           actor: null,
           payload: {
             timer_uuid: timer.uuid,
             message: timer.message,
-            message_html: this.renderMessage(timer.message, mentionable),
-            mentions: mentioned
-              .get(timer.uuid)!
-              .map((u) => mentionable.get(u))
-              .filter((u): u is { uuid: string; username: string } => u !== undefined),
+            message_html: keepMentionsOf(rendered[i]!.html, mentionable),
+            mentions: rendered[i]!.names.map((u) => mentionable.get(u)).filter(
+              (u): u is { uuid: string; username: string } => u !== undefined,
+            ),
             run_count: timer.run_count + 1,
             scheduled_for: timer.next_run_at,
           },
@@ -259,14 +309,27 @@ export class TimerScheduler {
     return map;
   }
 
-  /** Sanitised HTML of the message; mentions of unknown or inactive users stay plain text. */
-  private renderMessage(message: string, mentionable: Map<string, unknown>): string {
-    return this.markdown
-      .render(message)
-      .replace(/<a href="\/users\/([a-z0-9_-]+)" class="mention"[^>]*>([^<]*)<\/a>/g, (link, name: string, text: string) =>
-        mentionable.has(name) ? link : text,
-      );
+  /**
+   * Sanitised HTML of a message and the lower-case names it mentions, in first-seen order: the
+   * names are collected as the renderer links them, so code spans and URLs never mention anyone.
+   */
+  private render(message: string): { html: string; names: string[] } {
+    const names = new Set<string>();
+    this.mentioned = names;
+    try {
+      return { html: this.markdown.render(message), names: [...names] };
+    } finally {
+      this.mentioned = null;
+    }
   }
+}
+
+/** Mention links of unknown or inactive users become plain text. */
+function keepMentionsOf(html: string, mentionable: Map<string, unknown>): string {
+  return html.replace(
+    /<a href="\/users\/([a-z0-9_-]+)" class="mention"[^>]*>([^<]*)<\/a>/g,
+    (link, name: string, text: string) => (mentionable.has(name) ? link : text),
+  );
 }
 
 /** What one due occurrence does: fire, or pass without firing because its owner is inactive or gone. */
