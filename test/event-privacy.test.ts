@@ -14,7 +14,7 @@ import type { EventJson, Person } from './common.ts';
 import { makeWorkTree, gitClient } from './git-fixtures.ts';
 import { DIALECTS, type Res, type TestApp, startApp } from './helpers.ts';
 import { eventFrames, listen, openSse } from './sse-client.ts';
-import { ManualClock } from './timers-fixtures.ts';
+import { ManualClock } from './timers-helpers.ts';
 
 type Role = 'owner' | 'maintainer' | 'member' | 'reader';
 const LEVEL: Record<Role, number> = { reader: 1, member: 2, maintainer: 3, owner: 4 };
