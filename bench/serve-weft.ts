@@ -19,7 +19,7 @@ import type { Deps } from '../src/deps.ts';
 export async function serveWeft<T = undefined>(
   token: string,
   prepare?: (app: FastifyInstance, database: Database, deps: Deps) => Promise<T>,
-): Promise<{ port: number; dialect: string; prepared: T; stop(): Promise<void> }> {
+): Promise<{ port: number; dialect: string; database: Database; prepared: T; stop(): Promise<void> }> {
   const { buildApp } = await import('../src/app.ts');
   const { loadConfig } = await import('../src/config.ts');
   const { openDatabase } = await import('../src/db/index.ts');
@@ -45,6 +45,7 @@ export async function serveWeft<T = undefined>(
   return {
     port: (app.server.address() as AddressInfo).port,
     dialect: database.dialect,
+    database,
     prepared,
     async stop() {
       await app.close();

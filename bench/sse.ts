@@ -29,7 +29,9 @@
  *        of the rate. The figure is the highest rate kept up.
  *
  * BENCH_SSE_RECHECKS=Infinity lifts the per-instance bound on access re-checks (TAIL.maxRechecksPerSecond),
- * as before it existed. BENCH_CPU_PROF=DIR writes Weft's V8 CPU profile there.
+ * as before it existed; BENCH_SSE_IN_FLIGHT=N sets how many run at once (TAIL.maxRechecksInFlight).
+ * BENCH_SSE_STATS=1 prints Weft's queries by kind and its pool's use once a second (stderr).
+ * BENCH_CPU_PROF=DIR writes Weft's V8 CPU profile there.
  *
  * Both processes need `ulimit -n` above the subscriber count (checked here; the children inherit it).
  * Subscribers connect from 127.0.0.1–127.0.0.8 so three servers in a row never run out of
@@ -161,12 +163,49 @@ async function serveRaw(): Promise<void> {
   process.send!(ready);
 }
 
+/**
+ * BENCH_SSE_STATS=1: once a second, Weft's child prints its queries by kind and their mean time,
+ * and the pool's connections in use and callers waiting for one (the mean and max of 100 samples).
+ */
+function watchDatabase(database: import('../src/db/index.ts').Database): void {
+  const counts = new Map<string, { n: number; seconds: number }>();
+  database.queryObservers.add((kind, seconds) => {
+    const c = counts.get(kind) ?? { n: 0, seconds: 0 };
+    c.n++;
+    c.seconds += seconds;
+    counts.set(kind, c);
+  });
+  const pool = database.pool;
+  let samples = 0;
+  let waiting = 0;
+  let maxWaiting = 0;
+  let busy = 0;
+  setInterval(() => {
+    if (!pool) return;
+    samples++;
+    waiting += pool.waitingCount;
+    maxWaiting = Math.max(maxWaiting, pool.waitingCount);
+    busy += pool.totalCount - pool.idleCount;
+  }, 10).unref();
+  setInterval(() => {
+    const kinds = [...counts].map(([k, c]) => `${k} ${c.n} (${((c.seconds / c.n) * 1000).toFixed(1)} ms)`).join(', ');
+    const poolText = samples
+      ? `; pool busy ${(busy / samples).toFixed(1)}, waiting ${(waiting / samples).toFixed(1)} (max ${maxWaiting})`
+      : '';
+    console.error(`[weft stats] ${kinds || 'no queries'}${poolText}`);
+    counts.clear();
+    samples = waiting = maxWaiting = busy = 0;
+  }, 1000).unref();
+}
+
 /** Child: Weft (buildApp, logging off) with its live hub and bus started as `npm start` does. */
 async function serveWeftChild(): Promise<void> {
   const { inTransaction, emitMany } = await import('../src/events/service.ts');
   // BENCH_SSE_RECHECKS=Infinity: every stream's access re-check every 1.5 s, unbounded (the "before").
   const { TAIL } = await import('../src/events/tail.ts');
   if (process.env.BENCH_SSE_RECHECKS) TAIL.maxRechecksPerSecond = Number(process.env.BENCH_SSE_RECHECKS);
+  // BENCH_SSE_IN_FLIGHT=N: at most N re-checks at once (TAIL.maxRechecksInFlight).
+  if (process.env.BENCH_SSE_IN_FLIGHT) TAIL.maxRechecksInFlight = Number(process.env.BENCH_SSE_IN_FLIGHT);
   let deps!: import('../src/deps.ts').Deps;
   const weft = await serveWeft(TOKEN, async (app, _database, d) => {
     deps = d;
@@ -190,6 +229,7 @@ async function serveWeftChild(): Promise<void> {
     return { uuid: user.uuid!, tokens };
   });
   const { uuid, tokens } = weft.prepared;
+  if (process.env.BENCH_SSE_STATS) watchDatabase(weft.database);
   const who = { uuid, username: USERNAME };
   const input = {
     kind: 'user-mention' as const,

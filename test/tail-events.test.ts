@@ -278,7 +278,10 @@ for (const dialect of DIALECTS) {
 
 /** The per-instance bound on stream access re-checks (README "Live event stream"). */
 describe('AccessRecheck', () => {
-  it('re-checks every key each recheckMs while few, and spreads many keys to maxRechecksPerSecond', (t) => {
+  // The checks run from a queue, a few at a time: let it drain (all within microtasks here).
+  const drained = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('re-checks every key each recheckMs while few, and spreads many keys to maxRechecksPerSecond', async (t) => {
     t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 });
     const saved = TAIL.maxRechecksPerSecond;
     TAIL.maxRechecksPerSecond = 100;
@@ -292,9 +295,11 @@ describe('AccessRecheck', () => {
       // Few keys: answers are reused within recheckMs, then checked again.
       for (const key of ['a', 'b']) void recheck.check(key, fn);
       void recheck.check('a', fn);
+      await drained();
       assert.equal(calls, 2);
       t.mock.timers.tick(TAIL.recheckMs);
       for (const key of ['a', 'b']) void recheck.check(key, fn);
+      await drained();
       assert.equal(calls, 4, 'each of two keys re-checked after recheckMs');
 
       // 1,000 keys at 100 checks a second: each answer lasts 10 s, so streams asking every
@@ -303,6 +308,7 @@ describe('AccessRecheck', () => {
       calls = 0;
       const keys = Array.from({ length: 1000 }, (_, i) => `k${i}`);
       for (const key of keys) void recheckMany.check(key, fn);
+      await drained();
       assert.equal(calls, 1000);
       assert.equal(recheckMany.ttlMs(), 10_000);
       calls = 0;
@@ -310,9 +316,11 @@ describe('AccessRecheck', () => {
         t.mock.timers.tick(TAIL.recheckMs);
         for (const key of keys) void recheckMany.check(key, fn);
       }
+      await drained();
       assert.equal(calls, 0, 'no key re-checked within 9 s');
       t.mock.timers.tick(TAIL.recheckMs);
       for (const key of keys) void recheckMany.check(key, fn);
+      await drained();
       assert.equal(calls, 1000, 'every key re-checked once its answer is 10 s old');
 
       // Keys no stream asks about any more are forgotten, and the period shrinks back.
@@ -322,5 +330,41 @@ describe('AccessRecheck', () => {
     } finally {
       TAIL.maxRechecksPerSecond = saved;
     }
+  });
+
+  it('runs at most maxRechecksInFlight checks at once; streams keep the previous answer meanwhile', async (t) => {
+    t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 });
+    const recheck = new AccessRecheck();
+    let running = 0;
+    let most = 0;
+    const release: Array<() => void> = [];
+    let answer = true;
+    const fn = () =>
+      new Promise<boolean>((resolve) => {
+        most = Math.max(most, ++running);
+        release.push(() => {
+          running--;
+          resolve(answer);
+        });
+      });
+    const firsts = Array.from({ length: 10 }, (_, i) => recheck.check(`k${i}`, fn));
+    await drained();
+    assert.equal(running, TAIL.maxRechecksInFlight);
+    while (release.length) {
+      release.shift()!();
+      await drained();
+    }
+    assert.deepEqual(await Promise.all(firsts), Array(10).fill(true));
+    assert.equal(most, TAIL.maxRechecksInFlight);
+
+    // Stale: the old answer is given while the renewal runs, the new one once it is in.
+    t.mock.timers.tick(TAIL.recheckMs);
+    answer = false;
+    assert.equal(await recheck.check('k0', fn), true);
+    await drained();
+    assert.equal(running, 1);
+    release.shift()!();
+    await drained();
+    assert.equal(await recheck.check('k0', fn), false);
   });
 });

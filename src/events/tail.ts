@@ -19,6 +19,11 @@ export const TAIL = {
    */
   maxRechecksPerSecond: 1000,
   /**
+   * At most this many of those checks run at once: 4 of the 10 pooled connections on PostgreSQL,
+   * so the live hub's reads and the writes always find one.
+   */
+  maxRechecksInFlight: 4,
+  /**
    * A client that leaves more than `maxUnreadBytes` unread for `slowGraceMs`, or more than
    * `hardUnreadBytes` at any time, is dropped (it can resume with Last-Event-ID).
    */
@@ -52,6 +57,25 @@ const serializer = (data: unknown) =>
         .split('\n')
         .join('\ndata: ')
     : JSON.stringify(data);
+
+/**
+ * Each event's frame, built once for every stream that sends that event (the hub hands the same
+ * record to all of them), apart for JSON and HTML.
+ */
+const frames = { json: new WeakMap<EventRecord, EventBuffer>(), html: new WeakMap<EventRecord, EventBuffer>() };
+function frameOf(event: EventRecord, html: boolean): EventBuffer {
+  const cache = html ? frames.html : frames.json;
+  let frame = cache.get(event);
+  if (!frame) {
+    frame = new EventBuffer({ serializer, sanitizer })
+      .id(event.id)
+      .event(event.kind)
+      .data(html ? eventHtml(event) : event)
+      .dispatch();
+    cache.set(event, frame);
+  }
+  return frame;
+}
 
 /**
  * Serves one `GET /tail-events` stream on a hijacked reply: subscribe to the instance's live hub
@@ -97,12 +121,8 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
     if (ended) return;
     // A client that does not read is dropped; writes never wait for it, so it holds up nobody.
     if (res.writableLength > TAIL.hardUnreadBytes) return end();
-    const frame = new EventBuffer({ serializer, sanitizer })
-      .id(event.id)
-      .event(event.kind)
-      .data(opts.html ? eventHtml(event) : event)
-      .dispatch();
-    void session.batch(frame);
+    // shared by every stream that writes this same record (a redacted copy gets its own)
+    void session.batch(frameOf(event, opts.html));
     if (res.writableLength > TAIL.maxUnreadBytes && !slowTimer) {
       slowTimer = setTimeout(() => {
         slowTimer = null;
@@ -192,10 +212,18 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
 /**
  * Memoised access checks shared by the streams of one caller and scope: an answer is reused for
  * `TAIL.recheckMs`, or longer when more distinct keys are checked than
- * `TAIL.maxRechecksPerSecond` allows in that time.
+ * `TAIL.maxRechecksPerSecond` allows in that time. A stale answer is renewed in the background:
+ * the checks wait in one queue, at most `TAIL.maxRechecksInFlight` run at a time, and the streams
+ * keep the previous answer meanwhile. So the checks never hold more than that many of the pool's
+ * connections, and the live hub's reads and the writes never queue behind them
+ * (bench/README.md "SSE"); when the database answers slower than the bound, each pair is simply
+ * re-checked less often.
  */
 export class AccessRecheck {
-  private readonly memo = new Map<string, { at: number; answer: Promise<boolean> }>();
+  private readonly memo = new Map<string, Check>();
+  private readonly queue: Array<{ entry: Check; fn: () => Promise<boolean>; resolve?: (ok: boolean) => void }> = [];
+  private head = 0;
+  private running = 0;
   private sweptAt = 0;
 
   /** How long an answer is reused, given how many keys are being checked. */
@@ -206,16 +234,59 @@ export class AccessRecheck {
   check(key: string, fn: () => Promise<boolean>): Promise<boolean> {
     const now = Date.now();
     const ttl = this.ttlMs();
-    const hit = this.memo.get(key);
-    if (hit && now - hit.at < ttl) return hit.answer;
+    let entry = this.memo.get(key);
+    if (!entry) {
+      let resolve!: (ok: boolean) => void;
+      entry = { at: now, answer: new Promise((r) => (resolve = r)), renewing: true };
+      this.memo.set(key, entry);
+      this.enqueue({ entry, fn, resolve });
+    } else if (!entry.renewing && now - entry.at >= ttl) {
+      entry.renewing = true;
+      this.enqueue({ entry, fn });
+    }
     if (now - this.sweptAt > ttl) {
       // A key still streamed is asked about every `recheckMs`, and renewed once older than ttl:
-      // one older than both has no stream left.
+      // one older than both, and not being renewed, has no stream left.
       this.sweptAt = now;
-      for (const [k, v] of this.memo) if (now - v.at > ttl + 2 * TAIL.recheckMs) this.memo.delete(k);
+      for (const [k, v] of this.memo) if (!v.renewing && now - v.at > ttl + 2 * TAIL.recheckMs) this.memo.delete(k);
     }
-    const answer = fn().catch(() => false);
-    this.memo.set(key, { at: now, answer });
-    return answer;
+    return entry.answer;
   }
+
+  private enqueue(job: { entry: Check; fn: () => Promise<boolean>; resolve?: (ok: boolean) => void }): void {
+    this.queue.push(job);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.running < TAIL.maxRechecksInFlight && this.head < this.queue.length) {
+      const job = this.queue[this.head++]!;
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue.splice(0, this.head);
+        this.head = 0;
+      }
+      this.running++;
+      void job
+        .fn()
+        .catch(() => false)
+        .then((ok) => {
+          job.entry.at = Date.now();
+          job.entry.answer = Promise.resolve(ok);
+          job.entry.renewing = false;
+          job.resolve?.(ok);
+        })
+        .finally(() => {
+          this.running--;
+          this.pump();
+        });
+    }
+  }
+}
+
+interface Check {
+  /** When the answer was given. */
+  at: number;
+  answer: Promise<boolean>;
+  /** A check of this key is queued or running. */
+  renewing: boolean;
 }
