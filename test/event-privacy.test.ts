@@ -10,6 +10,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { EVENT_KINDS } from '../src/events/kinds.ts';
+import { type EventKind } from '../src/events/kinds.ts';
+import { inTransaction } from '../src/events/service.ts';
 import type { EventJson, Person } from './common.ts';
 import { makeWorkTree, gitClient } from './git-fixtures.ts';
 import { DIALECTS, type Res, type TestApp, startApp } from './helpers.ts';
@@ -681,6 +683,19 @@ for (const dialect of DIALECTS) {
       const [staffView] = detached(await inScope(u.stf!, `repo:${R.forkG!.uuid}`));
       assert.equal(staffView!.payload.source_repo_uuid, R.doomed!.uuid, 'staff see the event as stored');
       assert.equal(ok(await req('GET', R.forkG!.base, u.stf!.token)).body.fork_of_uuid, null);
+    });
+
+    it('refuses to record an event of an undeclared kind, or whose subject is not one of its scopes (so a feed may skip events on their scopes)', async () => {
+      const before = (await allEvents()).length;
+      const write = (kind: string, scopes: string[], payload: Record<string, unknown>) =>
+        inTransaction(t.deps, (tx) => tx.emit({ kind: kind as EventKind, scopes, actor: null, payload }));
+      await assert.rejects(write('no-such-kind', [`repo:${R.apub!.uuid}`], { repo_uuid: R.apub!.uuid }), /no entry/);
+      await assert.rejects(
+        write('pull-opened', [`repo:${R.apub!.uuid}`], { repo_uuid: R.apriv!.uuid }),
+        /subject repo:\S+ is not one of its scopes/,
+      );
+      await assert.rejects(write('team-updated', [`user:${u.mem!.uuid}`], { team_uuid: T.alpha }), /not one of its scopes/);
+      assert.equal((await allEvents()).length, before, 'nothing written');
     });
   });
 }

@@ -35,6 +35,16 @@ const WITH_REPO = new Set(['pull', 'review', 'thread', 'reply', 'team']);
 /** Shows one event to one caller: the event as the caller may see it, or null when it is hidden. */
 export type EventViewer = (event: EventRecord) => Promise<EventRecord | null>;
 
+/**
+ * An event viewer that can also rule an event out from its scopes alone: `mayShow(scopes)` is
+ * false only for an event `show` would hide (none of its scopes is readable, and an event's
+ * subject is one of its scopes: `assertDeclaredEvent`), sharing `show`'s memo.
+ */
+export interface ScopeGatedViewer {
+  show: EventViewer;
+  mayShow: (scopes: string[]) => Promise<boolean>;
+}
+
 const NO_RULE: KindRule = { subject: () => 'repo:-', names: [] };
 
 async function namedReadable(
@@ -71,9 +81,22 @@ async function someReadable(canRead: (scope: string) => Promise<boolean>, event:
  * read (the scope a page or stream was opened on), sparing a check.
  */
 export function eventViewer(deps: Deps, viewer: Viewer, knownReadable: string[] = []): EventViewer {
+  return scopeGatedViewer(deps, viewer, knownReadable).show;
+}
+
+/** `eventViewer`, with the scopes-only pre-check a feed's scan uses (`ScopeGatedViewer`). */
+export function scopeGatedViewer(deps: Deps, viewer: Viewer, knownReadable: string[] = []): ScopeGatedViewer {
   const check = scopeChecker(deps, viewer);
   const known = new Set(knownReadable);
   const canRead = (scope: string) => (known.has(scope) ? Promise.resolve(true) : check(scope));
+  const mayShow = async (scopes: string[]) => {
+    for (const scope of scopes) if (await canRead(scope)) return true;
+    return false;
+  };
+  return { show: showFor(deps, viewer, canRead), mayShow };
+}
+
+function showFor(deps: Deps, viewer: Viewer, canRead: (scope: string) => Promise<boolean>): EventViewer {
   const roles = new Map<string, Promise<TeamRole | null>>();
   const roleIn = (teamUuid: string) => {
     let role = roles.get(teamUuid);

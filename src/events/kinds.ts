@@ -167,3 +167,16 @@ export const isEventKind = (kind: string): kind is EventKind => Object.hasOwn(EV
 export function assertDeclaredKind(kind: string): asserts kind is EventKind {
   if (!isEventKind(kind)) throw new Error(`event kind "${kind}" has no entry in src/events/kinds.ts`);
 }
+
+/**
+ * Refuses (a programming error) to record an event whose kind has no rule, or whose subject is
+ * not one of its scopes: so an event none of whose scopes the caller may read is hidden from
+ * them, which lets a feed skip it on its scopes alone (access/events.ts `mayShow`).
+ */
+export function assertDeclaredEvent(event: { kind: string } & EventView): void {
+  assertDeclaredKind(event.kind);
+  const subject = EVENT_KINDS[event.kind].subject(event);
+  if (subject !== null && !event.scopes.includes(subject)) {
+    throw new Error(`event ${event.kind}: its subject ${subject} is not one of its scopes`);
+  }
+}
