@@ -75,7 +75,9 @@ export async function seedEvents(
       series(
         database,
         n,
-        `i + ${offset}, 'repo-updated', '["' || ${scopeOf} || '"]', '${actor}', 'bench', '{"fields":[]}', '${now}'`,
+        // the payload names its repo, the event's subject, as the producers do (README "Event privacy")
+        `i + ${offset}, 'repo-updated', '["' || ${scopeOf} || '"]', '${actor}', 'bench', ` +
+          `'{"repo_uuid":"' || substr(${scopeOf}, 6) || '","fields":[]}', '${now}'`,
       ),
   );
   await run(

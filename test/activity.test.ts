@@ -30,7 +30,8 @@ for (const dialect of DIALECTS) {
     const emit = async (name: string, kind: EventKind, scopes: string[], actor: Person | null) => {
       // the payload names the repo as the real producers do (the subject, src/events/kinds.ts)
       const repo = scopes.find((s) => s.startsWith('repo:'))?.slice(5);
-      const payload = { label: name, ...(repo ? { repo_uuid: repo } : {}) };
+      const teamUuid = scopes.find((s) => s.startsWith('team:'))?.slice(5);
+      const payload = { label: name, ...(repo ? { repo_uuid: repo } : {}), ...(teamUuid ? { team_uuid: teamUuid } : {}) };
       const ev = await inTransaction(t.deps, (tx) =>
         tx.emit({ kind, scopes, actor: actor && { uuid: actor.uuid, username: actor.username }, payload }),
       );
@@ -65,7 +66,8 @@ for (const dialect of DIALECTS) {
       await emit('rpub-thread', 'thread-created', [`repo:${rPub.uuid}`], alice);
       await emit('alice-only', 'user-updated', [`user:${alice.uuid}`], alice);
       await emit('team-and-repo', 'repo-updated', [`team:${team.uuid}`, `repo:${r1.uuid}`], alice);
-      await emit('system', 'timer-fired', [`team:${team.uuid}`], null);
+      // a team event without an actor (a team timer's firing is for the team's owners only)
+      await emit('system', 'team-updated', [`team:${team.uuid}`], null);
     });
     after(() => t.close());
 

@@ -273,7 +273,12 @@ for (const dialect of DIALECTS) {
               source_repo_uuid: repo.uuid,
             },
           ],
-          ['repo-deleted', [R, T], A, { repo_uuid: repo.uuid, full_name: 'crew/tool', detached_fork_uuids: [fork.repo.uuid] }],
+          [
+            'repo-deleted',
+            [R, T],
+            A,
+            { repo_uuid: repo.uuid, full_name: 'crew/tool', is_active: true, detached_fork_uuids: [fork.repo.uuid] },
+          ],
         ];
 
         const rows = await t.deps.db.selectFrom('events').selectAll().where('id', '>', startId).orderBy('id').execute();

@@ -10,6 +10,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { EVENT_KINDS } from '../src/events/kinds.ts';
+import { type EventKind } from '../src/events/kinds.ts';
+import { inTransaction } from '../src/events/service.ts';
 import type { EventJson, Person } from './common.ts';
 import { makeWorkTree, gitClient } from './git-fixtures.ts';
 import { DIALECTS, type Res, type TestApp, startApp } from './helpers.ts';
@@ -46,6 +48,7 @@ interface TimerM {
   uuid: string;
   kind: 'user' | 'team' | 'repo';
   ownerUuid: string;
+  deleted?: boolean;
 }
 
 /** The world as the test defines it, and who may read what in it (docs/behaviour.md). */
@@ -95,6 +98,10 @@ class World {
     return false;
   }
   timerReadable(c: UserM | null, uuid: string): boolean {
+    return this.timers.get(uuid)?.deleted !== true && this.timerNameable(c, uuid);
+  }
+  /** May be told of the timer: may read it, or (deleted) could read it while it existed. */
+  timerNameable(c: UserM | null, uuid: string): boolean {
     const tm = this.timers.get(uuid);
     if (!c || !tm) return false;
     if (tm.kind === 'user') return tm.ownerUuid === c.uuid;
@@ -133,6 +140,7 @@ class World {
     const check = (value: string, where: string) => {
       if (this.repos.has(value) && !this.repoNameable(c, value)) found.push(`${where}: repo ${value}`);
       if (this.teams.has(value) && !this.teamNameable(c, value) && !ownMembership) found.push(`${where}: team ${value}`);
+      if (this.timers.has(value) && !this.timerNameable(c, value)) found.push(`${where}: timer ${value}`);
       if (hiddenRepoNames.get(value) === true) found.push(`${where}: repo name ${value}`);
       if (hiddenTeamNames.get(value) === true && !ownMembership) found.push(`${where}: team name ${value}`);
     };
@@ -283,7 +291,7 @@ for (const dialect of DIALECTS) {
       const gone = ok(await req('POST', `${r.base}/timers`, maint.token, { message: 'gone', run_in: '1h' }), 201).body;
       w.timers.set(gone.uuid, { uuid: gone.uuid, kind: 'repo', ownerUuid: r.uuid });
       ok(await req('DELETE', `${r.base}/timers/${gone.uuid}`, maint.token), 204);
-      w.timers.delete(gone.uuid);
+      w.timers.get(gone.uuid)!.deleted = true;
       ok(await req('PUT', r.base, maint.token, { description: `about ${r.uuid}` }));
     };
 
@@ -324,6 +332,7 @@ for (const dialect of DIALECTS) {
       R.mpriv = await addRepo(u.mem!, 'users/mem', 'mpriv', 'private');
       R.dpub = await addRepo(u.dd!, 'users/dd', 'dpub', 'public');
       R.doomed = await addRepo(u.own!, 'teams/alpha', 'doomed', 'public');
+      R.offDoomed = await addRepo(u.own!, 'teams/alpha', 'offdoomed', 'public');
 
       // forks in every direction
       R.forkA = await fork(u.mem!, R.apriv!); // (a) private team repo → user, made public
@@ -340,6 +349,11 @@ for (const dialect of DIALECTS) {
       await setVisibility(u.out!, R.forkG, 'public');
       ok(await req('DELETE', R.doomed.base, u.own!.token), 204, 'delete');
       R.doomed.deleted = true;
+      // an is_active=false team repo, deleted: it was for the team's maintainers only
+      ok(await req('PUT', R.offDoomed.base, u.mnt!.token, { is_active: false }));
+      R.offDoomed.active = false;
+      ok(await req('DELETE', R.offDoomed.base, u.own!.token), 204, 'delete inactive');
+      R.offDoomed.deleted = true;
 
       // every repo-part kind, on repos of every kind of visibility
       await repoLife(R.apub, u.mem!, u.mnt!);
@@ -370,6 +384,11 @@ for (const dialect of DIALECTS) {
       }
       clock.advance(5 * 60_000);
       await t.deps.timers.runDue();
+      // a team timer deleted (its deletion, like its firing, is for the team's owners)
+      const teamGone = ok(await req('POST', '/teams/alpha/timers', u.own!.token, { message: 'gone', run_in: '1h' }), 201).body;
+      w.timers.set(teamGone.uuid, { uuid: teamGone.uuid, kind: 'team', ownerUuid: T.alpha });
+      ok(await req('DELETE', `/teams/alpha/timers/${teamGone.uuid}`, u.own!.token), 204);
+      w.timers.get(teamGone.uuid)!.deleted = true;
 
       // users, tokens, pings, settings, invites, rate limits
       ok(await req('PUT', '/users/mem', u.mem!.token, { display_name: 'Mem' }));
@@ -602,6 +621,81 @@ for (const dialect of DIALECTS) {
             String(e.payload.changes && (e.payload.changes as { description?: string }).description).startsWith('about'),
         ),
       );
+    });
+
+    it("(f) a deleted is_active=false team repo's repo-deleted is hidden from members below maintain", async () => {
+      const deletedOf = (events: EventJson[], r: RepoM) =>
+        events.filter((e) => e.kind === 'repo-deleted' && e.payload.repo_uuid === r.uuid);
+      for (const c of [u.rdr!, u.mem!]) {
+        const events = await inScope(c, `team:${T.alpha}`);
+        assert.ok(!events.some((e) => JSON.stringify(e).includes(R.offDoomed!.uuid)), c.username);
+        assert.ok(!events.some((e) => JSON.stringify(e).includes('alpha/offdoomed')), c.username);
+        const activity = ok(await req('GET', '/teams/alpha/activity?per_page=100', c.token)).body.results as EventJson[];
+        assert.equal(deletedOf(activity, R.offDoomed!).length, 0, c.username);
+        // the deletion of an active repo they could read is still theirs
+        const [doomed] = deletedOf(events, R.doomed!);
+        assert.equal(doomed!.payload.full_name, 'alpha/doomed', c.username);
+        assert.equal(doomed!.payload.is_active, true);
+      }
+      const id = (await allEvents()).find((e) => e.kind === 'repo-deleted' && e.scopes.includes(`repo:${R.offDoomed!.uuid}`))!.id;
+      ok(await req('GET', `/events/${id}`, u.mem!.token), 404, 'by id');
+      for (const c of [u.mnt!, u.own!, u.stf!]) {
+        const [deleted] = deletedOf(await inScope(c, `team:${T.alpha}`), R.offDoomed!);
+        assert.equal(deleted!.payload.full_name, 'alpha/offdoomed', c.username);
+        assert.equal(deleted!.payload.is_active, false);
+        ok(await req('GET', `/events/${id}`, c.token), 200, c.username);
+      }
+    });
+
+    it("(g) a team timer's firing and deletion reach only those who may read the timer: the team's owners", async () => {
+      const teamTimers = [...w.timers.values()].filter((tm) => tm.kind === 'team').map((tm) => tm.uuid);
+      assert.equal(teamTimers.length, 2);
+      const timerEvents = (events: EventJson[]) =>
+        events.filter((e) => e.kind.startsWith('timer-') && teamTimers.includes(e.payload.timer_uuid as string));
+      for (const c of [u.mnt!, u.mem!, u.rdr!]) {
+        assert.deepEqual(timerEvents(await inScope(c, `team:${T.alpha}`)), [], c.username);
+        const activity = ok(await req('GET', '/teams/alpha/activity?per_page=100', c.token)).body.results as EventJson[];
+        assert.deepEqual(timerEvents(activity), [], c.username);
+        for (const tm of teamTimers) ok(await req('GET', `/teams/alpha/timers/${tm}`, c.token), 403, 'the timer itself');
+      }
+      for (const e of (await allEvents()).filter((e) => e.kind === 'timer-fired' || e.kind === 'timer-deleted')) {
+        if (!e.scopes.includes(`team:${T.alpha}`)) continue;
+        ok(await req('GET', `/events/${e.id}`, u.mem!.token), 404, `${e.kind} by id`);
+        ok(await req('GET', `/events/${e.id}`, u.own!.token), 200, `${e.kind} by id`);
+      }
+      for (const c of [u.own!, u.stf!]) {
+        const kinds = timerEvents(await inScope(c, `team:${T.alpha}`)).map((e) => e.kind);
+        for (const kind of ['timer-created', 'timer-fired', 'timer-deleted'])
+          assert.ok(kinds.includes(kind), `${c.username} ${kind}`);
+      }
+    });
+
+    it("(h) a detached fork's source, once deleted, is named to staff only, as GET of the fork names it to nobody", async () => {
+      const detached = (events: EventJson[]) =>
+        events.filter((e) => e.kind === 'repo-updated' && e.payload.action === 'fork_source_deleted');
+      // the fork's owner and an outsider who could read the (public) source while it existed
+      for (const c of [u.out!, u.zed!]) {
+        const [e] = detached(await inScope(c, `repo:${R.forkG!.uuid}`));
+        assert.equal(e!.payload.source_repo_uuid, null, c.username);
+        assert.deepEqual(e!.payload.changes, { fork_of_uuid: null });
+        assert.equal(ok(await req('GET', R.forkG!.base, c.token)).body.fork_of_uuid, null, c.username);
+      }
+      const [staffView] = detached(await inScope(u.stf!, `repo:${R.forkG!.uuid}`));
+      assert.equal(staffView!.payload.source_repo_uuid, R.doomed!.uuid, 'staff see the event as stored');
+      assert.equal(ok(await req('GET', R.forkG!.base, u.stf!.token)).body.fork_of_uuid, null);
+    });
+
+    it('refuses to record an event of an undeclared kind, or whose subject is not one of its scopes (so a feed may skip events on their scopes)', async () => {
+      const before = (await allEvents()).length;
+      const write = (kind: string, scopes: string[], payload: Record<string, unknown>) =>
+        inTransaction(t.deps, (tx) => tx.emit({ kind: kind as EventKind, scopes, actor: null, payload }));
+      await assert.rejects(write('no-such-kind', [`repo:${R.apub!.uuid}`], { repo_uuid: R.apub!.uuid }), /no entry/);
+      await assert.rejects(
+        write('pull-opened', [`repo:${R.apub!.uuid}`], { repo_uuid: R.apriv!.uuid }),
+        /subject repo:\S+ is not one of its scopes/,
+      );
+      await assert.rejects(write('team-updated', [`user:${u.mem!.uuid}`], { team_uuid: T.alpha }), /not one of its scopes/);
+      assert.equal((await allEvents()).length, before, 'nothing written');
     });
   });
 }

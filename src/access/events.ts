@@ -6,6 +6,8 @@
  *
  * - An event is shown when the caller may read its subject (src/events/kinds.ts), or, for a kind
  *   whose subject is its scopes, one of its scopes.
+ *   A kind may ask for a team role on a team subject (`teamRole`: a team timer's firing, a
+ *   deleted inactive team repo).
  * - What else it names (a fork's source, a membership's team, ...) is redacted where the caller
  *   may not read it: uuid and name fields set to null, list entries dropped. `scopes` drop every
  *   repo, team, timer and repo-part scope the caller may not read; an event about a readable repo
@@ -22,6 +24,7 @@ import { KIND_RULES, type KindRule, type NamedRef, isEventKind, payloadAt } from
 import { scopeChecker } from '../events/scopes.ts';
 import type { EventRecord } from '../events/service.ts';
 import type { Viewer } from '../viewer.ts';
+import { type TeamRole, roleAtLeast, teamRole } from './levels.ts';
 
 /**
  * Scope kinds that, in an event about a readable repo, belong to that repo (its parts, and its
@@ -31,6 +34,16 @@ const WITH_REPO = new Set(['pull', 'review', 'thread', 'reply', 'team']);
 
 /** Shows one event to one caller: the event as the caller may see it, or null when it is hidden. */
 export type EventViewer = (event: EventRecord) => Promise<EventRecord | null>;
+
+/**
+ * An event viewer that can also rule an event out from its scopes alone: `mayShow(scopes)` is
+ * false only for an event `show` would hide (none of its scopes is readable, and an event's
+ * subject is one of its scopes: `assertDeclaredEvent`), sharing `show`'s memo.
+ */
+export interface ScopeGatedViewer {
+  show: EventViewer;
+  mayShow: (scopes: string[]) => Promise<boolean>;
+}
 
 const NO_RULE: KindRule = { subject: () => 'repo:-', names: [] };
 
@@ -68,9 +81,31 @@ async function someReadable(canRead: (scope: string) => Promise<boolean>, event:
  * read (the scope a page or stream was opened on), sparing a check.
  */
 export function eventViewer(deps: Deps, viewer: Viewer, knownReadable: string[] = []): EventViewer {
+  return scopeGatedViewer(deps, viewer, knownReadable).show;
+}
+
+/** `eventViewer`, with the scopes-only pre-check a feed's scan uses (`ScopeGatedViewer`). */
+export function scopeGatedViewer(deps: Deps, viewer: Viewer, knownReadable: string[] = []): ScopeGatedViewer {
   const check = scopeChecker(deps, viewer);
   const known = new Set(knownReadable);
   const canRead = (scope: string) => (known.has(scope) ? Promise.resolve(true) : check(scope));
+  const mayShow = async (scopes: string[]) => {
+    for (const scope of scopes) if (await canRead(scope)) return true;
+    return false;
+  };
+  return { show: showFor(deps, viewer, canRead), mayShow };
+}
+
+function showFor(deps: Deps, viewer: Viewer, canRead: (scope: string) => Promise<boolean>): EventViewer {
+  const roles = new Map<string, Promise<TeamRole | null>>();
+  const roleIn = (teamUuid: string) => {
+    let role = roles.get(teamUuid);
+    if (!role) {
+      role = teamRole(deps.db, viewer, teamUuid).catch(() => null);
+      roles.set(teamUuid, role);
+    }
+    return role;
+  };
   // Staff read everything that exists: an event as stored, when one of its scopes still exists.
   if (viewer.isStaff) return async (event) => ((await someReadable(canRead, event)) ? event : null);
   return async (event) => {
@@ -82,6 +117,9 @@ export function eventViewer(deps: Deps, viewer: Viewer, knownReadable: string[] 
       if (!(await someReadable(canRead, event))) return null;
     } else {
       if (!(await canRead(subject))) return null;
+      const min = rule.teamRole?.(event) ?? null;
+      if (min !== null && subject.startsWith('team:') && !roleAtLeast(await roleIn(subject.slice('team:'.length)), min))
+        return null;
       if (subject.startsWith('repo:')) repoReadable = subject;
     }
     // a thing a `shownTo` field shows to this caller keeps its scope too

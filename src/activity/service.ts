@@ -1,6 +1,6 @@
 import { requireTeam } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
-import { visibleEventsNewestFirst } from '../events/feed.ts';
+import { visibleEventsByScopes, visibleEventsNewestFirst } from '../events/feed.ts';
 import { readableBound } from '../events/order.ts';
 import { type EventRecord, eventFromRow, teamActivityKey } from '../events/service.ts';
 import { getUser } from '../users/service.ts';
@@ -42,11 +42,14 @@ export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string,
 export async function userActivity(deps: Deps, viewer: Viewer, username: string, page: Window): Promise<EventRecord[]> {
   const user = await getUser(deps, viewer, username);
   const settled = await readableBound(deps.db, deps.dialect);
-  const fetchBatch = async (beforeId: number | null, size: number): Promise<EventRecord[]> => {
-    let q = deps.db.selectFrom('events').selectAll().where('actor_uuid', '=', user.uuid);
+  // The scan reads ids and scopes; full rows only of the events the caller may see (feed.ts).
+  const scanBatch = async (beforeId: number | null, size: number) => {
+    let q = deps.db.selectFrom('events').select(['id', 'scopes']).where('actor_uuid', '=', user.uuid);
     if (beforeId !== null) q = q.where('id', '<', beforeId);
     if (settled !== null) q = q.where('id', '<', settled);
-    return (await q.orderBy('id', 'desc').limit(size).execute()).map(eventFromRow);
+    return q.orderBy('id', 'desc').limit(size).execute();
   };
-  return visibleEventsNewestFirst(deps, viewer, fetchBatch, page.offset, page.limit);
+  const loadEvents = async (ids: number[]) =>
+    (await deps.db.selectFrom('events').selectAll().where('id', 'in', ids).execute()).map(eventFromRow);
+  return visibleEventsByScopes(deps, viewer, scanBatch, loadEvents, page.offset, page.limit);
 }

@@ -9,10 +9,17 @@
  *   themselves (a user's own tokens, invites, ...) and is shown to whoever may read one of them.
  *   Parts of the subject repo (the event's `pull:`, `review:`, `thread:`, `reply:` scopes) are as
  *   readable as the repo.
+ * - `teamRole`: when the subject is a team scope, the least role in that team the caller needs,
+ *   where reading the team is not enough: a team timer's firing and deletion are for the team's
+ *   owners (as the timer is), a deleted `is_active=false` team repo's deletion for its
+ *   maintainers (as the repo was). Decided from what the event carries (its payload records the
+ *   state at write time), since the thing itself may be gone.
  * - `names`: every other payload field that names a repo, team or user. Where the caller may not
  *   read the named thing, the uuid field and its name fields are set to null (a list field drops
  *   the entry). The event's `scopes` keep only the scopes the caller may read.
  */
+
+import type { TeamRole } from '../access/levels.ts';
 
 /** A payload path: a top-level field, or `parent.child` one level down. */
 type Path = string;
@@ -38,6 +45,8 @@ export interface NamedRef {
 
 export interface KindRule {
   subject: Subject;
+  /** on a team subject: the least team role needed, or null when reading the team suffices */
+  teamRole?: (event: EventView) => TeamRole | null;
   names: NamedRef[];
 }
 
@@ -103,8 +112,13 @@ export const EVENT_KINDS = {
   // repos and forks
   'repo-created': ofRepo(repo('fork_of_uuid')),
   'repo-updated': ofRepo(repo('changes.fork_of_uuid'), repo('source_repo_uuid')),
-  // the repo is gone: the event is its former owner's
-  'repo-deleted': { subject: ownerScope('repo'), names: [repoList('detached_fork_uuids')] },
+  // the repo is gone: the event is its former owner's, for those who could read the repo (an
+  // is_active=false team repo was for the team's maintainers: its payload's `is_active`)
+  'repo-deleted': {
+    subject: ownerScope('repo'),
+    teamRole: (e) => (e.payload.is_active === false ? 'maintainer' : null),
+    names: [repoList('detached_fork_uuids')],
+  },
   'fork-created': ofRepo(repo('source_repo_uuid', 'source_full_name')),
   'branch-pushed': ofRepo(user('pusher.uuid', 'pusher.username')),
   // protections
@@ -134,11 +148,12 @@ export const EVENT_KINDS = {
   'attachment-created': ofRepo(),
   'attachment-deleted': ofRepo(),
   // timers: a timer's own events are about the timer (a team's timers are its owners'); a
-  // firing is addressed to the timer's owner scope, as is a deletion (the timer is gone)
+  // firing and a deletion are decided on the timer's owner scope (the timer may be gone), with
+  // the team owner role a team timer needs, so they reach exactly the timer's readers
   'timer-created': { subject: field('timer', 'timer_uuid'), names: [] },
   'timer-updated': { subject: field('timer', 'timer_uuid'), names: [] },
-  'timer-deleted': { subject: ownerScope('timer'), names: [] },
-  'timer-fired': { subject: ownerScope('timer'), names: [] },
+  'timer-deleted': { subject: ownerScope('timer'), teamRole: () => 'owner', names: [] },
+  'timer-fired': { subject: ownerScope('timer'), teamRole: () => 'owner', names: [] },
 } satisfies Record<string, KindRule>;
 
 export type EventKind = keyof typeof EVENT_KINDS;
@@ -151,4 +166,17 @@ export const isEventKind = (kind: string): kind is EventKind => Object.hasOwn(EV
 /** Refuses (a programming error) to record an event whose kind has no privacy rule. */
 export function assertDeclaredKind(kind: string): asserts kind is EventKind {
   if (!isEventKind(kind)) throw new Error(`event kind "${kind}" has no entry in src/events/kinds.ts`);
+}
+
+/**
+ * Refuses (a programming error) to record an event whose kind has no rule, or whose subject is
+ * not one of its scopes: so an event none of whose scopes the caller may read is hidden from
+ * them, which lets a feed skip it on its scopes alone (access/events.ts `mayShow`).
+ */
+export function assertDeclaredEvent(event: { kind: string } & EventView): void {
+  assertDeclaredKind(event.kind);
+  const subject = EVENT_KINDS[event.kind].subject(event);
+  if (subject !== null && !event.scopes.includes(subject)) {
+    throw new Error(`event ${event.kind}: its subject ${subject} is not one of its scopes`);
+  }
 }

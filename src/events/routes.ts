@@ -18,7 +18,9 @@ import { AccessRecheck, TAIL, serveTail } from './tail.ts';
 const PRIVACY =
   'Event privacy (README "Event privacy"): an event about a thing the caller may not read (its subject) is left out, and ' +
   'other repos, teams and timers it names that the caller may not read are set to null in the payload and left out of ' +
-  '`scopes`; staff see events as stored, while one of their scopes exists. ';
+  "`scopes`; a team timer's firing and deletion are for the team's owners (as the timer is), a deleted " +
+  "is_active=false team repo's repo-deleted for its maintainers and owners (as the repo was); staff see events as " +
+  'stored, while one of their scopes exists. ';
 
 export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();

@@ -4,7 +4,7 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { nowIso } from '../time.ts';
 import { withTransaction } from '../db/tx.ts';
-import { type EventKind, assertDeclaredKind } from './kinds.ts';
+import { type EventKind, assertDeclaredEvent } from './kinds.ts';
 
 export type { EventKind } from './kinds.ts';
 
@@ -109,7 +109,7 @@ function eventValues(input: EventInput, created_at: string) {
 }
 
 async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
-  assertDeclaredKind(input.kind);
+  assertDeclaredEvent(input);
   const created_at = nowIso();
   const values = eventValues(input, created_at);
   let row: { id: number };
@@ -198,7 +198,7 @@ export async function getEventRow(db: Kysely<DB>, id: number): Promise<EventRow 
  */
 export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]): Promise<EventRecord[]> {
   if (inputs.length === 0) return [];
-  for (const input of inputs) assertDeclaredKind(input.kind);
+  for (const input of inputs) assertDeclaredEvent(input);
   const created_at = nowIso();
   // PostgreSQL: ids in this transaction's own range (see EVENTS_PER_TRANSACTION), after any it
   // already used; SQLite: the table's increasing id.

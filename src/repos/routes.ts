@@ -151,7 +151,10 @@ export async function reposRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           summary: 'Delete a repo (team owner, user owner, staff)',
           description:
             'Its protections, pulls and reviews are deleted with it. Forks of it are kept as standalone repos: their ' +
-            'fork_of_uuid becomes null and their fork records go away (as Gitea does). Allowed on an archived repo.',
+            'fork_of_uuid becomes null and their fork records go away (as Gitea does); each gets a repo-updated event ' +
+            '(action fork_source_deleted) whose source_repo_uuid only staff see (README "Event privacy"). Emits ' +
+            "repo-deleted in the former owner's scope, recording the repo's is_active: for an is_active=false team " +
+            "repo it is shown to the team's maintainers and owners only. Allowed on an archived repo.",
           params,
           response: { 204: { type: 'null' }, ...errors(403) },
         },

@@ -347,7 +347,13 @@ export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
       kind: 'repo-deleted',
       scopes: repoScopes(repo),
       actor: actorOf(viewer),
-      payload: { repo_uuid: repo.uuid, full_name: `${owner.name}/${repo.slug}`, detached_fork_uuids: forks.map((f) => f.uuid) },
+      payload: {
+        repo_uuid: repo.uuid,
+        full_name: `${owner.name}/${repo.slug}`,
+        // who could read the repo: an is_active=false one was hidden below maintain level (events/kinds.ts)
+        is_active: repo.is_active === 1,
+        detached_fork_uuids: forks.map((f) => f.uuid),
+      },
     });
     return repo;
   });

@@ -82,7 +82,7 @@ export async function timersRoutes(app: FastifyInstance, { deps }: { deps: Deps 
         schema: {
           tags,
           summary: 'Create a timer; status active (default) or paused',
-          description: `${form.who} ${SCHEDULE_DOC} Emits timer-created; each occurrence later emits timer-fired in the timer's and the owner's scope.`,
+          description: `${form.who} ${SCHEDULE_DOC} Emits timer-created; each occurrence later emits timer-fired in the timer's and the owner's scope, shown (like every timer event) only to those who may read the timer: a team timer's to the team's owners.`,
           params: form.params,
           body: CreateTimerBody,
           response: { 201: Timer, ...errors(403) },
