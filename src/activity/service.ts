@@ -1,6 +1,6 @@
 import { requireTeam } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
-import { visibleEventsByScopes, visibleEventsNewestFirst } from '../events/feed.ts';
+import { visibleEventsNewestFirst } from '../events/feed.ts';
 import { readableBound } from '../events/order.ts';
 import { type EventRecord, eventFromRow, teamActivityKey } from '../events/service.ts';
 import { getUser } from '../users/service.ts';
@@ -21,18 +21,23 @@ export interface Window {
 export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string, page: Window): Promise<EventRecord[]> {
   const { team } = await requireTeam(deps.db, viewer, teamSlug);
   const settled = await readableBound(deps.db, deps.dialect);
-  const fetchBatch = async (beforeId: number | null, size: number): Promise<EventRecord[]> => {
+  const scanBatch = async (beforeId: number | null, size: number) => {
     // One index range: the team's activity key (events/service.ts writeScopeRows).
     let q = deps.db
       .selectFrom('event_scopes as s')
       .innerJoin('events as e', 'e.id', 's.event_id')
-      .selectAll('e')
+      .select(['e.id', 'e.scopes'])
       .where('s.scope', '=', teamActivityKey(team.uuid));
     if (beforeId !== null) q = q.where('s.event_id', '<', beforeId);
     if (settled !== null) q = q.where('s.event_id', '<', settled);
-    return (await q.orderBy('s.event_id', 'desc').limit(size).execute()).map(eventFromRow);
+    return q.orderBy('s.event_id', 'desc').limit(size).execute();
   };
-  return visibleEventsNewestFirst(deps, viewer, fetchBatch, page.offset, page.limit);
+  return visibleEventsNewestFirst(deps, viewer, scanBatch, (ids) => loadEvents(deps, ids), page.offset, page.limit);
+}
+
+/** Full events by id (the rows a feed's scan found the caller may see). */
+async function loadEvents(deps: Deps, ids: number[]): Promise<EventRecord[]> {
+  return (await deps.db.selectFrom('events').selectAll().where('id', 'in', ids).execute()).map(eventFromRow);
 }
 
 /**
@@ -49,7 +54,5 @@ export async function userActivity(deps: Deps, viewer: Viewer, username: string,
     if (settled !== null) q = q.where('id', '<', settled);
     return q.orderBy('id', 'desc').limit(size).execute();
   };
-  const loadEvents = async (ids: number[]) =>
-    (await deps.db.selectFrom('events').selectAll().where('id', 'in', ids).execute()).map(eventFromRow);
-  return visibleEventsByScopes(deps, viewer, scanBatch, loadEvents, page.offset, page.limit);
+  return visibleEventsNewestFirst(deps, viewer, scanBatch, (ids) => loadEvents(deps, ids), page.offset, page.limit);
 }
