@@ -71,8 +71,8 @@ function setAt(payload: Record<string, unknown>, path: string, value: unknown): 
   }
 }
 
-async function someReadable(canRead: (scope: string) => Promise<boolean>, event: EventRecord): Promise<boolean> {
-  for (const scope of event.scopes) if (await canRead(scope)) return true;
+async function someReadable(canRead: (scope: string) => Promise<boolean>, scopes: string[]): Promise<boolean> {
+  for (const scope of scopes) if (await canRead(scope)) return true;
   return false;
 }
 
@@ -89,11 +89,7 @@ export function scopeGatedViewer(deps: Deps, viewer: Viewer, knownReadable: stri
   const check = scopeChecker(deps, viewer);
   const known = new Set(knownReadable);
   const canRead = (scope: string) => (known.has(scope) ? Promise.resolve(true) : check(scope));
-  const mayShow = async (scopes: string[]) => {
-    for (const scope of scopes) if (await canRead(scope)) return true;
-    return false;
-  };
-  return { show: showFor(deps, viewer, canRead), mayShow };
+  return { show: showFor(deps, viewer, canRead), mayShow: (scopes) => someReadable(canRead, scopes) };
 }
 
 function showFor(deps: Deps, viewer: Viewer, canRead: (scope: string) => Promise<boolean>): EventViewer {
@@ -107,14 +103,14 @@ function showFor(deps: Deps, viewer: Viewer, canRead: (scope: string) => Promise
     return role;
   };
   // Staff read everything that exists: an event as stored, when one of its scopes still exists.
-  if (viewer.isStaff) return async (event) => ((await someReadable(canRead, event)) ? event : null);
+  if (viewer.isStaff) return async (event) => ((await someReadable(canRead, event.scopes)) ? event : null);
   return async (event) => {
     // A kind without a rule (none is recorded since kinds.ts: see assertDeclaredKind) is hidden.
     const rule = isEventKind(event.kind) ? KIND_RULES[event.kind] : NO_RULE;
     const subject = rule.subject(event);
     let repoReadable: string | null = null;
     if (subject === null) {
-      if (!(await someReadable(canRead, event))) return null;
+      if (!(await someReadable(canRead, event.scopes))) return null;
     } else {
       if (!(await canRead(subject))) return null;
       const min = rule.teamRole?.(event) ?? null;
