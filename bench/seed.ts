@@ -58,7 +58,7 @@ export async function seedEvents(
   scope: string,
   otherScope: string,
   actor: string,
-  /** the team that owns both scopes' repos: its activity index rows (events/service.ts writeScopeRows) */
+  /** the team that owns both scopes' repos (private): its activity and the actor's index rows (events/service.ts writeScopeRows) */
   teamUuid?: string,
 ): Promise<void> {
   const db = database.db;
@@ -89,6 +89,12 @@ export async function seedEvents(
       db,
       `insert into event_scopes (event_id, scope, kind) ` +
         series(database, n, `i + ${offset}, 'team-activity:${teamUuid}', 'repo-updated'`),
+    );
+    // the actor's activity index: both repos are the team's private repos (src/events/actor-index.ts)
+    await run(
+      db,
+      `insert into event_scopes (event_id, scope, kind) ` +
+        series(database, n, `i + ${offset}, 'actor:${actor}:t:${teamUuid}', 'repo-updated'`),
     );
   }
   if (database.dialect === 'postgres') {

@@ -2,6 +2,8 @@ import type { EventKind } from '../src/events/kinds.ts';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import type { Kysely } from 'kysely';
+import { up } from '../src/db/migrations/092_actor_activity_index.ts';
 import { inTransaction } from '../src/events/service.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
@@ -223,6 +225,57 @@ for (const dialect of DIALECTS) {
         assert.equal((await t.req('GET', '/api/v1/users/dave/activity', { token: bob.token })).status, 404);
         assert.equal((await t.req('GET', '/api/v1/users/dave/activity')).status, 200);
         assert.equal((await t.req('GET', '/api/v1/users/alice/activity', { token: null })).status, 401);
+      });
+
+      it("follows a repo's visibility: an outsider sees its events while it is public (the index of events/actor-index.ts)", async () => {
+        const erin = await t.user('erin');
+        const seen = async () => names(await feed('/api/v1/users/alice/activity?per_page=100', erin.token));
+        const before = await seen();
+        assert.deepEqual(before, ['rpub-thread']);
+        const created = await t.req('POST', '/api/v1/teams/act/repos', {
+          token: alice.token,
+          body: { name: 'Flip', slug: 'flip' },
+        });
+        assert.equal(created.status, 201, created.text);
+        assert.deepEqual(await seen(), before);
+        const open = await t.req('PUT', '/api/v1/teams/act/repos/flip', { token: alice.token, body: { visibility: 'public' } });
+        assert.equal(open.status, 200, open.text);
+        // its history too: the repo-created event written while it was private
+        assert.deepEqual(await seen(), ['repo-updated', 'repo-created', ...before]);
+        const close = await t.req('PUT', '/api/v1/teams/act/repos/flip', { token: alice.token, body: { visibility: 'private' } });
+        assert.equal(close.status, 200, close.text);
+        assert.deepEqual(await seen(), before);
+        // members still see all three, staff too
+        assert.deepEqual(
+          (await feed('/api/v1/users/alice/activity?per_page=3', bob.token)).map((e) => e.kind),
+          ['repo-updated', 'repo-updated', 'repo-created'],
+        );
+        assert.deepEqual(
+          (await feed('/api/v1/users/alice/activity?per_page=3')).map((e) => e.kind),
+          ['repo-updated', 'repo-updated', 'repo-created'],
+        );
+        // the index keys are no scope a client can name
+        const key = await t.req('GET', `/api/v1/events?scope=actor:${alice.uuid}:pub`, { token: alice.token });
+        assert.equal(key.status, 400);
+      });
+
+      it('migration 092 indexes existing events as they are written now', async () => {
+        const actorRows = () =>
+          t.deps.db
+            .selectFrom('event_scopes')
+            .select(['event_id', 'scope', 'kind'])
+            .where('scope', 'like', 'actor:%')
+            .orderBy('scope')
+            .orderBy('event_id')
+            .execute();
+        const written = await actorRows();
+        assert.ok(written.length > 10);
+        await t.deps.db.deleteFrom('event_scopes').where('scope', 'like', 'actor:%').execute();
+        await up(t.deps.db as unknown as Kysely<unknown>);
+        assert.deepEqual(
+          (await actorRows()).map((r) => ({ ...r, event_id: Number(r.event_id) })),
+          written.map((r) => ({ ...r, event_id: Number(r.event_id) })),
+        );
       });
     });
   });

@@ -1,6 +1,8 @@
 import { requireTeam } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
-import { visibleEventsNewestFirst } from '../events/feed.ts';
+import { sql } from 'kysely';
+import { callerActorKeys } from '../events/actor-index.ts';
+import { type ScanRow, visibleEventsNewestFirst } from '../events/feed.ts';
 import { readableBound } from '../events/order.ts';
 import { type EventRecord, eventFromRow, teamActivityKey } from '../events/service.ts';
 import { getUser } from '../users/service.ts';
@@ -43,16 +45,49 @@ async function loadEvents(deps: Deps, ids: number[]): Promise<EventRecord[]> {
 /**
  * docs/behaviour.md "Users and tokens": events whose actor is the user and that the caller may see (README "Event
  * privacy"), newest first. An unknown user, or an inactive one for non-staff, is 404.
+ *
+ * Staff may see nearly every event, so their scan walks the actor's events. Anyone else reads only
+ * the actor's activity index ranges of the classes of callers they belong to (events/actor-index.ts),
+ * merged newest first: a superset of what they may see, which the event viewer then decides, so an
+ * outsider's page costs a few index seeks whatever the size of the history hidden from them.
  */
 export async function userActivity(deps: Deps, viewer: Viewer, username: string, page: Window): Promise<EventRecord[]> {
   const user = await getUser(deps, viewer, username);
   const settled = await readableBound(deps.db, deps.dialect);
-  // The scan reads ids and scopes; full rows only of the events the caller may see (feed.ts).
-  const scanBatch = async (beforeId: number | null, size: number) => {
-    let q = deps.db.selectFrom('events').select(['id', 'scopes']).where('actor_uuid', '=', user.uuid);
-    if (beforeId !== null) q = q.where('id', '<', beforeId);
-    if (settled !== null) q = q.where('id', '<', settled);
-    return q.orderBy('id', 'desc').limit(size).execute();
+  const load = (ids: number[]) => loadEvents(deps, ids);
+  if (viewer.isStaff) {
+    // The scan reads ids and scopes; full rows only of the events the caller may see (feed.ts).
+    const scanBatch = async (beforeId: number | null, size: number) => {
+      let q = deps.db.selectFrom('events').select(['id', 'scopes']).where('actor_uuid', '=', user.uuid);
+      if (beforeId !== null) q = q.where('id', '<', beforeId);
+      if (settled !== null) q = q.where('id', '<', settled);
+      return q.orderBy('id', 'desc').limit(size).execute();
+    };
+    return visibleEventsNewestFirst(deps, viewer, scanBatch, load, page.offset, page.limit);
+  }
+  const keys = await callerActorKeys(deps.db, viewer, user.uuid);
+  const scanBatch = async (beforeId: number | null, size: number): Promise<ScanRow[]> => {
+    const bound = Math.min(beforeId ?? Number.MAX_SAFE_INTEGER, settled ?? Number.MAX_SAFE_INTEGER);
+    // each class's range read newest first and bounded, then merged: never a sort of a whole range
+    const ranges = keys.map(
+      (key, i) =>
+        sql`select event_id from (select event_id from event_scopes where scope = ${key} and event_id < ${bound} order by event_id desc limit ${size}) as ${sql.raw(`r${i}`)}`,
+    );
+    const ids = await sql<{
+      event_id: number | string;
+    }>`${sql.join(ranges, sql` union `)} order by event_id desc limit ${size}`.execute(deps.db);
+    if (ids.rows.length === 0) return [];
+    // events are never deleted (event_scopes rows go with them), so every id has its row
+    return deps.db
+      .selectFrom('events')
+      .select(['id', 'scopes'])
+      .where(
+        'id',
+        'in',
+        ids.rows.map((r) => Number(r.event_id)),
+      )
+      .orderBy('id', 'desc')
+      .execute();
   };
-  return visibleEventsNewestFirst(deps, viewer, scanBatch, (ids) => loadEvents(deps, ids), page.offset, page.limit);
+  return visibleEventsNewestFirst(deps, viewer, scanBatch, load, page.offset, page.limit);
 }

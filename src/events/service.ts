@@ -5,6 +5,7 @@ import type { Deps } from '../deps.ts';
 import { nowIso } from '../time.ts';
 import { withTransaction } from '../db/tx.ts';
 import { type EventKind, assertDeclaredEvent } from './kinds.ts';
+import { type RepoOwnerInfo, actorClassKey, actorClasses } from './actor-index.ts';
 
 export type { EventKind } from './kinds.ts';
 
@@ -65,32 +66,34 @@ export const teamActivityKey = (teamUuid: string): string => `team-activity:${te
  * Writes the `event_scopes` rows of some events: one per scope (with the kind beside it, for
  * kind-filtered pages), plus the activity key of every team the event concerns: a team scope, or
  * the scope of a repo the team owns (repos never change owner). A team's activity is then one
- * index range read in id order, whatever the number of its repos.
+ * index range read in id order, whatever the number of its repos. And, for an event with an actor,
+ * the actor's activity keys of the classes of callers who may read it (events/actor-index.ts).
  */
-async function writeScopeRows(db: Transaction<DB>, events: Array<{ id: number; kind: string; scopes: string[] }>): Promise<void> {
+async function writeScopeRows(
+  db: Transaction<DB>,
+  events: Array<{ id: number; kind: string; scopes: string[]; actorUuid: string | null }>,
+): Promise<void> {
   const repoUuids = new Set<string>();
   for (const e of events) for (const scope of e.scopes) if (scope.startsWith('repo:')) repoUuids.add(scope.slice(5));
-  const teamOfRepo = new Map<string, string>();
+  const repos = new Map<string, RepoOwnerInfo>();
   if (repoUuids.size) {
     const owners = await db
       .selectFrom('repos')
-      .select(['uuid', 'owner_uuid'])
-      .where('owner_kind', '=', 'team')
+      .select(['uuid', 'owner_kind', 'owner_uuid', 'visibility'])
       .where('uuid', 'in', [...repoUuids])
       .execute();
-    for (const o of owners) teamOfRepo.set(o.uuid, o.owner_uuid);
+    for (const o of owners) repos.set(o.uuid, o);
   }
   const rows: Array<{ event_id: number; scope: string; kind: string }> = [];
   for (const e of events) {
     const keys = new Set(e.scopes);
     for (const scope of e.scopes) {
-      const team = scope.startsWith('team:')
-        ? scope.slice(5)
-        : scope.startsWith('repo:')
-          ? teamOfRepo.get(scope.slice(5))
-          : undefined;
+      const repo = scope.startsWith('repo:') ? repos.get(scope.slice(5)) : undefined;
+      const team = scope.startsWith('team:') ? scope.slice(5) : repo?.owner_kind === 'team' ? repo.owner_uuid : undefined;
       if (team) keys.add(teamActivityKey(team));
     }
+    // who may read this actor's event (events/actor-index.ts)
+    if (e.actorUuid !== null) for (const cls of actorClasses(e.scopes, repos)) keys.add(actorClassKey(e.actorUuid, cls));
     for (const scope of keys) rows.push({ event_id: e.id, scope, kind: e.kind });
   }
   if (rows.length) await db.insertInto('event_scopes').values(rows).execute();
@@ -132,7 +135,7 @@ async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventIn
     row = await db.insertInto('events').values(values).returning('id').executeTakeFirstOrThrow();
   }
   const scopes = [...new Set(input.scopes)];
-  await writeScopeRows(db, [{ id: row.id, kind: input.kind, scopes }]);
+  await writeScopeRows(db, [{ id: row.id, kind: input.kind, scopes, actorUuid: input.actor?.uuid ?? null }]);
   return {
     id: String(row.id),
     kind: input.kind,
@@ -234,7 +237,7 @@ export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]):
   }));
   await writeScopeRows(
     tx.db,
-    records.map((r) => ({ id: Number(r.id), kind: r.kind, scopes: r.scopes })),
+    records.map((r) => ({ id: Number(r.id), kind: r.kind, scopes: r.scopes, actorUuid: r.actor?.uuid ?? null })),
   );
   tx.afterCommit(() => {
     for (const r of records) deps.bus.publish(r);

@@ -16,6 +16,7 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict } from '../errors.ts';
 import { actorOf, type TxContext, inTransaction, teamActivityKey } from '../events/service.ts';
+import { reindexRepoVisibility } from '../events/actor-index.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
@@ -221,6 +222,8 @@ async function applyRepoChanges(
     actor: actorOf(viewer),
     payload: { repo_uuid: repo.uuid, full_name: json.full_name, fields: Object.keys(changed), changes: shown, ...extra },
   });
+  // who may read its events changed: the user activity index follows (events/actor-index.ts)
+  if (changed.visibility !== undefined) await reindexRepoVisibility(tx.db, repo.uuid, changed.visibility);
   return json;
 }
 
