@@ -11,6 +11,7 @@ import * as m080 from './migrations/080_list_indexes.ts';
 import * as m085 from './migrations/085_more_list_indexes.ts';
 import * as m090 from './migrations/090_event_scope_kind.ts';
 import * as m091 from './migrations/091_team_activity_index.ts';
+import * as m093 from './migrations/093_member_team_order.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -36,6 +37,7 @@ const MIGRATIONS: Migration[] = [
   { name: '085_more_list_indexes', up: m085.up },
   { name: '090_event_scope_kind', up: m090.up },
   { name: '091_team_activity_index', up: m091.up },
+  { name: '093_member_team_order', up: m093.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;
