@@ -30,7 +30,7 @@ export async function seedTeam(
   for (const m of members) {
     await t.deps.db
       .insertInto('team_members')
-      .values({ team_uuid: uuid, user_uuid: m.uuid, role: m.role, created_at: distinctNow() })
+      .values({ team_uuid: uuid, user_uuid: m.uuid, role: m.role, created_at: distinctNow(), team_created_at: createdAt })
       .execute();
   }
   return { uuid, slug };

@@ -46,6 +46,7 @@ for (const dialect of DIALECTS) {
             user_uuid: users[name as keyof typeof users].uuid,
             role: role!,
             created_at: new Date(Date.now() - (entries.length - i) * 1000).toISOString(),
+            team_created_at: res.body.created_at as string,
           })
           .execute();
       }

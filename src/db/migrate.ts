@@ -12,6 +12,7 @@ import * as m085 from './migrations/085_more_list_indexes.ts';
 import * as m090 from './migrations/090_event_scope_kind.ts';
 import * as m091 from './migrations/091_team_activity_index.ts';
 import * as m092 from './migrations/092_actor_activity_index.ts';
+import * as m093 from './migrations/093_member_team_order.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -38,6 +39,7 @@ const MIGRATIONS: Migration[] = [
   { name: '090_event_scope_kind', up: m090.up },
   { name: '091_team_activity_index', up: m091.up },
   { name: '092_actor_activity_index', up: m092.up },
+  { name: '093_member_team_order', up: m093.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

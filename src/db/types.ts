@@ -62,6 +62,8 @@ export interface TeamMembersTable {
   user_uuid: string;
   role: string;
   created_at: string;
+  /** the team's created_at, copied (it never changes): the caller's team list order (migration 093) */
+  team_created_at: string;
 }
 
 export interface ReposTable {

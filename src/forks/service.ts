@@ -30,6 +30,7 @@ async function forkToJson(
   publicUrl: string,
   repo?: RepoJson,
   sourceFullName?: string,
+  createdByUsername?: string,
 ): Promise<ForkJson> {
   return {
     uuid: fork.uuid,
@@ -37,7 +38,7 @@ async function forkToJson(
     source_full_name: sourceFullName ?? (await loadRepoJson(db, fork.source_repo_uuid, publicUrl)).full_name,
     repo: repo ?? (await loadRepoJson(db, fork.repo_uuid, publicUrl)),
     created_at: fork.created_at,
-    created_by_username: await usernameOf(db, fork.created_by_uuid),
+    created_by_username: createdByUsername ?? (await usernameOf(db, fork.created_by_uuid)),
   };
 }
 
@@ -113,16 +114,13 @@ export async function getOwnFork(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
   return forkToJson(deps.db, fork, deps.config.publicUrl);
 }
 
-/** The forks of a source repo whose repos the viewer may read, oldest first. */
+/** The forks of a source repo whose repos the viewer may read (the caller selects and orders). */
 function readableForksOf(deps: Deps, viewer: Viewer, sourceUuid: string) {
   return deps.db
     .selectFrom('forks')
     .innerJoin('repos', 'repos.uuid', 'forks.repo_uuid')
-    .selectAll('forks')
     .where('forks.source_repo_uuid', '=', sourceUuid)
-    .where(repoReadableBy(viewer))
-    .orderBy('forks.created_at')
-    .orderBy('forks.uuid');
+    .where(repoReadableBy(viewer));
 }
 
 async function forksToJson(deps: Deps, forks: ForkRow[], sourceFullName: string): Promise<ForkJson[]> {
@@ -135,9 +133,17 @@ async function forksToJson(deps: Deps, forks: ForkRow[], sourceFullName: string)
     )
     .execute();
   const byUuid = new Map(repos.map((row) => [row.uuid, repoToJson(row, deps.config.publicUrl)]));
+  // the creators' usernames in one read (a creator without a row answers '', as usernameOf)
+  const creators = await deps.db
+    .selectFrom('users')
+    .select(['uuid', 'username'])
+    .where('uuid', 'in', [...new Set(forks.map((f) => f.created_by_uuid))])
+    .execute();
+  const usernames = new Map(creators.map((u) => [u.uuid, u.username]));
   const out: ForkJson[] = [];
   for (const fork of forks) {
-    out.push(await forkToJson(deps.db, fork, deps.config.publicUrl, byUuid.get(fork.repo_uuid), sourceFullName));
+    const username = usernames.get(fork.created_by_uuid) ?? '';
+    out.push(await forkToJson(deps.db, fork, deps.config.publicUrl, byUuid.get(fork.repo_uuid), sourceFullName, username));
   }
   return out;
 }
@@ -150,7 +156,22 @@ export async function listForks(
   page: { offset: number; limit: number },
 ): Promise<ForkJson[]> {
   const { repo, owner } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
-  const forks = await readableForksOf(deps, viewer, repo.uuid).offset(page.offset).limit(page.limit).execute();
+  // The page's keys from forks_source_keys_idx (its entries hold the fork repo's uuid, so only
+  // the joined repo is read for the access filter), then those fork rows: a deep page skips
+  // index entries, never fork rows (README "Performance").
+  const keys = readableForksOf(deps, viewer, repo.uuid)
+    .select('forks.uuid')
+    .orderBy('forks.created_at')
+    .orderBy('forks.uuid')
+    .offset(page.offset)
+    .limit(page.limit);
+  const forks = await deps.db
+    .selectFrom('forks')
+    .selectAll()
+    .where('uuid', 'in', keys)
+    .orderBy('created_at')
+    .orderBy('uuid')
+    .execute();
   return forksToJson(deps, forks, `${owner.name}/${repo.slug}`);
 }
 
@@ -174,8 +195,11 @@ export async function getForkIn(
       : await deps.db.selectFrom('users').select('uuid').where('username', '=', key).executeTakeFirst();
   if (!ns) throw notFound(kind === 'team' ? 'Team' : 'User');
   const fork = await readableForksOf(deps, viewer, repo.uuid)
+    .selectAll('forks')
     .where('repos.owner_kind', '=', kind)
     .where('repos.owner_uuid', '=', ns.uuid)
+    .orderBy('forks.created_at')
+    .orderBy('forks.uuid')
     .executeTakeFirst();
   if (!fork) throw notFound('Fork');
   const [json] = await forksToJson(deps, [fork], `${owner.name}/${repo.slug}`);

@@ -85,14 +85,22 @@ export async function listProtections(
   page: { offset: number; limit: number },
 ): Promise<ProtectionJson[]> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
-  const rows = await deps.db
+  // The page's keys from protections_repo_list_idx (index entries only), then their rows: a
+  // deep page skips index entries, never rows (README "Performance").
+  const keys = deps.db
     .selectFrom('protections')
-    .selectAll()
+    .select('uuid')
     .where('repo_uuid', '=', repo.uuid)
     .orderBy('created_at')
     .orderBy('uuid')
     .offset(page.offset)
-    .limit(page.limit)
+    .limit(page.limit);
+  const rows = await deps.db
+    .selectFrom('protections')
+    .selectAll()
+    .where('uuid', 'in', keys)
+    .orderBy('created_at')
+    .orderBy('uuid')
     .execute();
   return rows.map(protectionToJson);
 }
@@ -195,15 +203,24 @@ export async function listApprovers(
 ): Promise<ApproverJson[]> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
   const protection = await findProtection(deps.db, repo, uuid);
+  // The page's keys from protection_approvers_list_idx (index entries only), then their rows
+  // with names: a deep page skips index entries, never user rows (README "Performance").
+  const keys = deps.db
+    .selectFrom('protection_approvers')
+    .select('user_uuid')
+    .where('protection_uuid', '=', protection.uuid)
+    .orderBy('created_at')
+    .orderBy('user_uuid')
+    .offset(page.offset)
+    .limit(page.limit);
   return deps.db
     .selectFrom('protection_approvers as a')
     .innerJoin('users as u', 'u.uuid', 'a.user_uuid')
     .select(['a.user_uuid', 'u.username', 'a.created_at'])
     .where('a.protection_uuid', '=', protection.uuid)
+    .where('a.user_uuid', 'in', keys)
     .orderBy('a.created_at')
     .orderBy('a.user_uuid')
-    .offset(page.offset)
-    .limit(page.limit)
     .execute();
 }
 

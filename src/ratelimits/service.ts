@@ -38,13 +38,21 @@ async function emitRuleEvent(tx: TxContext, viewer: Viewer, kind: EventKind, rul
 
 export async function listRules(deps: Deps, viewer: Viewer, page: { offset: number; limit: number }): Promise<RuleJson[]> {
   assertCanManageRateLimits(viewer);
-  const rows = await deps.db
+  // The page's keys from rate_limit_rules_list_idx (index entries only), then their rows
+  // (README "Performance").
+  const keys = deps.db
     .selectFrom('rate_limit_rules')
-    .selectAll()
+    .select('uuid')
     .orderBy('created_at')
     .orderBy('uuid')
     .offset(page.offset)
-    .limit(page.limit)
+    .limit(page.limit);
+  const rows = await deps.db
+    .selectFrom('rate_limit_rules')
+    .selectAll()
+    .where('uuid', 'in', keys)
+    .orderBy('created_at')
+    .orderBy('uuid')
     .execute();
   return rows.map(ruleToJson);
 }

@@ -110,7 +110,7 @@ export async function addMember(
       const created_at = nowIso();
       await tx.db
         .insertInto('team_members')
-        .values({ team_uuid: team.uuid, user_uuid: user.uuid, role: input.role, created_at })
+        .values({ team_uuid: team.uuid, user_uuid: user.uuid, role: input.role, created_at, team_created_at: team.created_at })
         .execute();
       await tx.emit({
         kind: 'member-added',

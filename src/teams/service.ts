@@ -56,7 +56,7 @@ export async function createTeam(deps: Deps, viewer: Viewer, input: { name: stri
       await tx.db.insertInto('teams').values(row).execute();
       await tx.db
         .insertInto('team_members')
-        .values({ team_uuid: row.uuid, user_uuid: viewer.uuid, role: 'owner', created_at: now })
+        .values({ team_uuid: row.uuid, user_uuid: viewer.uuid, role: 'owner', created_at: now, team_created_at: row.created_at })
         .execute();
       await tx.emit({
         kind: 'team-created',
@@ -78,27 +78,22 @@ export async function listTeams(
   viewer: Viewer,
   opts: { all?: boolean; offset: number; limit: number },
 ): Promise<TeamRow[]> {
-  if (opts.all) {
-    assertCanListAllTeams(viewer);
-    return deps.db
-      .selectFrom('teams')
-      .selectAll()
-      .orderBy('created_at')
-      .orderBy('uuid')
-      .offset(opts.offset)
-      .limit(opts.limit)
-      .execute();
-  }
-  return deps.db
-    .selectFrom('teams as t')
-    .innerJoin('team_members as m', 'm.team_uuid', 't.uuid')
-    .selectAll('t')
-    .where('m.user_uuid', '=', viewer.uuid)
-    .orderBy('t.created_at')
-    .orderBy('t.uuid')
-    .offset(opts.offset)
-    .limit(opts.limit)
-    .execute();
+  // The page's keys first, from an index in the list's order (index entries only), then those
+  // teams: a deep page skips index entries, never team rows (README "Performance"). Every team:
+  // teams_list_idx. The caller's teams: their member rows carry the team's created_at
+  // (team_members_user_team_order_idx, migration 093), so no sort of all the caller's teams.
+  if (opts.all) assertCanListAllTeams(viewer);
+  const keys = opts.all
+    ? deps.db.selectFrom('teams').select('uuid').orderBy('created_at').orderBy('uuid').offset(opts.offset).limit(opts.limit)
+    : deps.db
+        .selectFrom('team_members')
+        .select('team_uuid as uuid')
+        .where('user_uuid', '=', viewer.uuid)
+        .orderBy('team_created_at')
+        .orderBy('team_uuid')
+        .offset(opts.offset)
+        .limit(opts.limit);
+  return deps.db.selectFrom('teams').selectAll().where('uuid', 'in', keys).orderBy('created_at').orderBy('uuid').execute();
 }
 
 export async function getTeam(deps: Deps, viewer: Viewer, slug: string): Promise<TeamRow> {

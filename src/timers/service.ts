@@ -182,9 +182,18 @@ export async function listTimers(
   page: { offset: number; limit: number },
 ): Promise<TimerJson[]> {
   const owner = await requireTimerScope(deps.db, viewer, ref, false);
-  let q = deps.db.selectFrom('timers').selectAll().where('scope', '=', owner.scope).where('owner_uuid', '=', owner.uuid);
-  if (status !== undefined) q = q.where('status', '=', status);
-  const rows = await q.orderBy('created_at').orderBy('uuid').offset(page.offset).limit(page.limit).execute();
+  // The page's keys from timers_owner_list_idx, or timers_owner_status_list_idx with a status
+  // (index entries only), then their rows: a deep page skips index entries (README "Performance").
+  let keys = deps.db.selectFrom('timers').select('uuid').where('scope', '=', owner.scope).where('owner_uuid', '=', owner.uuid);
+  if (status !== undefined) keys = keys.where('status', '=', status);
+  keys = keys.orderBy('created_at').orderBy('uuid').offset(page.offset).limit(page.limit);
+  const rows = await deps.db
+    .selectFrom('timers')
+    .selectAll()
+    .where('uuid', 'in', keys)
+    .orderBy('created_at')
+    .orderBy('uuid')
+    .execute();
   return rows.map(timerToJson);
 }
 
