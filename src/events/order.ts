@@ -55,7 +55,9 @@ export async function readableBound(
   if (!settled) return null;
   const deadline = Date.now() + waitMs;
   let target: number | null = null;
-  for (let delay = 2; ; delay = Math.min(delay * 2, 25)) {
+  // short steps: the transactions that hold the bound (a request's write, a job's claim) last a
+  // millisecond or two, and every step a page waits past them is latency
+  for (let delay = 1; ; delay = Math.min(delay * 2, 8)) {
     const { rows } = await sql<{ bound: string | number; top: string | number | null }>`
       select ${settled} as bound, (select max(id) from events) as top`.execute(db);
     const bound = Number(rows[0]!.bound);
