@@ -146,7 +146,14 @@ for (const dialect of DIALECTS) {
           assert.equal((await t.req('POST', '/api/v1/teams', { token: c1.token, body: { name: slug, slug } })).status, 201);
           // distinct creation times without sleeping: seconds apart, in the past
           const createdAt = new Date(Date.now() - (10 - i) * 1000).toISOString();
-          await t.deps.db.updateTable('teams').set({ created_at: createdAt }).where('slug', '=', slug).execute();
+          const { uuid } = await t.deps.db
+            .updateTable('teams')
+            .set({ created_at: createdAt })
+            .where('slug', '=', slug)
+            .returning('uuid')
+            .executeTakeFirstOrThrow();
+          // the member rows carry the team's creation time (migration 093), as written with the team
+          await t.deps.db.updateTable('team_members').set({ team_created_at: createdAt }).where('team_uuid', '=', uuid).execute();
         }
         // a team the caller is only a reader of counts too; one they are not in does not
         await seedTeam(t, 'list-4', [{ uuid: c1.uuid, role: 'reader' }]);
