@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import { up } from '../src/db/migrations/092_actor_activity_index.ts';
+import { MAX_MERGED_RANGES } from '../src/activity/service.ts';
 import { inTransaction } from '../src/events/service.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
@@ -257,6 +258,16 @@ for (const dialect of DIALECTS) {
         // the index keys are no scope a client can name
         const key = await t.req('GET', `/api/v1/events?scope=actor:${alice.uuid}:pub`, { token: alice.token });
         assert.equal(key.status, 400);
+      });
+
+      it('a caller in more teams than one page merges ranges for sees the same (the scan)', async () => {
+        const frank = await t.user('frank');
+        await t.req('POST', '/api/v1/teams/act/members', { token: alice.token, body: { username: 'frank', role: 'member' } });
+        const asBob = names(await feed('/api/v1/users/alice/activity?per_page=100', bob.token));
+        assert.deepEqual(names(await feed('/api/v1/users/alice/activity?per_page=100', frank.token)), asBob);
+        for (let i = 0; i < MAX_MERGED_RANGES; i++) await seedTeam(t, `many-${i}`, [{ uuid: frank.uuid, role: 'reader' }]);
+        assert.deepEqual(names(await feed('/api/v1/users/alice/activity?per_page=100', frank.token)), asBob);
+        assert.deepEqual(names(await feed('/api/v1/users/alice/activity?per_page=3&page=2', frank.token)), asBob.slice(3, 6));
       });
 
       it('migration 092 indexes existing events as they are written now', async () => {

@@ -37,6 +37,9 @@ export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string,
   return visibleEventsNewestFirst(deps, viewer, scanBatch, (ids) => loadEvents(deps, ids), page.offset, page.limit);
 }
 
+/** The most index ranges one user-activity page merges (the caller's classes). */
+export const MAX_MERGED_RANGES = 64;
+
 /** Full events by id (the rows a feed's scan found the caller may see). */
 async function loadEvents(deps: Deps, ids: number[]): Promise<EventRecord[]> {
   return (await deps.db.selectFrom('events').selectAll().where('id', 'in', ids).execute()).map(eventFromRow);
@@ -55,7 +58,10 @@ export async function userActivity(deps: Deps, viewer: Viewer, username: string,
   const user = await getUser(deps, viewer, username);
   const settled = await readableBound(deps.db, deps.dialect);
   const load = (ids: number[]) => loadEvents(deps, ids);
-  if (viewer.isStaff) {
+  // Staff, and a caller in very many teams (one range per team: SQLite allows at most 500 terms in
+  // a compound select), scan the actor's events instead; the viewer decides each event either way.
+  const keys = viewer.isStaff ? [] : await callerActorKeys(deps.db, viewer, user.uuid);
+  if (viewer.isStaff || keys.length > MAX_MERGED_RANGES) {
     // The scan reads ids and scopes; full rows only of the events the caller may see (feed.ts).
     const scanBatch = async (beforeId: number | null, size: number) => {
       let q = deps.db.selectFrom('events').select(['id', 'scopes']).where('actor_uuid', '=', user.uuid);
@@ -65,7 +71,6 @@ export async function userActivity(deps: Deps, viewer: Viewer, username: string,
     };
     return visibleEventsNewestFirst(deps, viewer, scanBatch, load, page.offset, page.limit);
   }
-  const keys = await callerActorKeys(deps.db, viewer, user.uuid);
   const scanBatch = async (beforeId: number | null, size: number): Promise<ScanRow[]> => {
     const bound = Math.min(beforeId ?? Number.MAX_SAFE_INTEGER, settled ?? Number.MAX_SAFE_INTEGER);
     // each class's range read newest first and bounded, then merged: never a sort of a whole range
