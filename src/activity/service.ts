@@ -23,22 +23,26 @@ export interface Window {
 export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string, page: Window): Promise<EventRecord[]> {
   const { team } = await requireTeam(deps.db, viewer, teamSlug);
   const settled = await readableBound(deps.db, deps.dialect);
-  const scanBatch = async (beforeId: number | null, size: number) => {
-    // One index range: the team's activity key (events/service.ts writeScopeRows).
-    let q = deps.db
-      .selectFrom('event_scopes as s')
-      .innerJoin('events as e', 'e.id', 's.event_id')
-      .select(['e.id', 'e.scopes'])
-      .where('s.scope', '=', teamActivityKey(team.uuid));
-    if (beforeId !== null) q = q.where('s.event_id', '<', beforeId);
-    if (settled !== null) q = q.where('s.event_id', '<', settled);
-    return q.orderBy('s.event_id', 'desc').limit(size).execute();
+  const scanBatch = async (beforeId: number | null, size: number): Promise<ScanRow[]> => {
+    // One index range: the team's activity key (events/service.ts writeScopeRows); the ids from
+    // the index alone, then their rows (a join under the range could read every newer event row).
+    let q = deps.db.selectFrom('event_scopes').select('event_id').where('scope', '=', teamActivityKey(team.uuid));
+    if (beforeId !== null) q = q.where('event_id', '<', beforeId);
+    if (settled !== null) q = q.where('event_id', '<', settled);
+    const ids = (await q.orderBy('event_id', 'desc').limit(size).execute()).map((r) => Number(r.event_id));
+    return scanRows(deps, ids);
   };
   return visibleEventsNewestFirst(deps, viewer, scanBatch, (ids) => loadEvents(deps, ids), page.offset, page.limit);
 }
 
 /** The most index ranges one user-activity page merges (the caller's classes). */
 export const MAX_MERGED_RANGES = 64;
+
+/** The ids and scopes of some events, newest first (a feed's scan). */
+async function scanRows(deps: Deps, ids: number[]): Promise<ScanRow[]> {
+  if (ids.length === 0) return [];
+  return deps.db.selectFrom('events').select(['id', 'scopes']).where('id', 'in', ids).orderBy('id', 'desc').execute();
+}
 
 /** Full events by id (the rows a feed's scan found the caller may see). */
 async function loadEvents(deps: Deps, ids: number[]): Promise<EventRecord[]> {
@@ -81,18 +85,10 @@ export async function userActivity(deps: Deps, viewer: Viewer, username: string,
     const ids = await sql<{
       event_id: number | string;
     }>`${sql.join(ranges, sql` union `)} order by event_id desc limit ${size}`.execute(deps.db);
-    if (ids.rows.length === 0) return [];
-    // events are never deleted (event_scopes rows go with them), so every id has its row
-    return deps.db
-      .selectFrom('events')
-      .select(['id', 'scopes'])
-      .where(
-        'id',
-        'in',
-        ids.rows.map((r) => Number(r.event_id)),
-      )
-      .orderBy('id', 'desc')
-      .execute();
+    return scanRows(
+      deps,
+      ids.rows.map((r) => Number(r.event_id)),
+    );
   };
   return visibleEventsNewestFirst(deps, viewer, scanBatch, load, page.offset, page.limit);
 }

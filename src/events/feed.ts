@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
-import { type EventRecord, type EventRow, eventFromRow } from './service.ts';
+import { type EventRecord, eventFromRow, eventRowsByIds } from './service.ts';
 import { readableBound } from './order.ts';
 import { canReadScope, parseScope } from './scopes.ts';
 import { type EventViewer, eventViewer, scopeGatedViewer } from '../access/events.ts';
@@ -38,38 +38,45 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
   // One bound for the whole page, so its rows and its cursors agree; it waits for the events
   // committed before this read to settle (read-your-writes, events/order.ts).
   const settled = await readableBound(deps.db, deps.dialect);
+  // Filters and order on the scope's index entries (scope, kind, event_id) alone, never on the
+  // joined event row, so a page reads about per_page entries at any depth; the page's event rows
+  // are read by id after (README "Performance").
   const base = () => {
-    let query = deps.db
-      .selectFrom('event_scopes as s')
-      .innerJoin('events as e', 'e.id', 's.event_id')
-      .where('s.scope', '=', q.scope);
-    // Filters and order on the scope's index entries (scope, kind, event_id), never on the
-    // joined event row, so a page reads about per_page entries at any depth (README "Performance").
+    let query = deps.db.selectFrom('event_scopes as s').where('s.scope', '=', q.scope);
     if (q.kind) query = query.where('s.kind', '=', q.kind);
     // Only settled events (events/order.ts), so a cursor never passes an id that commits later.
     if (settled !== null) query = query.where('s.event_id', '<', settled);
     return query;
   };
-  let rows: EventRow[];
+  let ids: number[];
   if (q.after_id !== undefined) {
-    rows = await base()
-      .selectAll('e')
-      .where('s.event_id', '>', Number(q.after_id))
-      .orderBy('s.event_id', 'asc')
-      .limit(q.perPage)
-      .execute();
+    ids = (
+      await base()
+        .select('s.event_id')
+        .where('s.event_id', '>', Number(q.after_id))
+        .orderBy('s.event_id', 'asc')
+        .limit(q.perPage)
+        .execute()
+    ).map((r) => Number(r.event_id));
   } else {
-    let query = base().selectAll('e');
+    let query = base().select('s.event_id');
     if (q.before_id !== undefined) query = query.where('s.event_id', '<', Number(q.before_id));
-    rows = (await query.orderBy('s.event_id', 'desc').limit(q.perPage).execute()).reverse();
+    ids = (await query.orderBy('s.event_id', 'desc').limit(q.perPage).execute()).map((r) => Number(r.event_id)).reverse();
   }
+  const rows = await eventRowsByIds(deps.db, ids);
   // Each event as this caller may see it (README "Event privacy"); one about a thing hidden from
   // the caller is left out, so a page may hold fewer than per_page events. Its cursors are the
   // ends of the rows read, so paging never skips or repeats an event.
   const show = eventViewer(deps, viewer, [q.scope]);
   const results = await shownEvents(show, rows.map(eventFromRow));
+  // ordered, so the planner walks the index from the bound (unordered, PostgreSQL may scan the table)
   const exists = async (op: '<' | '>', bound: number) =>
-    (await base().select('s.event_id').where('s.event_id', op, bound).limit(1).executeTakeFirst()) !== undefined;
+    (await base()
+      .select('s.event_id')
+      .where('s.event_id', op, bound)
+      .orderBy('s.event_id', op === '<' ? 'desc' : 'asc')
+      .limit(1)
+      .executeTakeFirst()) !== undefined;
   const nearest = async (op: '<=' | '>=', bound: number): Promise<number | null> => {
     const row = await base()
       .select('s.event_id')
