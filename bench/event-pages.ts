@@ -1,7 +1,7 @@
 /**
  * Event page latency at a million events (issue "every page O(page)", README "Performance").
  * Seeds with bench/seed.ts (BENCH_EVENTS events, 30 % in one repo's scope), then requests each
- * page shape BENCH_SAMPLES times, one at a time through `app.inject` (server time, no socket), and
+ * page shape BENCH_SAMPLES times (after up to 20 unmeasured warm-up requests), one at a time through `app.inject` (server time, no socket), and
  * prints p50/p99 per shape: first page, a deep `before_id` page, an `after_id` page near the
  * oldest end, a `kind` absent from the scope, a rare kind, and an outsider's deep activity page.
  * Then `GET /user` p50 alone and while ten clients page deep `before_id` pages without pause.
@@ -85,6 +85,8 @@ async function main(): Promise<void> {
   console.log('| page | p50 | p99 |\n|---|---:|---:|');
   for (const [label, url, headers] of shapes) {
     const samples = label.startsWith('outsider') ? Math.min(SAMPLES, 5) : SAMPLES;
+    // warm-up, not measured: the first requests of a shape compile its code paths and plans
+    for (let i = 0; i < Math.min(samples, 20); i++) await time(url, headers);
     const ms: number[] = [];
     for (let i = 0; i < samples; i++) ms.push(await time(url, headers));
     ms.sort((a, b) => a - b);
