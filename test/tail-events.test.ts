@@ -24,6 +24,15 @@ for (const dialect of DIALECTS) {
     const streamsIdle = async () => {
       for (let i = 0; i < 200 && t.deps.live.subscriberCount > 0; i++) await new Promise((r) => setTimeout(r, 25));
     };
+    /**
+     * Waits until `n` streams are subscribed to the hub. A stream's first frame is written before
+     * it subscribes, and an event committed before that is no longer live for it (a client
+     * without a resume point starts from the hub's cursor, README "Live event stream").
+     */
+    const subscribed = async (n: number) => {
+      for (let i = 0; i < 400 && t.deps.live.subscriberCount < n; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(t.deps.live.subscriberCount >= n, `${n} streams subscribed`);
+    };
 
     before(async () => {
       t = await startApp(dialect);
@@ -138,9 +147,11 @@ for (const dialect of DIALECTS) {
     });
 
     it('html=true sends a sanitised HTML fragment, one data: line per line', async () => {
+      await streamsIdle();
       const sse = await tail(`scope=${aliceScope()}&html=true&kind=invite-deleted`);
       try {
         await sse.waitFor((f) => f.length >= 1);
+        await subscribed(1);
         const event = await emit(aliceScope(), 'invite-deleted', { body: '**hi** @bob <script>alert(1)</script>', n: 3 });
         await sse.waitFor((f) => ids(f).includes(event.id));
         const frame = eventFrames(sse.frames)[0]!;
@@ -157,9 +168,11 @@ for (const dialect of DIALECTS) {
     });
 
     it('kind keeps one kind; an unknown kind is an empty stream', async () => {
+      await streamsIdle();
       const some = await tail(`scope=${aliceScope()}&kind=rate-limit-created`);
       const none = await tail(`scope=${aliceScope()}&kind=no-such-kind`);
       try {
+        await subscribed(2);
         await emit(aliceScope(), 'rate-limit-deleted');
         const wanted = await emit(aliceScope(), 'rate-limit-created');
         await some.waitFor((f) => ids(f).includes(wanted.id));
@@ -208,11 +221,13 @@ for (const dialect of DIALECTS) {
       ]);
       const repo = await seedRepo(t, { kind: 'team', uuid: team.uuid }, 'live-repo');
       const second = await t.req('POST', '/api/v1/api-tokens', { token: alice.token, body: { name: 'to-revoke' } });
+      await streamsIdle();
       const revoked = await tail(`scope=repo:${repo.uuid}`, second.body.token as string);
       const removed = await tail(`scope=repo:${repo.uuid}`, carol.token);
       const kept = await tail(`scope=repo:${repo.uuid}`, alice.token);
       try {
         for (const s of [revoked, removed, kept]) assert.equal(s.status, 200, s.raw());
+        await subscribed(3);
         const one = await emit(`repo:${repo.uuid}`, 'settings-updated');
         for (const s of [revoked, removed, kept]) await s.waitFor((f) => ids(f).includes(one.id));
         assert.equal((await t.req('PUT', `/api/v1/api-tokens/${second.body.uuid}/revoke`, { token: alice.token })).status, 200);
@@ -232,11 +247,13 @@ for (const dialect of DIALECTS) {
     });
 
     it('drops a client that does not read, without holding up the others', async () => {
+      await streamsIdle();
       const slow = await tail(`scope=${aliceScope()}&kind=rate-limit-updated`);
       const fast = await tail(`scope=${aliceScope()}&kind=rate-limit-updated`);
       try {
         await slow.waitFor((f) => f.length >= 1);
         await fast.waitFor((f) => f.length >= 1);
+        await subscribed(2);
         slow.pause();
         const big = 'x'.repeat(20_000);
         let last = '';
