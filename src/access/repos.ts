@@ -43,12 +43,18 @@ export async function resolveOwner(
 export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, repo: RepoRow, lock?: RowLock): Promise<RepoLevel> {
   if (viewer?.isStaff) return 'owner';
   const role = viewer && repo.owner_kind === 'team' ? await teamRole(db, viewer, repo.owner_uuid, lock) : null;
-  // only a public repo of another user needs the owner's state
-  const ownerActive =
-    viewer && repo.owner_kind === 'user' && repo.visibility === 'public' && repo.owner_uuid !== viewer.uuid
-      ? await userIsActive(db, repo.owner_uuid)
-      : true;
-  return repoLevelFrom(viewer, repo, role, ownerActive);
+  return repoLevelFrom(viewer, repo, role, await ownerActiveFor(db, viewer, repo));
+}
+
+/** Whether a repo's user owner is active, where the rule needs it: only a public repo of another user. */
+async function ownerActiveFor(
+  db: Kysely<DB>,
+  viewer: Viewer | null,
+  repo: Pick<RepoRow, 'owner_kind' | 'owner_uuid' | 'visibility'>,
+): Promise<boolean> {
+  return viewer && repo.owner_kind === 'user' && repo.visibility === 'public' && repo.owner_uuid !== viewer.uuid
+    ? userIsActive(db, repo.owner_uuid)
+    : true;
 }
 
 const ROLE_LEVEL: Record<TeamRole, RepoLevel> = { owner: 'owner', maintainer: 'maintain', member: 'write', reader: 'read' };
@@ -103,8 +109,18 @@ export async function forkRecordReadable(
 export async function repoUuidReadable(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<boolean> {
   if (viewer.isStaff)
     return (await db.selectFrom('repos').select('uuid').where('uuid', '=', uuid).executeTakeFirst()) !== undefined;
-  const repo = await db.selectFrom('repos').selectAll().where('uuid', '=', uuid).executeTakeFirst();
-  return repo !== undefined && levelAtLeast(await repoAccessLevel(db, viewer, repo), 'read');
+  // the repo and the viewer's role in its owning team in one statement (the rule: repoLevelFrom)
+  const repo = await db
+    .selectFrom('repos as r')
+    .leftJoin('team_members as m', (join) =>
+      join.onRef('m.team_uuid', '=', 'r.owner_uuid').on('r.owner_kind', '=', 'team').on('m.user_uuid', '=', viewer.uuid),
+    )
+    .select(['r.owner_kind', 'r.owner_uuid', 'r.visibility', 'r.is_active', 'm.role'])
+    .where('r.uuid', '=', uuid)
+    .executeTakeFirst();
+  if (!repo) return false;
+  const role = repo.owner_kind === 'team' ? ((repo.role as TeamRole | null) ?? null) : null;
+  return levelAtLeast(repoLevelFrom(viewer, repo, role, await ownerActiveFor(db, viewer, repo)), 'read');
 }
 
 /**

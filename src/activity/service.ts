@@ -25,12 +25,17 @@ export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string,
   const settled = await readableBound(deps.db, deps.dialect);
   const scanBatch = async (beforeId: number | null, size: number): Promise<ScanRow[]> => {
     // One index range: the team's activity key (events/service.ts writeScopeRows); the ids from
-    // the index alone, then their rows (a join under the range could read every newer event row).
+    // the index alone (a subquery with its own limit), then their rows by id (a join under the
+    // range could read every newer event row: README "Performance").
     let q = deps.db.selectFrom('event_scopes').select('event_id').where('scope', '=', teamActivityKey(team.uuid));
     if (beforeId !== null) q = q.where('event_id', '<', beforeId);
     if (settled !== null) q = q.where('event_id', '<', settled);
-    const ids = (await q.orderBy('event_id', 'desc').limit(size).execute()).map((r) => Number(r.event_id));
-    return scanRows(deps, ids);
+    return deps.db
+      .selectFrom('events')
+      .select(['id', 'scopes'])
+      .where('id', 'in', q.orderBy('event_id', 'desc').limit(size))
+      .orderBy('id', 'desc')
+      .execute();
   };
   return visibleEventsNewestFirst(deps, viewer, scanBatch, (ids) => loadEvents(deps, ids), page.offset, page.limit);
 }

@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
-import { type EventRecord, eventFromRow, eventRowsByIds } from './service.ts';
+import { type EventRecord, eventFromRow } from './service.ts';
 import { readableBound } from './order.ts';
 import { canReadScope, parseScope } from './scopes.ts';
 import { type EventViewer, eventViewer, scopeGatedViewer } from '../access/events.ts';
@@ -48,22 +48,17 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
     if (settled !== null) query = query.where('s.event_id', '<', settled);
     return query;
   };
-  let ids: number[];
+  // The page's ids from the index (a subquery with its own order and limit), then those event
+  // rows by id in the same statement, in ascending order.
+  let keys;
   if (q.after_id !== undefined) {
-    ids = (
-      await base()
-        .select('s.event_id')
-        .where('s.event_id', '>', Number(q.after_id))
-        .orderBy('s.event_id', 'asc')
-        .limit(q.perPage)
-        .execute()
-    ).map((r) => Number(r.event_id));
+    keys = base().select('s.event_id').where('s.event_id', '>', Number(q.after_id)).orderBy('s.event_id', 'asc').limit(q.perPage);
   } else {
     let query = base().select('s.event_id');
     if (q.before_id !== undefined) query = query.where('s.event_id', '<', Number(q.before_id));
-    ids = (await query.orderBy('s.event_id', 'desc').limit(q.perPage).execute()).map((r) => Number(r.event_id)).reverse();
+    keys = query.orderBy('s.event_id', 'desc').limit(q.perPage);
   }
-  const rows = await eventRowsByIds(deps.db, ids);
+  const rows = await deps.db.selectFrom('events').selectAll().where('id', 'in', keys).orderBy('id', 'asc').execute();
   // Each event as this caller may see it (README "Event privacy"); one about a thing hidden from
   // the caller is left out, so a page may hold fewer than per_page events. Its cursors are the
   // ends of the rows read, so paging never skips or repeats an event.

@@ -190,25 +190,6 @@ export function eventFromRow(row: EventRow): EventRecord {
   };
 }
 
-/**
- * The event rows of some ids, in the order of `ids`. Readers take a page's ids from the scope
- * index first (`event_scopes` alone) and then these rows: a join of the index with `events` under
- * a range on the index's event id let PostgreSQL merge-join from the newest event down to a deep
- * page, reading every event row above it (README "Performance").
- */
-export async function eventRowsByIds(db: Kysely<DB>, ids: number[]): Promise<EventRow[]> {
-  if (ids.length === 0) return [];
-  const byId = new Map(
-    (await db.selectFrom('events').selectAll().where('id', 'in', ids).execute()).map((r) => [Number(r.id), r]),
-  );
-  const rows: EventRow[] = [];
-  for (const id of ids) {
-    const row = byId.get(id);
-    if (row) rows.push(row);
-  }
-  return rows;
-}
-
 export async function getEventRow(db: Kysely<DB>, id: number): Promise<EventRow | undefined> {
   return db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
 }
