@@ -120,6 +120,33 @@ function userQuery(withPull: boolean) {
   });
 }
 
+/** The pull's columns of a read row (`p_` prefixed), as one literal: PULL_COLUMNS and the two names. */
+const pullFrom = (r: Record<string, unknown>): PullReadRow =>
+  ({
+    uuid: r.p_uuid,
+    repo_uuid: r.p_repo_uuid,
+    number: r.p_number,
+    title: r.p_title,
+    body: r.p_body,
+    source_branch: r.p_source_branch,
+    target_branch: r.p_target_branch,
+    status: r.p_status,
+    author_uuid: r.p_author_uuid,
+    created_at: r.p_created_at,
+    updated_at: r.p_updated_at,
+    closed_at: r.p_closed_at,
+    merged_at: r.p_merged_at,
+    merged_by_uuid: r.p_merged_by_uuid,
+    merge_commit_sha: r.p_merge_commit_sha,
+    merge_strategy: r.p_merge_strategy,
+    review_seq: r.p_review_seq,
+    merge_pending: r.p_merge_pending,
+    merge_claimed_at: r.p_merge_claimed_at,
+    merge_claim_sha: r.p_merge_claim_sha,
+    author_username: r.p_author_username,
+    merged_by_username: r.p_merged_by_username,
+  }) satisfies Record<keyof PullReadRow, unknown> as PullReadRow;
+
 const QUERIES = {
   team: { repo: teamQuery(false), pull: teamQuery(true) },
   user: { repo: userQuery(false), pull: userQuery(true) },
@@ -199,8 +226,23 @@ export async function tokenWithRepoRead(
     (hint.number ?? 0) as unknown as string,
   );
   if (!row) return undefined;
-  const token: Record<string, unknown> = {};
-  for (const key of Object.keys(row)) if (key.startsWith('v_')) token[key.slice(2)] = row[key];
+  // one literal (one hidden class), not keys computed per request
+  const token = {
+    token_uuid: row.v_token_uuid,
+    token_hash: row.v_token_hash,
+    expires_at: row.v_expires_at,
+    revoked_at: row.v_revoked_at,
+    last_used_at: row.v_last_used_at,
+    uuid: row.v_uuid,
+    username: row.v_username,
+    display_name: row.v_display_name,
+    email: row.v_email,
+    is_staff: row.v_is_staff,
+    is_active: row.v_is_active,
+    ping_mentions: row.v_ping_mentions,
+    created_at: row.v_created_at,
+    updated_at: row.v_updated_at,
+  };
   return { token, row };
 }
 
@@ -261,9 +303,5 @@ export async function readRepoPull(
 ): Promise<{ repo: RepoReadRow; level: RepoLevel; pull: PullReadRow }> {
   const { repo, level, row } = await readRow(database, viewer, ref, number);
   if (row.p_uuid === null || row.p_uuid === undefined) throw notFound('Pull');
-  const pull: Record<string, unknown> = {};
-  for (const c of PULL_COLUMNS) pull[c] = row[`p_${c}`];
-  pull.author_username = row.p_author_username;
-  pull.merged_by_username = row.p_merged_by_username;
-  return { repo, level, pull: pull as PullReadRow };
+  return { repo, level, pull: pullFrom(row) };
 }

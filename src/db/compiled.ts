@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { CompiledQuery, Kysely } from 'kysely';
 import type { Database } from './index.ts';
 import { type QueryKind, statementKind } from './query-timing.ts';
+import { withRowBuilder } from './row-builder.ts';
 import type { DB } from './types.ts';
 
 let statementCount = 0;
@@ -40,7 +41,7 @@ export function compiledOnce<Row, Params extends string[]>(
         const i = placeholders.indexOf(p as string);
         return i >= 0 ? i : { value: p };
       });
-      const statement = database.sqlite ? database.sqlite.prepare(compiled.sql) : null;
+      const statement = database.sqlite ? withRowBuilder(database.sqlite.prepare(compiled.sql)) : null;
       entry = { compiled, slots, kind: statementKind(compiled.sql), statement: statement?.reader ? statement : null };
       cache.set(database, entry);
     }

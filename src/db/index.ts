@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, sql } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrate.ts';
+import { withRowBuilder } from './row-builder.ts';
 import { type QueryObserver, queryLogger } from './query-timing.ts';
 import type { DB } from './types.ts';
 
@@ -90,7 +91,7 @@ function withStatementCache(handle: SQLite.Database, max = 1000): SqliteDatabase
       if (text === 'begin') text = 'begin immediate';
       const cached = cache.get(text);
       if (cached && !cached.busy) return cached;
-      const statement = handle.prepare(text);
+      const statement = withRowBuilder(handle.prepare(text));
       if (!cached && cache.size >= max) cache.delete(cache.keys().next().value as string);
       cache.set(text, statement);
       return statement;
