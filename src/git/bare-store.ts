@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readdir, readFile, rm, stat, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { type Kysely, sql } from 'kysely';
 import type { RepoRow } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
@@ -41,15 +41,22 @@ export async function dirSize(dir: string): Promise<number> {
  * objects through `objects/info/alternates`; the source lists its forks in `weft-forks`.
  */
 export class BareGitStore implements GitStore {
+  /** `root` made absolute, without a trailing separator: repo paths are built by concatenation. */
+  private readonly base: string;
+
   constructor(
     readonly root: string,
     /** moves `disk_usage_bytes` when git data changes outside a request (forks detached from a deleted source) */
     private readonly db?: Kysely<DB>,
-  ) {}
+  ) {
+    this.base = resolve(root);
+  }
 
   pathOf(uuid: string): string {
     if (!UUID_RE.test(uuid)) throw new Error(`not a repo uuid: ${uuid}`);
-    return join(this.root, `${uuid}.git`);
+    // a uuid has no separator or dot segment: concatenation gives what join would, without its
+    // normalising pass (which was the largest part of reading two branch tips)
+    return `${this.base}/${uuid}.git`;
   }
 
   exists(uuid: string): boolean {
@@ -140,10 +147,10 @@ export class BareGitStore implements GitStore {
   /** The tip of a branch, or null when it does not exist. */
   async branchSha(uuid: string, branch: string): Promise<string | null> {
     const tip = readBranchTip(this.pathOf(uuid), branch);
-    // a ref that reads as a sha: the repository exists (no separate HEAD check on the hot path)
-    if (typeof tip === 'string') return tip;
-    if (!this.exists(uuid)) return null;
+    // A sha or null is the answer (a missing repository has no ref files either: null); only a
+    // ref the reader cannot answer for goes to git, and then only if the repository exists.
     if (tip !== undefined) return tip;
+    if (!this.exists(uuid)) return null;
     const out = await git(this.pathOf(uuid), ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`], { okCodes: [1] });
     return out.code === 0 ? out.stdout.trim() : null;
   }

@@ -6,7 +6,6 @@
  * SHA-256 repository, an unreadable file — answers `undefined`, and the caller asks git.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 
 const SHA1 = /^[0-9a-f]{40}$/;
 
@@ -81,19 +80,21 @@ function packedRefs(entry: Known): Map<string, string> {
 /** The tip of `refs/heads/<branch>`: its sha, null when the branch does not exist, undefined when git must answer. */
 export function readBranchTip(dir: string, branch: string): string | null | undefined {
   const ref = `refs/heads/${branch}`;
-  const loose = readKnown(join(dir, ref));
+  // concatenation, not join: `dir` is the store's absolute path and a branch name is a checked
+  // refname (no `..`, no empty or dot segments), so join would only add its normalising pass
+  const loose = readKnown(`${dir}/${ref}`);
   if (loose === undefined) return undefined;
   if (loose !== null) {
     const sha = loose.text.trim();
     return SHA1.test(sha) ? sha : undefined;
   }
-  const packed = readKnown(join(dir, 'packed-refs'));
+  const packed = readKnown(`${dir}/packed-refs`);
   if (packed === undefined) return undefined;
   if (packed === null) {
     // no packed-refs: a files-backend repository has no such branch; any other backend, ask git
     let format;
     try {
-      format = statSync(join(dir, 'reftable'), { throwIfNoEntry: false });
+      format = statSync(`${dir}/reftable`, { throwIfNoEntry: false });
     } catch {
       return undefined;
     }
