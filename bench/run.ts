@@ -5,7 +5,7 @@
  *   BENCH_DATABASES=sqlite BENCH_DURATION=10 BENCH_ROUNDS=3 npm run bench
  *   BENCH_DATABASE_URL=postgres://…    # the PostgreSQL server (default: the local test server)
  *   BENCH_EVENTS=100000 BENCH_REPOS=1000 BENCH_PULLS=1000 npm run bench   # a smaller seed
- *   BENCH_TARGETS=user,repo,pull BENCH_CPU_PROF=/tmp/prof npm run bench   # some targets, CPU profile of the server
+ *   BENCH_TARGETS=health,user,repo,pull BENCH_CPU_PROF=/tmp/prof npm run bench   # some targets, CPU profile of the server
  *
  * For each database, a child process serves a raw node:http hello server and Weft (built
  * in-process with buildApp on a fresh database seeded by bench/seed.ts, logging off); this process
@@ -68,6 +68,10 @@ async function serve(): Promise<void> {
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop());
+  // The parent asks for this process's CPU time around each measurement (server CPU per request).
+  process.on('message', (m) => {
+    if (m === 'cpu') process.send!({ cpu: process.cpuUsage() });
+  });
   process.on('disconnect', () => void stop());
   const ports: Ports = {
     dialect: weft.dialect,
@@ -89,15 +93,37 @@ interface Target {
   body?: string;
 }
 
-async function measure(target: Target, connections: number, duration: number): Promise<Result> {
+/** The server child's CPU time so far (user + system), in microseconds. */
+function serverCpu(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    const onMessage = (m: unknown) => {
+      if (typeof m === 'object' && m !== null && 'cpu' in m) {
+        child.off('message', onMessage);
+        const { user, system } = (m as { cpu: NodeJS.CpuUsage }).cpu;
+        resolve(user + system);
+      }
+    };
+    child.on('message', onMessage);
+    child.send('cpu');
+  });
+}
+
+async function measure(
+  child: ChildProcess,
+  target: Target,
+  connections: number,
+  duration: number,
+): Promise<Result & { cpuPerRequest: number }> {
   const opts = { url: target.url, connections, headers: target.headers, method: target.method ?? 'GET', body: target.body };
   // warm-up: JIT, connection set-up, SQLite page cache
   await autocannon({ ...opts, duration: Math.min(1, duration) });
+  const cpuBefore = await serverCpu(child);
   const result = await autocannon({ ...opts, duration });
+  const cpuPerRequest = ((await serverCpu(child)) - cpuBefore) / Math.max(1, result.requests.total);
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(`${target.name}: ${result.non2xx} non-2xx responses, ${result.errors} errors`);
   }
-  return result;
+  return { ...result, cpuPerRequest };
 }
 
 async function benchDatabase(url: string | null, connections: number, duration: number, rounds: number): Promise<void> {
@@ -124,6 +150,8 @@ async function benchDatabase(url: string | null, connections: number, duration: 
     const targets: Target[] = [
       { name: 'raw node:http hello', url: `http://127.0.0.1:${ports.raw}/` },
       { name: 'bare Fastify hello', url: `http://127.0.0.1:${ports.fastify}/` },
+      // Weft's request pipeline (hooks, serializer, headers) without a token or a query
+      { name: 'GET /healthz (anonymous)', key: 'health', url: `http://127.0.0.1:${ports.weft}/healthz` },
       { name: 'GET /user', key: 'user', url: `${weft}/user`, headers: auth },
       { name: 'GET {repo} (team member)', key: 'repo', url: repo, headers: auth },
       { name: 'GET {repo}/pulls/{n}', key: 'pull', url: `${repo}/pulls/${s.pull}`, headers: auth },
@@ -147,25 +175,31 @@ async function benchDatabase(url: string | null, connections: number, duration: 
       `\n== ${ports.dialect}: seeded ${sizes().events} events, ${sizes().repos} repos in one team, ${sizes().pulls} pulls in one repo ` +
         `in ${ports.seedSeconds.toFixed(0)} s`,
     );
-    const best = new Map<string, { rps: number; p50: number; p99: number }>();
+    // per target: the best round's req/s and latencies, and the least server CPU per request
+    const best = new Map<string, { rps: number; p50: number; p99: number; cpu: number }>();
     for (let round = 1; round <= rounds; round++) {
       for (const target of targets) {
-        const r = await measure(target, connections, duration);
-        const row = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+        const r = await measure(child, target, connections, duration);
+        const row = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, cpu: r.cpuPerRequest };
         const prev = best.get(target.name);
-        if (!prev || row.rps > prev.rps) best.set(target.name, row);
+        if (!prev || row.rps > prev.rps) best.set(target.name, { ...row, cpu: Math.min(row.cpu, prev?.cpu ?? Infinity) });
+        else prev.cpu = Math.min(prev.cpu, row.cpu);
         console.log(
-          `round ${round}  ${target.name.padEnd(32)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms`,
+          `round ${round}  ${target.name.padEnd(32)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   ` +
+            `p99 ${String(row.p99).padStart(4)} ms   server CPU ${row.cpu.toFixed(1).padStart(6)} µs/request`,
         );
       }
     }
     const base = best.get(targets[0]!.name)!;
-    console.log(`\n${ports.dialect}: best of the rounds, and the ratio to raw node:http (req/s):`);
-    console.log(`| request | req/s | p50 | p99 | vs raw |\n|---|---:|---:|---:|---:|`);
+    console.log(
+      `\n${ports.dialect}: best of the rounds, the ratio to raw node:http (req/s), and the server process's CPU time per ` +
+        "request (user + system, least of the rounds; the database server's own CPU not included):",
+    );
+    console.log(`| request | req/s | p50 | p99 | vs raw | server CPU µs/request |\n|---|---:|---:|---:|---:|---:|`);
     for (const target of targets) {
       const row = best.get(target.name)!;
       console.log(
-        `| ${target.name} | ${row.rps.toFixed(0)} | ${row.p50} ms | ${row.p99} ms | ${(row.rps / base.rps).toFixed(2)}x |`,
+        `| ${target.name} | ${row.rps.toFixed(0)} | ${row.p50} ms | ${row.p99} ms | ${(row.rps / base.rps).toFixed(2)}x | ${row.cpu.toFixed(1)} |`,
       );
     }
   } finally {
