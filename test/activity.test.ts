@@ -121,6 +121,40 @@ for (const dialect of DIALECTS) {
         assert.equal((await t.req('GET', '/api/v1/teams/act/activity?per_page=0', { token: bob.token })).status, 400);
       });
 
+      it('before_id: a page counts from the cursor, and the links keep it', async () => {
+        const all = await feed('/api/v1/teams/act/activity?per_page=100', bob.token);
+        assert.deepEqual(names(all), forMembers);
+        // reading on from each page's last id gives the whole feed, a page at a time
+        const read: Ev[] = [];
+        let cursor: string | null = null;
+        for (;;) {
+          const res = await t.req('GET', `/api/v1/teams/act/activity?per_page=2${cursor ? `&before_id=${cursor}` : ''}`, {
+            token: bob.token,
+          });
+          assert.equal(res.status, 200, res.text);
+          read.push(...res.body.results);
+          if (res.body.results.length < 2) break;
+          cursor = res.body.results.at(-1).id;
+        }
+        assert.deepEqual(read, all);
+        // page counts from the cursor; next and previous carry it
+        const from = all[1]!.id;
+        const p2 = await t.req('GET', `/api/v1/teams/act/activity?per_page=2&page=2&before_id=${from}`, { token: bob.token });
+        assert.deepEqual(p2.body.results, all.slice(4, 6));
+        assert.equal(p2.body.next, `/api/v1/teams/act/activity?per_page=2&page=3&before_id=${from}`);
+        assert.equal(p2.body.previous, `/api/v1/teams/act/activity?per_page=2&page=1&before_id=${from}`);
+        // beyond the oldest: empty; the cursor's own event is never included
+        assert.deepEqual(await feed(`/api/v1/teams/act/activity?before_id=${all.at(-1)!.id}`, bob.token), []);
+        assert.deepEqual(await feed('/api/v1/teams/act/activity?before_id=0', bob.token), []);
+        for (const bad of ['-1', 'abc', '1.5', '12345678901234567', '']) {
+          const res = await t.req('GET', `/api/v1/teams/act/activity?before_id=${bad}`, { token: bob.token });
+          assert.equal(res.status, 400, bad);
+          assert.ok(isErrorBody(res.body));
+        }
+        // still 404 to an outsider, cursor or not
+        assert.equal((await t.req('GET', `/api/v1/teams/act/activity?before_id=${from}`, { token: dave.token })).status, 404);
+      });
+
       it('404 to outsiders and for unknown teams, 401 anonymous', async () => {
         for (const [token, slug] of [
           [dave.token, 'act'],
@@ -216,6 +250,20 @@ for (const dialect of DIALECTS) {
         const p3 = await t.req('GET', '/api/v1/users/alice/activity?per_page=4&page=3');
         assert.deepEqual(names(p3.body.results), ['team-created']);
         assert.equal(p3.body.next, null);
+      });
+
+      it('before_id: a page counts from the cursor, for staff and for others alike', async () => {
+        for (const token of [undefined, bob.token]) {
+          const all = await feed('/api/v1/users/alice/activity?per_page=100', token);
+          assert.ok(all.length >= 3);
+          for (let i = 0; i < all.length; i++) {
+            const page = await feed(`/api/v1/users/alice/activity?per_page=2&before_id=${all[i]!.id}`, token);
+            assert.deepEqual(page, all.slice(i + 1, i + 3), `after ${i}`);
+          }
+          const p2 = await feed(`/api/v1/users/alice/activity?per_page=1&page=2&before_id=${all[0]!.id}`, token);
+          assert.deepEqual(p2, all.slice(2, 3));
+        }
+        assert.equal((await t.req('GET', '/api/v1/users/alice/activity?before_id=x', { token: bob.token })).status, 400);
       });
 
       it('404 for unknown users, and inactive ones except to staff; 401 anonymous', async () => {

@@ -2,13 +2,25 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { Event } from '../events/schemas.ts';
+import { Cursor, Event } from '../events/schemas.ts';
 import { requireViewer } from '../http/auth.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { Page, PageQuery } from '../http/schemas.ts';
 import { teamActivity, userActivity } from './service.ts';
 
-const PagedQuery = Type.Object({ ...PageQuery });
+const PagedQuery = Type.Object({
+  ...PageQuery,
+  before_id: Type.Optional({
+    ...Cursor,
+    description:
+      'Only events older than this event id; page and per_page then count from there. A page reads every event the ' +
+      'caller may see before it, so a deep page costs in proportion to its depth: to read far back, pass the last id of ' +
+      'a page as before_id with page=1 instead (each such page reads about per_page events). The Link and next/previous ' +
+      'URLs keep before_id as given.',
+  }),
+});
+
+const cursorOf = (query: { before_id?: string }) => (query.before_id === undefined ? null : Number(query.before_id));
 
 export async function activityRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -33,7 +45,7 @@ export async function activityRoutes(app: FastifyInstance, { deps }: { deps: Dep
     async (request, reply) => {
       const viewer = requireViewer(request);
       const p = pageParams(request.query);
-      const rows = await teamActivity(deps, viewer, request.params.team_slug, p);
+      const rows = await teamActivity(deps, viewer, request.params.team_slug, { ...p, beforeId: cursorOf(request.query) });
       return pageOf(request, reply, p, rows);
     },
   );
@@ -56,7 +68,7 @@ export async function activityRoutes(app: FastifyInstance, { deps }: { deps: Dep
     async (request, reply) => {
       const viewer = requireViewer(request);
       const p = pageParams(request.query);
-      const rows = await userActivity(deps, viewer, request.params.username, p);
+      const rows = await userActivity(deps, viewer, request.params.username, { ...p, beforeId: cursorOf(request.query) });
       return pageOf(request, reply, p, rows);
     },
   );

@@ -11,6 +11,8 @@ import type { Viewer } from '../viewer.ts';
 export interface Window {
   offset: number;
   limit: number;
+  /** only events with a smaller id (the `before_id` cursor); null: from the newest */
+  beforeId?: number | null;
 }
 
 /**
@@ -37,7 +39,7 @@ export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string,
       .orderBy('id', 'desc')
       .execute();
   };
-  return visibleEventsNewestFirst(deps, viewer, scanBatch, (ids) => loadEvents(deps, ids), page.offset, page.limit);
+  return visibleEventsNewestFirst(deps, viewer, scanBatch, (ids) => loadEvents(deps, ids), page);
 }
 
 /** The most index ranges one user-activity page merges (the caller's classes). */
@@ -78,7 +80,7 @@ export async function userActivity(deps: Deps, viewer: Viewer, username: string,
       if (settled !== null) q = q.where('id', '<', settled);
       return q.orderBy('id', 'desc').limit(size).execute();
     };
-    return visibleEventsNewestFirst(deps, viewer, scanBatch, load, page.offset, page.limit);
+    return visibleEventsNewestFirst(deps, viewer, scanBatch, load, page);
   }
   const scanBatch = async (beforeId: number | null, size: number): Promise<ScanRow[]> => {
     const bound = Math.min(beforeId ?? Number.MAX_SAFE_INTEGER, settled ?? Number.MAX_SAFE_INTEGER);
@@ -95,5 +97,5 @@ export async function userActivity(deps: Deps, viewer: Viewer, username: string,
       ids.rows.map((r) => Number(r.event_id)),
     );
   };
-  return visibleEventsNewestFirst(deps, viewer, scanBatch, load, page.offset, page.limit);
+  return visibleEventsNewestFirst(deps, viewer, scanBatch, load, page);
 }

@@ -153,12 +153,13 @@ export async function visibleEventsNewestFirst(
   viewer: Viewer,
   scanBatch: (beforeId: number | null, size: number) => Promise<ScanRow[]>,
   loadEvents: (ids: number[]) => Promise<EventRecord[]>,
-  offset: number,
-  limit: number,
+  window: { offset: number; limit: number; beforeId?: number | null },
 ): Promise<EventRecord[]> {
+  const { offset, limit } = window;
   const { show, mayShow } = scopeGatedViewer(deps, viewer);
   const found: EventRecord[] = [];
-  let before: number | null = null;
+  // a before_id cursor starts the scan below it: a page after a cursor reads about a page
+  let before: number | null = window.beforeId ?? null;
   const wanted = offset + limit;
   for (;;) {
     const batch = await scanBatch(before, 200);

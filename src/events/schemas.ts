@@ -13,7 +13,7 @@ export const Event = Type.Object(
   { additionalProperties: false, title: 'Event' },
 );
 
-const Cursor = Type.String({ pattern: '^[0-9]{1,16}$', description: 'an event id' });
+export const Cursor = Type.String({ pattern: '^[0-9]{1,16}$', description: 'an event id' });
 
 export const EventsQuery = Type.Object({
   scope: Type.String({
