@@ -79,6 +79,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     r.get(
       base,
       {
+        config: { repoRead: 'repo' },
         schema: {
           tags,
           summary: 'List pulls, by number ascending',

@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { assertCanEditPull, canOpenPull, type RepoAccess, type RepoRef, readRepoPull, requireRepo } from '../access/index.ts';
+import {
+  assertCanEditPull,
+  canOpenPull,
+  type RepoAccess,
+  type RepoRef,
+  readRepo,
+  readRepoPull,
+  requireRepo,
+} from '../access/index.ts';
+import { compiledOnce } from '../db/compiled.ts';
 import { currentTransaction } from '../db/tx.ts';
 import type { DB, PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
@@ -184,19 +193,62 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
   });
 }
 
+// compiledOnce passes placeholder strings while building; offset and limit are bound as numbers.
+const asNumber = (placeholder: string) => placeholder as unknown as number;
+
+/**
+ * A page of one repo's pulls with their names, built and compiled once (a named statement on
+ * PostgreSQL): the page's keys from the (repo_uuid[, status], number) index, then their rows, so a
+ * deep page skips index entries only (README "Performance").
+ */
+const pullPage = {
+  all: compiledOnce((db, repoUuid: string, offset: string, limit: string) =>
+    pullsWithNames(db)
+      .where(
+        'p.uuid',
+        'in',
+        db
+          .selectFrom('pulls')
+          .select('uuid')
+          .where('repo_uuid', '=', repoUuid)
+          .orderBy('number')
+          .offset(asNumber(offset))
+          .limit(asNumber(limit)),
+      )
+      .orderBy('p.number'),
+  ),
+  byStatus: compiledOnce((db, repoUuid: string, status: string, offset: string, limit: string) =>
+    pullsWithNames(db)
+      .where(
+        'p.uuid',
+        'in',
+        db
+          .selectFrom('pulls')
+          .select('uuid')
+          .where('repo_uuid', '=', repoUuid)
+          .where('status', '=', status)
+          .orderBy('number')
+          .offset(asNumber(offset))
+          .limit(asNumber(limit)),
+      )
+      .orderBy('p.number'),
+  ),
+};
+
 export async function listPulls(
   deps: Deps,
   viewer: Viewer,
   ref: RepoRef,
   opts: { status?: PullStatus; offset: number; limit: number },
 ): Promise<PullJson[]> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
-  // The page's keys from the (repo_uuid[, status], number) index, then their rows with names: a
-  // deep page skips index entries only (README "Performance").
-  let keys = deps.db.selectFrom('pulls').select('uuid').where('repo_uuid', '=', repo.uuid);
-  if (opts.status) keys = keys.where('status', '=', opts.status);
-  keys = keys.orderBy('number').offset(opts.offset).limit(opts.limit);
-  const rows = await pullsWithNames(deps.db).where('p.uuid', 'in', keys).orderBy('p.number').execute();
+  // the same 404s as requireRepo, in one compiled statement (made with the token lookup: the
+  // route is flagged repoRead)
+  const { repo } = await readRepo(deps.database, viewer, ref);
+  const offset = opts.offset as unknown as string;
+  const limit = opts.limit as unknown as string;
+  const rows = opts.status
+    ? await pullPage.byStatus(deps.database, repo.uuid, opts.status, offset, limit)
+    : await pullPage.all(deps.database, repo.uuid, offset, limit);
   return rows.map(pullToJson);
 }
 
