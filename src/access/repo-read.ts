@@ -9,7 +9,7 @@
  * Writes keep using `requireRepo` inside their transaction (it locks what it read).
  */
 import { type Selectable, sql } from 'kysely';
-import { compiledOnce } from '../db/compiled.ts';
+import { compiledOnce, numberParam } from '../db/compiled.ts';
 import type { Database } from '../db/index.ts';
 import type { PullsTable, ReposTable } from '../db/types.ts';
 import { notFound } from '../errors.ts';
@@ -49,9 +49,8 @@ const PULL_COLUMNS = [
   'merge_claim_sha',
 ] as const;
 
-// compiledOnce passes placeholder strings while building; the pull number is bound as a number.
+// compiledOnce passes placeholder strings while building (numberParam binds the pull number as a number).
 type Placeholder = string;
-const asNumber = (p: Placeholder) => p as unknown as number;
 
 interface Facts {
   o_uuid: string;
@@ -84,7 +83,7 @@ function teamQuery(withPull: boolean) {
       .where('o.slug', '=', owner);
     if (!withPull) return base;
     return base
-      .leftJoin('pulls as p', (j) => j.onRef('p.repo_uuid', '=', 'r.uuid').on('p.number', '=', asNumber(number)))
+      .leftJoin('pulls as p', (j) => j.onRef('p.repo_uuid', '=', 'r.uuid').on('p.number', '=', numberParam(number)))
       .leftJoin('users as pa', 'pa.uuid', 'p.author_uuid')
       .leftJoin('users as pm', 'pm.uuid', 'p.merged_by_uuid')
       .select(PULL_COLUMNS.map((c) => `p.${c} as p_${c}` as const))
@@ -112,7 +111,7 @@ function userQuery(withPull: boolean) {
       .where('o.username', '=', owner);
     if (!withPull) return base;
     return base
-      .leftJoin('pulls as p', (j) => j.onRef('p.repo_uuid', '=', 'r.uuid').on('p.number', '=', asNumber(number)))
+      .leftJoin('pulls as p', (j) => j.onRef('p.repo_uuid', '=', 'r.uuid').on('p.number', '=', numberParam(number)))
       .leftJoin('users as pa', 'pa.uuid', 'p.author_uuid')
       .leftJoin('users as pm', 'pm.uuid', 'p.merged_by_uuid')
       .select(PULL_COLUMNS.map((c) => `p.${c} as p_${c}` as const))
@@ -186,7 +185,7 @@ function tokenQuery(kind: 'team' | 'user', withPull: boolean) {
       (kind === 'team' ? 'left join team_members m on m.team_uuid = o.uuid and m.user_uuid = u.uuid ' : '') +
       (withPull ? `${PULL_JOINS} ` : '') +
       'where t.token_hash = {hash}';
-    const values: Record<string, unknown> = { hash, owner, slug, number: asNumber(number) };
+    const values: Record<string, unknown> = { hash, owner, slug, number: numberParam(number) };
     const parts = text.split(/\{(\w+)\}/);
     const strings = parts.filter((_, i) => i % 2 === 0);
     const params = parts.filter((_, i) => i % 2 === 1).map((name) => values[name]);

@@ -8,6 +8,12 @@ import type { DB } from './types.ts';
 let statementCount = 0;
 
 /**
+ * A placeholder where the query wants a number (a limit, an offset, a pull number): `build`
+ * receives placeholder strings, and the value is bound as the number passed at run time.
+ */
+export const numberParam = (placeholder: string) => placeholder as unknown as number;
+
+/**
  * A query built and compiled once per database, then run with new parameter values.
  *
  * Building and compiling a Kysely query costs more than running it on SQLite, and on

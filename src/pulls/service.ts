@@ -9,7 +9,7 @@ import {
   readRepoPull,
   requireRepo,
 } from '../access/index.ts';
-import { compiledOnce } from '../db/compiled.ts';
+import { compiledOnce, numberParam } from '../db/compiled.ts';
 import { currentTransaction } from '../db/tx.ts';
 import type { DB, PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
@@ -193,45 +193,23 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
   });
 }
 
-// compiledOnce passes placeholder strings while building; offset and limit are bound as numbers.
-const asNumber = (placeholder: string) => placeholder as unknown as number;
-
 /**
- * A page of one repo's pulls with their names, built and compiled once (a named statement on
- * PostgreSQL): the page's keys from the (repo_uuid[, status], number) index, then their rows, so a
- * deep page skips index entries only (README "Performance").
+ * A page of one repo's pulls with their names, with or without a status: the page's keys from the
+ * (repo_uuid[, status], number, uuid) index, then their rows, so a deep page skips index entries
+ * only (README "Performance").
  */
+function pullPageQuery(db: Kysely<DB>, repoUuid: string, status: string | null, offset: string, limit: string) {
+  let keys = db.selectFrom('pulls').select('uuid').where('repo_uuid', '=', repoUuid);
+  if (status !== null) keys = keys.where('status', '=', status);
+  keys = keys.orderBy('number').offset(numberParam(offset)).limit(numberParam(limit));
+  return pullsWithNames(db).where('p.uuid', 'in', keys).orderBy('p.number');
+}
+
+/** Both forms of the page, each built and compiled once (a named statement on PostgreSQL). */
 const pullPage = {
-  all: compiledOnce((db, repoUuid: string, offset: string, limit: string) =>
-    pullsWithNames(db)
-      .where(
-        'p.uuid',
-        'in',
-        db
-          .selectFrom('pulls')
-          .select('uuid')
-          .where('repo_uuid', '=', repoUuid)
-          .orderBy('number')
-          .offset(asNumber(offset))
-          .limit(asNumber(limit)),
-      )
-      .orderBy('p.number'),
-  ),
+  all: compiledOnce((db, repoUuid: string, offset: string, limit: string) => pullPageQuery(db, repoUuid, null, offset, limit)),
   byStatus: compiledOnce((db, repoUuid: string, status: string, offset: string, limit: string) =>
-    pullsWithNames(db)
-      .where(
-        'p.uuid',
-        'in',
-        db
-          .selectFrom('pulls')
-          .select('uuid')
-          .where('repo_uuid', '=', repoUuid)
-          .where('status', '=', status)
-          .orderBy('number')
-          .offset(asNumber(offset))
-          .limit(asNumber(limit)),
-      )
-      .orderBy('p.number'),
+    pullPageQuery(db, repoUuid, status, offset, limit),
   ),
 };
 
