@@ -6,7 +6,8 @@ import { compiledOnce } from '../db/compiled.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
-import { type TxContext, inTransaction } from '../core/transaction.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
 import type { AuthenticatedUser, RepoReadHint, Viewer } from '../viewer.ts';
 import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
@@ -179,10 +180,15 @@ export async function createToken(
   const name = input.name.trim();
   if (!name) throw badRequest('name must not be blank.');
   validExpiry(input.expires_at);
-  return inTransaction(deps, async (tx) => {
-    const owner = await ownerFor(tx.db, viewer, input.username);
-    return createTokenFor(tx, owner, { name, expires_at: input.expires_at }, viewer);
-  });
+  return command(
+    deps,
+    viewer,
+    decide((db, v: Viewer) => ownerFor(db, v, input.username)),
+    async (tx) => {
+      const owner = tx.access;
+      return createTokenFor(tx, owner, { name, expires_at: input.expires_at }, viewer);
+    },
+  );
 }
 
 export const TOKEN_ORDERINGS = ['created_at', '-created_at', 'name', '-name', 'last_used_at', '-last_used_at'] as const;
@@ -223,13 +229,16 @@ async function visibleToken(db: Kysely<DB>, viewer: Viewer, uuid: string): Promi
   return row;
 }
 
+/** A token the viewer may see and change (a write's target). */
+const aToken = (uuid: string) => decide((db, v: Viewer) => visibleToken(db, v, uuid));
+
 export async function getToken(deps: Deps, viewer: Viewer, uuid: string): Promise<TokenJson> {
   return tokenToJson(await visibleToken(deps.db, viewer, uuid));
 }
 
 export async function deleteToken(deps: Deps, viewer: Viewer, uuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const row = await visibleToken(tx.db, viewer, uuid);
+  await command(deps, viewer, aToken(uuid), async (tx) => {
+    const row = tx.access;
     const deleted = await tx.db.deleteFrom('api_tokens').where('uuid', '=', uuid).executeTakeFirst();
     // A concurrent delete got there first: this one deleted nothing and reports nothing.
     if (Number(deleted.numDeletedRows) === 0) throw notFound('API token');
@@ -244,8 +253,8 @@ export async function deleteToken(deps: Deps, viewer: Viewer, uuid: string): Pro
 
 /** Revoking is idempotent: a revoked token keeps its first revoked_at, and one event. */
 export async function revokeToken(deps: Deps, viewer: Viewer, uuid: string): Promise<TokenJson> {
-  return inTransaction(deps, async (tx) => {
-    const row = await visibleToken(tx.db, viewer, uuid);
+  return command(deps, viewer, aToken(uuid), async (tx) => {
+    const row = tx.access;
     if (row.revoked_at !== null) return tokenToJson(row);
     const revoked_at = nowIso();
     const updated = await tx.db
