@@ -9,10 +9,10 @@ import { type GitAccess, gitRefusal, gitRepoAccess } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { actorOf } from '../events/service.ts';
 import { inTransaction } from '../core/transaction.ts';
-import { addDiskUsage, BareGitStore } from './bare-store.ts';
-import { protectedBranchRegExps } from './push-rules.ts';
-import { HOOK_SOURCE } from './hook-source.ts';
-import { spawnGit } from './run.ts';
+import { addDiskUsage, BareGitStore } from '../git/bare-store.ts';
+import { protectedBranchRegExps } from '../git/push-rules.ts';
+import { HOOK_SOURCE } from '../git/hook-source.ts';
+import { spawnGit } from '../git/run.ts';
 
 type Service = 'git-upload-pack' | 'git-receive-pack';
 const SERVICES: Service[] = ['git-upload-pack', 'git-receive-pack'];

@@ -3,7 +3,7 @@ import { type RepoRef, requireRepo } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { requirePull } from '../pulls/service.ts';
 import type { Viewer } from '../viewer.ts';
-import { branchMatchesPattern } from './refname.ts';
+import { branchMatchesPattern } from '../git/refname.ts';
 import type { Branch, Commit, FileChange } from './schemas.ts';
 
 type Window = { offset: number; limit: number };
