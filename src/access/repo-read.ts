@@ -10,7 +10,7 @@
  * Writes keep using `requireRepo` inside their transaction (it locks what it read).
  */
 import { type Expression, type Selectable, type SqlBool, sql } from 'kysely';
-import { compiledOnce, numberParam } from '../db/compiled.ts';
+import { compiledOnce, keepPrefetched, numberArg, numberParam, takePrefetched } from '../db/fast-path.ts';
 import type { Database } from '../db/index.ts';
 import type { PullsTable, ReposTable } from '../db/types.ts';
 import { notFound } from '../errors.ts';
@@ -224,9 +224,6 @@ const TOKEN_QUERIES = {
   user: { repo: tokenQuery('user', false), pull: tokenQuery('user', true) },
 };
 
-/** Rows read with the token lookup, for the request's own read (one-shot, per viewer object). */
-const prefetched = new WeakMap<Viewer, { key: string; row: Record<string, unknown> & Facts }>();
-
 const readKey = (ref: RepoRef, number: number | null) =>
   `${ref.ownerKind}\u0000${ref.ownerName.toLowerCase()}\u0000${ref.repoSlug.toLowerCase()}\u0000${number ?? ''}`;
 
@@ -247,7 +244,7 @@ export async function tokenWithRepoRead(
     hash,
     hint.ref.ownerName.toLowerCase(),
     hint.ref.repoSlug.toLowerCase(),
-    (hint.number ?? 0) as unknown as string,
+    numberArg(hint.number ?? 0),
   );
   if (!row) return undefined;
   // one literal (one hidden class), not keys computed per request
@@ -272,7 +269,7 @@ export async function tokenWithRepoRead(
 
 /** Keeps the repo read made with the token lookup for this viewer's request (see `readRow`). */
 export function rememberRead(viewer: Viewer, hint: RepoReadHint, row: Record<string, unknown>): void {
-  prefetched.set(viewer, { key: readKey(hint.ref, hint.number), row: row as Record<string, unknown> & Facts });
+  keepPrefetched(viewer, readKey(hint.ref, hint.number), row);
 }
 
 async function readRow(
@@ -281,21 +278,17 @@ async function readRow(
   ref: RepoRef,
   number: number | null,
 ): Promise<{ repo: RepoReadRow; level: RepoLevel; row: Record<string, unknown> }> {
-  let row: (Record<string, unknown> & Facts) | undefined;
-  const early = prefetched.get(viewer);
-  if (early && early.key === readKey(ref, number)) {
-    // read by the token lookup of this request, in the same statement (tokenWithRepoRead)
-    prefetched.delete(viewer);
-    row = early.row;
-  } else {
+  // read by the token lookup of this request, in the same statement (tokenWithRepoRead), or now
+  let row = takePrefetched(viewer, readKey(ref, number)) as (Record<string, unknown> & Facts) | undefined;
+  if (!row) {
     const query = QUERIES[ref.ownerKind][number === null ? 'repo' : 'pull'];
     [row] = (await query(
       database,
       ref.ownerName.toLowerCase(),
       ref.repoSlug.toLowerCase(),
       viewer.uuid,
-      (number ?? 0) as unknown as string,
-      (viewer.isStaff ? 1 : 0) as unknown as string,
+      numberArg(number ?? 0),
+      numberArg(viewer.isStaff ? 1 : 0),
     )) as unknown as (Record<string, unknown> & Facts)[];
   }
   // the same 404s, in the same order, as requireRepo: owner, then repo, then access

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
 import { assertCanManageTokensOf, tokenVisibleTo } from '../access/index.ts';
 import { rememberRead, tokenWithRepoRead } from '../access/repo-read.ts';
-import { compiledOnce } from '../db/compiled.ts';
+import { compiledOnce, fastPathOn } from '../db/fast-path.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
@@ -85,7 +85,9 @@ export async function authenticate(
 ): Promise<{ viewer: Viewer; user: AuthenticatedUser } | null> {
   if (secret.length > MAX_SECRET_LENGTH) return null;
   const hash = hashSecret(secret);
-  // With a hint (GET {repo}, GET {repo}/pulls/{n}) the same statement reads the repo too.
+  // With a hint (GET {repo}, GET {repo}/pulls/{n}) the same statement reads the repo too
+  // (the fast path: with it off the token is read alone and the route reads its repo).
+  if (!fastPathOn()) hint = undefined;
   const read = hint ? await tokenWithRepoRead(deps.database, hash, hint) : undefined;
   const [row] = read ? [read.token as TokenLookupRow] : hint ? [] : await tokenByHash(deps.database, hash);
   if (!row || !hashesEqual(row.token_hash, hash)) return null;
