@@ -25,6 +25,7 @@ import { rateLimitsRoutes } from './ratelimits/routes.ts';
 import { settingsRoutes } from './settings/routes.ts';
 import { gitHttpRoutes } from './git/http.ts';
 import { gitRoutes } from './git/routes.ts';
+import { codeRoutes } from './code/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { timersRoutes } from './timers/routes.ts';
@@ -58,6 +59,7 @@ const MODULES = [
   uploadsRoutes,
   attachmentsRoutes,
   gitRoutes,
+  codeRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */
