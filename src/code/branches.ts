@@ -1,7 +1,9 @@
-import { levelAtLeast, requireRepo } from '../access/index.ts';
+import { levelAtLeast } from '../access/index.ts';
+import { command } from '../core/command.ts';
+import { onRepo } from '../core/targets.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, conflict, forbidden, notFound } from '../errors.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
 import { branchMatchesPattern, isValidBranchName } from '../git/refname.ts';
 import { codeReaders } from '../git/readers.ts';
 import { checkRef, refNotFound, resolveRef } from '../git/resolve.ts';
@@ -10,7 +12,7 @@ import type { RepoRef, Viewer } from '../viewer.ts';
 
 /**
  * Creating and deleting branches through the API (README "Reading code"). Each is one
- * transaction: the repo is read with its row lock and access decided there, the event written,
+ * `command`: the repo is read with its row lock and access decided there, the event written,
  * and the ref moved last with `update-ref` against its expected old value, so a concurrent push
  * or API call loses cleanly (409) and a failed ref move rolls the event back.
  */
@@ -25,8 +27,8 @@ export async function createBranch(
   if (!isValidBranchName(body.name)) throw badRequest('name is not a valid git branch name.');
   if (body.from !== undefined) checkRef(body.from, 'from');
   const readers = codeReaders(deps);
-  return inTransaction(deps, async (tx) => {
-    const { repo, level } = await requireRepo(tx.db, viewer, ref, { level: 'write', write: true });
+  return command(deps, viewer, onRepo(ref, { level: 'write', write: true }), async (tx) => {
+    const { repo, level } = tx.access;
     const patterns = await tx.db.selectFrom('protections').select('branch').where('repo_uuid', '=', repo.uuid).execute();
     const isProtected = patterns.some((p) => branchMatchesPattern(p.branch, body.name));
     if (isProtected && !levelAtLeast(level, 'maintain')) {
@@ -65,8 +67,8 @@ export async function createBranch(
 export async function deleteBranch(deps: Deps, viewer: Viewer, ref: RepoRef, name: string): Promise<void> {
   if (!isValidBranchName(name)) throw badRequest('Not a valid branch name.');
   const readers = codeReaders(deps);
-  await inTransaction(deps, async (tx) => {
-    const { repo } = await requireRepo(tx.db, viewer, ref, { level: 'write', write: true });
+  await command(deps, viewer, onRepo(ref, { level: 'write', write: true }), async (tx) => {
+    const { repo } = tx.access;
     const dir = readers.dirOf(repo.uuid);
     const [tip] = dir ? await readers.objects.info(dir, [`refs/heads/${name}`]) : [null];
     if (!tip) throw notFound('Branch');
