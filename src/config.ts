@@ -45,6 +45,8 @@ export interface Config {
   streamIdleTimeoutMs: number;
   /** LOAD_SHED_EVENT_LOOP_DELAY_MS: above this event-loop delay requests get 503 with Retry-After; 0 is off. */
   loadShedEventLoopDelayMs: number;
+  /** WEBHOOK_MAX_CONCURRENCY: webhook deliveries in flight at once on this instance (src/hooks). */
+  webhookMaxConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -179,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS');
   if (requestTimeoutMs > transferTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must not exceed TRANSFER_TIMEOUT_MS');
   const loadShedEventLoopDelayMs = intVar(env, 'LOAD_SHED_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000);
+  const webhookMaxConcurrency = intVar(env, 'WEBHOOK_MAX_CONCURRENCY', 32, 1, 10_000);
 
   return {
     trustProxy,
@@ -204,5 +207,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     transferTimeoutMs,
     streamIdleTimeoutMs,
     loadShedEventLoopDelayMs,
+    webhookMaxConcurrency,
   };
 }
