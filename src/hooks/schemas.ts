@@ -129,5 +129,5 @@ export const ListDeliveriesQuery = Type.Object(
 
 export const Accepted = Type.Object(
   { delivery_uuid: Type.String({ description: 'the delivery that will be attempted' }) },
-  { additionalProperties: false },
+  { additionalProperties: false, 'x-response-description': 'Accepted: the attempt is queued' },
 );
