@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { inTransaction } from '../src/events/service.ts';
+import { inTransaction } from '../src/core/transaction.ts';
 import type { Person } from './common.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import { settledBound } from '../events/order.ts';
-import { inTransaction } from '../events/service.ts';
+import { inTransaction } from '../core/transaction.ts';
 import { type HookFilter, hookFilter, matches } from './filter.ts';
 import { JOB_SEND } from './service.ts';
 

@@ -12,7 +12,10 @@ import type { HookAttemptsTable, HookDeliveriesTable, HooksTable } from '../db/t
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
-import { EVENTS_PER_TRANSACTION, type TxContext, actorOf, inTransaction } from '../events/service.ts';
+import { command } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
+import type { TxContext } from '../core/transaction.ts';
+import { EVENTS_PER_TRANSACTION, actorOf } from '../events/service.ts';
 import type { PageParams } from '../http/paging.ts';
 import type { Viewer } from '../viewer.ts';
 import { checkEvents, globToRegExp } from './filter.ts';
@@ -126,6 +129,9 @@ async function sinceEventId(tx: TxContext): Promise<number> {
   return Number(r?.top ?? 0);
 }
 
+/** The write target of a hooks path: its owner, decided and locked in the write's transaction. */
+const hookTarget = (ref: HookScopeRef) => decide((db, viewer) => requireHookScope(db, viewer, ref, true));
+
 export async function listHooks(deps: Deps, viewer: Viewer, ref: HookScopeRef, p: PageParams): Promise<HookJson[]> {
   const owner = await requireHookScope(deps.db, viewer, ref, false);
   let q = deps.db
@@ -155,8 +161,8 @@ export async function createHook(
   const events = checkEvents(input.events);
   const branchFilter = checkBranchFilter(input.branch_filter) ?? null;
   const secret = input.secret === undefined ? generateSecret() : checkSecret(input.secret);
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireHookScope(tx.db, viewer, ref, true);
+  return command(deps, viewer, hookTarget(ref), async (tx) => {
+    const owner = tx.access;
     const now = deps.clock.now().toISOString();
     const row: HookRow = {
       uuid: randomUUID(),
@@ -197,8 +203,8 @@ export async function updateHook(
   const url = input.url === undefined ? undefined : checkUrl(input.url);
   const events = input.events === undefined ? undefined : checkEvents(input.events);
   const branchFilter = checkBranchFilter(input.branch_filter);
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireHookScope(tx.db, viewer, ref, true);
+  return command(deps, viewer, hookTarget(ref), async (tx) => {
+    const owner = tx.access;
     const row = await lockHook(tx, owner, uuid);
     const changes: Partial<HookRow> = {};
     if (url !== undefined && url !== row.url) changes.url = url;
@@ -234,8 +240,8 @@ async function lockHook(tx: TxContext, owner: HookOwner, uuid: string): Promise<
 }
 
 export async function deleteHook(deps: Deps, viewer: Viewer, ref: HookScopeRef, uuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const owner = await requireHookScope(tx.db, viewer, ref, true);
+  await command(deps, viewer, hookTarget(ref), async (tx) => {
+    const owner = tx.access;
     const row = await lockHook(tx, owner, uuid);
     const deliveries = tx.db.selectFrom('hook_deliveries').select('uuid').where('hook_uuid', '=', row.uuid);
     await tx.db.deleteFrom('hook_attempts').where('delivery_uuid', 'in', deliveries).execute();
@@ -246,8 +252,8 @@ export async function deleteHook(deps: Deps, viewer: Viewer, ref: HookScopeRef, 
 }
 
 export async function rotateSecret(deps: Deps, viewer: Viewer, ref: HookScopeRef, uuid: string): Promise<{ secret: string }> {
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireHookScope(tx.db, viewer, ref, true);
+  return command(deps, viewer, hookTarget(ref), async (tx) => {
+    const owner = tx.access;
     const row = await lockHook(tx, owner, uuid);
     const now = deps.clock.now();
     const secret = generateSecret();
@@ -356,8 +362,8 @@ export async function redeliver(
   uuid: string,
   deliveryUuid: string,
 ): Promise<{ delivery_uuid: string }> {
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireHookScope(tx.db, viewer, ref, true);
+  return command(deps, viewer, hookTarget(ref), async (tx) => {
+    const owner = tx.access;
     const hook = await lockHook(tx, owner, uuid);
     if (hook.active !== 1) throw hookInactive();
     const delivery = await findDelivery(tx.db, hook.uuid, deliveryUuid);
@@ -374,8 +380,8 @@ export async function redeliver(
 
 /** A delivery of a `ping` event, in line with the hook's other first attempts. */
 export async function ping(deps: Deps, viewer: Viewer, ref: HookScopeRef, uuid: string): Promise<{ delivery_uuid: string }> {
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireHookScope(tx.db, viewer, ref, true);
+  return command(deps, viewer, hookTarget(ref), async (tx) => {
+    const owner = tx.access;
     const hook = await lockHook(tx, owner, uuid);
     if (hook.active !== 1) throw hookInactive();
     const now = deps.clock.now().toISOString();
