@@ -6,6 +6,7 @@ import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
 import { attachmentsRoutes } from './attachments/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
+import { hooksRoutes } from './hooks/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
 import { installConventions } from './http/conventions.ts';
@@ -60,6 +61,7 @@ const MODULES = [
   attachmentsRoutes,
   gitRoutes,
   codeRoutes,
+  hooksRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

@@ -54,6 +54,8 @@ export interface Config {
   gitMaxOutputBytes?: number;
   /** GIT_MAX_STREAM_BYTES: most bytes a streamed git command (archive, raw file) may write. */
   gitMaxStreamBytes?: number;
+  /** WEBHOOK_MAX_CONCURRENCY: webhook deliveries in flight at once on this instance (src/hooks). */
+  webhookMaxConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -192,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const gitTimeoutMs = intVar(env, 'GIT_TIMEOUT_MS', 10_000, 100, 600_000);
   const gitMaxOutputBytes = intVar(env, 'GIT_MAX_OUTPUT_BYTES', 32 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
   const gitMaxStreamBytes = intVar(env, 'GIT_MAX_STREAM_BYTES', 4 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER);
+  const webhookMaxConcurrency = intVar(env, 'WEBHOOK_MAX_CONCURRENCY', 32, 1, 10_000);
 
   return {
     trustProxy,
@@ -221,5 +224,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     gitTimeoutMs,
     gitMaxOutputBytes,
     gitMaxStreamBytes,
+    webhookMaxConcurrency,
   };
 }

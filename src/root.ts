@@ -14,6 +14,7 @@ import { LiveHub } from './events/live.ts';
 import { ScopeRegistry } from './events/scopes.ts';
 import { BareGitStore } from './git/bare-store.ts';
 import type { GitStore } from './git/store.ts';
+import { Webhooks } from './hooks/background.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { recoverMergeClaims } from './pulls/merge.ts';
 import { type Clock, systemClock } from './time.ts';
@@ -33,7 +34,7 @@ export interface DepsOverrides {
 
 export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
   const clock = overrides.clock ?? systemClock;
-  const deps: Omit<Deps, 'timers' | 'live'> & { timers?: TimerScheduler; live?: LiveHub } = {
+  const deps: Omit<Deps, 'timers' | 'live' | 'webhooks'> & { timers?: TimerScheduler; live?: LiveHub; webhooks?: Webhooks } = {
     config,
     database,
     db: database.db,
@@ -53,6 +54,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
   };
   deps.live = new LiveHub(database.db, database.dialect, deps.bus);
   deps.timers = new TimerScheduler(deps as Deps, overrides.timers);
+  deps.webhooks = new Webhooks(deps as Deps);
   return deps as Deps;
 }
 
@@ -62,6 +64,7 @@ export async function startBackground(deps: Deps): Promise<void> {
   deps.live.start();
   deps.jobs.start();
   deps.timers.start();
+  await deps.webhooks.start();
   // Merge claims left by a crashed process (src/pulls/merge.ts): finish or release them.
   await recoverMergeClaims(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
 }
@@ -69,7 +72,9 @@ export async function startBackground(deps: Deps): Promise<void> {
 /** Stops the background parts; called on shutdown before the database closes. */
 export async function stopBackground(deps: Deps): Promise<void> {
   await deps.timers.stop();
+  await deps.webhooks.stop();
   await deps.jobs.stop();
+  await deps.webhooks.close();
   await deps.live.close();
   await deps.bus.close();
 }
