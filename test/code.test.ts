@@ -340,6 +340,16 @@ for (const dialect of DIALECTS) {
       assert.equal((await get(`${api}/branches/a..b`)).status, 400);
     });
 
+    it('the team form serves raw files and archives too', async () => {
+      const raw = await get(`${teamApi}/raw/main/README.md`);
+      assert.equal(raw.status, 200);
+      assert.equal(raw.text, '# Hello\n');
+      assert.equal(raw.headers['content-security-policy'], 'sandbox');
+      const zip = await get(`${teamApi}/archive/v1.zip`);
+      assert.equal(zip.status, 200);
+      assert.equal(zip.headers['content-disposition'], `attachment; filename="tcode-${repo.c.c2.slice(0, 7)}.zip"`);
+    });
+
     it('a private repo is 404 to outsiders on every route, in both forms', async () => {
       const { c } = repo;
       for (const base of [api, teamApi]) {
