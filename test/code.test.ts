@@ -170,6 +170,7 @@ for (const dialect of DIALECTS) {
       // abbreviated shas, refs with a slash, the team form
       assert.equal((await get(`${api}/commits/${c.c2.slice(0, 7)}`)).body.sha, c.c2);
       assert.equal((await get(`${api}/commits/feature/x`)).body.sha, c.c4);
+      assert.equal((await get(`${api}/commits/feature%2Fx`)).body.sha, c.c4);
       assert.equal((await get(`${teamApi}/commits/${c.c1}`)).body.sha, c.c1);
       assert.equal((await get(`${api}/commits/${c.c2.slice(0, 6)}`)).status, 404);
       assert.equal((await get(`${api}/commits/nope`)).status, 404);
