@@ -259,17 +259,23 @@ export class BareGitStore implements GitStore {
     const { repo } = req;
     if (!this.exists(repo.uuid)) return { sha: null };
     return withRepoLock(this.database, repo.uuid, async () => {
-      const before = await this.size(repo.uuid);
+      // What the merge wrote is added as it goes: before the branch moves (so a crash after that
+      // point leaves the usage right) and at the end.
+      let accounted = await this.size(repo.uuid);
+      const account = async () => {
+        const now = await this.size(repo.uuid);
+        if (this.db) await addDiskUsage({ db: this.db }, repo.uuid, now - accounted);
+        accounted = now;
+      };
       try {
-        return await this.mergeLocked(req);
+        return await this.mergeLocked(req, account);
       } finally {
-        const grown = (await this.size(repo.uuid)) - before;
-        if (this.db) await addDiskUsage({ db: this.db }, repo.uuid, grown);
+        await account();
       }
     });
   }
 
-  private async mergeLocked(req: MergeRequest): Promise<MergeOutcome> {
+  private async mergeLocked(req: MergeRequest, account: () => Promise<void>): Promise<MergeOutcome> {
     const { repo, pull } = req;
     const dir = this.pathOf(repo.uuid);
     const targetRef = `refs/heads/${pull.target_branch}`;
@@ -279,6 +285,7 @@ export class BareGitStore implements GitStore {
       const target = await this.branchSha(repo.uuid, pull.target_branch);
       const planned = await this.plan(dir, req, source, target);
       if (!('sha' in planned) || planned.sha === null) return planned;
+      await account();
       await req.beforeMove?.(planned.sha);
       const moved = await git(dir, ['update-ref', targetRef, planned.sha, target ?? ZERO_SHA], { okCodes: [128, 1] });
       if (moved.code === 0) return planned;

@@ -108,6 +108,7 @@ export async function mergePull(
       author: person(claimed.author_uuid),
       beforeMove: async (next) => {
         await deps.db.updateTable('pulls').set({ merge_claim_sha: next }).where('uuid', '=', pull.uuid).execute();
+        await testHold('before-move');
       },
     });
     if ('conflictPaths' in outcome) {
@@ -120,6 +121,7 @@ export async function mergePull(
       throw conflict('target_moved', 'The target branch kept moving during the merge: try again.');
     }
     sha = outcome.sha;
+    await testHold('after-move');
   } catch (err) {
     await releaseClaim(deps, pull.uuid);
     throw err;
@@ -220,6 +222,16 @@ export async function recoverMergeClaims(deps: Deps, pullUuid?: string): Promise
     ).catch(() => undefined);
   }
   return stale.length;
+}
+
+/**
+ * Tests only: `WEFT_TEST_MERGE_HOLD=before-move|after-move` holds a merge there (the claim's tip
+ * recorded, the branch not yet moved; or moved but not yet finished), so a test can kill the process.
+ */
+async function testHold(stage: 'before-move' | 'after-move'): Promise<void> {
+  if (process.env.WEFT_TEST_MERGE_HOLD !== stage) return;
+  process.stderr.write(`weft-test: holding a merge (${stage})\n`);
+  await new Promise((r) => setTimeout(r, 600_000));
 }
 
 const recoveryTimers = new WeakMap<Deps, NodeJS.Timeout>();

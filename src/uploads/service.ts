@@ -27,11 +27,19 @@ export const quotaExceeded = () =>
 
 // ---------------------------------------------------------------- names and types
 
+/** Bidirectional embedding, override and isolate controls: they make a name display as another. */
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
+
 /**
  * A stored filename: the part after the last `/` or `\` (no path tricks), without control
- * characters, trimmed. Empty, `.` and `..` are 400; so is a name longer than 255 characters.
+ * characters, trimmed. Empty, `.` and `..` are 400; so is a name longer than 255 characters, and
+ * one with a bidirectional control character (U+202A–U+202E, U+2066–U+2069: `invoice\u202Efdp.exe`
+ * would display as `invoiceexe.pdf`).
  */
 export function sanitizeFilename(raw: string): string {
+  if (BIDI_CONTROLS.test(raw)) {
+    throw badRequest('filename must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069).');
+  }
   const base = raw.split(/[/\\]/).pop() ?? '';
   // eslint-disable-next-line no-control-regex
   const name = base.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '').trim();
