@@ -145,7 +145,9 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
           const marker = await beginPush(deps.config.dataDir, repo.uuid, viewer, await store!.size(repo.uuid));
           let child: ChildProcess;
           try {
-            const args = ['-c', `core.hooksPath=${hooksDir}`, '-c', `receive.maxInputSize=${left + 1}`];
+            // No receive.maxInputSize: the spool already bounds the pack (quota left + 1 MiB), and
+            // the pre-receive hook's refusal says why ("the push needs N bytes but the quota leaves M").
+            const args = ['-c', `core.hooksPath=${hooksDir}`];
             child = await startGit(request, [...args, 'receive-pack', '--stateless-rpc', store!.pathOf(repo.uuid)], {
               ...protocolEnv(request),
               WEFT_PROTECTED: JSON.stringify(protectedRes),
