@@ -45,10 +45,10 @@ export interface Config {
   streamIdleTimeoutMs: number;
   /** LOAD_SHED_EVENT_LOOP_DELAY_MS: above this event-loop delay requests get 503 with Retry-After; 0 is off. */
   loadShedEventLoopDelayMs: number;
-  /** GIT_MAX_PROCESSES: git processes one instance runs for clients at once; beyond, 503 with Retry-After. */
-  gitMaxProcesses: number;
-  /** GIT_MAX_PROCESSES_PER_CLIENT: the same per client address. */
-  gitMaxProcessesPerClient: number;
+  /** GIT_HTTP_MAX_PROCESSES: git processes one instance runs for clients at once; beyond, 503 with Retry-After. */
+  gitHttpMaxProcesses: number;
+  /** GIT_HTTP_MAX_PROCESSES_PER_CLIENT: the same per client address. */
+  gitHttpMaxProcessesPerClient: number;
   /** GIT_MAX_REQUEST_BYTES: largest fetch negotiation body (git-upload-pack), read before git starts; 413 beyond. */
   gitMaxRequestBytes: number;
 }
@@ -185,8 +185,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS');
   if (requestTimeoutMs > transferTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must not exceed TRANSFER_TIMEOUT_MS');
   const loadShedEventLoopDelayMs = intVar(env, 'LOAD_SHED_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000);
-  const gitMaxProcesses = intVar(env, 'GIT_MAX_PROCESSES', 32, 1, 10_000);
-  const gitMaxProcessesPerClient = intVar(env, 'GIT_MAX_PROCESSES_PER_CLIENT', 8, 1, 10_000);
+  const gitHttpMaxProcesses = intVar(env, 'GIT_HTTP_MAX_PROCESSES', 32, 1, 10_000);
+  const gitHttpMaxProcessesPerClient = intVar(env, 'GIT_HTTP_MAX_PROCESSES_PER_CLIENT', 8, 1, 10_000);
   const gitMaxRequestBytes = intVar(env, 'GIT_MAX_REQUEST_BYTES', 16 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
 
   return {
@@ -213,8 +213,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     transferTimeoutMs,
     streamIdleTimeoutMs,
     loadShedEventLoopDelayMs,
-    gitMaxProcesses,
-    gitMaxProcessesPerClient,
+    gitHttpMaxProcesses,
+    gitHttpMaxProcessesPerClient,
     gitMaxRequestBytes,
   };
 }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { gitLimiter } from '../src/git/limits.ts';
+import { gitHttpLimiter } from '../src/git/limits.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, freshStore, isErrorBody, startApp, type TestApp } from './helpers.ts';
 import { SERVER_ADMIN_TOKEN, type ServerProcess, type StoreHandle, startServer, stopServer } from './server-process.ts';
@@ -54,7 +54,7 @@ for (const dialect of DIALECTS) {
     let pub: string;
     before(async () => {
       t = await startApp(dialect, {
-        config: { gitMaxProcesses: 3, gitMaxProcessesPerClient: 2, requestTimeoutMs: 1000, gitMaxRequestBytes: 4096 },
+        config: { gitHttpMaxProcesses: 3, gitHttpMaxProcessesPerClient: 2, requestTimeoutMs: 1000, gitMaxRequestBytes: 4096 },
       });
       g = await gitClient(t);
       alice = await t.user(`alice${dialect}`);
@@ -75,7 +75,7 @@ for (const dialect of DIALECTS) {
     const infoRefs = () => fetch(new URL(`${pub}/info/refs?service=git-upload-pack`, g.base));
 
     it('over the per-client or per-instance cap: 503 service_unavailable with Retry-After; a freed slot serves again', async () => {
-      const limiter = gitLimiter(t.deps);
+      const limiter = gitHttpLimiter(t.deps);
       const held = [limiter.acquire('127.0.0.1'), limiter.acquire('127.0.0.1')];
       try {
         const res = await infoRefs();
@@ -109,7 +109,7 @@ for (const dialect of DIALECTS) {
       const status = stalledPost(g.base, `${pub}/git-upload-pack`, 1000, Buffer.from('0032want '));
       await new Promise((r) => setTimeout(r, 400));
       assert.equal(gitChildren(), 0, 'no git process while the body is arriving');
-      assert.equal(gitLimiter(t.deps).running, 0);
+      assert.equal(gitHttpLimiter(t.deps).running, 0);
       assert.equal(await status, 408);
       assert.ok(Date.now() - started < 20_000, 'cut at REQUEST_TIMEOUT_MS, not the stream idle limit');
     });
@@ -122,7 +122,7 @@ for (const dialect of DIALECTS) {
       });
       assert.equal(res.status, 413);
       assert.ok(isErrorBody(await res.json(), 'payload_too_large'));
-      assert.equal(gitLimiter(t.deps).running, 0);
+      assert.equal(gitHttpLimiter(t.deps).running, 0);
     });
   });
 
@@ -140,7 +140,7 @@ for (const dialect of DIALECTS) {
     it('600 concurrent info/refs under ulimit -n 200: each 200 or 503, the server lives on', { timeout: 300_000 }, async () => {
       server = await startServer(
         store,
-        { GIT_MAX_PROCESSES: '10000', GIT_MAX_PROCESSES_PER_CLIENT: '10000' },
+        { GIT_HTTP_MAX_PROCESSES: '10000', GIT_HTTP_MAX_PROCESSES_PER_CLIENT: '10000' },
         { ulimitFiles: 200 },
       );
       const auth = { authorization: `Bearer ${SERVER_ADMIN_TOKEN}`, 'content-type': 'application/json' };

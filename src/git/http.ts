@@ -12,7 +12,7 @@ import type { Deps } from '../deps.ts';
 import { AppError, badRequest } from '../errors.ts';
 import { isStorageFull } from '../http/error-handler.ts';
 import { BareGitStore } from './bare-store.ts';
-import { gitLimiter, started } from './limits.ts';
+import { gitHttpLimiter, started } from './limits.ts';
 import { beginPush, pushesDir, recordLeftoverPushes, recordPush } from './pushes.ts';
 import { protectedBranchRegExps } from './push-rules.ts';
 import { HOOK_SOURCE } from './hook-source.ts';
@@ -180,7 +180,7 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
 
   /** Takes a git process slot for the client, then starts git: 503 when over a cap or when git cannot start. */
   async function startGit(request: FastifyRequest, args: string[], env: Record<string, string>): Promise<ChildProcess> {
-    const release = gitLimiter(deps).acquire(request.ip);
+    const release = gitHttpLimiter(deps).acquire(request.ip);
     try {
       const child = await started(spawnGit(args, env));
       child.once('close', release);

@@ -3,13 +3,13 @@ import { AppError } from '../errors.ts';
 
 /**
  * Bounds on the git processes one instance runs for clients (README "Bounded git processes"):
- * at most `GIT_MAX_PROCESSES` at once, and `GIT_MAX_PROCESSES_PER_CLIENT` per client address.
+ * at most `GIT_HTTP_MAX_PROCESSES` at once, and `GIT_HTTP_MAX_PROCESSES_PER_CLIENT` per client address.
  * A request over either gets 503 `service_unavailable` with `Retry-After` before any process
  * starts. A slot is taken with `acquire` and given back with the function it returns (once; a
  * second call does nothing). Shared by every route that starts git for a client: smart HTTP
- * here, and any read route that wants the same cap (`gitLimiter(deps)`).
+ * here, and any read route that wants the same cap (`gitHttpLimiter(deps)`).
  */
-export class GitProcessLimiter {
+export class GitHttpLimiter {
   private total = 0;
   private readonly perClient = new Map<string, number>();
 
@@ -51,13 +51,15 @@ export function gitBusy(reason: string): AppError {
   });
 }
 
-const limiters = new WeakMap<object, GitProcessLimiter>();
+const limiters = new WeakMap<object, GitHttpLimiter>();
 
 /** The limiter of one app instance (keyed by its deps), made on first use from its configuration. */
-export function gitLimiter(deps: { config: { gitMaxProcesses: number; gitMaxProcessesPerClient: number } }): GitProcessLimiter {
+export function gitHttpLimiter(deps: {
+  config: { gitHttpMaxProcesses: number; gitHttpMaxProcessesPerClient: number };
+}): GitHttpLimiter {
   let limiter = limiters.get(deps);
   if (!limiter) {
-    limiter = new GitProcessLimiter(deps.config.gitMaxProcesses, deps.config.gitMaxProcessesPerClient);
+    limiter = new GitHttpLimiter(deps.config.gitHttpMaxProcesses, deps.config.gitHttpMaxProcessesPerClient);
     limiters.set(deps, limiter);
   }
   return limiter;
