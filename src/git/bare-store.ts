@@ -5,7 +5,7 @@ import { type Kysely, sql } from 'kysely';
 import type { RepoRow } from '../access/index.ts';
 import type { Database } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
-import type { TxContext } from '../events/service.ts';
+import type { TxContext } from '../core/transaction.ts';
 import { readBranchTip } from './ref-files.ts';
 import { withRepoLock } from './repo-lock.ts';
 import { git, GitError, ZERO_SHA } from './run.ts';

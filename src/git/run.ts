@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { gitBusy, isResourceExhaustion } from './limits.ts';
+import { gitBusy, isResourceExhaustion } from './spawn-errors.ts';
 
 /**
  * The one module that runs git. Every command is an argument array (never a shell), with a
