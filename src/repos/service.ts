@@ -18,6 +18,7 @@ import { actorOf, teamActivityKey } from '../events/service.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { decide, onRepo } from '../core/targets.ts';
 import { reindexRepoVisibility } from '../events/actor-index.ts';
+import { releaseBlobs } from '../blobs/lifetime.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
@@ -315,8 +316,11 @@ async function dropFromTeamActivity(tx: TxContext, repoUuid: string, teamUuid: s
 }
 
 export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<void> {
+  let blobs: { sha256: string }[] = [];
   const deleted = await command(deps, viewer, onRepo(ref, { level: 'owner', write: true, allowArchived: true }), async (tx) => {
     const { repo, owner } = tx.access;
+    // The uploads go with the repo (cascade): their blobs are deleted once this commits, unless shared.
+    blobs = await tx.db.selectFrom('uploads').select('sha256').distinct().where('repo_uuid', '=', repo.uuid).execute();
     const forks = await tx.db
       .selectFrom('repos')
       .select(['uuid', 'owner_kind', 'owner_uuid'])
@@ -363,6 +367,7 @@ export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
     return repo;
   });
   await deps.git.remove(deleted);
+  await releaseBlobs(deps, blobs);
 }
 
 /** GET /teams/{t}/check-repo-slug and /users/{u}/check-repo-slug. */
