@@ -48,7 +48,9 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     const operation = route.config?.rateLimit;
     if (operation) {
       // Every instrumented route says so, with the headers it answers (README: Rate limits).
-      const note = `Instrumented operation \`${operation}\`: a stored rate-limit rule for it applies (429 rate_limited with Retry-After; RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset on success too).`;
+      const note = `Instrumented operation \`${operation}\`: a stored rate-limit rule for it applies (429 rate_limited with Retry-After; RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset on success too)${
+        operation === 'api:login' || operation === 'api:signup' ? '; counted per client address, even with a token' : ''
+      }.`;
       s.description = typeof s.description === 'string' && s.description ? `${s.description} ${note}` : note;
     }
     s.security ??= isPublic ? [] : SECURED;
