@@ -282,14 +282,14 @@ async function loadReplyJson(db: Kysely<DB>, uuid: string): Promise<ReplyJson> {
   return replyToJson(await repliesWithNames(db).where('r.uuid', '=', uuid).executeTakeFirstOrThrow());
 }
 
-/** The reply with this number in the thread (removed ones included); 404 when there is none. */
-export async function findReply(db: Kysely<DB>, threadUuid: string, number: number): Promise<ReplyRow> {
-  const row = await db
-    .selectFrom('replies')
-    .selectAll()
-    .where('thread_uuid', '=', threadUuid)
-    .where('number', '=', number)
-    .executeTakeFirst();
+/**
+ * The reply with this number in the thread (removed ones included); 404 when there is none.
+ * `lock` (PostgreSQL) takes the reply's row lock until commit, so concurrent edits queue.
+ */
+export async function findReply(db: Kysely<DB>, threadUuid: string, number: number, lock = false): Promise<ReplyRow> {
+  let q = db.selectFrom('replies').selectAll().where('thread_uuid', '=', threadUuid).where('number', '=', number);
+  if (lock) q = q.forUpdate();
+  const row = await q.executeTakeFirst();
   if (!row) throw notFound('Reply');
   return row;
 }
@@ -432,7 +432,9 @@ export async function updateReply(
   return inTransaction(deps, async (tx) => {
     const access = await requireRepo(tx.db, viewer, ref, READ);
     const thread = await findThread(tx.db, access.repo.uuid, number);
-    const row = await findReply(tx.db, thread.uuid, replyNumber);
+    // Serialised on the reply's row lock: every concurrent edit becomes a version of its own
+    // (SQLite's write lock already serialises them).
+    const row = await findReply(tx.db, thread.uuid, replyNumber, tx.dialect === 'postgres');
     await requireRepo(tx.db, viewer, ref, DISCUSS);
     assertCanEditPost(access, viewer, row.author_uuid);
     if (thread.removed_at) throw readOnly('thread');
