@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const TITLE_MAX = 256;
 export const BODY_MAX = 65_536;
@@ -9,7 +9,12 @@ export const REPLY_KINDS = ['comment', 'question', 'answer', 'decision'] as cons
 export const REPLY_STATUSES = ['open', 'resolved'] as const;
 export const LINK_KINDS = ['thread', 'reply', 'pull', 'review', 'commit', 'url'] as const;
 
-const Title = Type.String({ minLength: 1, maxLength: TITLE_MAX, description: `1-${TITLE_MAX} characters, trimmed, not blank` });
+const Title = Type.String({
+  minLength: 1,
+  maxLength: TITLE_MAX,
+  ...NoControl,
+  description: `1-${TITLE_MAX} characters, trimmed, not blank, no control characters`,
+});
 const Body = Type.String({ maxLength: BODY_MAX, description: `Markdown, at most ${BODY_MAX} characters` });
 const ReplyBody = Type.String({
   minLength: 1,

@@ -198,7 +198,7 @@ export async function listTimers(
 }
 
 export async function getTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, uuid: string): Promise<TimerJson> {
-  const owner = await requireTimerScope(deps.db, viewer, ref, false);
+  const owner = await requireTimerScope(deps.db, viewer, ref, false, true);
   return timerToJson(await findTimer(deps.db, owner, uuid));
 }
 
@@ -240,7 +240,7 @@ export async function updateTimer(
   const now = deps.clock.now();
   const schedule = hasScheduleFields(input) ? parseSchedule(input, now) : null;
   return inTransaction(deps, async (tx) => {
-    const owner = await requireTimerScope(tx.db, viewer, ref, true);
+    const owner = await requireTimerScope(tx.db, viewer, ref, true, true);
     const row = await findTimer(tx.db, owner, uuid);
     if (row.status === 'completed' || row.status === 'cancelled') {
       throw conflict('timer_finished', `The timer is ${row.status}; it can no longer be changed.`);
@@ -272,7 +272,7 @@ export async function updateTimer(
 
 export async function deleteTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, uuid: string): Promise<void> {
   await inTransaction(deps, async (tx) => {
-    const owner = await requireTimerScope(tx.db, viewer, ref, true);
+    const owner = await requireTimerScope(tx.db, viewer, ref, true, true);
     const row = await findTimer(tx.db, owner, uuid);
     await tx.db.deleteFrom('timers').where('uuid', '=', row.uuid).execute();
     await emitTimerEvent(tx, viewer, row, 'timer-deleted');
