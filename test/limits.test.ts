@@ -12,6 +12,8 @@ const DEFAULTS = {
   signup_invite_min_account_age: '7d',
   signups_enabled: true,
   signups_require_invite: false,
+  max_timers_per_owner: 1000,
+  max_reply_versions: 1000,
 };
 
 for (const dialect of DIALECTS) {

@@ -123,6 +123,12 @@ export const UpdateReplyBody = StrictObject({
 export type UpdateReplyInput = Static<typeof UpdateReplyBody>;
 
 export const ListQuery = Type.Object({ ...PageQuery });
+export const VersionsQuery = Type.Object({
+  ...PageQuery,
+  after_version: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'only versions after this one; page counts from there' }),
+  ),
+});
 const Num = Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 });
 export const ThreadParam = { number: Num };
 export const ReplyParam = { number: Num, reply_number: Num };

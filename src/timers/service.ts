@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { type TimerOwner, type TimerScopeRef, requireTimerScope } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { TimersTable } from '../db/tables/timers.ts';
@@ -8,6 +8,7 @@ import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { type TxContext, actorOf, inTransaction, type EventKind } from '../events/service.ts';
 import { canonicalTimestamp } from '../time.ts';
+import { readSettings } from '../settings/service.ts';
 import type { Viewer } from '../viewer.ts';
 import {
   MAX_SECONDS,
@@ -202,12 +203,43 @@ export async function getTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, u
   return timerToJson(await findTimer(deps.db, owner, uuid));
 }
 
+/** Advisory lock class of "one owner's timers" (PostgreSQL; SQLite's write lock serialises already). */
+const TIMER_OWNER_LOCK_CLASS = 7_401_030;
+
+/**
+ * An owner may hold at most `max_timers_per_owner` unfinished (active or paused) timers (a site
+ * setting, README "Limits"); one more is 409 limit_reached. Counted under a per-owner lock, so
+ * parallel creates cannot pass it together.
+ */
+async function assertTimerRoom(tx: TxContext, owner: TimerOwner): Promise<void> {
+  if (tx.dialect === 'postgres') {
+    await sql`select pg_advisory_xact_lock(${TIMER_OWNER_LOCK_CLASS}, hashtext(${`${owner.scope}:${owner.uuid}`}))`.execute(
+      tx.db,
+    );
+  }
+  const { max_timers_per_owner: max } = await readSettings(tx.db);
+  const { n } = await tx.db
+    .selectFrom('timers')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('scope', '=', owner.scope)
+    .where('owner_uuid', '=', owner.uuid)
+    .where('status', 'in', ['active', 'paused'])
+    .executeTakeFirstOrThrow();
+  if (Number(n) >= max) {
+    throw conflict(
+      'limit_reached',
+      `This ${owner.scope} already has ${Number(n)} active or paused timers, the most allowed (site setting max_timers_per_owner); delete or cancel one first.`,
+    );
+  }
+}
+
 export async function createTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, input: CreateInput): Promise<TimerJson> {
   const message = cleanMessage(input.message);
   const now = deps.clock.now();
   const schedule = parseSchedule(input, now);
   return inTransaction(deps, async (tx) => {
     const owner = await requireTimerScope(tx.db, viewer, ref, true);
+    await assertTimerRoom(tx, owner);
     const nowIso = now.toISOString();
     const row: TimerRow = {
       uuid: randomUUID(),
