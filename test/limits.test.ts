@@ -14,6 +14,7 @@ const DEFAULTS = {
   signups_require_invite: false,
   max_timers_per_owner: 1000,
   max_reply_versions: 1000,
+  webhook_allowed_hosts: [] as string[],
 };
 
 for (const dialect of DIALECTS) {

@@ -40,6 +40,11 @@ const fields = {
   }),
   signups_enabled: Type.Boolean({ description: 'POST /signup is 403 signups_disabled when false; default true' }),
   signups_require_invite: Type.Boolean({ description: 'POST /signup needs an invite_uuid when true; default false' }),
+  webhook_allowed_hosts: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+    maxItems: 100,
+    description:
+      'what webhooks may reach although it is loopback, private, link-local, unique-local, multicast or unspecified: host names (matched against the URL host) and IP addresses or CIDR ranges (matched against the resolved address, e.g. `127.0.0.1`, `10.0.0.0/8`, `fd00::/8`); default empty. A bad entry is 400.',
+  }),
 };
 
 export const SiteSettings = Type.Object(fields, { additionalProperties: false, title: 'SiteSettings' });
@@ -52,4 +57,5 @@ export const UpdateSiteSettingsBody = StrictObject({
   signups_require_invite: Type.Optional(fields.signups_require_invite),
   max_timers_per_owner: Type.Optional(fields.max_timers_per_owner),
   max_reply_versions: Type.Optional(fields.max_reply_versions),
+  webhook_allowed_hosts: Type.Optional(fields.webhook_allowed_hosts),
 });

@@ -5,8 +5,10 @@ import type { SiteSettingsTable } from '../db/tables/limits.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest } from '../errors.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { inTransaction } from '../core/transaction.ts';
 import type { Viewer } from '../viewer.ts';
+import { normalizeAllowList } from '../hooks/allow-list.ts';
 import { parseDuration } from './duration.ts';
 import type { SiteSettings, UpdateSiteSettingsBody } from './schemas.ts';
 
@@ -22,6 +24,7 @@ export const settingsToJson = (row: SettingsRow): SettingsJson => ({
   signups_require_invite: row.signups_require_invite === 1,
   max_timers_per_owner: row.max_timers_per_owner,
   max_reply_versions: row.max_reply_versions,
+  webhook_allowed_hosts: JSON.parse(row.webhook_allowed_hosts) as string[],
 });
 
 /** The settings as stored now (read on every use, so every instance sees a change at once). */
@@ -48,6 +51,7 @@ export async function updateSettings(
       'signup_invite_min_account_age must be a duration such as 7d, 12h or 1d12h (units w, d, h, m, s, largest first; at most 3650 days).',
     );
   }
+  const allowedHosts = input.webhook_allowed_hosts === undefined ? undefined : normalizeAllowList(input.webhook_allowed_hosts);
   return inTransaction(deps, async (tx) => {
     assertCanManageSettings(viewer);
     const changes: Partial<SettingsRow> = {};
@@ -60,6 +64,7 @@ export async function updateSettings(
     if (input.signups_require_invite !== undefined) changes.signups_require_invite = input.signups_require_invite ? 1 : 0;
     if (input.max_timers_per_owner !== undefined) changes.max_timers_per_owner = input.max_timers_per_owner;
     if (input.max_reply_versions !== undefined) changes.max_reply_versions = input.max_reply_versions;
+    if (allowedHosts !== undefined) changes.webhook_allowed_hosts = JSON.stringify(allowedHosts);
     if (Object.keys(changes).length === 0) return settingsToJson(await readSettings(tx.db));
     await tx.db
       .updateTable('site_settings')

@@ -14,6 +14,8 @@ export interface SiteSettingsTable {
   max_timers_per_owner: Generated<number>;
   /** versions one reply may have (migration 180) */
   max_reply_versions: Generated<number>;
+  /** JSON array of host names, IP addresses and CIDR ranges webhooks may reach (migration 140) */
+  webhook_allowed_hosts: string;
   updated_at: string;
 }
 
