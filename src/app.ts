@@ -101,6 +101,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installDrainFlag(app);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    // No response may be sniffed into another type (a JSON body as HTML).
+    reply.header('x-content-type-options', 'nosniff');
     // The "request completed" line names the route pattern and the caller.
     const route = request.routeOptions.url;
     const user = request.viewer?.username;

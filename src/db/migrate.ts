@@ -16,6 +16,7 @@ import * as m093 from './migrations/093_member_team_order.ts';
 import * as m094 from './migrations/094_pull_page_keys.ts';
 import * as m140 from './migrations/140_webhooks.ts';
 import * as m170 from './migrations/170_storage_lifetimes.ts';
+import * as m180 from './migrations/180_owner_limits.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -46,6 +47,7 @@ const MIGRATIONS: Migration[] = [
   { name: '094_pull_page_keys', up: m094.up },
   { name: '140_webhooks', up: m140.up },
   { name: '170_storage_lifetimes', up: m170.up },
+  { name: '180_owner_limits', up: m180.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

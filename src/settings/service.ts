@@ -23,6 +23,8 @@ export const settingsToJson = (row: SettingsRow): SettingsJson => ({
   signup_invite_min_account_age: row.signup_invite_min_account_age,
   signups_enabled: row.signups_enabled === 1,
   signups_require_invite: row.signups_require_invite === 1,
+  max_timers_per_owner: row.max_timers_per_owner,
+  max_reply_versions: row.max_reply_versions,
   webhook_allowed_hosts: JSON.parse(row.webhook_allowed_hosts) as string[],
 });
 
@@ -64,6 +66,8 @@ export async function updateSettings(
         changes.signup_invite_min_account_age = input.signup_invite_min_account_age;
       if (input.signups_enabled !== undefined) changes.signups_enabled = input.signups_enabled ? 1 : 0;
       if (input.signups_require_invite !== undefined) changes.signups_require_invite = input.signups_require_invite ? 1 : 0;
+      if (input.max_timers_per_owner !== undefined) changes.max_timers_per_owner = input.max_timers_per_owner;
+      if (input.max_reply_versions !== undefined) changes.max_reply_versions = input.max_reply_versions;
       if (allowedHosts !== undefined) changes.webhook_allowed_hosts = JSON.stringify(allowedHosts);
       if (Object.keys(changes).length === 0) return settingsToJson(await readSettings(tx.db));
       await tx.db

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { type TimerOwner, type TimerScopeRef, requireTimerScope } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { TimersTable } from '../db/tables/timers.ts';
@@ -10,6 +10,7 @@ import { actorOf, type EventKind } from '../events/service.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { decide } from '../core/targets.ts';
 import { canonicalTimestamp } from '../time.ts';
+import { readSettings } from '../settings/service.ts';
 import type { Viewer } from '../viewer.ts';
 import {
   MAX_SECONDS,
@@ -200,12 +201,43 @@ export async function listTimers(
 }
 
 export async function getTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, uuid: string): Promise<TimerJson> {
-  const owner = await requireTimerScope(deps.db, viewer, ref, false);
+  const owner = await requireTimerScope(deps.db, viewer, ref, false, true);
   return timerToJson(await findTimer(deps.db, owner, uuid));
 }
 
 /** A timer scope the viewer may change timers in (a write's target: README "Timers", Access). */
-const changeableScope = (ref: TimerScopeRef) => decide((db, v: Viewer) => requireTimerScope(db, v, ref, true));
+const changeableScope = (ref: TimerScopeRef, item = false) =>
+  decide((db, v: Viewer) => requireTimerScope(db, v, ref, true, item));
+
+/** Advisory lock class of "one owner's timers" (PostgreSQL; SQLite's write lock serialises already). */
+const TIMER_OWNER_LOCK_CLASS = 7_401_030;
+
+/**
+ * An owner may hold at most `max_timers_per_owner` unfinished (active or paused) timers (a site
+ * setting, README "Limits"); one more is 409 limit_reached. Counted under a per-owner lock, so
+ * parallel creates cannot pass it together.
+ */
+async function assertTimerRoom(tx: TxContext, owner: TimerOwner): Promise<void> {
+  if (tx.dialect === 'postgres') {
+    await sql`select pg_advisory_xact_lock(${TIMER_OWNER_LOCK_CLASS}, hashtext(${`${owner.scope}:${owner.uuid}`}))`.execute(
+      tx.db,
+    );
+  }
+  const { max_timers_per_owner: max } = await readSettings(tx.db);
+  const { n } = await tx.db
+    .selectFrom('timers')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('scope', '=', owner.scope)
+    .where('owner_uuid', '=', owner.uuid)
+    .where('status', 'in', ['active', 'paused'])
+    .executeTakeFirstOrThrow();
+  if (Number(n) >= max) {
+    throw conflict(
+      'limit_reached',
+      `This ${owner.scope} already has ${Number(n)} active or paused timers, the most allowed (site setting max_timers_per_owner); delete or cancel one first.`,
+    );
+  }
+}
 
 export async function createTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, input: CreateInput): Promise<TimerJson> {
   const message = cleanMessage(input.message);
@@ -213,6 +245,7 @@ export async function createTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef
   const schedule = parseSchedule(input, now);
   return command(deps, viewer, changeableScope(ref), async (tx) => {
     const owner = tx.access;
+    await assertTimerRoom(tx, owner);
     const nowIso = now.toISOString();
     const row: TimerRow = {
       uuid: randomUUID(),
@@ -244,7 +277,7 @@ export async function updateTimer(
   const message = input.message === undefined ? undefined : cleanMessage(input.message);
   const now = deps.clock.now();
   const schedule = hasScheduleFields(input) ? parseSchedule(input, now) : null;
-  return command(deps, viewer, changeableScope(ref), async (tx) => {
+  return command(deps, viewer, changeableScope(ref, true), async (tx) => {
     const owner = tx.access;
     const row = await findTimer(tx.db, owner, uuid);
     if (row.status === 'completed' || row.status === 'cancelled') {
@@ -276,7 +309,7 @@ export async function updateTimer(
 }
 
 export async function deleteTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, uuid: string): Promise<void> {
-  await command(deps, viewer, changeableScope(ref), async (tx) => {
+  await command(deps, viewer, changeableScope(ref, true), async (tx) => {
     const owner = tx.access;
     const row = await findTimer(tx.db, owner, uuid);
     await tx.db.deleteFrom('timers').where('uuid', '=', row.uuid).execute();

@@ -165,7 +165,9 @@ export async function createTokenFor(
 
 async function ownerFor(db: Kysely<DB>, viewer: Viewer, username: string | null | undefined) {
   const wanted = username?.trim().toLowerCase();
-  if (!wanted || wanted === viewer.username) {
+  // a username given but blank is bad input, not "the caller"
+  if (wanted === '') throw badRequest('username must not be blank; omit it (or send null) for your own tokens.');
+  if (wanted === undefined || wanted === viewer.username) {
     return db.selectFrom('users').selectAll().where('uuid', '=', viewer.uuid).executeTakeFirstOrThrow();
   }
   assertCanManageTokensOf(viewer, wanted);
