@@ -86,13 +86,10 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (isResourceExhaustion(error)) {
       request.log.error({ err: error }, 'out of file descriptors or processes');
-      return reply
-        .status(503)
-        .header('retry-after', '5')
-        .send({
-          error: 'service_unavailable',
-          detail: 'The server is out of file descriptors or processes; retry after 5 seconds.',
-        });
+      return reply.status(503).header('retry-after', '5').send({
+        error: 'service_unavailable',
+        detail: 'The server is out of file descriptors or processes; retry after 5 seconds.',
+      });
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.status(500).send({ error: 'internal_error', detail: 'An internal error occurred.' });
