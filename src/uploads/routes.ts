@@ -137,7 +137,9 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
               'no file part is 400); 201 {uploads: [...]}. The content is streamed to disk while its SHA-256 is computed and stored ' +
               `once per content. One file may be at most MAX_UPLOAD_BYTES (default 25 MiB; now ${cap}): 413 payload_too_large; ` +
               "beyond the repo's max_disk_bytes (active uploads plus git data): 413 quota_exceeded. A refused or broken upload " +
-              "stores nothing. ?group_uuid joins an upload group of this repo (another repo's group is 404).",
+              "stores nothing. ?group_uuid joins an upload group of this repo (another repo's group is 404). A filename with a " +
+              'bidirectional control character (U+202A-U+202E, U+2066-U+2069) is 400. A full disk is 507 insufficient_storage ' +
+              '(nothing stored). A blob is deleted once no active upload (and no upload in progress) references it.',
             params: repoParamsSchema(form),
             querystring: UploadQuery,
             consumes: ['application/octet-stream', 'multipart/form-data', '*/*'],
@@ -159,6 +161,10 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
                 ...ErrorBody,
                 'x-response-description':
                   'payload_too_large: a file over MAX_UPLOAD_BYTES; quota_exceeded: over the repo max_disk_bytes',
+              } as never,
+              507: {
+                ...ErrorBody,
+                'x-response-description': 'insufficient_storage: the server disk is full; nothing was stored',
               } as never,
             },
           },
