@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hookCreator } from '../access/hooks.ts';
-import { eventViewer } from '../access/events.ts';
+import { type EventViewer, eventViewer } from '../access/events.ts';
 import type { Deps } from '../deps.ts';
 import { inTransaction } from '../core/transaction.ts';
 import { type EventRecord, eventFromRow, getEventRow } from '../events/service.ts';
@@ -36,6 +36,12 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
 const USER_AGENT = `Weft-Hookshot/${VERSION}`;
 
 type Result = 'sent' | 'disabled';
+
+/** A hook's creator and the event viewer that shows events as they may see them. */
+interface Creator {
+  viewer: Viewer;
+  show: EventViewer;
+}
 
 /** The delay before the next attempt after failed attempt `n`, with ±20 % jitter and at least a Retry-After. */
 export function retryDelayMs(n: number, outcome: HttpOutcome, now: number): number {
@@ -113,7 +119,8 @@ export class HookSender {
 
   private async sendFirstAttempts(hookUuid: string, token: string): Promise<void> {
     const { db } = this.deps;
-    let creator: { viewer: Viewer | null; at: number } | null = null;
+    let creator: { who: Creator | null; at: number } | null = null;
+    let leaseUntil = this.now().getTime() + LEASE_MS - 1000;
     for (;;) {
       const hook = await db.selectFrom('hooks').selectAll().where('uuid', '=', hookUuid).executeTakeFirst();
       if (this.stopping || !hook || hook.active !== 1 || hook.sender_token !== token) return;
@@ -132,23 +139,30 @@ export class HookSender {
       for (const delivery of batch) {
         if (this.stopping) return;
         const now = this.now();
-        // the hook's lease and the delivery's claim, for one attempt
-        const lease = new Date(now.getTime() + LEASE_MS).toISOString();
-        const kept = await db
-          .updateTable('hooks')
-          .set({ sender_until: lease })
-          .where('uuid', '=', hookUuid)
-          .where('sender_token', '=', token)
-          .executeTakeFirst();
-        if (Number(kept.numUpdatedRows) === 0) return;
-        if (!(await this.claim(delivery.uuid, lease, now, false))) continue;
-        if (!creator || now.getTime() - creator.at > CREATOR_TTL_MS) {
-          creator = { viewer: await hookCreator(this.deps, current), at: now.getTime() };
+        // keep the hook's lease longer than one attempt can take (extended every few seconds only)
+        if (leaseUntil - now.getTime() < DELIVERY_TIMEOUT_MS + 1000) {
+          leaseUntil = now.getTime() + LEASE_MS;
+          const kept = await db
+            .updateTable('hooks')
+            .set({ sender_until: new Date(leaseUntil).toISOString() })
+            .where('uuid', '=', hookUuid)
+            .where('sender_token', '=', token)
+            .executeTakeFirst();
+          if (Number(kept.numUpdatedRows) === 0) return;
         }
-        const result = await this.attempt(current, delivery, creator.viewer);
+        const claim = new Date(now.getTime() + LEASE_MS).toISOString();
+        if (!(await this.claim(delivery.uuid, claim, now, false))) continue;
+        if (!creator || now.getTime() - creator.at > CREATOR_TTL_MS) creator = await this.creatorOf(current, now);
+        const result = await this.attempt(current, delivery, creator.who);
         if (result === 'disabled') return;
       }
     }
+  }
+
+  /** The hook's creator with their event viewer (its scope checks memoized for a second), or null when they lost access. */
+  private async creatorOf(hook: HookRow, now: Date): Promise<{ who: Creator | null; at: number }> {
+    const viewer = await hookCreator(this.deps, hook);
+    return { who: viewer && { viewer, show: eventViewer(this.deps, viewer) }, at: now.getTime() };
   }
 
   /** Claims a delivery for one attempt; `due` also requires it to be due (a retry job). */
@@ -182,20 +196,20 @@ export class HookSender {
       return;
     }
     await this.refreshAllowList();
-    await this.attempt(hook, delivery, await hookCreator(this.deps, hook));
+    await this.attempt(hook, delivery, (await this.creatorOf(hook, now)).who);
   }
 
   /** The event as the hook's creator may see it now; null when it is hidden from them. */
-  private async eventFor(delivery: DeliveryRow, creator: Viewer): Promise<Record<string, unknown> | null> {
+  private async eventFor(delivery: DeliveryRow, creator: Creator): Promise<Record<string, unknown> | null> {
     if (delivery.ping !== null) return JSON.parse(delivery.ping) as Record<string, unknown>;
     const row = await getEventRow(this.deps.db, Number(delivery.event_id));
     if (!row) return null;
-    const shown: EventRecord | null = await eventViewer(this.deps, creator)(eventFromRow(row));
+    const shown: EventRecord | null = await creator.show(eventFromRow(row));
     return shown as unknown as Record<string, unknown> | null;
   }
 
   /** One attempt of a claimed delivery, recorded. */
-  private async attempt(hook: HookRow, delivery: DeliveryRow, creator: Viewer | null): Promise<Result> {
+  private async attempt(hook: HookRow, delivery: DeliveryRow, creator: Creator | null): Promise<Result> {
     if (creator === null) {
       await inTransaction(this.deps, (tx) => this.disableIn(tx, hook, 'creator_lost_access'));
       return 'disabled';
