@@ -272,6 +272,14 @@ export class HookSender {
     const next = final ? null : new Date(now.getTime() + retryDelayMs(n, outcome, now.getTime())).toISOString();
     let disabledFor: 'gone' | 'failures' | null = null;
     await inTransaction(deps, async (tx) => {
+      const kept = await tx.db
+        .updateTable('hook_deliveries')
+        .set({ status: ok ? 'success' : final ? 'failed' : 'pending', attempts: n, next_attempt_at: next, locked_until: null })
+        .where('uuid', '=', delivery.uuid)
+        .executeTakeFirst();
+      // the hook (and its deliveries) were deleted meanwhile: nothing to record
+      if (Number(kept.numUpdatedRows) === 0) return;
+
       await tx.db
         .insertInto('hook_attempts')
         .values({
@@ -286,11 +294,6 @@ export class HookSender {
           error: outcome.error,
         })
         .onConflict((oc) => oc.columns(['delivery_uuid', 'n']).doNothing())
-        .execute();
-      await tx.db
-        .updateTable('hook_deliveries')
-        .set({ status: ok ? 'success' : final ? 'failed' : 'pending', attempts: n, next_attempt_at: next, locked_until: null })
-        .where('uuid', '=', delivery.uuid)
         .execute();
       if (outcome.error === 'event_not_visible') return;
       const updated = await tx.db
