@@ -12,7 +12,7 @@ import { hookCreator } from '../access/hooks.ts';
 import { type EventViewer, eventViewer } from '../access/events.ts';
 import type { Deps } from '../deps.ts';
 import { inTransaction } from '../core/transaction.ts';
-import { type EventRecord, eventFromRow, getEventRow } from '../events/service.ts';
+import { type EventRecord, type EventRow, eventFromRow, getEventRow } from '../events/service.ts';
 import { readSettings } from '../settings/service.ts';
 import type { Viewer } from '../viewer.ts';
 import { compileAllowList } from './allow-list.ts';
@@ -55,6 +55,43 @@ export function retryDelayMs(n: number, outcome: HttpOutcome, now: number): numb
     }
   }
   return Math.round(delay);
+}
+
+const isSuccess = (o: HttpOutcome): boolean => o.error === null && o.status !== null && o.status >= 200 && o.status < 300;
+
+/** How many successful first attempts, or how long (ms), a group gathers before it is recorded. */
+const GROUP_MAX = 25;
+const GROUP_MS = 50;
+
+/**
+ * Successful first attempts of one hook, recorded together in one transaction (a multi-row
+ * insert and two updates) at most GROUP_MS after the first of them, and before anything else of
+ * the hook is recorded; a failure is recorded alone, after the group.
+ */
+class SuccessGroup {
+  private items: Array<{ delivery: DeliveryRow; headers: Record<string, string>; outcome: HttpOutcome; at: string }> = [];
+  private since = 0;
+
+  constructor(
+    private readonly sender: HookSender,
+    private readonly hook: HookRow,
+  ) {}
+
+  add(delivery: DeliveryRow, headers: Record<string, string>, outcome: HttpOutcome, at: string): void {
+    if (this.items.length === 0) this.since = Date.now();
+    this.items.push({ delivery, headers, outcome, at });
+  }
+
+  due(_now: number): boolean {
+    return this.items.length >= GROUP_MAX || (this.items.length > 0 && Date.now() - this.since >= GROUP_MS);
+  }
+
+  async flush(): Promise<void> {
+    if (this.items.length === 0) return;
+    const items = this.items;
+    this.items = [];
+    await this.sender.recordSuccesses(this.hook, items);
+  }
 }
 
 export class HookSender {
@@ -136,25 +173,65 @@ export class HookSender {
       if (batch.length === 0) return;
       await this.refreshAllowList();
       const current: HookRow = hook;
-      for (const delivery of batch) {
-        if (this.stopping) return;
-        const now = this.now();
-        // keep the hook's lease longer than one attempt can take (extended every few seconds only)
-        if (leaseUntil - now.getTime() < DELIVERY_TIMEOUT_MS + 1000) {
-          leaseUntil = now.getTime() + LEASE_MS;
-          const kept = await db
-            .updateTable('hooks')
-            .set({ sender_until: new Date(leaseUntil).toISOString() })
-            .where('uuid', '=', hookUuid)
-            .where('sender_token', '=', token)
-            .executeTakeFirst();
-          if (Number(kept.numUpdatedRows) === 0) return;
+      // the whole batch claimed, and its events read, at once
+      let now = this.now();
+      let claimUntil = now.getTime() + LEASE_MS;
+      const claimed = new Set(
+        (
+          await db
+            .updateTable('hook_deliveries')
+            .set({ locked_until: new Date(claimUntil).toISOString() })
+            .where(
+              'id',
+              'in',
+              batch.map((d) => d.id),
+            )
+            .where('status', '=', 'pending')
+            .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now.toISOString())]))
+            .returning('uuid')
+            .execute()
+        ).map((r) => r.uuid),
+      );
+      const eventIds = batch.filter((d) => d.event_id !== null).map((d) => Number(d.event_id));
+      const events = new Map<number, EventRow>();
+      if (eventIds.length) {
+        for (const row of await db.selectFrom('events').selectAll().where('id', 'in', eventIds).execute())
+          events.set(Number(row.id), row);
+      }
+      const group = new SuccessGroup(this, current);
+      try {
+        for (const [i, delivery] of batch.entries()) {
+          if (this.stopping) return;
+          if (!claimed.has(delivery.uuid)) continue;
+          now = this.now();
+          // keep the hook's lease and the claims longer than one attempt can take (extended every few seconds only)
+          if (Math.min(leaseUntil, claimUntil) - now.getTime() < DELIVERY_TIMEOUT_MS + 1000) {
+            leaseUntil = claimUntil = now.getTime() + LEASE_MS;
+            const kept = await db
+              .updateTable('hooks')
+              .set({ sender_until: new Date(leaseUntil).toISOString() })
+              .where('uuid', '=', hookUuid)
+              .where('sender_token', '=', token)
+              .executeTakeFirst();
+            if (Number(kept.numUpdatedRows) === 0) return;
+            await db
+              .updateTable('hook_deliveries')
+              .set({ locked_until: new Date(claimUntil).toISOString() })
+              .where(
+                'uuid',
+                'in',
+                batch.slice(i).map((d) => d.uuid),
+              )
+              .where('status', '=', 'pending')
+              .execute();
+          }
+          if (!creator || now.getTime() - creator.at > CREATOR_TTL_MS) creator = await this.creatorOf(current, now);
+          const result = await this.attempt(current, delivery, creator.who, { events, group });
+          if (result === 'disabled') return;
+          if (group.due(now.getTime())) await group.flush();
         }
-        const claim = new Date(now.getTime() + LEASE_MS).toISOString();
-        if (!(await this.claim(delivery.uuid, claim, now, false))) continue;
-        if (!creator || now.getTime() - creator.at > CREATOR_TTL_MS) creator = await this.creatorOf(current, now);
-        const result = await this.attempt(current, delivery, creator.who);
-        if (result === 'disabled') return;
+      } finally {
+        await group.flush();
       }
     }
   }
@@ -200,23 +277,34 @@ export class HookSender {
   }
 
   /** The event as the hook's creator may see it now; null when it is hidden from them. */
-  private async eventFor(delivery: DeliveryRow, creator: Creator): Promise<Record<string, unknown> | null> {
+  private async eventFor(
+    delivery: DeliveryRow,
+    creator: Creator,
+    preloaded?: Map<number, EventRow>,
+  ): Promise<Record<string, unknown> | null> {
     if (delivery.ping !== null) return JSON.parse(delivery.ping) as Record<string, unknown>;
-    const row = await getEventRow(this.deps.db, Number(delivery.event_id));
+    const row = preloaded?.get(Number(delivery.event_id)) ?? (await getEventRow(this.deps.db, Number(delivery.event_id)));
     if (!row) return null;
     const shown: EventRecord | null = await creator.show(eventFromRow(row));
     return shown as unknown as Record<string, unknown> | null;
   }
 
   /** One attempt of a claimed delivery, recorded. */
-  private async attempt(hook: HookRow, delivery: DeliveryRow, creator: Creator | null): Promise<Result> {
+  private async attempt(
+    hook: HookRow,
+    delivery: DeliveryRow,
+    creator: Creator | null,
+    batch?: { events: Map<number, EventRow>; group: SuccessGroup },
+  ): Promise<Result> {
     if (creator === null) {
+      await batch?.group.flush();
       await inTransaction(this.deps, (tx) => this.disableIn(tx, hook, 'creator_lost_access'));
       return 'disabled';
     }
     const n = delivery.attempts + 1;
-    const event = await this.eventFor(delivery, creator);
+    const event = await this.eventFor(delivery, creator, batch?.events);
     if (event === null) {
+      await batch?.group.flush();
       await this.record(
         hook,
         delivery,
@@ -251,7 +339,59 @@ export class HookSender {
       'x-hub-signature-256': hubSignature(hook.secret, body),
     };
     const outcome = await this.http.post(hook.url, headers, body);
+    if (batch && n === 1 && isSuccess(outcome)) {
+      batch.group.add(delivery, headers, outcome, this.now().toISOString());
+      return 'sent';
+    }
+    await batch?.group.flush();
     return this.record(hook, delivery, n, headers, outcome);
+  }
+
+  /** Records a group of successful first attempts in one transaction. */
+  async recordSuccesses(
+    hook: HookRow,
+    items: Array<{ delivery: DeliveryRow; headers: Record<string, string>; outcome: HttpOutcome; at: string }>,
+  ): Promise<void> {
+    await inTransaction(this.deps, async (tx) => {
+      const kept = new Set(
+        (
+          await tx.db
+            .updateTable('hook_deliveries')
+            .set({ status: 'success', attempts: 1, next_attempt_at: null, locked_until: null })
+            .where(
+              'uuid',
+              'in',
+              items.map((i) => i.delivery.uuid),
+            )
+            .returning('uuid')
+            .execute()
+        ).map((r) => r.uuid),
+      );
+      const rows = items
+        .filter((i) => kept.has(i.delivery.uuid))
+        .map((i) => ({
+          delivery_uuid: i.delivery.uuid,
+          n: 1,
+          at: i.at,
+          duration_ms: i.outcome.durationMs,
+          request_headers: JSON.stringify(i.headers),
+          response_status: i.outcome.status,
+          response_headers: i.outcome.headers === null ? null : JSON.stringify(i.outcome.headers),
+          response_body: i.outcome.body,
+          error: null,
+        }));
+      if (rows.length === 0) return;
+      await tx.db
+        .insertInto('hook_attempts')
+        .values(rows)
+        .onConflict((oc) => oc.columns(['delivery_uuid', 'n']).doNothing())
+        .execute();
+      await tx.db
+        .updateTable('hooks')
+        .set({ last_delivery_at: rows.at(-1)!.at, last_status: 'success', consecutive_failures: 0 })
+        .where('uuid', '=', hook.uuid)
+        .execute();
+    });
   }
 
   /** Records an attempt and its consequences in one transaction. */
@@ -265,7 +405,7 @@ export class HookSender {
     const { deps } = this;
     const now = this.now();
     const nowIso = now.toISOString();
-    const ok = outcome.error === null && outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+    const ok = isSuccess(outcome);
     const gone = outcome.status === 410;
     const final =
       ok || gone || outcome.error === ADDRESS_NOT_ALLOWED || outcome.error === 'event_not_visible' || n >= MAX_ATTEMPTS;
