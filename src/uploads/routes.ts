@@ -8,26 +8,25 @@ import { AppError, badRequest } from '../errors.ts';
 import { requireViewer } from '../http/auth.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
 import { pagedRepoList } from '../http/repo-routes.ts';
+import { etagMatches, parseRange } from '../http/ranges.ts';
 import { errors } from '../http/route-schemas.ts';
 import { ErrorBody, Page } from '../http/schemas.ts';
-import type { StoredBlob } from '../blobs/store.ts';
 import { CreateGroupBody, GroupParam, ListQuery, Upload, UploadGroup, UploadList, UploadParam, UploadQuery } from './schemas.ts';
 import {
   cleanContentType,
   createGroup,
   deleteGroup,
-  discardBlobs,
   getGroup,
   getUpload,
   listUploads,
   payloadTooLarge,
-  planUpload,
-  recordUploads,
   removeUpload,
   sanitizeFilename,
   type StoredFile,
   streamToBlob,
+  uploadFiles,
   uploadForDownload,
+  type UploadReceiver,
 } from './service.ts';
 
 type UploadParams = RepoParams & { upload_uuid: string };
@@ -53,64 +52,50 @@ function bodyStream(request: FastifyRequest): PassThrough {
   return pass;
 }
 
-async function rawUpload(deps: Deps, request: FastifyRequest): Promise<StoredFile> {
+/** A raw-body upload: the body is the file, named by `?filename=`. */
+function rawUpload(deps: Deps, request: FastifyRequest): UploadReceiver {
   const query = request.query as UploadQueryT;
   if (query.filename === undefined) throw badRequest('A raw-body upload needs ?filename=NAME.');
   const filename = sanitizeFilename(query.filename);
-  const plan = await planUpload(deps, requireViewer(request), repoRef(request.params as RepoParams), query.group_uuid);
-  const declared = Number(request.headers['content-length'] ?? NaN);
-  if (Number.isFinite(declared) && declared > plan.cap) throw payloadTooLarge(plan.cap);
-  const blob = await streamToBlob(deps, bodyStream(request), plan);
-  return { filename, contentType: cleanContentType(request.headers['content-type']), blob };
+  return async (plan, keep) => {
+    const declared = Number(request.headers['content-length'] ?? NaN);
+    if (Number.isFinite(declared) && declared > plan.cap) throw payloadTooLarge(plan.cap);
+    const blob = keep(await streamToBlob(deps, bodyStream(request), plan));
+    return [{ filename, contentType: cleanContentType(request.headers['content-type']), blob }];
+  };
 }
 
 /** Every `file` part streamed to the blob store in turn; any other part is 400. */
-async function multipartUpload(deps: Deps, request: FastifyRequest, stored: StoredBlob[]): Promise<StoredFile[]> {
+function multipartUpload(deps: Deps, request: FastifyRequest): UploadReceiver {
   const query = request.query as UploadQueryT;
   if (query.filename !== undefined) throw badRequest('filename is for raw-body uploads; multipart parts carry their own.');
-  const plan = await planUpload(deps, requireViewer(request), repoRef(request.params as RepoParams), query.group_uuid);
-  const files: StoredFile[] = [];
-  let used = 0;
-  try {
-    for await (const part of request.parts()) {
-      if (part.type !== 'file' || part.fieldname !== 'file') {
-        if (part.type === 'file') part.file.resume();
-        throw badRequest(`Unexpected multipart part "${part.fieldname}": send the files as parts named "file".`);
+  return async (plan, keep) => {
+    const files: StoredFile[] = [];
+    let used = 0;
+    try {
+      for await (const part of request.parts()) {
+        if (part.type !== 'file' || part.fieldname !== 'file') {
+          if (part.type === 'file') part.file.resume();
+          throw badRequest(`Unexpected multipart part "${part.fieldname}": send the files as parts named "file".`);
+        }
+        const filename = sanitizeFilename(part.filename ?? '');
+        const blob = keep(await streamToBlob(deps, part.file, plan, used));
+        if (part.file.truncated) throw payloadTooLarge(plan.cap);
+        used += blob.size;
+        files.push({ filename, contentType: cleanContentType(part.mimetype), blob });
       }
-      const filename = sanitizeFilename(part.filename ?? '');
-      const blob = await streamToBlob(deps, part.file, plan, used);
-      if (part.file.truncated) throw payloadTooLarge(plan.cap);
-      stored.push(blob);
-      used += blob.size;
-      files.push({ filename, contentType: cleanContentType(part.mimetype), blob });
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      const e = err as { code?: string; statusCode?: number; message?: string };
+      if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw payloadTooLarge(plan.cap);
+      if (e.code === 'FST_FILES_LIMIT' || e.code === 'FST_PARTS_LIMIT' || e.code === 'FST_FIELDS_LIMIT') {
+        throw new AppError(413, 'payload_too_large', `A multipart upload may carry at most ${MAX_PARTS} files.`);
+      }
+      throw badRequest(`Malformed multipart body: ${e.message ?? 'unreadable'}.`);
     }
-  } catch (err) {
-    if (err instanceof AppError) throw err;
-    const e = err as { code?: string; statusCode?: number; message?: string };
-    if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw payloadTooLarge(plan.cap);
-    if (e.code === 'FST_FILES_LIMIT' || e.code === 'FST_PARTS_LIMIT' || e.code === 'FST_FIELDS_LIMIT') {
-      throw new AppError(413, 'payload_too_large', `A multipart upload may carry at most ${MAX_PARTS} files.`);
-    }
-    throw badRequest(`Malformed multipart body: ${e.message ?? 'unreadable'}.`);
-  }
-  if (files.length === 0) throw badRequest('The multipart body has no "file" part.');
-  return files;
-}
-
-/** `bytes=a-b`, `bytes=a-` or `bytes=-n` (one range); null to serve everything; 'bad' for 416. */
-function parseRange(header: string | undefined, size: number): { start: number; end: number } | null | 'bad' {
-  if (!header) return null;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === '' && m[2] === '')) return null; // other units or several ranges: whole content
-  if (m[1] === '') {
-    const n = Number(m[2]);
-    if (n === 0 || size === 0) return 'bad';
-    return { start: Math.max(0, size - n), end: size - 1 };
-  }
-  const start = Number(m[1]);
-  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-  if (start >= size || (m[2] !== '' && Number(m[2]) < start)) return 'bad';
-  return { start, end };
+    if (files.length === 0) throw badRequest('The multipart body has no "file" part.');
+    return files;
+  };
 }
 
 /** RFC 6266: an ASCII fallback plus `filename*` (RFC 8187) when the name is not plain ASCII. */
@@ -119,12 +104,6 @@ export function contentDisposition(filename: string): string {
   const plain = ascii === filename;
   const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return plain ? `attachment; filename="${ascii}"` : `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
-}
-
-function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  if (header.trim() === '*') return true;
-  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
 }
 
 export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -188,19 +167,12 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           const viewer = requireViewer(request);
           const query = request.query as UploadQueryT;
           const ref = repoRef(request.params as RepoParams);
-          const stored: StoredBlob[] = [];
+          const multi = request.isMultipart();
           try {
-            if (request.isMultipart()) {
-              const files = await multipartUpload(deps, request, stored);
-              const uploads = await recordUploads(deps, viewer, ref, files, query.group_uuid);
-              return reply.status(201).send({ uploads });
-            }
-            const file = await rawUpload(deps, request);
-            stored.push(file.blob);
-            const [upload] = await recordUploads(deps, viewer, ref, [file], query.group_uuid);
-            return reply.status(201).send(upload!);
+            const receive = multi ? multipartUpload(deps, request) : rawUpload(deps, request);
+            const uploads = await uploadFiles(deps, viewer, ref, query.group_uuid, receive);
+            return reply.status(201).send(multi ? { uploads } : uploads[0]!);
           } catch (err) {
-            await discardBlobs(deps, stored);
             // The rest of a refused body is not read: close the connection after answering.
             if (!request.raw.complete) reply.header('connection', 'close');
             throw err;
@@ -253,7 +225,7 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           summary: "Download an upload's bytes",
           description:
             'Content-Type as uploaded, Content-Length, ETag (the quoted SHA-256), Content-Disposition: attachment (RFC 6266, ' +
-            'filename* for non-ASCII names), X-Content-Type-Options: nosniff. If-None-Match → 304; one `Range: bytes=` range → 206 ' +
+            'filename* for non-ASCII names), X-Content-Type-Options: nosniff, Content-Security-Policy: sandbox (nothing uploaded runs script on the API’s origin). If-None-Match → 304; one `Range: bytes=` range → 206 ' +
             'with Content-Range (an unsatisfiable one 416; several ranges serve the whole content). A removed upload is 410 gone.',
           params: uploadParams,
           response: {
@@ -350,6 +322,7 @@ async function serveContent(deps: Deps, request: FastifyRequest, reply: FastifyR
   reply.header('etag', etag);
   reply.header('accept-ranges', 'bytes');
   reply.header('x-content-type-options', 'nosniff');
+  reply.header('content-security-policy', 'sandbox');
   reply.header('cache-control', 'private, no-cache');
   if (etagMatches(request.headers['if-none-match'], etag)) return reply.status(304).send();
   reply.header('content-disposition', contentDisposition(upload.filename));
