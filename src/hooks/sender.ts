@@ -104,7 +104,9 @@ export class HookSender {
   ) {}
 
   register(): void {
-    this.deps.jobs.register(JOB_SEND, async (payload) => this.drain(String(payload.hook_uuid)));
+    // the job only starts the drain: a slow receiver must not hold the job queue's batch (and every
+    // other job behind it); the hook's lease and the sweep carry a drain across a crash
+    this.deps.jobs.register(JOB_SEND, async (payload) => this.kick(String(payload.hook_uuid)));
     this.deps.jobs.register(JOB_RETRY, async (payload) => this.retry(String(payload.delivery_uuid)));
   }
 
@@ -115,6 +117,35 @@ export class HookSender {
   private async refreshAllowList(): Promise<void> {
     const settings = await readSettings(this.deps.db);
     this.http.allow = compileAllowList(JSON.parse(settings.webhook_allowed_hosts) as string[]);
+  }
+
+  private readonly draining = new Map<string, Promise<void>>();
+  private readonly again = new Set<string>();
+
+  /** Starts draining a hook on this instance (once at a time per hook; asked again, it drains once more). */
+  kick(hookUuid: string): void {
+    if (this.draining.has(hookUuid)) {
+      this.again.add(hookUuid);
+      return;
+    }
+    const run = (async () => {
+      try {
+        do {
+          this.again.delete(hookUuid);
+          await this.drain(hookUuid);
+        } while (this.again.has(hookUuid) && !this.stopping);
+      } catch (err) {
+        console.error(`weft: sending webhook deliveries of hook ${hookUuid} failed`, err);
+      } finally {
+        this.draining.delete(hookUuid);
+      }
+    })();
+    this.draining.set(hookUuid, run);
+  }
+
+  /** Waits for the drains running on this instance (after `stopping` is set they end between attempts). */
+  async settle(): Promise<void> {
+    while (this.draining.size) await Promise.all([...this.draining.values()]);
   }
 
   /** Sends a hook's pending first attempts in order while this worker holds its sender lease. */
