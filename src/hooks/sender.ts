@@ -4,7 +4,8 @@
  * jobs (`hook-send`) only ask a worker to take it, so a job that finds it held returns at once and
  * the holder, after releasing it, looks again. Retries and redeliveries are `hook-retry` jobs, one
  * per attempt, each claiming its delivery (`locked_until`) so two workers never send it at once.
- * Every answer is recorded at once, in one transaction with the delivery's and the hook's state.
+ * A failure is recorded at once, in one transaction with the delivery's and the hook's state;
+ * successful first attempts in groups (SuccessGroup: up to 25, within 50 ms).
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
