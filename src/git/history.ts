@@ -68,7 +68,33 @@ export async function divergence(
   base: string,
   head: string,
   limit: number,
-): Promise<{ ahead: number; behind: number; commits: Commit[]; mergeBase: string | null }> {
+): Promise<Divergence> {
+  // two commit ids name the answer in every repository: cached (read-only)
+  const key = `${base}...${head}:${limit}`;
+  const hit = divergences.get(key);
+  if (hit) {
+    divergences.delete(key);
+    divergences.set(key, hit);
+    return hit;
+  }
+  const answer = await walkDivergence(limits, objects, dir, base, head, limit);
+  divergences.set(key, answer);
+  if (divergences.size > MAX_DIVERGENCES) divergences.delete(divergences.keys().next().value!);
+  return answer;
+}
+
+type Divergence = { ahead: number; behind: number; commits: Commit[]; mergeBase: string | null };
+const MAX_DIVERGENCES = 1000;
+const divergences = new Map<string, Divergence>();
+
+async function walkDivergence(
+  limits: GitLimits,
+  objects: ObjectReaders,
+  dir: string,
+  base: string,
+  head: string,
+  limit: number,
+): Promise<Divergence> {
   const out = await limits.run(dir, ['rev-list', '--left-right', '--boundary', `${base}...${head}`, '--']);
   let behind = 0;
   const headSide: string[] = [];
