@@ -252,7 +252,12 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   for (const target of targets) {
     if (!target.paths) {
-      const check = await fetch(target.url, { headers: { authorization: `Bearer ${TOKEN}` } });
+      // a loaded machine may shed load (503): retry a few times before giving up
+      let check = await fetch(target.url, { headers: { authorization: `Bearer ${TOKEN}` } });
+      for (let i = 0; i < 10 && check.status === 503; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        check = await fetch(target.url, { headers: { authorization: `Bearer ${TOKEN}` } });
+      }
       if (!check.ok) throw new Error(`${target.url}: ${check.status} ${await check.text()}`);
     }
     const w = await weftLoad(target.url, DURATION, target.paths);
