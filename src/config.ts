@@ -56,6 +56,12 @@ export interface Config {
   gitMaxStreamBytes?: number;
   /** WEBHOOK_MAX_CONCURRENCY: webhook deliveries in flight at once on this instance (src/hooks). */
   webhookMaxConcurrency: number;
+  /** GIT_HTTP_MAX_PROCESSES: git processes one instance runs for clients at once; beyond, 503 with Retry-After. */
+  gitHttpMaxProcesses: number;
+  /** GIT_HTTP_MAX_PROCESSES_PER_CLIENT: the same per client address. */
+  gitHttpMaxProcessesPerClient: number;
+  /** GIT_MAX_REQUEST_BYTES: largest fetch negotiation body (git-upload-pack), read before git starts; 413 beyond. */
+  gitMaxRequestBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -195,6 +201,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const gitMaxOutputBytes = intVar(env, 'GIT_MAX_OUTPUT_BYTES', 32 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
   const gitMaxStreamBytes = intVar(env, 'GIT_MAX_STREAM_BYTES', 4 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER);
   const webhookMaxConcurrency = intVar(env, 'WEBHOOK_MAX_CONCURRENCY', 32, 1, 10_000);
+  const gitHttpMaxProcesses = intVar(env, 'GIT_HTTP_MAX_PROCESSES', 32, 1, 10_000);
+  const gitHttpMaxProcessesPerClient = intVar(env, 'GIT_HTTP_MAX_PROCESSES_PER_CLIENT', 8, 1, 10_000);
+  const gitMaxRequestBytes = intVar(env, 'GIT_MAX_REQUEST_BYTES', 16 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
 
   return {
     trustProxy,
@@ -225,5 +234,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     gitMaxOutputBytes,
     gitMaxStreamBytes,
     webhookMaxConcurrency,
+    gitHttpMaxProcesses,
+    gitHttpMaxProcessesPerClient,
+    gitMaxRequestBytes,
   };
 }

@@ -11,13 +11,13 @@ import { pagedRepoList } from '../http/repo-routes.ts';
 import { etagMatches, parseRange } from '../http/ranges.ts';
 import { errors } from '../http/route-schemas.ts';
 import { ErrorBody, Page } from '../http/schemas.ts';
-import type { StoredBlob } from '../blobs/store.ts';
 import { CreateGroupBody, GroupParam, ListQuery, Upload, UploadGroup, UploadList, UploadParam, UploadQuery } from './schemas.ts';
 import {
   cleanContentType,
   createGroup,
   deleteGroup,
   discardBlobs,
+  type HeldBlob,
   getGroup,
   getUpload,
   listUploads,
@@ -66,7 +66,7 @@ async function rawUpload(deps: Deps, request: FastifyRequest): Promise<StoredFil
 }
 
 /** Every `file` part streamed to the blob store in turn; any other part is 400. */
-async function multipartUpload(deps: Deps, request: FastifyRequest, stored: StoredBlob[]): Promise<StoredFile[]> {
+async function multipartUpload(deps: Deps, request: FastifyRequest, stored: HeldBlob[]): Promise<StoredFile[]> {
   const query = request.query as UploadQueryT;
   if (query.filename !== undefined) throw badRequest('filename is for raw-body uploads; multipart parts carry their own.');
   const plan = await planUpload(deps, requireViewer(request), repoRef(request.params as RepoParams), query.group_uuid);
@@ -80,8 +80,8 @@ async function multipartUpload(deps: Deps, request: FastifyRequest, stored: Stor
       }
       const filename = sanitizeFilename(part.filename ?? '');
       const blob = await streamToBlob(deps, part.file, plan, used);
-      if (part.file.truncated) throw payloadTooLarge(plan.cap);
       stored.push(blob);
+      if (part.file.truncated) throw payloadTooLarge(plan.cap);
       used += blob.size;
       files.push({ filename, contentType: cleanContentType(part.mimetype), blob });
     }
@@ -167,7 +167,7 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           const viewer = requireViewer(request);
           const query = request.query as UploadQueryT;
           const ref = repoRef(request.params as RepoParams);
-          const stored: StoredBlob[] = [];
+          const stored: HeldBlob[] = [];
           try {
             if (request.isMultipart()) {
               const files = await multipartUpload(deps, request, stored);
