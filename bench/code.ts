@@ -250,32 +250,37 @@ async function main(): Promise<void> {
     },
   ];
   const rows: string[] = [];
-  for (const target of targets) {
-    if (!target.paths) {
-      // a loaded machine may shed load (503): retry a few times before giving up
-      let check = await fetch(target.url, { headers: { authorization: `Bearer ${TOKEN}` } });
-      for (let i = 0; i < 10 && check.status === 503; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 2000));
-        check = await fetch(target.url, { headers: { authorization: `Bearer ${TOKEN}` } });
+  try {
+    for (const target of targets) {
+      if (!target.paths) {
+        // a loaded machine may shed load (503): retry a few times before giving up
+        let check = await fetch(target.url, { headers: { authorization: `Bearer ${TOKEN}` } });
+        for (let i = 0; i < 10 && check.status === 503; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 2000));
+          check = await fetch(target.url, { headers: { authorization: `Bearer ${TOKEN}` } });
+        }
+        if (!check.ok) throw new Error(`${target.url}: ${check.status} ${await check.text()}`);
       }
-      if (!check.ok) throw new Error(`${target.url}: ${check.status} ${await check.text()}`);
+      const w = await weftLoad(target.url, DURATION, target.paths);
+      await gitLoad(dir, target.args, 1);
+      const g = await gitLoad(dir, target.args, DURATION);
+      rows.push(
+        `| ${target.name} | ${w.p50.toFixed(1)} | ${w.p99.toFixed(1)} | ${w.rps.toFixed(0)} | ${g.p50.toFixed(1)} | ${g.p99.toFixed(1)} | ` +
+          `${(w.p50 / g.p50).toFixed(2)} | ${(w.p99 / g.p99).toFixed(2)} | ${w.errors} |`,
+      );
+      console.log(rows.at(-1));
     }
-    const w = await weftLoad(target.url, DURATION, target.paths);
-    await gitLoad(dir, target.args, 1);
-    const g = await gitLoad(dir, target.args, DURATION);
-    rows.push(
-      `| ${target.name} | ${w.p50.toFixed(1)} | ${w.p99.toFixed(1)} | ${w.rps.toFixed(0)} | ${g.p50.toFixed(1)} | ${g.p99.toFixed(1)} | ` +
-        `${(w.p50 / g.p50).toFixed(2)} | ${(w.p99 / g.p99).toFixed(2)} | ${w.errors} |`,
+    console.log(
+      `\n${CLIENTS} concurrent clients, ${DURATION} s each\n\n` +
+        '| request | Weft p50 ms | Weft p99 ms | Weft req/s | git p50 ms | git p99 ms | p50 vs git | p99 vs git | errors |\n' +
+        '|---|---:|---:|---:|---:|---:|---:|---:|---:|\n' +
+        rows.join('\n'),
     );
-    console.log(rows.at(-1));
+  } finally {
+    // the server child goes whatever happened here
+    if (child.connected) child.send('stop');
+    else child.kill();
   }
-  console.log(
-    `\n${CLIENTS} concurrent clients, ${DURATION} s each\n\n` +
-      '| request | Weft p50 ms | Weft p99 ms | Weft req/s | git p50 ms | git p99 ms | p50 vs git | p99 vs git | errors |\n' +
-      '|---|---:|---:|---:|---:|---:|---:|---:|---:|\n' +
-      rows.join('\n'),
-  );
-  child.send('stop');
   await new Promise((resolve) => child.once('exit', resolve));
 }
 
