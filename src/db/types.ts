@@ -154,12 +154,13 @@ import type { JobsTables } from './tables/jobs.ts';
 import type { LimitsTables } from './tables/limits.ts';
 import type { TimersTables } from './tables/timers.ts';
 import type { ThreadsTables } from './tables/threads.ts';
+import type { SessionsTables } from './tables/sessions.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables {
+export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, SessionsTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

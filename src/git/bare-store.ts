@@ -197,6 +197,23 @@ export class BareGitStore implements GitStore {
   }
 
   /** Files changed between the merge base of base/head and head. */
+  async patchBetween(
+    uuid: string,
+    base: string | null,
+    head: string,
+    maxBytes: number,
+  ): Promise<{ text: string; truncated: boolean }> {
+    const dir = this.pathOf(uuid);
+    let from = '4b825dc642cb6eb9a060e54bf8d69288fbee4904'; // the empty tree
+    if (base) {
+      const mb = await git(dir, ['merge-base', base, head], { okCodes: [1] });
+      if (mb.code === 0) from = mb.stdout.trim();
+    }
+    const out = await git(dir, ['diff-tree', '-p', '-r', '-M', '--no-color', '--no-ext-diff', '-U3', from, head]);
+    const text = out.stdout;
+    return text.length > maxBytes ? { text: text.slice(0, maxBytes), truncated: true } : { text, truncated: false };
+  }
+
   async filesBetween(
     uuid: string,
     base: string | null,

@@ -65,6 +65,11 @@ export interface GitStore {
   commitsBetween(uuid: string, base: string | null, head: string): Promise<CommitInfo[]>;
   /** Files changed on `head` since its merge base with `base`, sorted by path. */
   filesBetween(uuid: string, base: string | null, head: string): Promise<FileChange[]>;
+  /**
+   * The unified diff of `head` since its merge base with `base` (the pull page's files), cut at
+   * `maxBytes` (then `truncated`).
+   */
+  patchBetween(uuid: string, base: string | null, head: string, maxBytes: number): Promise<{ text: string; truncated: boolean }>;
   /** Points HEAD at the default branch. */
   setHead(uuid: string, branch: string): Promise<void>;
 }
@@ -94,6 +99,9 @@ export class EmptyGitStore implements GitStore {
   }
   async filesBetween(): Promise<FileChange[]> {
     return [];
+  }
+  async patchBetween(): Promise<{ text: string; truncated: boolean }> {
+    return { text: '', truncated: false };
   }
   async setHead(): Promise<void> {}
 }
