@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { type Database, openDatabase } from '../src/db/index.ts';
-import { createDeps } from '../src/deps.ts';
+import { createDeps } from '../src/root.ts';
 import { createReply } from '../src/threads/service.ts';
 import { hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
 import { ADMIN_TOKEN, DIALECTS, freshStore, testConfig } from './helpers.ts';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound, unauthorized } from '../errors.ts';
-import { inTransaction } from './service.ts';
+import { command } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import { hashSecret, newTokenSecret } from '../tokens/secret.ts';
 import type { Viewer } from '../viewer.ts';
 import { canReadScope, parseScope } from './scopes.ts';
@@ -31,11 +32,14 @@ export async function createTicket(
   input: { scope: string; kind?: string },
 ): Promise<TicketJson> {
   parseScope(input.scope);
-  if (!(await canReadScope(deps, viewer, input.scope))) throw notFound('Scope');
+  // Decided in the write's transaction, with its connection (the scope readers read deps.db).
+  const readable = decide(async (db, v: Viewer) => {
+    if (!(await canReadScope({ ...deps, db }, v, input.scope))) throw notFound('Scope');
+  });
   const secret = newTokenSecret().replace(/^weft_/, 'weft_tk_');
   const now = Date.now();
   const expires_at = new Date(now + TICKET_TTL_MS).toISOString();
-  await inTransaction(deps, async (tx) => {
+  await command(deps, viewer, readable, async (tx) => {
     await tx.db
       .deleteFrom('stream_tickets')
       .where('expires_at', '<', new Date(now - TICKET_TTL_MS).toISOString())

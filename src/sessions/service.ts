@@ -5,7 +5,9 @@ import type { DB } from '../db/types.ts';
 import type { WebSessionsTable } from '../db/tables/sessions.ts';
 import type { Deps } from '../deps.ts';
 import { notFound } from '../errors.ts';
-import { inTransaction } from '../events/service.ts';
+import { command } from '../core/command.ts';
+import { inTransaction } from '../core/transaction.ts';
+import { decide } from '../core/targets.ts';
 import { nowIso } from '../time.ts';
 import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from '../tokens/secret.ts';
 import type { UserRow } from '../users/service.ts';
@@ -175,14 +177,21 @@ export async function listSessions(
   return rows.map((row) => toJson(row, owner.username));
 }
 
-async function visibleSession(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<SessionRow & { username: string }> {
-  const row = await db
+async function visibleSession(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  uuid: string,
+  lock = false,
+): Promise<SessionRow & { username: string }> {
+  let query = db
     .selectFrom('web_sessions as s')
     .innerJoin('users as u', 'u.uuid', 's.user_uuid')
     .selectAll('s')
     .select('u.username')
-    .where('s.uuid', '=', uuid)
-    .executeTakeFirst();
+    .where('s.uuid', '=', uuid);
+  // PostgreSQL: the session's row, so two revocations take turns (SQLite writes one at a time)
+  if (lock) query = query.forUpdate('s');
+  const row = await query.executeTakeFirst();
   if (!row || !tokenVisibleTo(viewer, row)) throw notFound('Session');
   return row;
 }
@@ -194,8 +203,9 @@ export async function getSession(deps: Deps, viewer: Viewer, uuid: string): Prom
 
 /** Ends a session (sign-out, or revoked from another one); revoking twice changes nothing. */
 export async function revokeSession(deps: Deps, viewer: Viewer, uuid: string): Promise<SessionJson> {
-  return inTransaction(deps, async (tx) => {
-    const row = await visibleSession(tx.db, viewer, uuid);
+  const target = decide((db, v: Viewer) => visibleSession(db, v, uuid, deps.dialect === 'postgres'));
+  return command(deps, viewer, target, async (tx) => {
+    const row = tx.access;
     if (row.revoked_at !== null) return toJson(row, row.username);
     const revoked_at = nowIso();
     await tx.db
