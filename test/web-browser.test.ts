@@ -162,6 +162,11 @@ for (const dialect of DIALECTS) {
       await Promise.all([a.waitForURL(/\/threads\/1/), a.getByRole('button', { name: 'Reply' }).click()]);
       await a.getByText('Friday, maybe.').waitFor();
       await checkPage(a, 'thread page');
+      await a.setInputFiles('#attach-file', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('ship it\n') });
+      await Promise.all([a.waitForURL(/\/threads\/1$/), a.getByRole('button', { name: 'Attach', exact: true }).click()]);
+      await a.getByText('notes.txt').waitFor();
+      const attached = await t.req('GET', '/api/v1/teams/core/repos/api/threads/1/attachments', { token: alice.token });
+      assert.equal(attached.body.results[0].upload.filename, 'notes.txt');
       await a.locator('#reply-1').getByRole('link', { name: 'Edit' }).click();
       await a.fill('#reply-body', 'Thursday, for sure.');
       await Promise.all([a.waitForURL(/\/threads\/1/), a.getByRole('button', { name: 'Save' }).click()]);

@@ -26,14 +26,14 @@ export function cookie(deps: Deps, name: string, value: string, maxAgeSeconds: n
 
 const LoginForm = Type.Object(
   {
-    _csrf: Type.String({ maxLength: 100 }),
+    _csrf: Type.Optional(Type.String({ maxLength: 100 })),
     username: Type.String({ maxLength: 200 }),
     password: Type.String({ maxLength: 1000 }),
     next: Type.Optional(Type.String({ maxLength: 2000 })),
   },
   { additionalProperties: false },
 );
-const LogoutForm = Type.Object({ _csrf: Type.String({ maxLength: 100 }) }, { additionalProperties: false });
+const LogoutForm = Type.Object({ _csrf: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false });
 
 export function loginPageFor(
   reply: FastifyReply,

@@ -13,6 +13,7 @@ import { homePages } from './home-pages.ts';
 import { pullPages } from './pull-pages.ts';
 import { repoPages } from './repo-pages.ts';
 import { threadPages } from './thread-pages.ts';
+import { uploadPages } from './upload-pages.ts';
 
 /**
  * The web interface (README "Web interface"): server-rendered pages under `/`, each reading and
@@ -37,7 +38,11 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   // before anything else is done with it (the sign-in form: the token of its login cookie).
   app.addHook('preValidation', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
-    const given = (request.body as Record<string, unknown> | undefined)?._csrf ?? request.headers['x-csrf-token'];
+    // a form field, the header htmx sends, or (a streamed multipart form) the form's address
+    const given =
+      (request.body as Record<string, unknown> | undefined)?._csrf ??
+      request.headers['x-csrf-token'] ??
+      (request.query as Record<string, unknown> | undefined)?._csrf;
     if (request.routeOptions.url === '/login') {
       const bound = cookieValue(request.headers.cookie, LOGIN_COOKIE);
       if (!bound || given !== bound) throw csrfRefused();
@@ -72,6 +77,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(repoPages, { deps });
   await app.register(pullPages, { deps });
   await app.register(threadPages, { deps });
+  await app.register(uploadPages, { deps });
 }
 
 const csrfRefused = () =>

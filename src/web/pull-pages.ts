@@ -21,7 +21,8 @@ import { NumberParam, pageRepoRef, repoHeader, repoRoute } from './repo-common.t
 import { pullDiff } from './diff.ts';
 
 const markdown = createMarkdownRenderer();
-const Csrf = Type.String({ maxLength: 100 });
+/** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
+const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
 const union = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
 const ListQuery = Type.Object(
   { status: Type.Optional(union(PULL_STATUSES)), page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },

@@ -21,7 +21,8 @@ import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
 
-const Csrf = Type.String({ maxLength: 100 });
+/** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
+const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
   { additionalProperties: false },
@@ -124,6 +125,10 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
             ${replies.length === 0 ? html`<p class="muted">No replies yet.</p>` : ''}
             ${pager(base, w.page, replies.length > w.perPage)}
           </section>
+          <form class="row" method="post" action="${base}/attachments?_csrf=${c.csrf}" enctype="multipart/form-data">
+            <label for="attach-file">Attach a file</label><input id="attach-file" name="file" type="file" required />
+            <button type="submit">Attach</button>
+          </form>
           <form class="stack" method="post" action="${base}/replies">
             ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
             ><textarea id="reply-body" name="body" required></textarea>
