@@ -61,7 +61,8 @@ for (const dialect of DIALECTS) {
         { 'README.md': '# API\n\nThe service.\n', 'src/app.ts': 'export const x = 1;\n' },
       ]);
       const url = g.url('/git/teams/core/api.git', alice.token);
-      await g.run(['-C', dir, 'push', '-q', url, 'main']);
+      await g.run(['-C', dir, 'tag', 'v1']);
+      await g.run(['-C', dir, 'push', '-q', url, 'main', 'v1']);
       await g.run(['-C', dir, 'checkout', '-q', '-b', 'feature']);
       await commitFiles(g, dir, [{ 'src/app.ts': 'export const x = 2;\nexport const added = true;\n' }], 'feature change');
       await g.run(['-C', dir, 'push', '-q', url, 'feature']);
@@ -105,6 +106,31 @@ for (const dialect of DIALECTS) {
       await page.waitForURL(`${base}${repoPath}`);
       await page.getByText('The service API').first().waitFor();
       await checkPage(page, 'repo page');
+      // the tree at the default branch with its README, then a file, highlighted
+      await page.locator('.markdown h1', { hasText: 'API' }).waitFor();
+      await page.getByRole('link', { name: 'src/', exact: true }).click();
+      await page.waitForURL(`${base}${repoPath}/tree/main/src`);
+      await checkPage(page, 'tree page');
+      await page.getByRole('link', { name: 'app.ts' }).click();
+      await page.waitForURL(`${base}${repoPath}/blob/main/src/app.ts`);
+      await page.locator('code.hljs .hljs-keyword', { hasText: 'export' }).first().waitFor();
+      await checkPage(page, 'file page');
+      await shot(page, 'file');
+      await page.getByRole('link', { name: 'History' }).click();
+      await page.waitForURL(`${base}${repoPath}/commits/main`);
+      await checkPage(page, 'commits page');
+      await page.getByRole('link', { name: 'change 1' }).click();
+      await page.locator('.diff h3', { hasText: 'README.md' }).waitFor();
+      await checkPage(page, 'commit page');
+      await page.goto(`${base}${repoPath}/compare/main...feature`);
+      await page.getByText('1 ahead, 0 behind').waitFor();
+      assert.ok(await page.getByText('export const added = true;').isVisible());
+      await checkPage(page, 'compare page');
+      await page.goto(`${base}${repoPath}/tags`);
+      await page.getByText('v1').waitFor();
+      await checkPage(page, 'tags page');
+      await page.goto(`${base}${repoPath}`);
+      await shot(page, 'repo-tree');
       await page.goto(`${base}${repoPath}/branches`);
       await page.getByText('feature', { exact: true }).waitFor();
       await checkPage(page, 'branches page');

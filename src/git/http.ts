@@ -1,17 +1,22 @@
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createReadStream, createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PassThrough, pipeline } from 'node:stream';
+import { PassThrough, pipeline, type Readable, Transform } from 'node:stream';
+import { pipeline as pipelineAsync } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type GitAccess, gitRefusal, gitRepoAccess } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
-import { actorOf } from '../events/service.ts';
-import { inTransaction } from '../core/transaction.ts';
-import { addDiskUsage, BareGitStore } from './bare-store.ts';
+import { AppError, badRequest } from '../errors.ts';
+import { isStorageFull } from '../http/error-handler.ts';
+import { BareGitStore } from './bare-store.ts';
+import { gitHttpLimiter, started } from './limits.ts';
+import { beginPush, pushesDir, recordLeftoverPushes, recordPush } from './pushes.ts';
 import { protectedBranchRegExps } from './push-rules.ts';
 import { HOOK_SOURCE } from './hook-source.ts';
+import { withRepoLock } from './repo-lock.ts';
 import { spawnGit } from './run.ts';
 
 type Service = 'git-upload-pack' | 'git-receive-pack';
@@ -86,7 +91,11 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       const access = await resolve(request, reply, service === 'git-receive-pack');
       if (!access) return reply;
       const env = protocolEnv(request);
-      const child = spawnGit([service!.slice(4), '--stateless-rpc', '--advertise-refs', store!.pathOf(access.repo.uuid)], env);
+      const child = await startGit(
+        request,
+        [service!.slice(4), '--stateless-rpc', '--advertise-refs', store!.pathOf(access.repo.uuid)],
+        env,
+      );
       const out = new PassThrough();
       if (!env.GIT_PROTOCOL?.includes('version=2')) out.write(`${pktLine(`# service=${service}\n`)}0000`);
       child.stdout!.pipe(out);
@@ -98,11 +107,18 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
         .send(out);
     });
 
-    app.post(`${prefix}/git-upload-pack`, { config, schema }, async (request, reply) => {
+    // The negotiation body is small: read whole (and size-limited, within REQUEST_TIMEOUT_MS)
+    // before git starts, so a stalled body holds a socket, never a git process.
+    app.post(`${prefix}/git-upload-pack`, { config: { ...config, shortBody: true }, schema }, async (request, reply) => {
       const access = await resolve(request, reply, false);
       if (!access) return reply;
-      const child = spawnGit(['upload-pack', '--stateless-rpc', store!.pathOf(access.repo.uuid)], protocolEnv(request));
-      pipeBody(request, child.stdin!, () => child.kill('SIGKILL'));
+      const body = await readBody(request, deps.config.gitMaxRequestBytes);
+      const child = await startGit(
+        request,
+        ['upload-pack', '--stateless-rpc', store!.pathOf(access.repo.uuid)],
+        protocolEnv(request),
+      );
+      child.stdin!.end(body);
       child.stderr!.resume();
       reply.raw.on('close', () => {
         if (child.exitCode === null) child.kill('SIGKILL');
@@ -118,90 +134,148 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       if (!access) return reply;
       const viewer = request.viewer!;
       const repo = access.repo;
-      const dir = store!.pathOf(repo.uuid);
-      const sizeBefore = await store!.size(repo.uuid);
-      const fresh = await deps.db
-        .selectFrom('repos')
-        .select(['disk_usage_bytes', 'max_disk_bytes'])
-        .where('uuid', '=', repo.uuid)
-        .executeTakeFirstOrThrow();
-      const left = Math.max(0, fresh.max_disk_bytes - fresh.disk_usage_bytes);
-      const protectedRes = await protectedBranchRegExps(deps.db, repo.uuid);
-      const logFile = join(tmpdir(), `weft-push-${randomUUID()}`);
-      const child = spawnGit(
-        ['-c', `core.hooksPath=${hooksDir}`, '-c', `receive.maxInputSize=${left + 1}`, 'receive-pack', '--stateless-rpc', dir],
-        {
-          ...protocolEnv(request),
-          WEFT_PROTECTED: JSON.stringify(protectedRes),
-          WEFT_QUOTA_LEFT: String(left),
-          WEFT_PUSH_LOG: logFile,
-        },
-      );
-      pipeBody(request, child.stdin!, () => child.kill('SIGKILL'));
-      child.stderr!.resume();
-      const out = new PassThrough();
-      child.stdout!.pipe(out, { end: false });
-      child.on('close', () => {
-        void recordPush(deps, store!, repo.uuid, viewer, sizeBefore, logFile)
-          .catch((err) => request.log.error({ err }, 'recording a push failed'))
-          .finally(() => out.end());
-      });
-      return reply
-        .header('content-type', 'application/x-git-receive-pack-result')
-        .header('cache-control', 'no-cache, max-age=0, must-revalidate')
-        .send(out);
+      // The pack is spooled to a file first (bounded by the quota left), so a slow pusher holds
+      // neither a git process nor the repo's write lock.
+      const spool = await spoolBody(request, deps.config.dataDir, await quotaLeft(deps, repo.uuid));
+      try {
+        const report = await withRepoLock(deps.database, repo.uuid, async () => {
+          await recordLeftoverPushes(deps, store!, repo.uuid);
+          const left = await quotaLeft(deps, repo.uuid);
+          const protectedRes = await protectedBranchRegExps(deps.db, repo.uuid);
+          const marker = await beginPush(deps.config.dataDir, repo.uuid, viewer, await store!.size(repo.uuid));
+          let child: ChildProcess;
+          try {
+            // No receive.maxInputSize: the spool already bounds the pack (quota left + 1 MiB), and
+            // the pre-receive hook's refusal says why ("the push needs N bytes but the quota leaves M").
+            const args = ['-c', `core.hooksPath=${hooksDir}`];
+            child = await startGit(request, [...args, 'receive-pack', '--stateless-rpc', store!.pathOf(repo.uuid)], {
+              ...protocolEnv(request),
+              WEFT_PROTECTED: JSON.stringify(protectedRes),
+              WEFT_QUOTA_LEFT: String(left),
+              WEFT_PUSH_LOG: marker,
+            });
+          } catch (err) {
+            await rm(marker, { force: true });
+            throw err;
+          }
+          const chunks: Buffer[] = [];
+          child.stdout!.on('data', (c: Buffer) => chunks.push(c));
+          child.stderr!.resume();
+          const closed = new Promise((resolve) => child.once('close', resolve));
+          pipeline(createReadStream(spool), child.stdin!, () => undefined);
+          await closed;
+          await testHold();
+          await recordPush(deps, store!, marker);
+          return Buffer.concat(chunks);
+        });
+        return reply
+          .header('content-type', 'application/x-git-receive-pack-result')
+          .header('cache-control', 'no-cache, max-age=0, must-revalidate')
+          .send(report);
+      } finally {
+        await rm(spool, { force: true });
+      }
     });
   }
-}
 
-/** Streams the request body (inflating gzip) into git's stdin; a broken body kills git. */
-function pipeBody(request: FastifyRequest, stdin: NodeJS.WritableStream, kill: () => void): void {
-  const encoding = String(request.headers['content-encoding'] ?? 'identity').toLowerCase();
-  const source = request.raw;
-  const onError = (err: Error | null) => {
-    if (err) kill();
-  };
-  if (encoding === 'gzip' || encoding === 'x-gzip') pipeline(source, createGunzip(), stdin, onError);
-  else pipeline(source, stdin, onError);
-}
-
-/** After receive-pack: the refs it updated (from the post-receive hook) become events, the growth a usage delta. */
-async function recordPush(
-  deps: Deps,
-  store: BareGitStore,
-  repoUuid: string,
-  viewer: { uuid: string; username: string },
-  sizeBefore: number,
-  logFile: string,
-): Promise<void> {
-  let log = '';
-  try {
-    log = readFileSync(logFile, 'utf8');
-  } catch {
-    // nothing was updated
-  } finally {
-    rmSync(logFile, { force: true });
-  }
-  const updates = log
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => line.split(' '))
-    .filter((parts) => parts.length === 3);
-  const sizeAfter = await store.size(repoUuid);
-  await inTransaction(deps, async (tx) => {
-    await addDiskUsage(tx, repoUuid, sizeAfter - sizeBefore);
-    if (updates.length === 0) return;
-    const repo = await tx.db.selectFrom('repos').selectAll().where('uuid', '=', repoUuid).executeTakeFirst();
-    if (!repo) return;
-    for (const [before, after, ref] of updates) {
-      await tx.emit({
-        kind: 'branch-pushed',
-        scopes: [`repo:${repo.uuid}`],
-        actor: actorOf(viewer),
-        payload: { repo_uuid: repoUuid, ref, before, after, pusher: { uuid: viewer.uuid, username: viewer.username } },
-      });
+  /** Takes a git process slot for the client, then starts git: 503 when over a cap or when git cannot start. */
+  async function startGit(request: FastifyRequest, args: string[], env: Record<string, string>): Promise<ChildProcess> {
+    const release = gitHttpLimiter(deps).acquire(request.ip);
+    try {
+      const child = await started(spawnGit(args, env));
+      child.once('close', release);
+      return child;
+    } catch (err) {
+      release();
+      throw err;
     }
+  }
+}
+
+/** The bytes the repo may still grow by. */
+async function quotaLeft(deps: Deps, repoUuid: string): Promise<number> {
+  const fresh = await deps.db
+    .selectFrom('repos')
+    .select(['disk_usage_bytes', 'max_disk_bytes'])
+    .where('uuid', '=', repoUuid)
+    .executeTakeFirstOrThrow();
+  return Math.max(0, Number(fresh.max_disk_bytes) - Number(fresh.disk_usage_bytes));
+}
+
+/** The request body, inflated when gzip, as a stream. */
+function bodySource(request: FastifyRequest): Readable {
+  const encoding = String(request.headers['content-encoding'] ?? 'identity').toLowerCase();
+  const raw = request.raw;
+  if (encoding !== 'gzip' && encoding !== 'x-gzip') return raw;
+  const gunzip = createGunzip();
+  raw.on('error', (err) => gunzip.destroy(err));
+  raw.on('close', () => {
+    if (!raw.complete) gunzip.destroy(new Error('the client went away mid-body'));
   });
+  return raw.pipe(gunzip);
+}
+
+const unreadable = () => badRequest('The request body could not be read (the client went away, or bad gzip).');
+
+/** Reads the whole (inflated) body, at most `max` bytes: 413 beyond. */
+async function readBody(request: FastifyRequest, max: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const source = bodySource(request);
+  try {
+    for await (const chunk of source) {
+      size += (chunk as Buffer).length;
+      if (size > max)
+        throw new AppError(
+          413,
+          'payload_too_large',
+          `The fetch negotiation is larger than ${max} bytes (GIT_MAX_REQUEST_BYTES).`,
+        );
+      chunks.push(chunk as Buffer);
+    }
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw unreadable();
+  }
+  if (!request.raw.complete) throw unreadable();
+  return Buffer.concat(chunks);
+}
+
+/** Spools the (inflated) push body to a file under DATA_DIR, at most the quota left plus 1 MiB of commands. */
+async function spoolBody(request: FastifyRequest, dataDir: string, left: number): Promise<string> {
+  const dir = join(pushesDir(dataDir), 'tmp');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const file = join(dir, `${Date.now()}-${randomUUID()}`);
+  const max = left + 1024 * 1024;
+  let size = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      size += chunk.length;
+      if (size > max)
+        return cb(new AppError(413, 'quota_exceeded', `The push is larger than the ${left} bytes the repo quota leaves.`));
+      cb(null, chunk);
+    },
+  });
+  try {
+    await pipelineAsync(bodySource(request), meter, createWriteStream(file, { mode: 0o600 }));
+  } catch (err) {
+    await rm(file, { force: true });
+    if (err instanceof AppError || isStorageFull(err)) throw err;
+    throw unreadable();
+  }
+  if (!request.raw.complete) {
+    await rm(file, { force: true });
+    throw unreadable();
+  }
+  return file;
+}
+
+/** Tests only: `WEFT_TEST_PUSH_HOLD_MS` holds a push after git moved its refs, before it is recorded. */
+async function testHold(): Promise<void> {
+  const ms = Number(process.env.WEFT_TEST_PUSH_HOLD_MS ?? 0);
+  if (!(ms > 0)) return;
+  process.stderr.write('weft-test: holding a push before recording it\n');
+  await new Promise((r) => setTimeout(r, ms));
 }
 
 /** The pre-receive and post-receive hooks every repository runs (through `core.hooksPath`). */

@@ -6,7 +6,7 @@ import type { TxContext } from '../core/transaction.ts';
 export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
 
 /**
- * The new target tip (`null` when the source branch has no commits, decisions §5 "Branches"),
+ * The new target tip (`null` when the source branch has no commits, README "Git"),
  * the conflicting paths, a refused fast-forward, or `busy` when the target kept moving.
  */
 export type MergeOutcome = { sha: string | null } | { conflictPaths: string[] } | { notFastForward: true } | { busy: true };
@@ -65,11 +65,6 @@ export interface GitStore {
   commitsBetween(uuid: string, base: string | null, head: string): Promise<CommitInfo[]>;
   /** Files changed on `head` since its merge base with `base`, sorted by path. */
   filesBetween(uuid: string, base: string | null, head: string): Promise<FileChange[]>;
-  /**
-   * The unified diff of `head` since its merge base with `base` (the pull page's files), cut at
-   * `maxBytes` (then `truncated`).
-   */
-  patchBetween(uuid: string, base: string | null, head: string, maxBytes: number): Promise<{ text: string; truncated: boolean }>;
   /** Points HEAD at the default branch. */
   setHead(uuid: string, branch: string): Promise<void>;
 }
@@ -99,9 +94,6 @@ export class EmptyGitStore implements GitStore {
   }
   async filesBetween(): Promise<FileChange[]> {
     return [];
-  }
-  async patchBetween(): Promise<{ text: string; truncated: boolean }> {
-    return { text: '', truncated: false };
   }
   async setHead(): Promise<void> {}
 }

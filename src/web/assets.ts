@@ -92,8 +92,9 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 .diff td.n{color:var(--muted);text-align:right;user-select:none;width:1%}
 .diff tr.add td{background:#dafbe1}.diff tr.del td{background:#ffebe9}.diff tr.hunk td{background:#ddf4ff;color:var(--muted)}
 .code{overflow-x:auto;border:1px solid var(--line);border-radius:6px}
-.code table td{border:0;padding:0 8px;white-space:pre;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}
+.code table td{border:0;padding:0 8px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}
 .code td.n{color:var(--muted);text-align:right;user-select:none;width:1%}
+.code td{vertical-align:top}.code pre{margin:0;padding:6px 0;line-height:1.45}.code pre code.hljs{padding:0;background:none;overflow:visible}
 .row{display:flex;flex-wrap:wrap;gap:8px;align-items:center}
 .reply{border:1px solid var(--line);border-radius:6px;margin-bottom:12px}
 .reply>header{background:var(--soft);padding:6px 10px;border-bottom:1px solid var(--line);display:flex;flex-wrap:wrap;gap:8px}

@@ -14,6 +14,7 @@ import { pullPages } from './pull-pages.ts';
 import { repoPages } from './repo-pages.ts';
 import { threadPages } from './thread-pages.ts';
 import { uploadPages } from './upload-pages.ts';
+import { codePages } from './code-pages.ts';
 
 /**
  * The web interface (README "Web interface"): server-rendered pages under `/`, each reading and
@@ -78,6 +79,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(pullPages, { deps });
   await app.register(threadPages, { deps });
   await app.register(uploadPages, { deps });
+  await app.register(codePages, { deps });
 }
 
 const csrfRefused = () =>

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
-import { listBranches, listPullFiles } from '../git/service.ts';
+import { listBranches } from '../git/service.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import { mergePull } from '../pulls/merge.ts';
 import { getPullProtection } from '../pulls/protection-status.ts';
@@ -18,7 +18,8 @@ import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
-import { pullDiff } from './diff.ts';
+import { renderDiff } from './diff.ts';
+import { pullFiles } from '../code/pulls.ts';
 
 const markdown = createMarkdownRenderer();
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
@@ -137,10 +138,10 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const [reviews, protection, files, attachments] = [
       await listReviews(deps, c.viewer, ref, number, w),
       await getPullProtection(deps, c.viewer, ref, number),
-      await listPullFiles(deps, c.viewer, ref, number, { offset: 0, limit: 101 }),
+      await pullFiles(deps, c.viewer, ref, number, { offset: 0, limit: 101 }),
       await listAttachments(deps, c.viewer, ref, { kind: 'pull', number }, { offset: 0, limit: 100 }),
     ];
-    const diff = await pullDiff(deps, repo.uuid, pull, files.slice(0, 100));
+    const diff = renderDiff(files.slice(0, 100), files.length > 100);
     const events = await activityOfScope(deps, c.viewer, `pull:${pull.uuid}`);
     const base = `${repoHref(repo)}/pulls/${pull.number}`;
     const body = html`${repoHeader(repo, 'pulls')}

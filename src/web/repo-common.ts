@@ -60,7 +60,10 @@ export function repoHeader(repo: RepoJson, tab: RepoTab): Html {
       <span class="badge">${repo.visibility}</span>${repo.is_archived ? html` <span class="badge">archived</span>` : ''}
     </h1>
     <nav class="tabs" aria-label="Repo">
-      ${item('code', 'Code', base)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Threads', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}
+      ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Threads', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
+        href="${base}/tags"
+        >Tags</a
+      >
     </nav>`;
 }
 

@@ -5,6 +5,7 @@ import { listBranches } from '../git/service.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import { getRepo } from '../repos/service.ts';
 import { activityOfScope } from './activity.ts';
+import { treeView } from './code-pages.ts';
 import { pageWindow, requirePage, sendPage } from './context.ts';
 import { html, pager, seg, trusted } from './html.ts';
 import { repoHref } from './home-pages.ts';
@@ -28,7 +29,12 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const branches = await listBranches(deps, c.viewer, ref, { offset: 0, limit: 11 });
     const scope = `repo:${repo.uuid}`;
     const events = await activityOfScope(deps, c.viewer, scope);
-    const body = html`${repoHeader(repo, 'code')} ${repo.description ? html`<p>${repo.description}</p>` : ''}
+    // the file tree at the default branch with its README, once that branch has been pushed
+    const tree =
+      (await deps.git.branchSha(repo.uuid, repo.default_branch)) !== null
+        ? await treeView(deps, c.viewer, ref, repo, repo.default_branch, '')
+        : html``;
+    const body = html`${repoHeader(repo, 'code')} ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
       <div class="grid">
         <div>
           <section class="box" aria-labelledby="clone-h">

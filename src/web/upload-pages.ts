@@ -2,12 +2,12 @@ import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { attach } from '../attachments/service.ts';
-import type { StoredBlob } from '../blobs/store.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest } from '../errors.ts';
 import { getRepo } from '../repos/service.ts';
 import {
   discardBlobs,
+  type HeldBlob,
   payloadTooLarge,
   planUpload,
   recordUploads,
@@ -43,7 +43,7 @@ export async function uploadPages(app: FastifyInstance, { deps }: { deps: Deps }
       const { number } = request.params as { number: number };
       if (!request.isMultipart()) throw badRequest('Send the file as multipart/form-data.');
       const plan = await planUpload(deps, c.viewer, ref, undefined);
-      const stored: StoredBlob[] = [];
+      const stored: HeldBlob[] = [];
       try {
         const part = await request.file();
         if (!part || part.fieldname !== 'file' || !part.filename) {
@@ -60,6 +60,7 @@ export async function uploadPages(app: FastifyInstance, { deps }: { deps: Deps }
           [{ filename: sanitizeFilename(part.filename), contentType: cleanContentType(part.mimetype), blob }],
           undefined,
         );
+        stored.length = 0; // the upload row holds its blob now
         await attach(deps, c.viewer, ref, { kind: 'thread', number }, { upload_uuid: upload!.uuid });
       } catch (err) {
         await discardBlobs(deps, stored);
