@@ -204,16 +204,22 @@ export async function checkUsername(deps: Deps, raw: string): Promise<{ availabl
   return { available: false, suggestion: await suggestName('username', username, (c) => isUsernameTaken(deps.db, c)) };
 }
 
+/** The user a username and password name; 401 for a wrong pair (the API's login and the sign-in page). */
+export async function checkCredentials(deps: Deps, username: string, password: string): Promise<UserRow> {
+  const row = await findUserByUsername(deps.db, username.trim().toLowerCase());
+  const usable = row?.password_hash && row.is_active === 1 ? row.password_hash : null;
+  // Unknown users, users without a password and inactive users cost one scrypt too, so the
+  // response time does not tell which usernames exist.
+  const ok = await verifyPassword(password, usable ?? (await dummyPasswordHash()));
+  if (!row || !usable || !ok) throw unauthorized('Wrong username or password.');
+  return row;
+}
+
 export async function login(
   deps: Deps,
   input: { username: string; password: string; token_name: string },
 ): Promise<CreatedToken> {
-  const row = await findUserByUsername(deps.db, input.username.trim());
-  const usable = row?.password_hash && row.is_active === 1 ? row.password_hash : null;
-  // Unknown users, users without a password and inactive users cost one scrypt too, so the
-  // response time does not tell which usernames exist.
-  const ok = await verifyPassword(input.password, usable ?? (await dummyPasswordHash()));
-  if (!row || !usable || !ok) throw unauthorized('Wrong username or password.');
+  const row = await checkCredentials(deps, input.username, input.password);
   const name = input.token_name.trim();
   if (!name) throw badRequest('token_name must not be blank.');
   // the password decided who the caller is; the token is theirs
