@@ -15,6 +15,7 @@ import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installLoadShedding, installTimeouts, serverTimeoutOptions } from './http/timeouts.ts';
 import { installOpenApi } from './http/openapi.ts';
+import { installTokenScopes } from './http/scopes.ts';
 import { installPaging } from './http/paging.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
@@ -112,6 +113,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installJsonParser(app);
   installNoBodyCheck(app);
   installErrorHandling(app);
+  installTokenScopes(app);
   await installOpenApi(app);
   installUrlCheck(app);
   installAuth(app, (secret, hint) => authenticate(deps, secret, hint));

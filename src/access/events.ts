@@ -103,7 +103,8 @@ function showFor(deps: Deps, viewer: Viewer, canRead: (scope: string) => Promise
     return role;
   };
   // Staff read everything that exists: an event as stored, when one of its scopes still exists.
-  if (viewer.isStaff) return async (event) => ((await someReadable(canRead, event.scopes)) ? event : null);
+  // (A staff token restricted to repos goes by the rules below: its repos' events only.)
+  if (viewer.isStaff && !viewer.repos) return async (event) => ((await someReadable(canRead, event.scopes)) ? event : null);
   return async (event) => {
     // A kind without a rule (none is recorded since kinds.ts: see assertDeclaredKind) is hidden.
     const rule = isEventKind(event.kind) ? KIND_RULES[event.kind] : NO_RULE;

@@ -154,7 +154,7 @@ const QUERIES = {
 /** The token and its user's columns, as the token lookup reads them, prefixed `v_`. */
 const TOKEN_COLUMNS =
   't.uuid as v_token_uuid, t.token_hash as v_token_hash, t.expires_at as v_expires_at, t.revoked_at as v_revoked_at, ' +
-  't.last_used_at as v_last_used_at, u.uuid as v_uuid, u.username as v_username, u.display_name as v_display_name, ' +
+  't.last_used_at as v_last_used_at, t.scopes as v_scopes, t.repos as v_repos, u.uuid as v_uuid, u.username as v_username, u.display_name as v_display_name, ' +
   'u.email as v_email, u.is_staff as v_is_staff, u.is_active as v_is_active, u.ping_mentions as v_ping_mentions, ' +
   'u.created_at as v_created_at, u.updated_at as v_updated_at';
 
@@ -232,6 +232,8 @@ export async function tokenWithRepoRead(
     expires_at: row.v_expires_at,
     revoked_at: row.v_revoked_at,
     last_used_at: row.v_last_used_at,
+    scopes: row.v_scopes,
+    repos: row.v_repos,
     uuid: row.v_uuid,
     username: row.v_username,
     display_name: row.v_display_name,

@@ -39,8 +39,16 @@ export async function resolveOwner(
   return { kind, uuid: user.uuid, name: user.username, team: null, user };
 }
 
+/**
+ * Whether the viewer's token reaches this repo: a token restricted to `repos` (README "Scoped
+ * tokens") reaches only those; to it every other repo does not exist (404).
+ */
+export const tokenReachesRepo = (viewer: Viewer | null, repoUuid: string): boolean =>
+  !viewer?.repos || viewer.repos.includes(repoUuid);
+
 /** The viewer's level on a repo (docs/behaviour.md "Teams and access"); staff are owners everywhere. */
 export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, repo: RepoRow, lock?: RowLock): Promise<RepoLevel> {
+  if (!tokenReachesRepo(viewer, repo.uuid)) return 'none';
   if (viewer?.isStaff) return 'owner';
   const role = viewer && repo.owner_kind === 'team' ? await teamRole(db, viewer, repo.owner_uuid, lock) : null;
   return repoLevelFrom(viewer, repo, role, await ownerActiveFor(db, viewer, repo));
@@ -65,10 +73,11 @@ const ROLE_LEVEL: Record<TeamRole, RepoLevel> = { owner: 'owner', maintainer: 'm
  */
 export function repoLevelFrom(
   viewer: Viewer | null,
-  repo: Pick<RepoRow, 'owner_kind' | 'owner_uuid' | 'visibility' | 'is_active'>,
+  repo: Pick<RepoRow, 'uuid' | 'owner_kind' | 'owner_uuid' | 'visibility' | 'is_active'>,
   role: TeamRole | null,
   ownerUserActive: boolean,
 ): RepoLevel {
+  if (!tokenReachesRepo(viewer, repo.uuid)) return 'none';
   if (viewer?.isStaff) return 'owner';
   let level: RepoLevel = 'none';
   if (viewer && repo.owner_kind === 'user' && repo.owner_uuid === viewer.uuid) level = 'owner';
@@ -107,6 +116,7 @@ export async function forkRecordReadable(
 
 /** Whether the viewer may read the repo with this uuid (false when there is none). */
 export async function repoUuidReadable(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<boolean> {
+  if (!tokenReachesRepo(viewer, uuid)) return false;
   if (viewer.isStaff)
     return (await db.selectFrom('repos').select('uuid').where('uuid', '=', uuid).executeTakeFirst()) !== undefined;
   // the repo and the viewer's role in its owning team in one statement (the rule: repoLevelFrom)
@@ -115,7 +125,7 @@ export async function repoUuidReadable(db: Kysely<DB>, viewer: Viewer, uuid: str
     .leftJoin('team_members as m', (join) =>
       join.onRef('m.team_uuid', '=', 'r.owner_uuid').on('r.owner_kind', '=', 'team').on('m.user_uuid', '=', viewer.uuid),
     )
-    .select(['r.owner_kind', 'r.owner_uuid', 'r.visibility', 'r.is_active', 'm.role'])
+    .select(['r.uuid', 'r.owner_kind', 'r.owner_uuid', 'r.visibility', 'r.is_active', 'm.role'])
     .where('r.uuid', '=', uuid)
     .executeTakeFirst();
   if (!repo) return false;
@@ -134,7 +144,7 @@ export async function hideUnreadableForkSources<T extends { fork_of_uuid: string
   viewer: Viewer,
   repos: T[],
 ): Promise<T[]> {
-  if (viewer.isStaff || repos.every((r) => r.fork_of_uuid === null)) return repos;
+  if ((viewer.isStaff && !viewer.repos) || repos.every((r) => r.fork_of_uuid === null)) return repos;
   const memo = new Map<string, Promise<boolean>>();
   const out: T[] = [];
   for (const repo of repos) {
@@ -204,6 +214,13 @@ export async function requireRepo(db: Kysely<DB>, viewer: Viewer, ref: RepoRef, 
  */
 export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
   if (!viewer) return sql<SqlBool>`1 = 0`;
+  const only = tokenRepoFilter(viewer);
+  if (only !== null) {
+    // a token restricted to repos: those of them the viewer may read (and nothing else)
+    if (only.length === 0) return sql<SqlBool>`1 = 0`;
+    const unrestricted = repoReadableBy({ ...viewer, repos: null });
+    return sql<SqlBool>`(repos.uuid in (${sql.join(only)}) and ${unrestricted})`;
+  }
   if (viewer.isStaff) return sql<SqlBool>`1 = 1`;
   return sql<SqlBool>`(
     (repos.visibility = 'public' and repos.is_active = 1 and (repos.owner_kind = 'team' or exists (
@@ -217,6 +234,12 @@ export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
     ))
   )`;
 }
+
+/**
+ * The repo uuids a list must keep to for this viewer (a token restricted to `repos`), or null
+ * when the token is not restricted. Lists filtered by `namespaceReadFilter` add it themselves.
+ */
+export const tokenRepoFilter = (viewer: Viewer): readonly string[] | null => viewer.repos ?? null;
 
 /**
  * Which of ONE namespace's repos the viewer may read, as a filter on plain columns: the
@@ -234,8 +257,8 @@ export async function namespaceReadFilter(
   if (viewer.isStaff) return 'all';
   if (owner.kind === 'user') return owner.uuid === viewer.uuid ? 'all' : 'public';
   const level = repoLevelFrom(
-    viewer,
-    { owner_kind: 'team', owner_uuid: owner.uuid, visibility: 'private', is_active: 1 },
+    { ...viewer, repos: null },
+    { uuid: '', owner_kind: 'team', owner_uuid: owner.uuid, visibility: 'private', is_active: 1 },
     await teamRole(db, viewer, owner.uuid),
     true,
   );
@@ -254,6 +277,8 @@ export async function requireRepoCreation(
   kind: 'team' | 'user',
   name: string,
 ): Promise<RepoOwner> {
+  // a token restricted to repos reaches those only: a new repo would be outside them
+  if (viewer.repos) throw forbidden('A token restricted to repos cannot create repos.');
   if (kind === 'team') {
     const { team } = await requireTeam(db, viewer, name, 'maintainer', { lock: 'share' });
     assertTeamActive(team);

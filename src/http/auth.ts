@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { unauthorized } from '../errors.ts';
 import type { Authenticate, AuthenticatedUser, RepoReadHint, Viewer } from '../viewer.ts';
 import { repoRef } from './repo-paths.ts';
+import { scopeRefusal } from './scopes.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -80,7 +81,8 @@ export function installAuth(app: FastifyInstance, authenticate: Authenticate): v
         if (!found) return done(unauthorized('The API token is invalid, expired or revoked.'));
         request.viewer = found.viewer;
         request.viewerUser = found.user;
-        done();
+        // a scoped token outside its scopes: 403 before any lookup (README "Scoped tokens")
+        done(scopeRefusal(request, found.viewer) ?? undefined);
       }, done);
       return;
     }

@@ -33,6 +33,7 @@ export const ERROR_CODES = [
   'signups_disabled',
   'team_inactive',
   'repo_archived',
+  'insufficient_scope',
   // 409
   'already_member',
   'invalid_pull_policy',

@@ -6,6 +6,7 @@ import {
   type RepoRef,
   type RepoRow,
   namespaceReadFilter,
+  tokenRepoFilter,
   readRepo,
   requireNamespaceInsight,
   requireRepo,
@@ -151,6 +152,11 @@ export async function listRepos(
   let keys = deps.db.selectFrom('repos').select('uuid').where('owner_kind', '=', kind).where('owner_uuid', '=', owner.uuid);
   if (filter === 'public') keys = keys.where('visibility', '=', 'public');
   if (filter !== 'all') keys = keys.where('is_active', '=', 1);
+  const only = tokenRepoFilter(viewer);
+  if (only !== null) {
+    if (only.length === 0) return [];
+    keys = keys.where('uuid', 'in', only);
+  }
   keys = keys.orderBy('created_at').orderBy('uuid').offset(page.offset).limit(page.limit);
   const rows = await repoViewQuery(deps.db)
     .where('repos.uuid', 'in', keys)
