@@ -34,6 +34,7 @@ import { teamsRoutes } from './teams/routes.ts';
 import { threadsRoutes } from './threads/routes.ts';
 import { uploadsRoutes } from './uploads/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
+import { sshKeysRoutes } from './sshkeys/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 
 export interface AppOptions {
@@ -59,6 +60,7 @@ const MODULES = [
   uploadsRoutes,
   attachmentsRoutes,
   gitRoutes,
+  sshKeysRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

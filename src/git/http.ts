@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { PassThrough, pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type GitAccess, gitRefusal, gitRepoAccess } from '../access/index.ts';
+import { type GitAccess, gitRefusal, gitRepoAccess, gitScopeRefusal } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { actorOf, inTransaction } from '../events/service.ts';
 import { addDiskUsage, BareGitStore } from './bare-store.ts';
@@ -56,9 +56,11 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
     const resolve = async (request: FastifyRequest, reply: FastifyReply, write: boolean): Promise<GitAccess | null> => {
       const params = request.params as GitParams;
       const slug = params.repo.endsWith('.git') ? params.repo.slice(0, -4) : params.repo;
-      const access = await gitRepoAccess(deps.db, request.viewer, kind, params.owner, slug);
-      const refusal = gitRefusal(request.viewer, access, write);
+      const scoped = gitScopeRefusal(request.viewer, write);
+      const access = scoped ? null : await gitRepoAccess(deps.db, request.viewer, kind, params.owner, slug);
+      const refusal = scoped ?? gitRefusal(request.viewer, access, write);
       if (refusal) {
+        if (refusal.headers) reply.headers(refusal.headers);
         reply.code(refusal.status).send({ error: refusal.code, detail: refusal.detail });
         return null;
       }

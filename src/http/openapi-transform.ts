@@ -78,6 +78,10 @@ const OPERATION_IDS: Record<string, string> = {
   'get /api-tokens/{uuid}': 'getApiToken',
   'delete /api-tokens/{uuid}': 'deleteApiToken',
   'put /api-tokens/{uuid}/revoke': 'revokeApiToken',
+  'get /user/keys': 'listSshKeys',
+  'post /user/keys': 'createSshKey',
+  'get /user/keys/{uuid}': 'getSshKey',
+  'delete /user/keys/{uuid}': 'deleteSshKey',
   'get /events': 'listEvents',
   'get /events/{id}': 'getEvent',
   'get /teams': 'listTeams',
@@ -132,6 +136,7 @@ const OPERATION_IDS: Record<string, string> = {
 const RECORDS: Record<string, string> = {
   getAuthenticatedUser: 'User',
   getApiToken: 'ApiToken',
+  getSshKey: 'SshKey',
   getEvent: 'Event',
   getTeam: 'Team',
   getMember: 'Member',

@@ -22,18 +22,25 @@ declare module 'fastify' {
 }
 
 const unmapped = new WeakMap<FastifyInstance, string[]>();
+const seen = new WeakMap<FastifyInstance, Set<string>>();
 
 /** The /api/v1 routes (`METHOD url`) registered on `app` without an entry in ROUTE_SCOPES. */
 export const unmappedRoutes = (app: FastifyInstance): string[] => [...(unmapped.get(app) ?? [])];
 
+/** The table keys of every /api/v1 route registered on `app` (to find entries no route uses). */
+export const routeKeysOf = (app: FastifyInstance): Set<string> => new Set(seen.get(app));
+
 /** Give every /api/v1 route its scope; call before installOpenApi (whose hook fills the rest of `security`). */
 export function installTokenScopes(app: FastifyInstance): void {
   const missing: string[] = [];
+  const keys = new Set<string>();
   unmapped.set(app, missing);
+  seen.set(app, keys);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const key = routeScopeKey(String(methods[0]), route.url);
     if (key === null) return;
+    keys.add(key);
     const scope = routeScope(key);
     if (scope === undefined && !methods.every((m) => m === 'HEAD')) missing.push(`${methods.join(',')} ${route.url}`);
     route.config = { ...route.config, tokenScope: scope ?? UNMAPPED };

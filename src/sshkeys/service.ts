@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import { isUniqueViolation } from '../db/tx.ts';
+import type { DB, SshKeysTable } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
+import { actorOf, inTransaction } from '../events/service.ts';
+import { nowIso } from '../time.ts';
+import type { Viewer } from '../viewer.ts';
+import { parsePublicKey } from './parse.ts';
+
+type KeyRow = Selectable<SshKeysTable>;
+
+export interface SshKeyJson {
+  uuid: string;
+  title: string;
+  key_type: string;
+  fingerprint: string;
+  key: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export const sshKeyToJson = (row: KeyRow): SshKeyJson => ({
+  uuid: row.uuid,
+  title: row.title,
+  key_type: row.key_type,
+  fingerprint: row.fingerprint,
+  key: row.public_key,
+  created_at: row.created_at,
+  last_used_at: row.last_used_at,
+});
+
+const duplicate = () => conflict('conflict', 'This key is already registered (by you or another user).');
+
+/** Registers a key for the caller: 400 malformed or weak, 409 when anyone registered the same key material. */
+export async function addSshKey(deps: Deps, viewer: Viewer, input: { title: string; key: string }): Promise<SshKeyJson> {
+  const title = input.title.trim();
+  if (!title) throw badRequest('title must not be blank.');
+  const parsed = parsePublicKey(input.key);
+  return inTransaction(deps, async (tx) => {
+    const taken = await tx.db
+      .selectFrom('ssh_keys')
+      .select('uuid')
+      .where('fingerprint', '=', parsed.fingerprint)
+      .executeTakeFirst();
+    if (taken) throw duplicate();
+    const row: KeyRow = {
+      uuid: randomUUID(),
+      user_uuid: viewer.uuid,
+      title,
+      key_type: parsed.keyType,
+      public_key: parsed.publicKey,
+      fingerprint: parsed.fingerprint,
+      created_at: nowIso(),
+      last_used_at: null,
+    };
+    try {
+      await tx.db.insertInto('ssh_keys').values(row).execute();
+    } catch (err) {
+      // two registrations of one key raced: the loser hits the unique fingerprint index
+      if (isUniqueViolation(err)) throw duplicate();
+      throw err;
+    }
+    await tx.emit({
+      kind: 'ssh-key-added',
+      scopes: [`user:${viewer.uuid}`],
+      actor: actorOf(viewer),
+      payload: { key_uuid: row.uuid, title, key_type: row.key_type, fingerprint: row.fingerprint },
+    });
+    return sshKeyToJson(row);
+  });
+}
+
+/** The caller's keys, oldest first. */
+export async function listSshKeys(deps: Deps, viewer: Viewer, page: { offset: number; limit: number }): Promise<SshKeyJson[]> {
+  const rows = await deps.db
+    .selectFrom('ssh_keys')
+    .selectAll()
+    .where('user_uuid', '=', viewer.uuid)
+    .orderBy('created_at')
+    .orderBy('uuid')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
+  return rows.map(sshKeyToJson);
+}
+
+/** One of the caller's keys; anyone else's (staff included) is 404: keys live under /user. */
+async function ownKey(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<KeyRow> {
+  const row = await db
+    .selectFrom('ssh_keys')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .where('user_uuid', '=', viewer.uuid)
+    .executeTakeFirst();
+  if (!row) throw notFound('SSH key');
+  return row;
+}
+
+export async function getSshKey(deps: Deps, viewer: Viewer, uuid: string): Promise<SshKeyJson> {
+  return sshKeyToJson(await ownKey(deps.db, viewer, uuid));
+}
+
+/** Deletes one of the caller's keys; the SSH server refuses it from the next command on. */
+export async function deleteSshKey(deps: Deps, viewer: Viewer, uuid: string): Promise<void> {
+  await inTransaction(deps, async (tx) => {
+    const row = await ownKey(tx.db, viewer, uuid);
+    const deleted = await tx.db.deleteFrom('ssh_keys').where('uuid', '=', uuid).executeTakeFirst();
+    if (Number(deleted.numDeletedRows) === 0) throw notFound('SSH key');
+    await tx.emit({
+      kind: 'ssh-key-deleted',
+      scopes: [`user:${viewer.uuid}`],
+      actor: actorOf(viewer),
+      payload: { key_uuid: row.uuid, title: row.title, key_type: row.key_type, fingerprint: row.fingerprint },
+    });
+  });
+}
