@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { EVENT_KINDS } from '../src/events/kinds.ts';
 import { type EventKind } from '../src/events/kinds.ts';
-import { inTransaction } from '../src/events/service.ts';
+import { inTransaction } from '../src/core/transaction.ts';
 import type { EventJson, Person } from './common.ts';
 import { makeWorkTree, gitClient } from './git-fixtures.ts';
 import { DIALECTS, type Res, type TestApp, startApp } from './helpers.ts';

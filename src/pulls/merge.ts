@@ -1,9 +1,11 @@
 import type { Selectable } from 'kysely';
-import type { RepoRef } from '../access/index.ts';
+import type { RepoRef, RepoRow } from '../access/index.ts';
 import type { PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { command, inTransaction } from '../core/command.ts';
+import { onPull } from '../core/targets.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
@@ -40,10 +42,15 @@ export async function mergePull(
   number: number,
   strategy: MergeStrategy = 'merge',
 ): Promise<MergeResultJson> {
-  const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
+  // A first look (404/403 early, and the pull's uuid to recover a stale claim of it); the claim
+  // below decides again on locked rows, so a member removal or an archive racing the merge
+  // either waits for the claim or refuses it.
+  const { pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
   await recoverMergeClaims(deps, pull.uuid);
   let mergedAt = '';
-  const claimed = await inTransaction(deps, async (tx) => {
+  let repo!: RepoRow;
+  const claimed = await command(deps, viewer, onPull(ref, number, { level: 'write', write: true }), async (tx) => {
+    repo = tx.access.access.repo;
     // The claiming UPDATE waits on the pull's row lock (a review being submitted holds it), so
     // the merge time is read only once it holds that lock: never earlier than a review it counts.
     const res = await tx.db
@@ -72,7 +79,7 @@ export async function mergePull(
       throw conflict('pull_merged', 'The pull is already merged.');
     }
     const current = await tx.db.selectFrom('pulls').selectAll().where('uuid', '=', pull.uuid).executeTakeFirstOrThrow();
-    const protection = await pullProtectionStatus(tx.db, access.repo, current);
+    const protection = await pullProtectionStatus(tx.db, repo, current);
     if (!protection.satisfied) {
       throw conflict(
         'protection_unsatisfied',
@@ -95,7 +102,7 @@ export async function mergePull(
       return { name: u?.display_name || u?.username || 'weft', email: u?.email || 'weft@localhost' };
     };
     const outcome = await deps.git.merge({
-      repo: access.repo,
+      repo,
       pull: claimed,
       strategy,
       merger: person(viewer.uuid),
