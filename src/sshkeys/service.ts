@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
+import { requireOwnSshKey } from '../access/index.ts';
+import { command } from '../core/command.ts';
+import { decide, nothing } from '../core/targets.ts';
 import { isUniqueViolation } from '../db/tx.ts';
-import type { DB, SshKeysTable } from '../db/types.ts';
+import type { SshKeysTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import { parsePublicKey } from './parse.ts';
@@ -38,7 +41,8 @@ export async function addSshKey(deps: Deps, viewer: Viewer, input: { title: stri
   const title = input.title.trim();
   if (!title) throw badRequest('title must not be blank.');
   const parsed = parsePublicKey(input.key);
-  return inTransaction(deps, async (tx) => {
+  // the caller's own namespace: no target to lock, the key's uniqueness is the index's
+  return command(deps, viewer, nothing, async (tx) => {
     const taken = await tx.db
       .selectFrom('ssh_keys')
       .select('uuid')
@@ -86,26 +90,15 @@ export async function listSshKeys(deps: Deps, viewer: Viewer, page: { offset: nu
   return rows.map(sshKeyToJson);
 }
 
-/** One of the caller's keys; anyone else's (staff included) is 404: keys live under /user. */
-async function ownKey(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<KeyRow> {
-  const row = await db
-    .selectFrom('ssh_keys')
-    .selectAll()
-    .where('uuid', '=', uuid)
-    .where('user_uuid', '=', viewer.uuid)
-    .executeTakeFirst();
-  if (!row) throw notFound('SSH key');
-  return row;
-}
-
 export async function getSshKey(deps: Deps, viewer: Viewer, uuid: string): Promise<SshKeyJson> {
-  return sshKeyToJson(await ownKey(deps.db, viewer, uuid));
+  return sshKeyToJson(await requireOwnSshKey(deps.db, viewer, uuid));
 }
 
 /** Deletes one of the caller's keys; the SSH server refuses it from the next command on. */
 export async function deleteSshKey(deps: Deps, viewer: Viewer, uuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const row = await ownKey(tx.db, viewer, uuid);
+  const target = decide((db, v: Viewer) => requireOwnSshKey(db, v, uuid, 'update'));
+  await command(deps, viewer, target, async (tx) => {
+    const row = tx.access;
     const deleted = await tx.db.deleteFrom('ssh_keys').where('uuid', '=', uuid).executeTakeFirst();
     if (Number(deleted.numDeletedRows) === 0) throw notFound('SSH key');
     await tx.emit({
