@@ -132,7 +132,7 @@ export async function createRepo(
       viewer,
     );
     await deps.git.create(tx, row);
-    return loadRepoJson(tx.db, row.uuid, deps.config.publicUrl);
+    return loadRepoJson(tx.db, row.uuid, deps.config);
   });
 }
 
@@ -167,7 +167,7 @@ export async function listRepos(
   return hideUnreadableForkSources(
     deps.db,
     viewer,
-    rows.map((row) => repoToJson(row, deps.config.publicUrl)),
+    rows.map((row) => repoToJson(row, deps.config)),
   );
 }
 
@@ -175,7 +175,7 @@ export async function listRepos(
 export async function getRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<RepoJson> {
   const { repo } = await readRepo(deps.database, viewer, ref);
   // fork_of_uuid only when the caller may read the source (one more read, forks only)
-  const [json] = await hideUnreadableForkSources(deps.db, viewer, [repoToJson(repo, deps.config.publicUrl)]);
+  const [json] = await hideUnreadableForkSources(deps.db, viewer, [repoToJson(repo, deps.config)]);
   return json!;
 }
 
@@ -208,7 +208,7 @@ async function applyRepoChanges(
   const changed = Object.fromEntries(
     Object.entries(changes).filter(([key, value]) => repo[key as keyof RepoRow] !== value),
   ) as RepoChanges;
-  if (Object.keys(changed).length === 0) return loadRepoJson(tx.db, repo.uuid, deps.config.publicUrl);
+  if (Object.keys(changed).length === 0) return loadRepoJson(tx.db, repo.uuid, deps.config);
   try {
     await tx.db
       .updateTable('repos')
@@ -219,7 +219,7 @@ async function applyRepoChanges(
     if (isUniqueViolation(err)) throw slugTaken(String(changed.slug));
     throw err;
   }
-  const json = await loadRepoJson(tx.db, repo.uuid, deps.config.publicUrl);
+  const json = await loadRepoJson(tx.db, repo.uuid, deps.config);
   // Payload values in API form (booleans, not 0/1).
   const shown: Record<string, unknown> = {};
   for (const key of Object.keys(changed)) shown[key] = json[key as keyof RepoJson];
