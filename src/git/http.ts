@@ -1,23 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { PassThrough, pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type GitAccess, gitRefusal, gitRepoAccess, gitScopeRefusal } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
-import { actorOf } from '../events/service.ts';
-import { inTransaction } from '../core/transaction.ts';
-import { addDiskUsage, BareGitStore } from './bare-store.ts';
-import { protectedBranchRegExps } from './push-rules.ts';
-import { HOOK_SOURCE } from './hook-source.ts';
+import { BareGitStore } from './bare-store.ts';
+import { hooksDirOf, installHooks, protocolEnv as gitProtocolEnv, spawnReceivePack, spawnUploadPack } from './receive.ts';
 import { spawnGit } from './run.ts';
 
 type Service = 'git-upload-pack' | 'git-receive-pack';
 const SERVICES: Service[] = ['git-upload-pack', 'git-receive-pack'];
-/** What a `Git-Protocol` header may contain (`version=2`, `key=value:key=value`). */
-const GIT_PROTOCOL_RE = /^[A-Za-z0-9=:.,_-]{1,256}$/;
 
 interface GitParams {
   owner: string;
@@ -39,8 +30,7 @@ function pktLine(text: string): string {
 export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }): Promise<void> {
   const { deps } = opts;
   const store = deps.git instanceof BareGitStore ? deps.git : null;
-  const hooksDir = join(deps.config.dataDir, 'git-hooks');
-  if (store) installHooks(hooksDir);
+  if (store) installHooks(hooksDirOf(deps.config.dataDir));
 
   // These bodies are git's, not JSON: leave the stream unread for the handler.
   app.removeAllContentTypeParsers();
@@ -72,10 +62,7 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       return access;
     };
 
-    const protocolEnv = (request: FastifyRequest): Record<string, string> => {
-      const header = request.headers['git-protocol'];
-      return typeof header === 'string' && GIT_PROTOCOL_RE.test(header) ? { GIT_PROTOCOL: header } : {};
-    };
+    const protocolEnv = (request: FastifyRequest): Record<string, string> => gitProtocolEnv(request.headers['git-protocol']);
 
     app.get(`${prefix}/info/refs`, { config, schema }, async (request, reply) => {
       const service = (request.query as { service?: string }).service;
@@ -103,7 +90,7 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
     app.post(`${prefix}/git-upload-pack`, { config, schema }, async (request, reply) => {
       const access = await resolve(request, reply, false);
       if (!access) return reply;
-      const child = spawnGit(['upload-pack', '--stateless-rpc', store!.pathOf(access.repo.uuid)], protocolEnv(request));
+      const child = spawnUploadPack(store!, access.repo.uuid, protocolEnv(request), true);
       pipeBody(request, child.stdin!, () => child.kill('SIGKILL'));
       child.stderr!.resume();
       reply.raw.on('close', () => {
@@ -119,35 +106,12 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       const access = await resolve(request, reply, true);
       if (!access) return reply;
       const viewer = request.viewer!;
-      const repo = access.repo;
-      const dir = store!.pathOf(repo.uuid);
-      const sizeBefore = await store!.size(repo.uuid);
-      const fresh = await deps.db
-        .selectFrom('repos')
-        .select(['disk_usage_bytes', 'max_disk_bytes'])
-        .where('uuid', '=', repo.uuid)
-        .executeTakeFirstOrThrow();
-      const left = Math.max(0, fresh.max_disk_bytes - fresh.disk_usage_bytes);
-      const protectedRes = await protectedBranchRegExps(deps.db, repo.uuid);
-      const logFile = join(tmpdir(), `weft-push-${randomUUID()}`);
-      const child = spawnGit(
-        ['-c', `core.hooksPath=${hooksDir}`, '-c', `receive.maxInputSize=${left + 1}`, 'receive-pack', '--stateless-rpc', dir],
-        {
-          ...protocolEnv(request),
-          WEFT_PROTECTED: JSON.stringify(protectedRes),
-          WEFT_QUOTA_LEFT: String(left),
-          WEFT_PUSH_LOG: logFile,
-        },
-      );
+      const { child, recorded } = await spawnReceivePack(deps, store!, access.repo.uuid, viewer, protocolEnv(request), true);
       pipeBody(request, child.stdin!, () => child.kill('SIGKILL'));
       child.stderr!.resume();
       const out = new PassThrough();
       child.stdout!.pipe(out, { end: false });
-      child.on('close', () => {
-        void recordPush(deps, store!, repo.uuid, viewer, sizeBefore, logFile)
-          .catch((err) => request.log.error({ err }, 'recording a push failed'))
-          .finally(() => out.end());
-      });
+      void recorded.catch((err) => request.log.error({ err }, 'recording a push failed')).finally(() => out.end());
       return reply
         .header('content-type', 'application/x-git-receive-pack-result')
         .header('cache-control', 'no-cache, max-age=0, must-revalidate')
@@ -165,53 +129,4 @@ function pipeBody(request: FastifyRequest, stdin: NodeJS.WritableStream, kill: (
   };
   if (encoding === 'gzip' || encoding === 'x-gzip') pipeline(source, createGunzip(), stdin, onError);
   else pipeline(source, stdin, onError);
-}
-
-/** After receive-pack: the refs it updated (from the post-receive hook) become events, the growth a usage delta. */
-async function recordPush(
-  deps: Deps,
-  store: BareGitStore,
-  repoUuid: string,
-  viewer: { uuid: string; username: string },
-  sizeBefore: number,
-  logFile: string,
-): Promise<void> {
-  let log = '';
-  try {
-    log = readFileSync(logFile, 'utf8');
-  } catch {
-    // nothing was updated
-  } finally {
-    rmSync(logFile, { force: true });
-  }
-  const updates = log
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => line.split(' '))
-    .filter((parts) => parts.length === 3);
-  const sizeAfter = await store.size(repoUuid);
-  await inTransaction(deps, async (tx) => {
-    await addDiskUsage(tx, repoUuid, sizeAfter - sizeBefore);
-    if (updates.length === 0) return;
-    const repo = await tx.db.selectFrom('repos').selectAll().where('uuid', '=', repoUuid).executeTakeFirst();
-    if (!repo) return;
-    for (const [before, after, ref] of updates) {
-      await tx.emit({
-        kind: 'branch-pushed',
-        scopes: [`repo:${repo.uuid}`],
-        actor: actorOf(viewer),
-        payload: { repo_uuid: repoUuid, ref, before, after, pusher: { uuid: viewer.uuid, username: viewer.username } },
-      });
-    }
-  });
-}
-
-/** The pre-receive and post-receive hooks every repository runs (through `core.hooksPath`). */
-function installHooks(dir: string): void {
-  mkdirSync(dir, { recursive: true });
-  // The hooks are CommonJS whatever the enclosing package says.
-  writeFileSync(join(dir, 'package.json'), '{"type":"commonjs"}\n');
-  for (const name of ['pre-receive', 'post-receive']) {
-    writeFileSync(join(dir, name), `#!${process.execPath}\n${HOOK_SOURCE}`, { mode: 0o755 });
-  }
 }
