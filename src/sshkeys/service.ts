@@ -109,3 +109,44 @@ export async function deleteSshKey(deps: Deps, viewer: Viewer, uuid: string): Pr
     });
   });
 }
+
+/** A registered key with its user, as the SSH server authenticates it. */
+export interface KeyOwner {
+  keyUuid: string;
+  publicKey: string;
+  lastUsedAt: string | null;
+  viewer: Viewer;
+}
+
+/**
+ * The key with this fingerprint and its user, or null when no such key is registered or its user
+ * is deactivated (their keys stop working as their tokens do). The SSH server asks at sign-in and
+ * again before every command, so a deleted key or a deactivated user is refused at once.
+ */
+export async function keyOwner(deps: Deps, by: { fingerprint: string } | { keyUuid: string }): Promise<KeyOwner | null> {
+  let q = deps.db
+    .selectFrom('ssh_keys as k')
+    .innerJoin('users as u', 'u.uuid', 'k.user_uuid')
+    .select(['k.uuid', 'k.public_key', 'k.last_used_at', 'u.uuid as user_uuid', 'u.username', 'u.is_staff', 'u.is_active']);
+  q = 'fingerprint' in by ? q.where('k.fingerprint', '=', by.fingerprint) : q.where('k.uuid', '=', by.keyUuid);
+  const row = await q.executeTakeFirst();
+  if (!row || row.is_active !== 1) return null;
+  return {
+    keyUuid: row.uuid,
+    publicKey: row.public_key,
+    lastUsedAt: row.last_used_at,
+    // an SSH key carries its user's full access, as a session cookie does (no token scopes)
+    viewer: { uuid: row.user_uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: '' },
+  };
+}
+
+/** last_used_at of a key, kept to the minute (at most one write a minute per key). */
+export async function touchSshKey(deps: Deps, owner: KeyOwner): Promise<void> {
+  const now = Date.now();
+  if (owner.lastUsedAt !== null && now - Date.parse(owner.lastUsedAt) < 60_000) return;
+  await deps.db
+    .updateTable('ssh_keys')
+    .set({ last_used_at: new Date(now).toISOString() })
+    .where('uuid', '=', owner.keyUuid)
+    .execute();
+}
