@@ -1,3 +1,4 @@
+import { cpus } from 'node:os';
 import { resolve } from 'node:path';
 import { MAX_SECRET_LENGTH } from './tokens/secret.ts';
 
@@ -57,6 +58,22 @@ export interface Config {
   sshMaxSessionsPerUser: number;
   /** SSH_IDLE_TIMEOUT_MS: an SSH connection with no traffic either way for this long is closed. */
   sshIdleTimeoutMs: number;
+  /** GIT_MAX_PROCESSES: concurrent git processes for reading code (default twice the cores). */
+  gitMaxProcesses?: number;
+  /** GIT_TIMEOUT_MS: timeout of one git command (or object-reader batch) of a code-reading request. */
+  gitTimeoutMs?: number;
+  /** GIT_MAX_OUTPUT_BYTES: most bytes one buffered git command of a code-reading request may write. */
+  gitMaxOutputBytes?: number;
+  /** GIT_MAX_STREAM_BYTES: most bytes a streamed git command (archive, raw file) may write. */
+  gitMaxStreamBytes?: number;
+  /** WEBHOOK_MAX_CONCURRENCY: webhook deliveries in flight at once on this instance (src/hooks). */
+  webhookMaxConcurrency: number;
+  /** GIT_HTTP_MAX_PROCESSES: git processes one instance runs for clients at once; beyond, 503 with Retry-After. */
+  gitHttpMaxProcesses: number;
+  /** GIT_HTTP_MAX_PROCESSES_PER_CLIENT: the same per client address. */
+  gitHttpMaxProcessesPerClient: number;
+  /** GIT_MAX_REQUEST_BYTES: largest fetch negotiation body (git-upload-pack), read before git starts; 413 beyond. */
+  gitMaxRequestBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -197,6 +214,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const sshMaxSessions = intVar(env, 'SSH_MAX_SESSIONS', 64, 1, 100_000);
   const sshMaxSessionsPerUser = intVar(env, 'SSH_MAX_SESSIONS_PER_USER', 8, 1, 100_000);
   const sshIdleTimeoutMs = intVar(env, 'SSH_IDLE_TIMEOUT_MS', 300_000, 100, 86_400_000);
+  const gitMaxProcesses = intVar(env, 'GIT_MAX_PROCESSES', 2 * Math.max(1, cpus().length), 1, 1024);
+  const gitTimeoutMs = intVar(env, 'GIT_TIMEOUT_MS', 10_000, 100, 600_000);
+  const gitMaxOutputBytes = intVar(env, 'GIT_MAX_OUTPUT_BYTES', 32 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
+  const gitMaxStreamBytes = intVar(env, 'GIT_MAX_STREAM_BYTES', 4 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER);
+  const webhookMaxConcurrency = intVar(env, 'WEBHOOK_MAX_CONCURRENCY', 32, 1, 10_000);
+  const gitHttpMaxProcesses = intVar(env, 'GIT_HTTP_MAX_PROCESSES', 32, 1, 10_000);
+  const gitHttpMaxProcessesPerClient = intVar(env, 'GIT_HTTP_MAX_PROCESSES_PER_CLIENT', 8, 1, 10_000);
+  const gitMaxRequestBytes = intVar(env, 'GIT_MAX_REQUEST_BYTES', 16 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
 
   return {
     trustProxy,
@@ -228,5 +253,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sshMaxSessions,
     sshMaxSessionsPerUser,
     sshIdleTimeoutMs,
+    gitMaxProcesses,
+    gitTimeoutMs,
+    gitMaxOutputBytes,
+    gitMaxStreamBytes,
+    webhookMaxConcurrency,
+    gitHttpMaxProcesses,
+    gitHttpMaxProcessesPerClient,
+    gitMaxRequestBytes,
   };
 }

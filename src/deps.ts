@@ -7,6 +7,7 @@ import type { EventBus } from './events/bus.ts';
 import type { LiveHub } from './events/live.ts';
 import type { ScopeRegistry } from './events/scopes.ts';
 import type { GitStore } from './git/store.ts';
+import type { Webhooks } from './hooks/background.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { Clock } from './time.ts';
 import type { TimerScheduler } from './timers/scheduler.ts';
@@ -36,4 +37,6 @@ export interface Deps {
   timers: TimerScheduler;
   /** Who may read each event scope kind (access/scopes.ts). */
   scopes: ScopeRegistry;
+  /** Webhook delivery: dispatcher, sender jobs, sweep (src/hooks/background.ts). */
+  webhooks: Webhooks;
 }

@@ -14,8 +14,11 @@ import { LiveHub } from './events/live.ts';
 import { ScopeRegistry } from './events/scopes.ts';
 import { BareGitStore } from './git/bare-store.ts';
 import type { GitStore } from './git/store.ts';
+import { Webhooks } from './hooks/background.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
-import { recoverMergeClaims } from './pulls/merge.ts';
+import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
+import { startBlobSweep, stopBlobSweep } from './blobs/lifetime.ts';
+import { recoverPushes, sweepPushSpool } from './git/pushes.ts';
 import { type Clock, systemClock } from './time.ts';
 import { TimerScheduler, type TimerSchedulerOptions } from './timers/scheduler.ts';
 
@@ -33,7 +36,7 @@ export interface DepsOverrides {
 
 export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
   const clock = overrides.clock ?? systemClock;
-  const deps: Omit<Deps, 'timers' | 'live'> & { timers?: TimerScheduler; live?: LiveHub } = {
+  const deps: Omit<Deps, 'timers' | 'live' | 'webhooks'> & { timers?: TimerScheduler; live?: LiveHub; webhooks?: Webhooks } = {
     config,
     database,
     db: database.db,
@@ -41,7 +44,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
     clock,
     scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
     bus: overrides.bus ?? (database.pool ? new PostgresBus(database.pool, database.pool.options) : new InProcessBus()),
-    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db),
+    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db, database),
     blobs: overrides.blobs ?? new FsBlobStore(join(config.dataDir, 'blobs')),
     jobs:
       overrides.jobs ??
@@ -53,6 +56,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
   };
   deps.live = new LiveHub(database.db, database.dialect, deps.bus);
   deps.timers = new TimerScheduler(deps as Deps, overrides.timers);
+  deps.webhooks = new Webhooks(deps as Deps);
   return deps as Deps;
 }
 
@@ -62,14 +66,25 @@ export async function startBackground(deps: Deps): Promise<void> {
   deps.live.start();
   deps.jobs.start();
   deps.timers.start();
-  // Merge claims left by a crashed process (src/pulls/merge.ts): finish or release them.
-  await recoverMergeClaims(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
+  await deps.webhooks.start();
+  // Work a killed process left half-done (README "Storage lifetimes and crash recovery"): merge
+  // claims whose instance is gone, pushes not yet recorded, unreferenced blobs and spooled bodies.
+  await startMergeRecovery(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
+  if (deps.git instanceof BareGitStore) {
+    await recoverPushes(deps, deps.git).catch((err) => console.error('weft: recovering pushes failed:', err));
+  }
+  await sweepPushSpool(deps.config.dataDir, deps.config.transferTimeoutMs + 60_000).catch(() => undefined);
+  startBlobSweep(deps);
 }
 
 /** Stops the background parts; called on shutdown before the database closes. */
 export async function stopBackground(deps: Deps): Promise<void> {
+  stopBlobSweep(deps);
+  await stopMergeRecovery(deps);
   await deps.timers.stop();
+  await deps.webhooks.stop();
   await deps.jobs.stop();
+  await deps.webhooks.close();
   await deps.live.close();
   await deps.bus.close();
 }

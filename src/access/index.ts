@@ -17,3 +17,4 @@ export * from './events.ts';
 export * from './limits.ts';
 export * from './git.ts';
 export * from './ssh-keys.ts';
+export * from './hooks.ts';

@@ -47,6 +47,7 @@ const PULL_COLUMNS = [
   'merge_pending',
   'merge_claimed_at',
   'merge_claim_sha',
+  'merge_claim_instance',
 ] as const;
 
 // compiledOnce passes placeholder strings while building (numberParam binds the pull number as a number).
@@ -142,6 +143,7 @@ const pullFrom = (r: Record<string, unknown>): PullReadRow =>
     merge_pending: r.p_merge_pending,
     merge_claimed_at: r.p_merge_claimed_at,
     merge_claim_sha: r.p_merge_claim_sha,
+    merge_claim_instance: r.p_merge_claim_instance,
     author_username: r.p_author_username,
     merged_by_username: r.p_merged_by_username,
   }) satisfies Record<keyof PullReadRow, unknown> as PullReadRow;

@@ -14,7 +14,9 @@ import * as m091 from './migrations/091_team_activity_index.ts';
 import * as m092 from './migrations/092_actor_activity_index.ts';
 import * as m093 from './migrations/093_member_team_order.ts';
 import * as m094 from './migrations/094_pull_page_keys.ts';
+import * as m140 from './migrations/140_webhooks.ts';
 import * as m150 from './migrations/150_token_scopes_ssh_keys.ts';
+import * as m170 from './migrations/170_storage_lifetimes.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -43,7 +45,9 @@ const MIGRATIONS: Migration[] = [
   { name: '092_actor_activity_index', up: m092.up },
   { name: '093_member_team_order', up: m093.up },
   { name: '094_pull_page_keys', up: m094.up },
+  { name: '140_webhooks', up: m140.up },
   { name: '150_token_scopes_ssh_keys', up: m150.up },
+  { name: '170_storage_lifetimes', up: m170.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -155,6 +155,8 @@ export interface PullsTable {
   merge_claimed_at: string | null;
   /** the tip the pending merge is about to write: crash recovery compares it with the branch */
   merge_claim_sha: string | null;
+  /** the instance holding the pending merge (migration 170): recovered once its lease is gone */
+  merge_claim_instance: string | null;
 }
 
 export interface ReviewsTable {
@@ -169,16 +171,18 @@ export interface ReviewsTable {
   seq: number;
 }
 
+import type { HooksTables } from './tables/hooks.ts';
 import type { JobsTables } from './tables/jobs.ts';
 import type { LimitsTables } from './tables/limits.ts';
 import type { TimersTables } from './tables/timers.ts';
 import type { ThreadsTables } from './tables/threads.ts';
+import type { StorageTables } from './tables/storage.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables {
+export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

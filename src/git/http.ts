@@ -1,11 +1,19 @@
-import { PassThrough, pipeline } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PassThrough, pipeline, type Readable, Transform } from 'node:stream';
+import { pipeline as pipelineAsync } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type GitAccess, gitRefusal, gitRepoAccess, gitScopeRefusal } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
+import { AppError, badRequest } from '../errors.ts';
+import { isStorageFull } from '../http/error-handler.ts';
 import { BareGitStore } from './bare-store.ts';
-import { hooksDirOf, installHooks, protocolEnv as gitProtocolEnv, spawnReceivePack, spawnUploadPack } from './receive.ts';
-import { spawnGit } from './run.ts';
+import { pushesDir } from './pushes.ts';
+import { HOOK_SOURCE } from './hook-source.ts';
+import { hooksDirOf, protocolEnv as gitProtocolEnv, quotaLeft, runReceivePack, startLimitedGit } from './receive.ts';
 
 type Service = 'git-upload-pack' | 'git-receive-pack';
 const SERVICES: Service[] = ['git-upload-pack', 'git-receive-pack'];
@@ -47,6 +55,7 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
     const resolve = async (request: FastifyRequest, reply: FastifyReply, write: boolean): Promise<GitAccess | null> => {
       const params = request.params as GitParams;
       const slug = params.repo.endsWith('.git') ? params.repo.slice(0, -4) : params.repo;
+      // a scoped token: read:repo to fetch, write:repo to push, decided before the lookup
       const scoped = gitScopeRefusal(request.viewer, write);
       const access = scoped ? null : await gitRepoAccess(deps.db, request.viewer, kind, params.owner, slug);
       const refusal = scoped ?? gitRefusal(request.viewer, access, write);
@@ -75,7 +84,11 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       const access = await resolve(request, reply, service === 'git-receive-pack');
       if (!access) return reply;
       const env = protocolEnv(request);
-      const child = spawnGit([service!.slice(4), '--stateless-rpc', '--advertise-refs', store!.pathOf(access.repo.uuid)], env);
+      const child = await startGit(
+        request,
+        [service!.slice(4), '--stateless-rpc', '--advertise-refs', store!.pathOf(access.repo.uuid)],
+        env,
+      );
       const out = new PassThrough();
       if (!env.GIT_PROTOCOL?.includes('version=2')) out.write(`${pktLine(`# service=${service}\n`)}0000`);
       child.stdout!.pipe(out);
@@ -87,11 +100,18 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
         .send(out);
     });
 
-    app.post(`${prefix}/git-upload-pack`, { config, schema }, async (request, reply) => {
+    // The negotiation body is small: read whole (and size-limited, within REQUEST_TIMEOUT_MS)
+    // before git starts, so a stalled body holds a socket, never a git process.
+    app.post(`${prefix}/git-upload-pack`, { config: { ...config, shortBody: true }, schema }, async (request, reply) => {
       const access = await resolve(request, reply, false);
       if (!access) return reply;
-      const child = spawnUploadPack(store!, access.repo.uuid, protocolEnv(request), true);
-      pipeBody(request, child.stdin!, () => child.kill('SIGKILL'));
+      const body = await readBody(request, deps.config.gitMaxRequestBytes);
+      const child = await startGit(
+        request,
+        ['upload-pack', '--stateless-rpc', store!.pathOf(access.repo.uuid)],
+        protocolEnv(request),
+      );
+      child.stdin!.end(body);
       child.stderr!.resume();
       reply.raw.on('close', () => {
         if (child.exitCode === null) child.kill('SIGKILL');
@@ -106,27 +126,114 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       const access = await resolve(request, reply, true);
       if (!access) return reply;
       const viewer = request.viewer!;
-      const { child, recorded } = await spawnReceivePack(deps, store!, access.repo.uuid, viewer, protocolEnv(request), true);
-      pipeBody(request, child.stdin!, () => child.kill('SIGKILL'));
-      child.stderr!.resume();
-      const out = new PassThrough();
-      child.stdout!.pipe(out, { end: false });
-      void recorded.catch((err) => request.log.error({ err }, 'recording a push failed')).finally(() => out.end());
-      return reply
-        .header('content-type', 'application/x-git-receive-pack-result')
-        .header('cache-control', 'no-cache, max-age=0, must-revalidate')
-        .send(out);
+      const repo = access.repo;
+      // The pack is spooled to a file first (bounded by the quota left), so a slow pusher holds
+      // neither a git process nor the repo's write lock.
+      const spool = await spoolBody(request, deps.config.dataDir, await quotaLeft(deps, repo.uuid));
+      try {
+        // No receive.maxInputSize: the spool already bounds the pack (quota left + 1 MiB), and
+        // the pre-receive hook's refusal says why ("the push needs N bytes but the quota leaves M").
+        const chunks: Buffer[] = [];
+        await runReceivePack(deps, store!, repo.uuid, viewer, {
+          client: request.ip,
+          env: protocolEnv(request),
+          statelessRpc: true,
+          connect: (child) => {
+            child.stdout!.on('data', (c: Buffer) => chunks.push(c));
+            child.stderr!.resume();
+            pipeline(createReadStream(spool), child.stdin!, () => undefined);
+          },
+        });
+        const report = Buffer.concat(chunks);
+        return reply
+          .header('content-type', 'application/x-git-receive-pack-result')
+          .header('cache-control', 'no-cache, max-age=0, must-revalidate')
+          .send(report);
+      } finally {
+        await rm(spool, { force: true });
+      }
     });
   }
+
+  /** Takes a git process slot for the client, then starts git: 503 when over a cap or when git cannot start. */
+  const startGit = (request: FastifyRequest, args: string[], env: Record<string, string>) =>
+    startLimitedGit(deps, request.ip, args, env);
 }
 
-/** Streams the request body (inflating gzip) into git's stdin; a broken body kills git. */
-function pipeBody(request: FastifyRequest, stdin: NodeJS.WritableStream, kill: () => void): void {
+/** The request body, inflated when gzip, as a stream. */
+function bodySource(request: FastifyRequest): Readable {
   const encoding = String(request.headers['content-encoding'] ?? 'identity').toLowerCase();
-  const source = request.raw;
-  const onError = (err: Error | null) => {
-    if (err) kill();
-  };
-  if (encoding === 'gzip' || encoding === 'x-gzip') pipeline(source, createGunzip(), stdin, onError);
-  else pipeline(source, stdin, onError);
+  const raw = request.raw;
+  if (encoding !== 'gzip' && encoding !== 'x-gzip') return raw;
+  const gunzip = createGunzip();
+  raw.on('error', (err) => gunzip.destroy(err));
+  raw.on('close', () => {
+    if (!raw.complete) gunzip.destroy(new Error('the client went away mid-body'));
+  });
+  return raw.pipe(gunzip);
+}
+
+const unreadable = () => badRequest('The request body could not be read (the client went away, or bad gzip).');
+
+/** Reads the whole (inflated) body, at most `max` bytes: 413 beyond. */
+async function readBody(request: FastifyRequest, max: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const source = bodySource(request);
+  try {
+    for await (const chunk of source) {
+      size += (chunk as Buffer).length;
+      if (size > max)
+        throw new AppError(
+          413,
+          'payload_too_large',
+          `The fetch negotiation is larger than ${max} bytes (GIT_MAX_REQUEST_BYTES).`,
+        );
+      chunks.push(chunk as Buffer);
+    }
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw unreadable();
+  }
+  if (!request.raw.complete) throw unreadable();
+  return Buffer.concat(chunks);
+}
+
+/** Spools the (inflated) push body to a file under DATA_DIR, at most the quota left plus 1 MiB of commands. */
+async function spoolBody(request: FastifyRequest, dataDir: string, left: number): Promise<string> {
+  const dir = join(pushesDir(dataDir), 'tmp');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const file = join(dir, `${Date.now()}-${randomUUID()}`);
+  const max = left + 1024 * 1024;
+  let size = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      size += chunk.length;
+      if (size > max)
+        return cb(new AppError(413, 'quota_exceeded', `The push is larger than the ${left} bytes the repo quota leaves.`));
+      cb(null, chunk);
+    },
+  });
+  try {
+    await pipelineAsync(bodySource(request), meter, createWriteStream(file, { mode: 0o600 }));
+  } catch (err) {
+    await rm(file, { force: true });
+    if (err instanceof AppError || isStorageFull(err)) throw err;
+    throw unreadable();
+  }
+  if (!request.raw.complete) {
+    await rm(file, { force: true });
+    throw unreadable();
+  }
+  return file;
+}
+
+/** The pre-receive and post-receive hooks every repository runs (through `core.hooksPath`). */
+function installHooks(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  // The hooks are CommonJS whatever the enclosing package says.
+  writeFileSync(join(dir, 'package.json'), '{"type":"commonjs"}\n');
+  for (const name of ['pre-receive', 'post-receive']) {
+    writeFileSync(join(dir, name), `#!${process.execPath}\n${HOOK_SOURCE}`, { mode: 0o755 });
+  }
 }

@@ -1,21 +1,20 @@
 /**
  * The git transfer processes smart HTTP (src/git/http.ts) and SSH (src/ssh/) both run, with the
- * same push rules and bookkeeping (README "Git"): `git upload-pack` for fetches, and `git
- * receive-pack` with the pre-receive hook's rules (protected branches, ref kinds, ref count, quota),
- * `receive.maxInputSize`, then `branch-pushed` events and the usage delta once it exits.
- * HTTP runs them with `--stateless-rpc`, SSH as one bidirectional session.
+ * same limits, push rules and push bookkeeping (README "Git"): a git process slot of the
+ * instance's limiter per client address (`gitHttpLimiter`), and for a push, under the repo's git
+ * write lock, the push marker (src/git/pushes.ts), `git receive-pack` with the pre-receive hook's
+ * rules (protected branches, ref kinds, ref count, quota), then the record of what it moved.
+ * HTTP runs git with `--stateless-rpc` (the pack spooled first), SSH as one two-way session.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { inTransaction } from '../core/transaction.ts';
 import type { Deps } from '../deps.ts';
-import { actorOf } from '../events/service.ts';
-import { addDiskUsage, type BareGitStore } from './bare-store.ts';
-import { HOOK_SOURCE } from './hook-source.ts';
+import type { BareGitStore } from './bare-store.ts';
+import { gitHttpLimiter, started } from './limits.ts';
+import { beginPush, recordLeftoverPushes, recordPush } from './pushes.ts';
 import { protectedBranchRegExps } from './push-rules.ts';
+import { withRepoLock } from './repo-lock.ts';
 import { spawnGit } from './run.ts';
 
 /** What a `Git-Protocol` header (or an SSH client's GIT_PROTOCOL) may contain (`version=2`, `key=value:key=value`). */
@@ -28,96 +27,85 @@ export const protocolEnv = (value: unknown): Record<string, string> =>
 /** Where the hooks live (selected with `core.hooksPath`). */
 export const hooksDirOf = (dataDir: string): string => join(dataDir, 'git-hooks');
 
-/** `git upload-pack` on a repo (a fetch or clone). */
-export function spawnUploadPack(store: BareGitStore, repoUuid: string, env: Record<string, string>, statelessRpc: boolean) {
-  return spawnGit(['upload-pack', ...(statelessRpc ? ['--stateless-rpc'] : []), store.pathOf(repoUuid)], env);
+/**
+ * Takes a git process slot for `client` (an address), then starts git: a 503 AppError when over
+ * a cap or when git cannot start. The slot is freed when git exits.
+ */
+export async function startLimitedGit(
+  deps: Deps,
+  client: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<ChildProcess> {
+  const release = gitHttpLimiter(deps).acquire(client);
+  try {
+    const child = await started(spawnGit(args, env));
+    child.once('close', release);
+    return child;
+  } catch (err) {
+    release();
+    throw err;
+  }
 }
 
-/**
- * `git receive-pack` on a repo with the push rules; `recorded` settles once the process has
- * exited and what it updated is recorded (events, usage), in one transaction.
- */
-export async function spawnReceivePack(
-  deps: Deps,
-  store: BareGitStore,
-  repoUuid: string,
-  pusher: { uuid: string; username: string },
-  env: Record<string, string>,
-  statelessRpc: boolean,
-): Promise<{ child: ChildProcess; recorded: Promise<void> }> {
-  const sizeBefore = await store.size(repoUuid);
+/** The bytes the repo may still grow by. */
+export async function quotaLeft(deps: Deps, repoUuid: string): Promise<number> {
   const fresh = await deps.db
     .selectFrom('repos')
     .select(['disk_usage_bytes', 'max_disk_bytes'])
     .where('uuid', '=', repoUuid)
     .executeTakeFirstOrThrow();
-  const left = Math.max(0, fresh.max_disk_bytes - fresh.disk_usage_bytes);
-  const protectedRes = await protectedBranchRegExps(deps.db, repoUuid);
-  const logFile = join(tmpdir(), `weft-push-${randomUUID()}`);
-  const hooksDir = hooksDirOf(deps.config.dataDir);
-  const child = spawnGit(
-    [
-      '-c',
-      `core.hooksPath=${hooksDir}`,
-      '-c',
-      `receive.maxInputSize=${left + 1}`,
-      'receive-pack',
-      ...(statelessRpc ? ['--stateless-rpc'] : []),
-      store.pathOf(repoUuid),
-    ],
-    { ...env, WEFT_PROTECTED: JSON.stringify(protectedRes), WEFT_QUOTA_LEFT: String(left), WEFT_PUSH_LOG: logFile },
-  );
-  const recorded = new Promise<void>((resolve, reject) => {
-    child.on('close', () => recordPush(deps, store, repoUuid, pusher, sizeBefore, logFile).then(resolve, reject));
-  });
-  return { child, recorded };
+  return Math.max(0, Number(fresh.max_disk_bytes) - Number(fresh.disk_usage_bytes));
 }
 
-/** After receive-pack: the refs it updated (from the post-receive hook) become events, the growth a usage delta. */
-async function recordPush(
+/**
+ * One push: under the repo's git write lock, records leftover pushes, writes the push marker,
+ * runs `git receive-pack` with the push rules, lets `connect` wire its stdio, waits for it to
+ * exit and records what it moved. Answers receive-pack's exit code.
+ *
+ * `statelessRpc` (HTTP): the pack was spooled within the quota first. Otherwise (SSH) the pack
+ * arrives while git runs, so `receive.maxInputSize` stops one larger than the quota left early.
+ */
+export async function runReceivePack(
   deps: Deps,
   store: BareGitStore,
   repoUuid: string,
-  viewer: { uuid: string; username: string },
-  sizeBefore: number,
-  logFile: string,
-): Promise<void> {
-  let log = '';
-  try {
-    log = readFileSync(logFile, 'utf8');
-  } catch {
-    // nothing was updated
-  } finally {
-    rmSync(logFile, { force: true });
-  }
-  const updates = log
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => line.split(' '))
-    .filter((parts) => parts.length === 3);
-  const sizeAfter = await store.size(repoUuid);
-  await inTransaction(deps, async (tx) => {
-    await addDiskUsage(tx, repoUuid, sizeAfter - sizeBefore);
-    if (updates.length === 0) return;
-    const repo = await tx.db.selectFrom('repos').selectAll().where('uuid', '=', repoUuid).executeTakeFirst();
-    if (!repo) return;
-    for (const [before, after, ref] of updates) {
-      await tx.emit({
-        kind: 'branch-pushed',
-        scopes: [`repo:${repo.uuid}`],
-        actor: actorOf(viewer),
-        payload: { repo_uuid: repoUuid, ref, before, after, pusher: { uuid: viewer.uuid, username: viewer.username } },
+  pusher: { uuid: string; username: string },
+  opts: { client: string; env: Record<string, string>; statelessRpc: boolean; connect: (child: ChildProcess) => void },
+): Promise<number> {
+  return withRepoLock(deps.database, repoUuid, async () => {
+    await recordLeftoverPushes(deps, store, repoUuid);
+    const left = await quotaLeft(deps, repoUuid);
+    const protectedRes = await protectedBranchRegExps(deps.db, repoUuid);
+    const marker = await beginPush(deps.config.dataDir, repoUuid, pusher, await store.size(repoUuid));
+    let child: ChildProcess;
+    try {
+      const args = ['-c', `core.hooksPath=${hooksDirOf(deps.config.dataDir)}`];
+      if (!opts.statelessRpc) args.push('-c', `receive.maxInputSize=${left + 1}`);
+      args.push('receive-pack', ...(opts.statelessRpc ? ['--stateless-rpc'] : []), store.pathOf(repoUuid));
+      child = await startLimitedGit(deps, opts.client, args, {
+        ...opts.env,
+        WEFT_PROTECTED: JSON.stringify(protectedRes),
+        WEFT_QUOTA_LEFT: String(left),
+        WEFT_PUSH_LOG: marker,
       });
+    } catch (err) {
+      await rm(marker, { force: true });
+      throw err;
     }
+    const closed = new Promise<number>((resolve) => child.once('close', (code) => resolve(code ?? 1)));
+    opts.connect(child);
+    const code = await closed;
+    await testHold();
+    await recordPush(deps, store, marker);
+    return code;
   });
 }
 
-/** The pre-receive and post-receive hooks every repository runs (through `core.hooksPath`). */
-export function installHooks(dir: string): void {
-  mkdirSync(dir, { recursive: true });
-  // The hooks are CommonJS whatever the enclosing package says.
-  writeFileSync(join(dir, 'package.json'), '{"type":"commonjs"}\n');
-  for (const name of ['pre-receive', 'post-receive']) {
-    writeFileSync(join(dir, name), `#!${process.execPath}\n${HOOK_SOURCE}`, { mode: 0o755 });
-  }
+/** Tests only: `WEFT_TEST_PUSH_HOLD_MS` holds a push after git moved its refs, before it is recorded. */
+async function testHold(): Promise<void> {
+  const ms = Number(process.env.WEFT_TEST_PUSH_HOLD_MS ?? 0);
+  if (!(ms > 0)) return;
+  process.stderr.write('weft-test: holding a push before recording it\n');
+  await new Promise((r) => setTimeout(r, ms));
 }

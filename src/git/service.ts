@@ -4,7 +4,9 @@ import type { Deps } from '../deps.ts';
 import { requirePull } from '../pulls/service.ts';
 import type { Viewer } from '../viewer.ts';
 import { branchMatchesPattern } from './refname.ts';
-import type { Branch, Commit, FileChange } from './schemas.ts';
+import { pullFiles } from '../code/pulls.ts';
+import type { DiffFile } from '../code/schemas.ts';
+import type { Branch, Commit } from './schemas.ts';
 
 type Window = { offset: number; limit: number };
 
@@ -42,15 +44,13 @@ export async function listPullCommits(
   return (await deps.git.commitsBetween(uuid, base, head)).slice(page.offset, page.offset + page.limit);
 }
 
-/** GET {repo}/pulls/{n}/files: files changed on the source since its merge base with the target, by path. */
+/** GET {repo}/pulls/{n}/files: files changed on the source since its merge base with the target, by path, with patches. */
 export async function listPullFiles(
   deps: Deps,
   viewer: Viewer,
   ref: RepoRef,
   number: number,
   page: Window,
-): Promise<Static<typeof FileChange>[]> {
-  const { uuid, head, base } = await tips(deps, viewer, ref, number);
-  if (head === null) return [];
-  return (await deps.git.filesBetween(uuid, base, head)).slice(page.offset, page.offset + page.limit);
+): Promise<Static<typeof DiffFile>[]> {
+  return pullFiles(deps, viewer, ref, number, page);
 }

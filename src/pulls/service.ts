@@ -60,7 +60,21 @@ function pullsWithNames(db: Kysely<DB>) {
     .select(['a.username as author_username', 'm.username as merged_by_username']);
 }
 
+/**
+ * A pull whose merge is still running (claimed, `merge_pending = 1`) reads as open: it is not
+ * merged until its commit has landed and `merge_commit_sha` is set (README "Git", merges).
+ */
 export function pullToJson(row: PullWithNames): PullJson {
+  if (row.merge_pending === 1) {
+    return {
+      ...pullToJson({ ...row, merge_pending: 0 }),
+      status: 'open',
+      closed_at: null,
+      merged_at: null,
+      merged_by_username: null,
+      merge_strategy: null,
+    };
+  }
   return {
     uuid: row.uuid,
     repo_uuid: row.repo_uuid,

@@ -19,6 +19,7 @@ import { badRequest, conflict } from '../errors.ts';
 import { actorOf, teamActivityKey } from '../events/service.ts';
 import { type TxContext, inTransaction } from '../core/transaction.ts';
 import { reindexRepoVisibility } from '../events/actor-index.ts';
+import { releaseBlobs } from '../blobs/lifetime.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
@@ -320,8 +321,11 @@ async function dropFromTeamActivity(tx: TxContext, repoUuid: string, teamUuid: s
 }
 
 export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<void> {
+  let blobs: { sha256: string }[] = [];
   const deleted = await inTransaction(deps, async (tx) => {
     const { repo, owner } = await requireRepo(tx.db, viewer, ref, { level: 'owner', write: true, allowArchived: true });
+    // The uploads go with the repo (cascade): their blobs are deleted once this commits, unless shared.
+    blobs = await tx.db.selectFrom('uploads').select('sha256').distinct().where('repo_uuid', '=', repo.uuid).execute();
     const forks = await tx.db
       .selectFrom('repos')
       .select(['uuid', 'owner_kind', 'owner_uuid'])
@@ -368,6 +372,7 @@ export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
     return repo;
   });
   await deps.git.remove(deleted);
+  await releaseBlobs(deps, blobs);
 }
 
 /** GET /teams/{t}/check-repo-slug and /users/{u}/check-repo-slug. */

@@ -4,11 +4,13 @@
  * push bookkeeping (src/git/receive.ts) as smart HTTP. Anything else is refused with a message
  * on stderr and exit status 1. No shell is ever involved: git runs from an argument array.
  */
+import type { ChildProcess } from 'node:child_process';
 import type { ServerChannel } from 'ssh2';
 import { gitRefusal, gitRepoAccess } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
 import { BareGitStore } from '../git/bare-store.ts';
-import { protocolEnv, spawnReceivePack, spawnUploadPack } from '../git/receive.ts';
+import { protocolEnv, runReceivePack, startLimitedGit } from '../git/receive.ts';
 import type { Viewer } from '../viewer.ts';
 
 export type GitService = 'git-upload-pack' | 'git-receive-pack';
@@ -45,13 +47,14 @@ export const ONLY_GIT = 'only git-upload-pack and git-receive-pack are served he
 /**
  * Runs one git command for `viewer` on the channel. The viewer was re-read from its key just
  * before (a deleted key or a deactivated user gets no command). `env` holds what the client set
- * (GIT_PROTOCOL for protocol v2).
+ * (GIT_PROTOCOL for protocol v2); `client` is its address, for the git process limits.
  */
 export async function runGitCommand(
   deps: Deps,
   viewer: Viewer,
   command: GitCommand,
   env: Record<string, string>,
+  client: string,
   channel: ServerChannel,
 ): Promise<void> {
   const write = command.service === 'git-receive-pack';
@@ -61,18 +64,30 @@ export async function runGitCommand(
   const store = deps.git instanceof BareGitStore ? deps.git : null;
   if (!store || !store.exists(access!.repo.uuid)) return refuse(channel, 'The repo has no git storage.');
   const gitEnv = protocolEnv(env.GIT_PROTOCOL);
-  const { child, recorded } = write
-    ? await spawnReceivePack(deps, store, access!.repo.uuid, viewer, gitEnv, false)
-    : { child: spawnUploadPack(store, access!.repo.uuid, gitEnv, false), recorded: Promise.resolve() };
-  channel.pipe(child.stdin!);
-  child.stdout!.pipe(channel, { end: false });
-  child.stderr!.pipe(channel.stderr, { end: false });
-  child.stdin!.on('error', () => undefined); // the client went away: git is killed below
-  channel.on('close', () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)));
-  await recorded.catch((err) => console.error('weft: recording an SSH push failed:', err));
+  const connect = (child: ChildProcess) => {
+    channel.pipe(child.stdin!);
+    child.stdout!.pipe(channel, { end: false });
+    child.stderr!.pipe(channel.stderr, { end: false });
+    child.stdin!.on('error', () => undefined); // the client went away: git is killed below
+    channel.on('close', () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+  };
+  let code: number;
+  try {
+    if (write) {
+      code = await runReceivePack(deps, store, access!.repo.uuid, viewer, { client, env: gitEnv, statelessRpc: false, connect });
+    } else {
+      const child = await startLimitedGit(deps, client, ['upload-pack', store.pathOf(access!.repo.uuid)], gitEnv);
+      const closed = new Promise<number>((resolve) => child.once('close', (c) => resolve(c ?? 1)));
+      connect(child);
+      code = await closed;
+    }
+  } catch (err) {
+    // over the git process caps (the 503 of smart HTTP): say so, as HTTP does
+    if (err instanceof AppError) return refuse(channel, err.detail);
+    throw err;
+  }
   channel.exit(code);
   channel.end();
 }

@@ -40,7 +40,7 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
   const perUser = new Map<string, number>();
   const clients = new Set<Connection>();
 
-  ssh.on('connection', (client: Connection) => {
+  ssh.on('connection', (client: Connection, connection: { ip: string }) => {
     clients.add(client);
     let keyUuid: string | null = null;
     let userUuid: string | null = null;
@@ -106,7 +106,7 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
           keyOwner(deps, { keyUuid: keyUuid! })
             .then((owner) => {
               if (!owner) return refuse(channel, 'this key is no longer registered, or its user is inactive.');
-              return runGitCommand(deps, owner.viewer, command, env, channel);
+              return runGitCommand(deps, owner.viewer, command, env, connection.ip, channel);
             })
             .catch((err) => {
               console.error('weft: an SSH git command failed:', err);

@@ -1,0 +1,105 @@
+import type { GitLimits } from './limits.ts';
+import { type ObjectReaders, type ParsedCommit, parseCommit } from './objects.ts';
+
+/** Commit history for the code-reading routes: log pages, ahead/behind, merge bases. */
+
+export type Commit = Omit<ParsedCommit, 'tree'>;
+
+export interface LogQuery {
+  offset: number;
+  limit: number;
+  path?: string;
+  /** inclusive bounds on the committer date, in ms since the epoch */
+  sinceMs?: number;
+  untilMs?: number;
+}
+
+/** Pages up to this deep without a path or date bound are walked in process (no git process). */
+const WALK_MAX = 300;
+
+/** A page of `git log` from commit `sha`, newest first (git's default order). */
+export async function logPage(
+  limits: GitLimits,
+  objects: ObjectReaders,
+  dir: string,
+  sha: string,
+  q: LogQuery,
+): Promise<Commit[]> {
+  const simple = (q.path === undefined || q.path === '') && q.sinceMs === undefined && q.untilMs === undefined;
+  if (simple && q.offset + q.limit <= WALK_MAX) return walk(objects, dir, sha, q.offset, q.limit);
+  const args = ['rev-list', `--max-count=${q.limit}`, `--skip=${q.offset}`];
+  // committer dates are whole seconds: an inclusive bound rounds inwards
+  if (q.sinceMs !== undefined) args.push(`--max-age=${Math.ceil(q.sinceMs / 1000)}`);
+  if (q.untilMs !== undefined) args.push(`--min-age=${Math.floor(q.untilMs / 1000)}`);
+  args.push(sha, '--');
+  if (q.path !== undefined && q.path !== '') args.push(q.path);
+  const out = await limits.run(dir, args);
+  const shas = out.stdout.toString('latin1').split('\n').filter(Boolean);
+  return readCommits(objects, dir, shas);
+}
+
+/** Commits by sha, parsed from the object reader (in the order given). */
+export async function readCommits(objects: ObjectReaders, dir: string, shas: string[]): Promise<Commit[]> {
+  const objs = await objects.contents(dir, shas);
+  return objs.map((o, i) => {
+    if (!o || o.type !== 'commit') throw new Error(`commit ${shas[i]} is missing`);
+    const { tree: _tree, ...c } = parseCommit(o.oid, o.data);
+    return c;
+  });
+}
+
+/** The merge base of two commits, or null for unrelated histories. */
+export async function mergeBase(limits: GitLimits, dir: string, a: string, b: string): Promise<string | null> {
+  const out = await limits.run(dir, ['merge-base', a, b, '--'], { okCodes: [1] });
+  return out.code === 0 ? out.stdout.toString('latin1').trim() : null;
+}
+
+/**
+ * Both sides of `base...head` in one walk: how many commits each side has that the other lacks,
+ * and the first `limit` commits of head not in base, oldest first.
+ */
+export async function divergence(
+  limits: GitLimits,
+  objects: ObjectReaders,
+  dir: string,
+  base: string,
+  head: string,
+  limit: number,
+): Promise<{ ahead: number; behind: number; commits: Commit[] }> {
+  const out = await limits.run(dir, ['rev-list', '--left-right', `${base}...${head}`, '--']);
+  let behind = 0;
+  const headSide: string[] = [];
+  for (const line of out.stdout.toString('latin1').split('\n')) {
+    if (line.startsWith('<')) behind++;
+    else if (line.startsWith('>')) headSide.push(line.slice(1));
+  }
+  const oldestFirst = headSide.reverse().slice(0, limit);
+  return { ahead: headSide.length, behind, commits: await readCommits(objects, dir, oldestFirst) };
+}
+
+/**
+ * git log's default order without a git process: commits by committer date, newest first, from
+ * a queue that takes each popped commit's parents (equal dates keep their arrival order, as
+ * git's `commit_list_insert_by_date` does). Parents are read in one batch per step.
+ */
+async function walk(objects: ObjectReaders, dir: string, tip: string, offset: number, limit: number): Promise<Commit[]> {
+  const [first] = await readCommits(objects, dir, [tip]);
+  const queue: Commit[] = [first!];
+  const seen = new Set<string>([tip]);
+  const out: Commit[] = [];
+  const time = (c: Commit) => Date.parse(c.committer.date);
+  while (queue.length > 0 && out.length < offset + limit) {
+    const next = queue.shift()!;
+    out.push(next);
+    const parents = next.parents.filter((p) => !seen.has(p));
+    for (const p of parents) seen.add(p);
+    if (parents.length === 0) continue;
+    for (const parent of await readCommits(objects, dir, parents)) {
+      const t = time(parent);
+      let i = queue.findIndex((c) => time(c) < t);
+      if (i < 0) i = queue.length;
+      queue.splice(i, 0, parent);
+    }
+  }
+  return out.slice(offset, offset + limit);
+}
