@@ -25,8 +25,8 @@ import { forksRoutes } from './forks/routes.ts';
 import { invitesRoutes } from './invites/routes.ts';
 import { rateLimitsRoutes } from './ratelimits/routes.ts';
 import { settingsRoutes } from './settings/routes.ts';
-import { gitHttpRoutes } from './git/http.ts';
-import { gitRoutes } from './git/routes.ts';
+import { gitHttpRoutes } from './git-routes/http.ts';
+import { gitRoutes } from './git-routes/routes.ts';
 import { codeRoutes } from './code/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
@@ -104,6 +104,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installDrainFlag(app);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    // No response may be sniffed into another type (a JSON body as HTML).
+    reply.header('x-content-type-options', 'nosniff');
     // The "request completed" line names the route pattern and the caller.
     const route = request.routeOptions.url;
     const user = request.viewer?.username;

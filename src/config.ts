@@ -58,6 +58,8 @@ export interface Config {
   sshMaxSessionsPerUser: number;
   /** SSH_IDLE_TIMEOUT_MS: an SSH connection with no traffic either way for this long is closed. */
   sshIdleTimeoutMs: number;
+  /** WEFT_FAST_PATH (on|off): the fast read path of src/db/fast-path.ts; off gives the same answers through plain Kysely. */
+  fastPath: boolean;
   /** GIT_MAX_PROCESSES: concurrent git processes for reading code (default twice the cores). */
   gitMaxProcesses?: number;
   /** GIT_TIMEOUT_MS: timeout of one git command (or object-reader batch) of a code-reading request. */
@@ -214,6 +216,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const sshMaxSessions = intVar(env, 'SSH_MAX_SESSIONS', 64, 1, 100_000);
   const sshMaxSessionsPerUser = intVar(env, 'SSH_MAX_SESSIONS_PER_USER', 8, 1, 100_000);
   const sshIdleTimeoutMs = intVar(env, 'SSH_IDLE_TIMEOUT_MS', 300_000, 100, 86_400_000);
+  const fastPathRaw = (env.WEFT_FAST_PATH || 'on').toLowerCase();
+  if (fastPathRaw !== 'on' && fastPathRaw !== 'off')
+    throw new ConfigError(`WEFT_FAST_PATH must be on or off, got "${env.WEFT_FAST_PATH}"`);
   const gitMaxProcesses = intVar(env, 'GIT_MAX_PROCESSES', 2 * Math.max(1, cpus().length), 1, 1024);
   const gitTimeoutMs = intVar(env, 'GIT_TIMEOUT_MS', 10_000, 100, 600_000);
   const gitMaxOutputBytes = intVar(env, 'GIT_MAX_OUTPUT_BYTES', 32 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
@@ -253,6 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sshMaxSessions,
     sshMaxSessionsPerUser,
     sshIdleTimeoutMs,
+    fastPath: fastPathRaw === 'on',
     gitMaxProcesses,
     gitTimeoutMs,
     gitMaxOutputBytes,

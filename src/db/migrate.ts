@@ -17,6 +17,7 @@ import * as m094 from './migrations/094_pull_page_keys.ts';
 import * as m140 from './migrations/140_webhooks.ts';
 import * as m150 from './migrations/150_token_scopes_ssh_keys.ts';
 import * as m170 from './migrations/170_storage_lifetimes.ts';
+import * as m180 from './migrations/180_owner_limits.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -48,6 +49,7 @@ const MIGRATIONS: Migration[] = [
   { name: '140_webhooks', up: m140.up },
   { name: '150_token_scopes_ssh_keys', up: m150.up },
   { name: '170_storage_lifetimes', up: m170.up },
+  { name: '180_owner_limits', up: m180.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;
