@@ -36,7 +36,7 @@ COPY --from=build /app/bin ./bin
 COPY LICENSE README.md ./
 USER weft
 VOLUME ["/data"]
-EXPOSE 3000
+EXPOSE 3000 2222
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # tini as PID 1 forwards SIGTERM to node, which drains (README "Deploying")

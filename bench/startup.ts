@@ -39,7 +39,14 @@ async function once(args: string[]): Promise<{ ms: number; rssMb: number }> {
   const started = performance.now();
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'warn', NODE_ENV: 'production' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      SSH_PORT: '0',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'production',
+    },
     stdio: 'ignore',
   });
   try {

@@ -16,6 +16,7 @@ import { installJsonParser, installNoBodyCheck } from './http/body.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { installLoadShedding, installTimeouts, serverTimeoutOptions } from './http/timeouts.ts';
 import { installOpenApi } from './http/openapi.ts';
+import { installTokenScopes } from './http/scopes.ts';
 import { installPaging } from './http/paging.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
@@ -35,6 +36,7 @@ import { teamsRoutes } from './teams/routes.ts';
 import { threadsRoutes } from './threads/routes.ts';
 import { uploadsRoutes } from './uploads/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
+import { sshKeysRoutes } from './sshkeys/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 import { sessionsRoutes } from './sessions/routes.ts';
 import { authenticateSession } from './sessions/service.ts';
@@ -64,6 +66,7 @@ const MODULES = [
   uploadsRoutes,
   attachmentsRoutes,
   gitRoutes,
+  sshKeysRoutes,
   codeRoutes,
   hooksRoutes,
 ];
@@ -122,6 +125,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installJsonParser(app);
   installNoBodyCheck(app);
   installErrorHandling(app);
+  installTokenScopes(app);
   await installOpenApi(app);
   installUrlCheck(app);
   installAuth(

@@ -46,6 +46,18 @@ export interface Config {
   streamIdleTimeoutMs: number;
   /** LOAD_SHED_EVENT_LOOP_DELAY_MS: above this event-loop delay requests get 503 with Retry-After; 0 is off. */
   loadShedEventLoopDelayMs: number;
+  /** SSH_PORT: the git-over-SSH listener's port (README "Git over SSH"); 0 turns SSH off. */
+  sshPort: number;
+  /** SSH_HOST: the address the SSH listener binds (default HOST). */
+  sshHost: string;
+  /** SSH_PUBLIC_PORT: the port written into `ssh_url` (default SSH_PORT; set it behind a TCP proxy on 22). */
+  sshPublicPort: number;
+  /** SSH_MAX_SESSIONS: concurrent SSH connections per instance; more are closed at once. */
+  sshMaxSessions: number;
+  /** SSH_MAX_SESSIONS_PER_USER: concurrent SSH connections of one user per instance; more get a refusal message. */
+  sshMaxSessionsPerUser: number;
+  /** SSH_IDLE_TIMEOUT_MS: an SSH connection with no traffic either way for this long is closed. */
+  sshIdleTimeoutMs: number;
   /** WEFT_FAST_PATH (on|off): the fast read path of src/db/fast-path.ts; off gives the same answers through plain Kysely. */
   fastPath: boolean;
   /** GIT_MAX_PROCESSES: concurrent git processes for reading code (default twice the cores). */
@@ -198,6 +210,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS');
   if (requestTimeoutMs > transferTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must not exceed TRANSFER_TIMEOUT_MS');
   const loadShedEventLoopDelayMs = intVar(env, 'LOAD_SHED_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000);
+  const sshPort = intVar(env, 'SSH_PORT', 2222, 0, 65535);
+  const sshHost = env.SSH_HOST || host;
+  const sshPublicPort = intVar(env, 'SSH_PUBLIC_PORT', sshPort || 22, 1, 65535);
+  const sshMaxSessions = intVar(env, 'SSH_MAX_SESSIONS', 64, 1, 100_000);
+  const sshMaxSessionsPerUser = intVar(env, 'SSH_MAX_SESSIONS_PER_USER', 8, 1, 100_000);
+  const sshIdleTimeoutMs = intVar(env, 'SSH_IDLE_TIMEOUT_MS', 300_000, 100, 86_400_000);
   const fastPathRaw = (env.WEFT_FAST_PATH || 'on').toLowerCase();
   if (fastPathRaw !== 'on' && fastPathRaw !== 'off')
     throw new ConfigError(`WEFT_FAST_PATH must be on or off, got "${env.WEFT_FAST_PATH}"`);
@@ -234,6 +252,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     transferTimeoutMs,
     streamIdleTimeoutMs,
     loadShedEventLoopDelayMs,
+    sshPort,
+    sshHost,
+    sshPublicPort,
+    sshMaxSessions,
+    sshMaxSessionsPerUser,
+    sshIdleTimeoutMs,
     fastPath: fastPathRaw === 'on',
     gitMaxProcesses,
     gitTimeoutMs,

@@ -5,6 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type Deps, createDeps, startBackground, stopBackground } from './root.ts';
 import { startMetricsServer } from './http/metrics.ts';
 import { drainAndClose } from './http/shutdown.ts';
+import { type SshServer, startSshServer } from './ssh/server.ts';
 import { bootstrapAdmin } from './users/service.ts';
 
 async function main(): Promise<void> {
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
   // Graceful shutdown: stop accepting, let in-flight requests finish (their responses carry
   // `Connection: close`, see app.ts), close event streams (onClose hooks) and the background
   // workers, then the database. Past SHUTDOWN_TIMEOUT_MS the remaining connections are cut.
+  let sshServer: SshServer | null = null;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -41,6 +43,7 @@ async function main(): Promise<void> {
     timer.unref();
     try {
       metricsServer?.close();
+      await sshServer?.close();
       await drainAndClose(app, Math.min(2000, config.shutdownTimeoutMs / 2));
       await stopBackground(deps);
       await database.close();
@@ -55,6 +58,11 @@ async function main(): Promise<void> {
 
   await startBackground(deps);
   await app.listen({ port: config.port, host: config.host });
+  // git over SSH (README "Git over SSH"); SSH_PORT=0 turns it off
+  if (config.sshPort !== 0) {
+    sshServer = await startSshServer(deps);
+    app.log.info({ sshPort: sshServer.port }, 'git over SSH is serving');
+  }
   app.log.info({ dialect: database.dialect, publicUrl: config.publicUrl }, 'weft is serving');
 }
 

@@ -7,6 +7,13 @@ export interface Viewer {
   username: string;
   isStaff: boolean;
   tokenUuid: string;
+  /**
+   * The token's scopes (README "Scoped tokens"); absent or null: every scope (an unscoped token,
+   * a session cookie, an SSH key). Checked once per request from src/http/route-scopes.ts.
+   */
+  scopes?: readonly string[] | null;
+  /** The repo uuids the token is restricted to; absent or null: no restriction. Others are 404. */
+  repos?: readonly string[] | null;
 }
 
 /** The caller's own user record (without the password hash), read with the token. */

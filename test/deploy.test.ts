@@ -80,6 +80,14 @@ describe('deployment files', () => {
     );
     const nginx = read('deploy/nginx.conf');
     for (const [name] of wefts) assert.match(nginx, new RegExp(`server ${name}:3000`));
+    // git over SSH: published by the proxy too, a TCP pass-through to each instance's SSH_PORT
+    assert.ok(compose.services.proxy!.ports!.some((p) => p.endsWith(':2222')));
+    const main = read('deploy/nginx-main.conf');
+    for (const [name, s] of wefts) {
+      assert.equal(s.environment!.SSH_PORT, '2222');
+      assert.match(main, new RegExp(`server ${name}:2222`));
+    }
+    assert.match(main, /stream \{/);
   });
 
   it('systemd unit runs the compiled server as its own user, with SIGTERM for a drained stop', () => {

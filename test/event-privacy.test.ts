@@ -424,6 +424,14 @@ for (const dialect of DIALECTS) {
       const tok = ok(await req('POST', '/api-tokens', u.mem!.token, { name: 'extra' }), 201).body;
       ok(await req('PUT', `/api-tokens/${tok.uuid}/revoke`, u.mem!.token));
       ok(await req('DELETE', `/api-tokens/${tok.uuid}`, u.mem!.token), 204);
+      const key = ok(
+        await req('POST', '/user/keys', u.mem!.token, {
+          title: 'laptop',
+          key: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBh7rhDJbW0ISGqAV6L2jgTYvlMNt5plCDeDjuD9Ym0k mem@laptop',
+        }),
+        201,
+      ).body;
+      ok(await req('DELETE', `/user/keys/${key.uuid}`, u.mem!.token), 204);
       ok(await req('PUT', '/site-settings', t.adminToken, { signups_enabled: true, signups_require_invite: true }));
       const expires = new Date(clock.now().getTime() + 86_400_000).toISOString();
       const inv = ok(await req('POST', '/signup-invites', t.adminToken, { expires_at: expires }), 201).body;

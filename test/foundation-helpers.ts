@@ -55,7 +55,13 @@ export function runTs(
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0', ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
+        SSH_PORT: '0',
+        ...env,
+      },
       stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     if (input !== undefined) child.stdin!.end(input);

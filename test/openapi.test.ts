@@ -128,7 +128,11 @@ describe('OpenAPI document', () => {
         publicOps.add(key);
         continue;
       }
-      assert.deepEqual(op.security, [{ bearer: [] }, { basic: [] }], key);
+      // README "Scoped tokens": the one scope the operation needs, under both schemes
+      const [scope] = op.security[0].bearer;
+      assert.deepEqual(op.security, [{ bearer: [scope] }, { basic: [scope] }], key);
+      assert.match(scope, /^(read|write):(user|repo|team)$|^read:events$|^admin$/, key);
+      assert.ok(op.responses['403'], `${key} documents 403 (insufficient_scope)`);
       assert.ok(op.responses['401'], `${key} documents 401`);
     }
     for (const key of publicOps) assert.ok(ALLOWED_PUBLIC.has(key), `${key} must not be public`);

@@ -190,6 +190,7 @@ describe('runtime', () => {
         PATH: process.env.PATH ?? '',
         DATA_DIR: store.dataDir,
         PORT: String(port),
+        SSH_PORT: '0',
         BOOTSTRAP_ADMIN_TOKEN: token,
         LOG_LEVEL: 'warn',
         SHUTDOWN_TIMEOUT_MS: '8000',

@@ -16,6 +16,7 @@ const REPO_FIELDS = [
   'description',
   'about',
   'clone_url',
+  'ssh_url',
   'visibility',
   'default_branch',
   'public_repo_pull_policy',

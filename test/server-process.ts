@@ -48,6 +48,7 @@ export async function startServer(
     env: {
       PATH: process.env.PATH,
       PORT: String(port),
+      SSH_PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: store.dataDir,
       LOG_LEVEL: 'warn',

@@ -24,6 +24,7 @@ function startServer(store: StoreHandle, env: Record<string, string>): ChildProc
     env: {
       PATH: process.env.PATH,
       PORT: '0',
+      SSH_PORT: '0',
       DATA_DIR: store.dataDir,
       LOG_LEVEL: 'warn',
       ...(url ? { DATABASE_URL: url } : {}),

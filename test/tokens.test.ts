@@ -7,7 +7,7 @@ import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
 import { assertRefused } from './common.ts';
 import type { RequestOptions } from './helpers.ts';
 
-const TOKEN_KEYS = ['created_at', 'expires_at', 'last_used_at', 'name', 'revoked_at', 'username', 'uuid'];
+const TOKEN_KEYS = ['created_at', 'expires_at', 'last_used_at', 'name', 'repos', 'revoked_at', 'scopes', 'username', 'uuid'];
 const WWW = 'Bearer realm="api", Basic realm="api"';
 
 for (const dialect of DIALECTS) {

@@ -33,6 +33,7 @@ function startServer(store: StoreHandle, port: number): ChildProcess {
     env: {
       PATH: process.env.PATH,
       PORT: String(port),
+      SSH_PORT: '0',
       DATA_DIR: store.dataDir,
       LOG_LEVEL: 'warn',
       BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN,

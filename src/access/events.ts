@@ -108,7 +108,8 @@ function showFor(deps: Deps, viewer: Viewer, canRead: (scope: string) => Promise
     return only !== undefined && only !== null && only !== viewer.uuid;
   };
   // Staff read everything that exists: an event as stored, when one of its scopes still exists.
-  if (viewer.isStaff)
+  // (A staff token restricted to repos goes by the rules below: its repos' events only.)
+  if (viewer.isStaff && !viewer.repos)
     return async (event) => (!privateToOther(event) && (await someReadable(canRead, event.scopes)) ? event : null);
   return async (event) => {
     if (privateToOther(event)) return null;

@@ -1,6 +1,7 @@
 /** Who may clone and push over smart HTTP (README "Git", "Smart HTTP"). */
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/types.ts';
+import { insufficientScopeChallenge, scopeGranted } from '../token-scopes.ts';
 import type { Viewer } from '../viewer.ts';
 import { type RepoLevel, type RepoRow, type TeamRow, levelAtLeast } from './levels.ts';
 import { repoAccessLevel } from './repos.ts';
@@ -48,7 +49,28 @@ export async function gitRepoAccess(
   return { repo, team, level };
 }
 
-export type GitRefusal = { status: 401 | 403 | 404; code: string; detail: string } | null;
+export type GitRefusal = {
+  status: 401 | 403 | 404;
+  code: string;
+  detail: string;
+  headers?: Record<string, string>;
+} | null;
+
+/**
+ * A scoped token (README "Scoped tokens") fetches with read:repo and pushes with write:repo:
+ * without it, 403 insufficient_scope before the repo is looked up. Unscoped tokens and SSH keys
+ * have every scope.
+ */
+export function gitScopeRefusal(viewer: Viewer | null, write: boolean): GitRefusal {
+  const needed = write ? 'write:repo' : 'read:repo';
+  if (!viewer || scopeGranted(viewer.scopes, needed)) return null;
+  return {
+    status: 403,
+    code: 'insufficient_scope',
+    detail: `This token lacks the scope ${needed} that ${write ? 'pushing' : 'fetching'} needs.`,
+    headers: { 'www-authenticate': insufficientScopeChallenge(needed) },
+  };
+}
 
 /**
  * Why a clone/fetch (`write` false) or a push (`write` true) is refused, or null when allowed:

@@ -17,4 +17,5 @@ export { SCOPE_READERS } from './scopes.ts';
 export * from './events.ts';
 export * from './limits.ts';
 export * from './git.ts';
+export * from './ssh-keys.ts';
 export * from './hooks.ts';

@@ -92,9 +92,27 @@ export function repoLevelOf(viewer: Viewer, alias = 'repos'): RawBuilder<number>
   });
 }
 
-/** Lists that page over only the repos a viewer may read: `repoLevelSql` ≥ read, over `repos` (unaliased). */
+/**
+ * Whether the viewer's token reaches this repo: a token restricted to `repos` (README "Scoped
+ * tokens") reaches only those, whatever its user's level; to it every other repo does not exist
+ * (404). Applied beside the rule wherever a level is decided: `repoAccessLevel`,
+ * `repoUuidReadable`, `repoReadableBy`, the hot reads of repo-read.ts, and the lists filtered by
+ * `namespaceReadFilter` (`tokenRepoFilter`).
+ */
+export const tokenReachesRepo = (viewer: Viewer | null, repoUuid: string): boolean =>
+  !viewer?.repos || viewer.repos.includes(repoUuid);
+
+/**
+ * Lists that page over only the repos a viewer may read: `repoLevelSql` ≥ read, over `repos`
+ * (unaliased), and for a token restricted to repos, only those.
+ */
 export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
   if (!viewer) return sql<SqlBool>`1 = 0`;
+  if (viewer.repos) {
+    if (viewer.repos.length === 0) return sql<SqlBool>`1 = 0`;
+    const unrestricted = repoReadableBy({ ...viewer, repos: null });
+    return sql<SqlBool>`(repos.uuid in (${sql.join([...viewer.repos])}) and ${unrestricted})`;
+  }
   if (viewer.isStaff) return sql<SqlBool>`1 = 1`;
   return sql<SqlBool>`${repoLevelOf(viewer)} >= 1`;
 }

@@ -16,7 +16,7 @@ import type { PullsTable, ReposTable } from '../db/types.ts';
 import { notFound } from '../errors.ts';
 import type { RepoReadHint, RepoRef, Viewer } from '../viewer.ts';
 import type { RepoLevel } from './levels.ts';
-import { LEVEL_BY_RANK, repoLevelSql } from './repo-level.ts';
+import { LEVEL_BY_RANK, repoLevelSql, tokenReachesRepo } from './repo-level.ts';
 
 /** The repo row with its owner's slug or username and its creator's username (repos/view.ts's RepoViewRow). */
 export type RepoReadRow = Selectable<ReposTable> & {
@@ -173,7 +173,7 @@ const QUERIES = {
 /** The token and its user's columns, as the token lookup reads them, prefixed `v_`. */
 const TOKEN_COLUMNS =
   't.uuid as v_token_uuid, t.token_hash as v_token_hash, t.expires_at as v_expires_at, t.revoked_at as v_revoked_at, ' +
-  't.last_used_at as v_last_used_at, u.uuid as v_uuid, u.username as v_username, u.display_name as v_display_name, ' +
+  't.last_used_at as v_last_used_at, t.scopes as v_scopes, t.repos as v_repos, u.uuid as v_uuid, u.username as v_username, u.display_name as v_display_name, ' +
   'u.email as v_email, u.is_staff as v_is_staff, u.is_active as v_is_active, u.ping_mentions as v_ping_mentions, ' +
   'u.created_at as v_created_at, u.updated_at as v_updated_at';
 
@@ -256,6 +256,8 @@ export async function tokenWithRepoRead(
     expires_at: row.v_expires_at,
     revoked_at: row.v_revoked_at,
     last_used_at: row.v_last_used_at,
+    scopes: row.v_scopes,
+    repos: row.v_repos,
     uuid: row.v_uuid,
     username: row.v_username,
     display_name: row.v_display_name,
@@ -299,7 +301,8 @@ async function readRow(
   }
   if (row.uuid === null) throw notFound('Repo');
   const repo = row as unknown as RepoReadRow;
-  const level = LEVEL_BY_RANK[Number(row.viewer_level)] ?? 'none';
+  // a token restricted to repos reaches those only (README "Scoped tokens")
+  const level = tokenReachesRepo(viewer, repo.uuid) ? (LEVEL_BY_RANK[Number(row.viewer_level)] ?? 'none') : 'none';
   if (level === 'none') throw notFound('Repo');
   return { repo, level, row };
 }

@@ -5,7 +5,7 @@ import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
 import { type TeamRow, type RepoRow, type UserRow, type RepoLevel, levelAtLeast, teamRole } from './levels.ts';
-import { repoLevelFrom, repoLevelOf } from './repo-level.ts';
+import { repoLevelFrom, repoLevelOf, tokenReachesRepo } from './repo-level.ts';
 import { requireTeam, assertTeamActive } from './teams.ts';
 
 // ---------------------------------------------------------------- repos
@@ -42,6 +42,7 @@ export async function resolveOwner(
 
 /** The viewer's level on a repo (docs/behaviour.md "Teams and access"); staff are owners everywhere. */
 export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, repo: RepoRow, lock?: RowLock): Promise<RepoLevel> {
+  if (!tokenReachesRepo(viewer, repo.uuid)) return 'none';
   if (viewer?.isStaff) return 'owner';
   const role = viewer && repo.owner_kind === 'team' ? await teamRole(db, viewer, repo.owner_uuid, lock) : null;
   return repoLevelFrom(viewer, repo, role, await ownerActiveFor(db, viewer, repo));
@@ -82,6 +83,7 @@ export async function forkRecordReadable(
 
 /** Whether the viewer may read the repo with this uuid (false when there is none): the rule in SQL (repo-level.ts). */
 export async function repoUuidReadable(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<boolean> {
+  if (!tokenReachesRepo(viewer, uuid)) return false;
   const row = await db.selectFrom('repos').select(repoLevelOf(viewer).as('level')).where('uuid', '=', uuid).executeTakeFirst();
   return row !== undefined && Number(row.level) >= 1;
 }
@@ -97,7 +99,7 @@ export async function hideUnreadableForkSources<T extends { fork_of_uuid: string
   viewer: Viewer,
   repos: T[],
 ): Promise<T[]> {
-  if (viewer.isStaff || repos.every((r) => r.fork_of_uuid === null)) return repos;
+  if ((viewer.isStaff && !viewer.repos) || repos.every((r) => r.fork_of_uuid === null)) return repos;
   const memo = new Map<string, Promise<boolean>>();
   const out: T[] = [];
   for (const repo of repos) {
@@ -180,6 +182,12 @@ export function assertRepoNeed(access: RepoAccess, need: RepoNeed): void {
 }
 
 /**
+ * The repo uuids a list must keep to for this viewer (a token restricted to `repos`), or null
+ * when the token is not restricted. Lists filtered by `namespaceReadFilter` add it themselves.
+ */
+export const tokenRepoFilter = (viewer: Viewer): readonly string[] | null => viewer.repos ?? null;
+
+/**
  * Which of ONE namespace's repos the viewer may read, as a filter on plain columns: the
  * viewer's relation to the owner is the same for every repo there, so `repoReadableBy` reduces
  * to `all` (staff, the user themself, the team's maintainers and owners), `active` (the team's
@@ -215,6 +223,8 @@ export async function requireRepoCreation(
   kind: 'team' | 'user',
   name: string,
 ): Promise<RepoOwner> {
+  // a token restricted to repos reaches those only: a new repo would be outside them
+  if (viewer.repos) throw forbidden('A token restricted to repos cannot create repos.');
   if (kind === 'team') {
     const { team } = await requireTeam(db, viewer, name, 'maintainer', { lock: 'share' });
     assertTeamActive(team);

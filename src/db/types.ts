@@ -29,6 +29,25 @@ export interface ApiTokensTable {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** JSON array of token scopes, null = every scope (migration 150) */
+  scopes: string | null;
+  /** JSON array of repo uuids the token is restricted to, null = unrestricted (migration 150) */
+  repos: string | null;
+}
+
+/** A registered SSH public key (migration 150). */
+export interface SshKeysTable {
+  uuid: string;
+  user_uuid: string;
+  title: string;
+  /** the OpenSSH key type name: ssh-ed25519, ecdsa-sha2-nistp256, ssh-rsa, ... */
+  key_type: string;
+  /** `type base64`, without the comment */
+  public_key: string;
+  /** SHA256:… of the key blob, as ssh-keygen -lf prints it; unique */
+  fingerprint: string;
+  created_at: string;
+  last_used_at: string | null;
 }
 
 export interface EventsTable {
@@ -177,4 +196,5 @@ export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTable
   protection_approvers: ProtectionApproversTable;
   pulls: PullsTable;
   reviews: ReviewsTable;
+  ssh_keys: SshKeysTable;
 }

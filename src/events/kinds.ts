@@ -107,6 +107,8 @@ export const EVENT_KINDS = {
   'token-created': ofScopes(),
   'token-deleted': ofScopes(),
   'token-revoked': ofScopes(),
+  'ssh-key-added': ofScopes(),
+  'ssh-key-deleted': ofScopes(),
   'invite-created': ofScopes(),
   'invite-updated': ofScopes(),
   'invite-deleted': ofScopes(),

@@ -8,7 +8,7 @@ import { actorOf } from '../events/service.ts';
 import { command } from '../core/command.ts';
 import { decide } from '../core/targets.ts';
 import { insertRepo } from '../repos/service.ts';
-import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from '../repos/view.ts';
+import { type RepoJson, type RepoUrls, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from '../repos/view.ts';
 import type { Viewer } from '../viewer.ts';
 
 type ForkRow = Selectable<ForksTable>;
@@ -29,7 +29,7 @@ async function usernameOf(db: Kysely<DB>, uuid: string): Promise<string> {
 async function forkToJson(
   db: Kysely<DB>,
   fork: ForkRow,
-  publicUrl: string,
+  urls: RepoUrls,
   repo?: RepoJson,
   sourceFullName?: string,
   createdByUsername?: string,
@@ -37,8 +37,8 @@ async function forkToJson(
   return {
     uuid: fork.uuid,
     source_repo_uuid: fork.source_repo_uuid,
-    source_full_name: sourceFullName ?? (await loadRepoJson(db, fork.source_repo_uuid, publicUrl)).full_name,
-    repo: repo ?? (await loadRepoJson(db, fork.repo_uuid, publicUrl)),
+    source_full_name: sourceFullName ?? (await loadRepoJson(db, fork.source_repo_uuid, urls)).full_name,
+    repo: repo ?? (await loadRepoJson(db, fork.repo_uuid, urls)),
     created_at: fork.created_at,
     created_by_username: createdByUsername ?? (await usernameOf(db, fork.created_by_uuid)),
   };
@@ -86,7 +86,7 @@ export async function createFork(deps: Deps, viewer: Viewer, ref: RepoRef, teamS
     await tx.db.insertInto('forks').values(fork).execute();
     await deps.git.copyForFork(tx, source, repo);
     const sourceFullName = `${sourceOwner.name}/${source.slug}`;
-    const json = await forkToJson(tx.db, fork, deps.config.publicUrl, undefined, sourceFullName);
+    const json = await forkToJson(tx.db, fork, deps.config, undefined, sourceFullName);
     await tx.emit({
       kind: 'fork-created',
       scopes: [...repoScopes(repo), `repo:${source.uuid}`],
@@ -107,7 +107,7 @@ export async function createFork(deps: Deps, viewer: Viewer, ref: RepoRef, teamS
 export async function getForkByUuid(deps: Deps, viewer: Viewer, uuid: string): Promise<ForkJson> {
   const fork = await deps.db.selectFrom('forks').selectAll().where('uuid', '=', uuid).executeTakeFirst();
   if (!fork || !(await forkRecordReadable(deps.db, viewer, fork))) throw notFound('Fork');
-  return forkToJson(deps.db, fork, deps.config.publicUrl);
+  return forkToJson(deps.db, fork, deps.config);
 }
 
 /**
@@ -118,7 +118,7 @@ export async function getOwnFork(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
   const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
   const fork = await deps.db.selectFrom('forks').selectAll().where('repo_uuid', '=', repo.uuid).executeTakeFirst();
   if (!fork || !(await forkRecordReadable(deps.db, viewer, fork))) throw notFound('Fork');
-  return forkToJson(deps.db, fork, deps.config.publicUrl);
+  return forkToJson(deps.db, fork, deps.config);
 }
 
 /** The forks of a source repo whose repos the viewer may read (the caller selects and orders). */
@@ -139,7 +139,7 @@ async function forksToJson(deps: Deps, forks: ForkRow[], sourceFullName: string)
       forks.map((f) => f.repo_uuid),
     )
     .execute();
-  const byUuid = new Map(repos.map((row) => [row.uuid, repoToJson(row, deps.config.publicUrl)]));
+  const byUuid = new Map(repos.map((row) => [row.uuid, repoToJson(row, deps.config)]));
   // the creators' usernames in one read (a creator without a row answers '', as usernameOf)
   const creators = await deps.db
     .selectFrom('users')
@@ -150,7 +150,7 @@ async function forksToJson(deps: Deps, forks: ForkRow[], sourceFullName: string)
   const out: ForkJson[] = [];
   for (const fork of forks) {
     const username = usernames.get(fork.created_by_uuid) ?? '';
-    out.push(await forkToJson(deps.db, fork, deps.config.publicUrl, byUuid.get(fork.repo_uuid), sourceFullName, username));
+    out.push(await forkToJson(deps.db, fork, deps.config, byUuid.get(fork.repo_uuid), sourceFullName, username));
   }
   return out;
 }

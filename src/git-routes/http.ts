@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -7,22 +6,17 @@ import { PassThrough, pipeline, type Readable, Transform } from 'node:stream';
 import { pipeline as pipelineAsync } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type GitAccess, gitRefusal, gitRepoAccess } from '../access/index.ts';
+import { type GitAccess, gitRefusal, gitRepoAccess, gitScopeRefusal } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest } from '../errors.ts';
 import { isStorageFull } from '../http/error-handler.ts';
 import { BareGitStore } from '../git/bare-store.ts';
-import { gitHttpLimiter, started } from '../git/limits.ts';
-import { beginPush, pushesDir, recordLeftoverPushes, recordPush } from '../git/pushes.ts';
-import { protectedBranchRegExps } from '../git/push-rules.ts';
+import { pushesDir } from '../git/pushes.ts';
 import { HOOK_SOURCE } from '../git/hook-source.ts';
-import { withRepoLock } from '../git/repo-lock.ts';
-import { spawnGit } from '../git/run.ts';
+import { hooksDirOf, protocolEnv as gitProtocolEnv, quotaLeft, runReceivePack, startLimitedGit } from '../git/receive.ts';
 
 type Service = 'git-upload-pack' | 'git-receive-pack';
 const SERVICES: Service[] = ['git-upload-pack', 'git-receive-pack'];
-/** What a `Git-Protocol` header may contain (`version=2`, `key=value:key=value`). */
-const GIT_PROTOCOL_RE = /^[A-Za-z0-9=:.,_-]{1,256}$/;
 
 interface GitParams {
   owner: string;
@@ -44,8 +38,7 @@ function pktLine(text: string): string {
 export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }): Promise<void> {
   const { deps } = opts;
   const store = deps.git instanceof BareGitStore ? deps.git : null;
-  const hooksDir = join(deps.config.dataDir, 'git-hooks');
-  if (store) installHooks(hooksDir);
+  if (store) installHooks(hooksDirOf(deps.config.dataDir));
 
   // These bodies are git's, not JSON: leave the stream unread for the handler.
   app.removeAllContentTypeParsers();
@@ -62,9 +55,12 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
     const resolve = async (request: FastifyRequest, reply: FastifyReply, write: boolean): Promise<GitAccess | null> => {
       const params = request.params as GitParams;
       const slug = params.repo.endsWith('.git') ? params.repo.slice(0, -4) : params.repo;
-      const access = await gitRepoAccess(deps.db, request.viewer, kind, params.owner, slug);
-      const refusal = gitRefusal(request.viewer, access, write);
+      // a scoped token: read:repo to fetch, write:repo to push, decided before the lookup
+      const scoped = gitScopeRefusal(request.viewer, write);
+      const access = scoped ? null : await gitRepoAccess(deps.db, request.viewer, kind, params.owner, slug);
+      const refusal = scoped ?? gitRefusal(request.viewer, access, write);
       if (refusal) {
+        if (refusal.headers) reply.headers(refusal.headers);
         reply.code(refusal.status).send({ error: refusal.code, detail: refusal.detail });
         return null;
       }
@@ -75,10 +71,7 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       return access;
     };
 
-    const protocolEnv = (request: FastifyRequest): Record<string, string> => {
-      const header = request.headers['git-protocol'];
-      return typeof header === 'string' && GIT_PROTOCOL_RE.test(header) ? { GIT_PROTOCOL: header } : {};
-    };
+    const protocolEnv = (request: FastifyRequest): Record<string, string> => gitProtocolEnv(request.headers['git-protocol']);
 
     app.get(`${prefix}/info/refs`, { config, schema }, async (request, reply) => {
       const service = (request.query as { service?: string }).service;
@@ -151,36 +144,20 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
         throw err;
       }
       try {
-        const report = await withRepoLock(deps.database, repo.uuid, async () => {
-          await recordLeftoverPushes(deps, store!, repo.uuid);
-          const left = await quotaLeft(deps, repo.uuid);
-          const protectedRes = await protectedBranchRegExps(deps.db, repo.uuid);
-          const marker = await beginPush(deps.config.dataDir, repo.uuid, viewer, await store!.size(repo.uuid));
-          let child: ChildProcess;
-          try {
-            // No receive.maxInputSize: the spool already bounds the pack (quota left + 1 MiB), and
-            // the pre-receive hook's refusal says why ("the push needs N bytes but the quota leaves M").
-            const args = ['-c', `core.hooksPath=${hooksDir}`];
-            child = await startGit(request, [...args, 'receive-pack', '--stateless-rpc', store!.pathOf(repo.uuid)], {
-              ...protocolEnv(request),
-              WEFT_PROTECTED: JSON.stringify(protectedRes),
-              WEFT_QUOTA_LEFT: String(left),
-              WEFT_PUSH_LOG: marker,
-            });
-          } catch (err) {
-            await rm(marker, { force: true });
-            throw err;
-          }
-          const chunks: Buffer[] = [];
-          child.stdout!.on('data', (c: Buffer) => chunks.push(c));
-          child.stderr!.resume();
-          const closed = new Promise((resolve) => child.once('close', resolve));
-          pipeline(createReadStream(spool), child.stdin!, () => undefined);
-          await closed;
-          await testHold();
-          await recordPush(deps, store!, marker);
-          return Buffer.concat(chunks);
+        // No receive.maxInputSize: the spool already bounds the pack (quota left + 1 MiB), and
+        // the pre-receive hook's refusal says why ("the push needs N bytes but the quota leaves M").
+        const chunks: Buffer[] = [];
+        await runReceivePack(deps, store!, repo.uuid, viewer, {
+          client: request.ip,
+          env: protocolEnv(request),
+          statelessRpc: true,
+          connect: (child) => {
+            child.stdout!.on('data', (c: Buffer) => chunks.push(c));
+            child.stderr!.resume();
+            pipeline(createReadStream(spool), child.stdin!, () => undefined);
+          },
         });
+        const report = Buffer.concat(chunks);
         return reply
           .header('content-type', 'application/x-git-receive-pack-result')
           .header('cache-control', 'no-cache, max-age=0, must-revalidate')
@@ -192,27 +169,8 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
   }
 
   /** Takes a git process slot for the client, then starts git: 503 when over a cap or when git cannot start. */
-  async function startGit(request: FastifyRequest, args: string[], env: Record<string, string>): Promise<ChildProcess> {
-    const release = gitHttpLimiter(deps).acquire(request.ip);
-    try {
-      const child = await started(spawnGit(args, env));
-      child.once('close', release);
-      return child;
-    } catch (err) {
-      release();
-      throw err;
-    }
-  }
-}
-
-/** The bytes the repo may still grow by. */
-async function quotaLeft(deps: Deps, repoUuid: string): Promise<number> {
-  const fresh = await deps.db
-    .selectFrom('repos')
-    .select(['disk_usage_bytes', 'max_disk_bytes'])
-    .where('uuid', '=', repoUuid)
-    .executeTakeFirstOrThrow();
-  return Math.max(0, Number(fresh.max_disk_bytes) - Number(fresh.disk_usage_bytes));
+  const startGit = (request: FastifyRequest, args: string[], env: Record<string, string>) =>
+    startLimitedGit(deps, request.ip, args, env);
 }
 
 /**
@@ -279,14 +237,6 @@ async function spoolBody(request: FastifyRequest, dataDir: string, left: number)
     throw unreadable();
   }
   return file;
-}
-
-/** Tests only: `WEFT_TEST_PUSH_HOLD_MS` holds a push after git moved its refs, before it is recorded. */
-async function testHold(): Promise<void> {
-  const ms = Number(process.env.WEFT_TEST_PUSH_HOLD_MS ?? 0);
-  if (!(ms > 0)) return;
-  process.stderr.write('weft-test: holding a push before recording it\n');
-  await new Promise((r) => setTimeout(r, ms));
 }
 
 /** The pre-receive and post-receive hooks every repository runs (through `core.hooksPath`). */

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { unauthorized } from '../errors.ts';
 import type { Authenticate, AuthenticatedUser, RepoReadHint, Viewer } from '../viewer.ts';
 import { repoRef } from './repo-paths.ts';
+import { scopeRefusal } from './scopes.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -107,7 +108,8 @@ export function installAuth(app: FastifyInstance, authenticate: Authenticate, au
         request.viewer = found.viewer;
         request.viewerUser = found.user;
         request.credential = { kind: 'token', secret: token };
-        done();
+        // a scoped token outside its scopes: 403 before any lookup (README "Scoped tokens")
+        done(scopeRefusal(request, found.viewer) ?? undefined);
       }, done);
       return;
     }

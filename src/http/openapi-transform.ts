@@ -33,6 +33,7 @@ export const ERROR_CODES = [
   'signups_disabled',
   'team_inactive',
   'repo_archived',
+  'insufficient_scope',
   // 409
   'already_member',
   'invalid_pull_policy',
@@ -81,6 +82,10 @@ const OPERATION_IDS: Record<string, string> = {
   'get /api-tokens/{uuid}': 'getApiToken',
   'delete /api-tokens/{uuid}': 'deleteApiToken',
   'put /api-tokens/{uuid}/revoke': 'revokeApiToken',
+  'get /user/keys': 'listSshKeys',
+  'post /user/keys': 'createSshKey',
+  'get /user/keys/{uuid}': 'getSshKey',
+  'delete /user/keys/{uuid}': 'deleteSshKey',
   'get /events': 'listEvents',
   'get /events/{id}': 'getEvent',
   'get /teams': 'listTeams',
@@ -147,6 +152,7 @@ const OPERATION_IDS: Record<string, string> = {
 const RECORDS: Record<string, string> = {
   getAuthenticatedUser: 'User',
   getApiToken: 'ApiToken',
+  getSshKey: 'SshKey',
   getEvent: 'Event',
   getTeam: 'Team',
   getMember: 'Member',

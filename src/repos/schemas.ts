@@ -33,6 +33,10 @@ export const Repo = Type.Object(
     description: NullableString(),
     about: Type.String({ description: 'Markdown' }),
     clone_url: Type.String({ description: '{PUBLIC_URL}/git/teams/{team}/{slug}.git or /git/users/{user}/{slug}.git' }),
+    ssh_url: NullableString({
+      description:
+        'ssh://git@{host of PUBLIC_URL}:{SSH_PUBLIC_PORT}/teams/{team}/{slug}.git (or /users/{user}/…); null when SSH is off (SSH_PORT=0)',
+    }),
     visibility: Visibility,
     default_branch: Type.String(),
     public_repo_pull_policy: PullPolicy,

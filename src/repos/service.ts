@@ -6,6 +6,7 @@ import {
   type RepoRef,
   type RepoRow,
   namespaceReadFilter,
+  tokenRepoFilter,
   readRepo,
   requireNamespaceInsight,
   requireRepoCreation,
@@ -133,7 +134,7 @@ export async function createRepo(
       viewer,
     );
     await deps.git.create(tx, row);
-    return loadRepoJson(tx.db, row.uuid, deps.config.publicUrl);
+    return loadRepoJson(tx.db, row.uuid, deps.config);
   });
 }
 
@@ -154,6 +155,11 @@ export async function listRepos(
   let keys = deps.db.selectFrom('repos').select('uuid').where('owner_kind', '=', kind).where('owner_uuid', '=', owner.uuid);
   if (filter === 'public') keys = keys.where('visibility', '=', 'public');
   if (filter !== 'all') keys = keys.where('is_active', '=', 1);
+  const only = tokenRepoFilter(viewer);
+  if (only !== null) {
+    if (only.length === 0) return [];
+    keys = keys.where('uuid', 'in', only);
+  }
   keys = keys.orderBy('created_at').orderBy('uuid').offset(page.offset).limit(page.limit);
   const rows = await repoViewQuery(deps.db)
     .where('repos.uuid', 'in', keys)
@@ -163,7 +169,7 @@ export async function listRepos(
   return hideUnreadableForkSources(
     deps.db,
     viewer,
-    rows.map((row) => repoToJson(row, deps.config.publicUrl)),
+    rows.map((row) => repoToJson(row, deps.config)),
   );
 }
 
@@ -171,7 +177,7 @@ export async function listRepos(
 export async function getRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<RepoJson> {
   const { repo } = await readRepo(deps.database, viewer, ref);
   // fork_of_uuid only when the caller may read the source (one more read, forks only)
-  const [json] = await hideUnreadableForkSources(deps.db, viewer, [repoToJson(repo, deps.config.publicUrl)]);
+  const [json] = await hideUnreadableForkSources(deps.db, viewer, [repoToJson(repo, deps.config)]);
   return json!;
 }
 
@@ -204,7 +210,7 @@ async function applyRepoChanges(
   const changed = Object.fromEntries(
     Object.entries(changes).filter(([key, value]) => repo[key as keyof RepoRow] !== value),
   ) as RepoChanges;
-  if (Object.keys(changed).length === 0) return loadRepoJson(tx.db, repo.uuid, deps.config.publicUrl);
+  if (Object.keys(changed).length === 0) return loadRepoJson(tx.db, repo.uuid, deps.config);
   try {
     await tx.db
       .updateTable('repos')
@@ -215,7 +221,7 @@ async function applyRepoChanges(
     if (isUniqueViolation(err)) throw slugTaken(String(changed.slug));
     throw err;
   }
-  const json = await loadRepoJson(tx.db, repo.uuid, deps.config.publicUrl);
+  const json = await loadRepoJson(tx.db, repo.uuid, deps.config);
   // Payload values in API form (booleans, not 0/1).
   const shown: Record<string, unknown> = {};
   for (const key of Object.keys(changed)) shown[key] = json[key as keyof RepoJson];

@@ -1,5 +1,18 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { Config } from '../config.ts';
 import type { DB, ReposTable } from '../db/types.ts';
+
+/** What a repo's URLs are made from: PUBLIC_URL, and the SSH ports (README "Git over SSH"). */
+export type RepoUrls = Pick<Config, 'publicUrl' | 'sshPort' | 'sshPublicPort'>;
+
+/**
+ * `ssh://git@{host of PUBLIC_URL}:{SSH_PUBLIC_PORT}`, the start of every `ssh_url`, or null when
+ * SSH is off (SSH_PORT=0).
+ */
+export function sshUrlBase(urls: RepoUrls): string | null {
+  if (urls.sshPort === 0) return null;
+  return `ssh://git@${new URL(urls.publicUrl).hostname}:${urls.sshPublicPort}`;
+}
 
 /**
  * The repo as the API shows it (docs/behaviour.md "Repos and forks"), and the one query that loads what it needs: the
@@ -12,6 +25,7 @@ export interface RepoJson {
   description: string | null;
   about: string;
   clone_url: string;
+  ssh_url: string | null;
   visibility: 'public' | 'private';
   default_branch: string;
   public_repo_pull_policy: 'any' | 'team' | 'owner';
@@ -60,7 +74,10 @@ export function ownerPath(kind: string, name: string): string {
   return kind === 'team' ? `teams/${name}` : `users/${name}`;
 }
 
-export function repoToJson(row: RepoViewRow, publicUrl: string): RepoJson {
+/** `urls`: the server's config (a bare PUBLIC_URL string gives `ssh_url` null). */
+export function repoToJson(row: RepoViewRow, urls: string | RepoUrls): RepoJson {
+  const publicUrl = typeof urls === 'string' ? urls : urls.publicUrl;
+  const ssh = typeof urls === 'string' ? null : sshUrlBase(urls);
   const kind = row.owner_kind as 'team' | 'user';
   const ownerName = (kind === 'team' ? row.owner_team_slug : row.owner_username) ?? '';
   return {
@@ -70,6 +87,7 @@ export function repoToJson(row: RepoViewRow, publicUrl: string): RepoJson {
     description: row.description,
     about: row.about,
     clone_url: `${publicUrl}/git/${ownerPath(kind, ownerName)}/${row.slug}.git`,
+    ssh_url: ssh === null ? null : `${ssh}/${ownerPath(kind, ownerName)}/${row.slug}.git`,
     visibility: row.visibility as RepoJson['visibility'],
     default_branch: row.default_branch,
     public_repo_pull_policy: row.public_repo_pull_policy as RepoJson['public_repo_pull_policy'],
@@ -87,9 +105,9 @@ export function repoToJson(row: RepoViewRow, publicUrl: string): RepoJson {
   };
 }
 
-export async function loadRepoJson(db: Kysely<DB>, uuid: string, publicUrl: string): Promise<RepoJson> {
+export async function loadRepoJson(db: Kysely<DB>, uuid: string, urls: string | RepoUrls): Promise<RepoJson> {
   const row = await repoViewQuery(db).where('repos.uuid', '=', uuid).executeTakeFirstOrThrow();
-  return repoToJson(row, publicUrl);
+  return repoToJson(row, urls);
 }
 
 /** The event scopes of a repo: its own and its owner's (docs/behaviour.md "Events and scopes"). */

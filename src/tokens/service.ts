@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
-import { assertCanManageTokensOf, tokenVisibleTo } from '../access/index.ts';
+import { assertCanManageTokensOf, tokenRestrictionFor, tokenVisibleTo } from '../access/index.ts';
 import { rememberRead, tokenWithRepoRead } from '../access/repo-read.ts';
 import { compiledOnce, fastPathOn } from '../db/fast-path.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
@@ -19,6 +19,8 @@ export interface TokenJson {
   uuid: string;
   name: string;
   username: string;
+  scopes: string[] | null;
+  repos: string[] | null;
   expires_at: string | null;
   created_at: string;
   last_used_at: string | null;
@@ -34,11 +36,20 @@ export function tokenToJson(row: TokenWithUser): TokenJson {
     uuid: row.uuid,
     name: row.name,
     username: row.username,
+    scopes: parseList(row.scopes),
+    repos: parseList(row.repos),
     expires_at: row.expires_at,
     created_at: row.created_at,
     last_used_at: row.last_used_at,
     revoked_at: row.revoked_at,
   };
+}
+
+/** A stored JSON list (scopes, repos); null stays null (unrestricted). */
+function parseList(stored: string | null): string[] | null {
+  if (stored === null) return null;
+  const value: unknown = JSON.parse(stored);
+  return Array.isArray(value) ? value.map(String) : null;
 }
 
 // last_used_at is kept to the minute: a request writes it only when the stored value is older.
@@ -56,6 +67,8 @@ const tokenByHash = compiledOnce((db, hash: string) =>
       't.expires_at',
       't.revoked_at',
       't.last_used_at',
+      't.scopes',
+      't.repos',
       'u.uuid',
       'u.username',
       'u.display_name',
@@ -117,7 +130,14 @@ export async function authenticate(
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
-  const viewer: Viewer = { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: row.token_uuid };
+  const viewer: Viewer = {
+    uuid: row.uuid,
+    username: row.username,
+    isStaff: row.is_staff === 1,
+    tokenUuid: row.token_uuid,
+    scopes: parseList(row.scopes),
+    repos: parseList(row.repos),
+  };
   if (read && hint) rememberRead(viewer, hint, read.row);
   return { viewer, user };
 }
@@ -139,7 +159,7 @@ function validExpiry(value: string | null | undefined): string | null {
 export async function createTokenFor(
   tx: TxContext,
   owner: Selectable<UsersTable>,
-  input: { name: string; expires_at?: string | null; secret?: string },
+  input: { name: string; expires_at?: string | null; secret?: string; scopes?: string[] | null; repos?: string[] | null },
   actor: Viewer | null,
 ): Promise<CreatedToken> {
   const secret = input.secret ?? newTokenSecret();
@@ -152,13 +172,20 @@ export async function createTokenFor(
     created_at: nowIso(),
     last_used_at: null,
     revoked_at: null,
+    scopes: input.scopes === undefined || input.scopes === null ? null : JSON.stringify(input.scopes),
+    repos: input.repos === undefined || input.repos === null ? null : JSON.stringify(input.repos),
   };
   await tx.db.insertInto('api_tokens').values(row).execute();
   await tx.emit({
     kind: 'token-created',
     scopes: [`user:${owner.uuid}`],
     actor: actor ? { uuid: actor.uuid, username: actor.username } : { uuid: owner.uuid, username: owner.username },
-    payload: { token_uuid: row.uuid, name: row.name, username: owner.username, expires_at: row.expires_at },
+    payload: {
+      token_uuid: row.uuid,
+      name: row.name,
+      username: owner.username,
+      expires_at: row.expires_at,
+    },
   });
   return { ...tokenToJson({ ...row, username: owner.username }), token: secret };
 }
@@ -179,7 +206,13 @@ async function ownerFor(db: Kysely<DB>, viewer: Viewer, username: string | null 
 export async function createToken(
   deps: Deps,
   viewer: Viewer,
-  input: { name: string; expires_at?: string | null; username?: string | null },
+  input: {
+    name: string;
+    expires_at?: string | null;
+    username?: string | null;
+    scopes?: string[] | null;
+    repos?: string[] | null;
+  },
 ): Promise<CreatedToken> {
   const name = input.name.trim();
   if (!name) throw badRequest('name must not be blank.');
@@ -190,7 +223,8 @@ export async function createToken(
     decide((db, v: Viewer) => ownerFor(db, v, input.username)),
     async (tx) => {
       const owner = tx.access;
-      return createTokenFor(tx, owner, { name, expires_at: input.expires_at }, viewer);
+      const { scopes, repos } = await tokenRestrictionFor(tx.db, viewer, input);
+      return createTokenFor(tx, owner, { name, expires_at: input.expires_at, scopes, repos }, viewer);
     },
   );
 }

@@ -1,0 +1,141 @@
+/**
+ * Git over SSH in the same process (README "Git over SSH"), with the `ssh2` package:
+ * - public-key authentication only; the user is found by the key's fingerprint (src/sshkeys/);
+ * - each session runs `git-upload-pack` or `git-receive-pack` (src/ssh/git-command.ts), nothing
+ *   else: a shell, a pty-less login, another command or a subsystem gets a message and exit 1;
+ * - the key and its user are read again before every command, so a deleted key or a deactivated
+ *   user is refused at once, even on a connection already open;
+ * - bounded: at most SSH_MAX_SESSIONS connections per instance (more are closed at once), at
+ *   most SSH_MAX_SESSIONS_PER_USER per user (more get a message), SSH_IDLE_TIMEOUT_MS without
+ *   traffic closes a connection, and git runs with the same limits as over HTTP (src/git/run.ts);
+ * - the host key is shared through DATA_DIR (src/ssh/host-key.ts).
+ */
+import { type Server as NetServer, type Socket, createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import ssh2, { type Connection, type ServerChannel } from 'ssh2';
+import type { Deps } from '../deps.ts';
+import { fingerprintOf } from '../sshkeys/parse.ts';
+import { keyOwner, touchSshKey } from '../sshkeys/service.ts';
+import { loadOrCreateHostKey } from './host-key.ts';
+import { ONLY_GIT, parseGitCommand, refuse, runGitCommand } from './git-command.ts';
+
+export interface SshServer {
+  /** the port it listens on (the real one when asked for port 0) */
+  port: number;
+  /** stops accepting and ends every open connection */
+  close(): Promise<void>;
+}
+
+export interface SshServerOptions {
+  port?: number;
+  host?: string;
+}
+
+/** Starts the SSH server on `SSH_HOST:SSH_PORT` (or the given port; 0 picks a free one). */
+export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): Promise<SshServer> {
+  const { config } = deps;
+  const ssh = new ssh2.Server({ hostKeys: [loadOrCreateHostKey(config.dataDir)] });
+  ssh.maxConnections = config.sshMaxSessions;
+  ssh.on('error', (err: Error) => console.error('weft: ssh server error:', err.message));
+  const perUser = new Map<string, number>();
+  const clients = new Set<Connection>();
+
+  ssh.on('connection', (client: Connection, connection: { ip: string }) => {
+    clients.add(client);
+    let keyUuid: string | null = null;
+    let userUuid: string | null = null;
+    let overLimit = false;
+    client.on('error', () => undefined); // a client that vanishes mid-handshake
+    client.on('close', () => {
+      clients.delete(client);
+      if (userUuid !== null) {
+        const n = (perUser.get(userUuid) ?? 1) - 1;
+        if (n <= 0) perUser.delete(userUuid);
+        else perUser.set(userUuid, n);
+      }
+    });
+
+    client.on('authentication', (ctx) => {
+      if (ctx.method !== 'publickey') return ctx.reject(['publickey']);
+      const fingerprint = fingerprintOf(ctx.key.data);
+      keyOwner(deps, { fingerprint }).then(
+        async (owner) => {
+          if (!owner) return ctx.reject(['publickey']);
+          // without a signature the client only asks whether this key would do
+          if (!ctx.signature) return ctx.accept();
+          const key = ssh2.utils.parseKey(owner.publicKey);
+          if (key instanceof Error || Array.isArray(key) || key.verify(ctx.blob!, ctx.signature, ctx.hashAlgo) !== true) {
+            return ctx.reject(['publickey']);
+          }
+          if (userUuid === null) {
+            userUuid = owner.viewer.uuid;
+            const n = (perUser.get(userUuid) ?? 0) + 1;
+            perUser.set(userUuid, n);
+            overLimit = n > config.sshMaxSessionsPerUser;
+          }
+          keyUuid = owner.keyUuid;
+          await touchSshKey(deps, owner).catch(() => undefined);
+          ctx.accept();
+        },
+        () => ctx.reject(['publickey']),
+      );
+    });
+
+    client.on('ready', () => {
+      client.on('session', (acceptSession) => {
+        const session = acceptSession();
+        const env: Record<string, string> = {};
+        session.on('env', (accept, reject, info) => {
+          if (info.key === 'GIT_PROTOCOL') env.GIT_PROTOCOL = info.val;
+          accept?.();
+        });
+        session.on('pty', (_accept, reject) => reject?.());
+        session.on('shell', (accept) => {
+          const channel = accept();
+          channel.write(`Hi! You've authenticated, but Weft does not provide shell access.\r\n`);
+          refuse(channel, ONLY_GIT);
+        });
+        session.on('subsystem', (accept) => refuse(accept(), ONLY_GIT));
+        session.on('exec', (accept, _reject, info) => {
+          const channel: ServerChannel = accept();
+          const command = parseGitCommand(info.command);
+          if (!command) return refuse(channel, ONLY_GIT);
+          if (overLimit) {
+            return refuse(channel, `too many concurrent SSH sessions for this user (at most ${config.sshMaxSessionsPerUser}).`);
+          }
+          keyOwner(deps, { keyUuid: keyUuid! })
+            .then((owner) => {
+              if (!owner) return refuse(channel, 'this key is no longer registered, or its user is inactive.');
+              return runGitCommand(deps, owner.viewer, command, env, connection.ip, channel);
+            })
+            .catch((err) => {
+              console.error('weft: an SSH git command failed:', err);
+              refuse(channel, 'internal error.');
+            });
+        });
+      });
+    });
+  });
+
+  // Our own listener, so each socket gets the idle timeout before ssh2 takes it over.
+  const listener: NetServer = createServer((socket: Socket) => {
+    socket.setTimeout(config.sshIdleTimeoutMs, () => socket.destroy());
+    socket.on('error', () => undefined);
+    ssh.injectSocket(socket);
+  });
+  await new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    listener.listen(opts.port ?? config.sshPort, opts.host ?? config.sshHost, () => {
+      listener.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    port: (listener.address() as AddressInfo).port,
+    close: async () => {
+      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
+      for (const client of clients) client.end();
+      await closed;
+    },
+  };
+}

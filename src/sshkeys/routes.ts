@@ -1,0 +1,78 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { requireViewer } from '../http/auth.ts';
+import { pageOf, pageParams } from '../http/paging.ts';
+import { errors } from '../http/route-schemas.ts';
+import { Page } from '../http/schemas.ts';
+import { CreateSshKeyBody, ListSshKeysQuery, SshKey, SshKeyParams } from './schemas.ts';
+import { addSshKey, deleteSshKey, getSshKey, listSshKeys } from './service.ts';
+
+/** The caller's SSH public keys (README "Git over SSH"): the SSH server finds the user by key. */
+export async function sshKeysRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['ssh-keys'];
+
+  r.get(
+    '/user/keys',
+    {
+      schema: {
+        tags,
+        summary: "The caller's SSH keys, oldest first",
+        querystring: ListSshKeysQuery,
+        response: { 200: Page(SshKey) },
+      },
+    },
+    async (request, reply) => {
+      const p = pageParams(request.query);
+      return pageOf(request, reply, p, await listSshKeys(deps, requireViewer(request), p));
+    },
+  );
+
+  r.post(
+    '/user/keys',
+    {
+      schema: {
+        tags,
+        summary: 'Register an SSH public key for git over SSH',
+        description:
+          'Accepts ed25519, ECDSA (nistp256/384/521) and RSA of at least 2048 bits; a malformed, private, DSA or shorter RSA key is 400. The same key material registered by anyone (whatever its comment) is 409 conflict. Emits ssh-key-added in the user scope.',
+        body: CreateSshKeyBody,
+        response: { 201: SshKey, ...errors(409) },
+      },
+    },
+    async (request, reply) => reply.status(201).send(await addSshKey(deps, requireViewer(request), request.body)),
+  );
+
+  r.get(
+    '/user/keys/:uuid',
+    {
+      schema: {
+        tags,
+        summary: 'One of your SSH keys',
+        description: "Another user's key is 404, for staff too.",
+        params: SshKeyParams,
+        response: { 200: SshKey },
+      },
+    },
+    async (request) => getSshKey(deps, requireViewer(request), request.params.uuid),
+  );
+
+  r.delete(
+    '/user/keys/:uuid',
+    {
+      schema: {
+        tags,
+        summary: 'Delete one of your SSH keys; it stops working at once',
+        description:
+          'Takes no body (an empty JSON object is accepted). The SSH server checks the key again before each git command, so a connection already open with it can run no further command. Emits ssh-key-deleted in the user scope.',
+        params: SshKeyParams,
+        response: { 204: { type: 'null' } },
+      },
+    },
+    async (request, reply) => {
+      await deleteSshKey(deps, requireViewer(request), request.params.uuid);
+      return reply.status(204).send();
+    },
+  );
+}

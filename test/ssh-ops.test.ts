@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { hostKeyPath } from '../src/ssh/host-key.ts';
+import { type SshServer, startSshServer } from '../src/ssh/server.ts';
+import { DIALECTS, startApp, type TestApp } from './helpers.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Opens a raw TCP connection; resolves with what the server sent before closing it (or after `holdMs`). */
+function rawConnection(port: number): { banner: Promise<string>; closed: Promise<number>; end(): void } {
+  const started = Date.now();
+  const socket = connect(port, '127.0.0.1');
+  let seen = '';
+  const banner = new Promise<string>((resolve) => {
+    socket.on('data', (d) => {
+      seen += d.toString('latin1');
+      if (seen.includes('\n')) resolve(seen);
+    });
+    socket.on('close', () => resolve(seen));
+  });
+  socket.on('error', () => undefined);
+  const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - started)));
+  return { banner, closed, end: () => socket.destroy() };
+}
+
+/** ssh-keyscan's host key line of a server (type and base64). */
+function keyscan(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('ssh-keyscan', ['-T', '20', '-t', 'ed25519', '-p', String(port), '127.0.0.1'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('error', reject);
+    child.on('close', () =>
+      resolve(
+        out
+          .split('\n')
+          .find((l) => l.includes('ssh-ed25519'))
+          ?.split(' ')
+          .slice(1)
+          .join(' ') ?? '',
+      ),
+    );
+  });
+}
+
+describe('SSH host key', () => {
+  it('is made once, 0600, when several processes start together on one DATA_DIR', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'weft-hostkey-'));
+    try {
+      const script = `import { loadOrCreateHostKey } from './src/ssh/host-key.ts'; process.stdout.write(loadOrCreateHostKey(${JSON.stringify(dir)}));`;
+      const outputs = await Promise.all(
+        [0, 1, 2, 3, 4, 5].map(
+          () =>
+            new Promise<string>((resolve, reject) => {
+              const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+                cwd: ROOT,
+                stdio: ['ignore', 'pipe', 'inherit'],
+              });
+              let out = '';
+              child.stdout.on('data', (d) => (out += d));
+              child.on('error', reject);
+              child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));
+            }),
+        ),
+      );
+      assert.match(outputs[0]!, /BEGIN OPENSSH PRIVATE KEY/);
+      assert.equal(new Set(outputs).size, 1, 'every process got the same key');
+      assert.equal(statSync(hostKeyPath(dir)).mode & 0o777, 0o600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+for (const dialect of DIALECTS) {
+  describe(`SSH server limits and instances (${dialect})`, () => {
+    let t: Awaited<ReturnType<typeof startApp>>;
+    let second: TestApp;
+    let one: SshServer;
+    let two: SshServer;
+
+    before(async () => {
+      t = await startApp(dialect, { config: { sshMaxSessions: 2, sshIdleTimeoutMs: 1500 } });
+      // a second instance on the same database and DATA_DIR
+      second = await startApp(dialect, { store: t.store });
+      [one, two] = await Promise.all([
+        startSshServer(t.deps, { port: 0, host: '127.0.0.1' }),
+        startSshServer(second.deps, { port: 0, host: '127.0.0.1' }),
+      ]);
+    });
+    after(async () => {
+      await one.close();
+      await two.close();
+      await second.close();
+      await t.close();
+    });
+
+    it('two instances sharing DATA_DIR present the same host key', async () => {
+      const [a, b] = await Promise.all([keyscan(one.port), keyscan(two.port)]);
+      assert.match(a, /^ssh-ed25519 \S+$/);
+      assert.equal(a, b);
+    });
+
+    it('an idle connection is closed after SSH_IDLE_TIMEOUT_MS', async () => {
+      const c = rawConnection(one.port);
+      assert.match(await c.banner, /^SSH-2\.0-/);
+      const ms = await c.closed;
+      assert.ok(ms >= 1000, `closed after ${ms} ms`);
+    });
+
+    it('at most SSH_MAX_SESSIONS connections per instance: more are closed at once', async () => {
+      const held = [rawConnection(one.port), rawConnection(one.port)];
+      await Promise.all(held.map((c) => c.banner));
+      const extra = rawConnection(one.port);
+      assert.equal(await extra.banner, '', 'no banner: closed at once');
+      for (const c of held) c.end();
+      await Promise.all(held.map((c) => c.closed));
+      // a slot frees once a connection ends
+      for (let i = 0; ; i++) {
+        const next = rawConnection(one.port);
+        const banner = await next.banner;
+        next.end();
+        if (banner.startsWith('SSH-2.0-')) break;
+        assert.ok(i < 50, 'the slots were not released');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    });
+  });
+}
