@@ -48,6 +48,9 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'get /api-tokens/{uuid}': 'read:user',
   'delete /api-tokens/{uuid}': 'write:user',
   'put /api-tokens/{uuid}/revoke': 'write:user',
+  'get /sessions': 'read:user',
+  'get /sessions/{uuid}': 'read:user',
+  'put /sessions/{uuid}/revoke': 'write:user',
   // signup invites
   'get /signup-invites': 'read:user',
   'post /signup-invites': 'write:user',
@@ -58,6 +61,7 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'get /events': 'read:events',
   'get /events/{id}': 'read:events',
   'get /tail-events': 'read:events',
+  'post /tail-events/tickets': 'read:events',
   // teams
   'get /teams': 'read:team',
   'post /teams': 'write:team',
