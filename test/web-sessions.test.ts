@@ -298,6 +298,38 @@ for (const dialect of DIALECTS) {
   });
 }
 
+for (const dialect of DIALECTS) {
+  describe(`stream tickets from another origin (${dialect})`, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startApp(dialect, { config: { corsOrigins: ['https://app.example'] } });
+    });
+    after(() => t.close());
+
+    it('the stream a ticket opens carries the CORS headers of CORS_ORIGINS', async () => {
+      const base = await listen(t);
+      const carol = await t.user('carol');
+      const scope = `user:${carol.uuid}`;
+      const made = await t.req('POST', '/api/v1/tail-events/tickets', {
+        token: carol.token,
+        body: { scope },
+        headers: { origin: 'https://app.example' },
+      });
+      assert.equal(made.status, 201);
+      assert.equal(made.headers['access-control-allow-origin'], 'https://app.example');
+      const url = `/api/v1/tail-events?scope=${scope}&ticket=${encodeURIComponent(made.body.ticket)}`;
+      const sse = await openSse(base, url, null, { origin: 'https://app.example' });
+      try {
+        assert.equal(sse.status, 200);
+        assert.equal(sse.headers['access-control-allow-origin'], 'https://app.example');
+        assert.equal(sse.headers['access-control-allow-credentials'], undefined);
+      } finally {
+        sse.close();
+      }
+    });
+  });
+}
+
 function tokOf(res: { status: number; body: { token: string } }): string {
   assert.equal(res.status, 201);
   return res.body.token;
