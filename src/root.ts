@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { SCOPE_READERS } from './access/scopes.ts';
 import { FsBlobStore, type BlobStore } from './blobs/store.ts';
 import type { Config } from './config.ts';
+import { setFastPath } from './db/fast-path.ts';
 import type { Database } from './db/index.ts';
 import type { Deps } from './deps.ts';
 import { type EventBus, InProcessBus, PostgresBus } from './events/bus.ts';
@@ -35,6 +36,7 @@ export interface DepsOverrides {
 }
 
 export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
+  setFastPath(config.fastPath);
   const clock = overrides.clock ?? systemClock;
   const deps: Omit<Deps, 'timers' | 'live' | 'webhooks'> & { timers?: TimerScheduler; live?: LiveHub; webhooks?: Webhooks } = {
     config,

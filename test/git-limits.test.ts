@@ -137,54 +137,59 @@ for (const dialect of DIALECTS) {
       await store.drop();
     });
 
-    it('600 concurrent info/refs under ulimit -n 200: each 200 or 503, the server lives on', { timeout: 300_000 }, async () => {
-      server = await startServer(
-        store,
-        { GIT_HTTP_MAX_PROCESSES: '10000', GIT_HTTP_MAX_PROCESSES_PER_CLIENT: '10000' },
-        { ulimitFiles: 200 },
-      );
-      const auth = { authorization: `Bearer ${SERVER_ADMIN_TOKEN}`, 'content-type': 'application/json' };
-      const created = await fetch(`${server.base}/api/v1/users/admin/repos`, {
-        method: 'POST',
-        headers: auth,
-        body: JSON.stringify({ name: 'open', slug: 'open', visibility: 'public' }),
-      });
-      assert.equal(created.status, 201, await created.text());
-      const url = `${server.base}/git/users/admin/open.git/info/refs?service=git-upload-pack`;
-      const statuses = await Promise.all(
-        Array.from(
-          { length: 600 },
-          () =>
-            new Promise<number | 'closed'>((resolve) => {
-              const req = httpRequest(url, { agent: false }, (res) => {
-                res.resume();
-                res.on('end', () => resolve(res.statusCode ?? 0));
-                res.on('error', () => resolve(res.statusCode ?? 0));
-              });
-              req.on('error', () => resolve('closed'));
-              req.end();
-            }),
-        ),
-      );
-      const counts = statuses.reduce<Record<string, number>>((m, s) => ({ ...m, [s]: (m[s] ?? 0) + 1 }), {});
-      assert.equal(
-        server.child.exitCode,
-        null,
-        `the server is alive (${JSON.stringify(counts)}): ${server.stderr().slice(-1500)}`,
-      );
-      assert.equal(counts['500'] ?? 0, 0, JSON.stringify(counts));
-      for (const s of Object.keys(counts)) assert.ok(['200', '503', 'closed'].includes(s), JSON.stringify(counts));
-      assert.ok((counts['503'] ?? 0) > 0, `some spawns failed and were 503 (${JSON.stringify(counts)})`);
-      // Once the burst is over it serves again.
-      let ready = 0;
-      for (let i = 0; i < 50 && ready !== 200; i++) {
-        ready = await fetch(url)
-          .then(async (r) => (await r.arrayBuffer(), r.status))
-          .catch(() => 0);
-        if (ready !== 200) await new Promise((r) => setTimeout(r, 200));
-      }
-      assert.equal(ready, 200);
-      assert.equal(server.child.exitCode, null);
-    });
+    it(
+      '600 concurrent info/refs under ulimit -n 200: each 200 or 503, the server lives on',
+      { timeout: 300_000 },
+      async (ctx) => {
+        server = await startServer(
+          store,
+          { GIT_HTTP_MAX_PROCESSES: '10000', GIT_HTTP_MAX_PROCESSES_PER_CLIENT: '10000' },
+          { ulimitFiles: 200 },
+        );
+        const auth = { authorization: `Bearer ${SERVER_ADMIN_TOKEN}`, 'content-type': 'application/json' };
+        const created = await fetch(`${server.base}/api/v1/users/admin/repos`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ name: 'open', slug: 'open', visibility: 'public' }),
+        });
+        assert.equal(created.status, 201, await created.text());
+        const url = `${server.base}/git/users/admin/open.git/info/refs?service=git-upload-pack`;
+        const statuses = await Promise.all(
+          Array.from(
+            { length: 600 },
+            () =>
+              new Promise<number | 'closed'>((resolve) => {
+                const req = httpRequest(url, { agent: false }, (res) => {
+                  res.resume();
+                  res.on('end', () => resolve(res.statusCode ?? 0));
+                  res.on('error', () => resolve(res.statusCode ?? 0));
+                });
+                req.on('error', () => resolve('closed'));
+                req.end();
+              }),
+          ),
+        );
+        const counts = statuses.reduce<Record<string, number>>((m, s) => ({ ...m, [s]: (m[s] ?? 0) + 1 }), {});
+        ctx.diagnostic(`responses: ${JSON.stringify(counts)}`);
+        assert.equal(
+          server.child.exitCode,
+          null,
+          `the server is alive (${JSON.stringify(counts)}): ${server.stderr().slice(-1500)}`,
+        );
+        assert.equal(counts['500'] ?? 0, 0, JSON.stringify(counts));
+        for (const s of Object.keys(counts)) assert.ok(['200', '503', 'closed'].includes(s), JSON.stringify(counts));
+        assert.ok((counts['503'] ?? 0) > 0, `some spawns failed and were 503 (${JSON.stringify(counts)})`);
+        // Once the burst is over it serves again.
+        let ready = 0;
+        for (let i = 0; i < 50 && ready !== 200; i++) {
+          ready = await fetch(url)
+            .then(async (r) => (await r.arrayBuffer(), r.status))
+            .catch(() => 0);
+          if (ready !== 200) await new Promise((r) => setTimeout(r, 200));
+        }
+        assert.equal(ready, 200);
+        assert.equal(server.child.exitCode, null);
+      },
+    );
   });
 }

@@ -5,7 +5,7 @@ import { badRequest, notFound } from '../errors.ts';
 import type { PageParams } from '../http/paging.ts';
 import { branchMatchesPattern, isValidBranchName } from '../git/refname.ts';
 import { diffTrees } from '../git/diff.ts';
-import { divergence, logPage, mergeBase, readCommits } from '../git/history.ts';
+import { divergence, logPage, readCommits } from '../git/history.ts';
 import { parseSignature } from '../git/objects.ts';
 import { listTree } from '../git/trees.ts';
 import { type CodeReaders, codeReaders } from '../git/readers.ts';
@@ -127,10 +127,7 @@ export async function compare(
   const head = await commitOf(o, headName);
   const { limits, objects } = o.readers;
   const dir = o.dir!;
-  const [mb, { ahead, behind, commits }] = await Promise.all([
-    mergeBase(limits, dir, base.sha, head.sha),
-    divergence(limits, objects, dir, base.sha, head.sha, MAX_COMPARE_COMMITS),
-  ]);
+  const { ahead, behind, commits, mergeBase: mb } = await divergence(limits, objects, dir, base.sha, head.sha, MAX_COMPARE_COMMITS);
   const diff = await diffTrees(limits, dir, mb ?? EMPTY_TREE, head.sha);
   const status = ahead === 0 && behind === 0 ? 'identical' : behind === 0 ? 'ahead' : ahead === 0 ? 'behind' : 'diverged';
   const bothShas = immutableCache(o.repo, baseName) !== null ? immutableCache(o.repo, headName) : null;

@@ -15,6 +15,7 @@ import * as m092 from './migrations/092_actor_activity_index.ts';
 import * as m093 from './migrations/093_member_team_order.ts';
 import * as m094 from './migrations/094_pull_page_keys.ts';
 import * as m140 from './migrations/140_webhooks.ts';
+import * as m160 from './migrations/160_sessions_tickets.ts';
 import * as m170 from './migrations/170_storage_lifetimes.ts';
 import * as m180 from './migrations/180_owner_limits.ts';
 import * as m181 from './migrations/181_unique_email.ts';
@@ -47,6 +48,7 @@ const MIGRATIONS: Migration[] = [
   { name: '093_member_team_order', up: m093.up },
   { name: '094_pull_page_keys', up: m094.up },
   { name: '140_webhooks', up: m140.up },
+  { name: '160_sessions_tickets', up: m160.up },
   { name: '170_storage_lifetimes', up: m170.up },
   { name: '180_owner_limits', up: m180.up },
   { name: '181_unique_email', up: m181.up },

@@ -28,7 +28,7 @@ async function requireReadableScope(deps: Deps, viewer: Viewer, scope: string): 
 }
 
 /**
- * decisions §8: a page is always ascending by id. No cursor: the newest events; before_id: the
+ * docs/behaviour.md "Events and scopes": a page is always ascending by id. No cursor: the newest events; before_id: the
  * ones just before; after_id: the ones just after.
  */
 export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Promise<CursorPage> {

@@ -42,6 +42,39 @@ export async function diffTrees(
   opts: { patches?: boolean } = {},
 ): Promise<Diff> {
   const patches = opts.patches !== false;
+  // Two full object ids name the diff's content in every repository: it is cached (read-only).
+  const key = FULL_OID.test(from) && FULL_OID.test(to) ? `${from}:${to}:${patches ? 'p' : ''}` : null;
+  const hit = key ? diffCache.get(key) : undefined;
+  if (hit) {
+    diffCache.delete(key!);
+    diffCache.set(key!, hit);
+    return hit.diff;
+  }
+  const diff = await computeDiff(limits, dir, from, to, patches);
+  if (key) remember(key, diff);
+  return diff;
+}
+
+const FULL_OID = /^[0-9a-f]{40}$/;
+/** Cached diffs, least recently used first, bounded by an estimate of their size. */
+const MAX_CACHED_DIFF_BYTES = 64 * 1024 * 1024;
+const diffCache = new Map<string, { diff: Diff; bytes: number }>();
+let cachedDiffBytes = 0;
+
+function remember(key: string, diff: Diff): void {
+  let bytes = 256;
+  for (const f of diff.files) bytes += 128 + f.path.length * 2 + (f.patch?.length ?? 0) * 2;
+  if (bytes > MAX_CACHED_DIFF_BYTES / 8) return;
+  diffCache.set(key, { diff, bytes });
+  cachedDiffBytes += bytes;
+  for (const [k, v] of diffCache) {
+    if (cachedDiffBytes <= MAX_CACHED_DIFF_BYTES) break;
+    diffCache.delete(k);
+    cachedDiffBytes -= v.bytes;
+  }
+}
+
+async function computeDiff(limits: GitLimits, dir: string, from: string, to: string, patches: boolean): Promise<Diff> {
   const out = await limits.run(
     dir,
     ['diff-tree', ...DIFF_OPTS, '--raw', '--numstat', ...(patches ? ['-p'] : []), '-z', from, to, '--'],

@@ -55,8 +55,11 @@ export async function mergeBase(limits: GitLimits, dir: string, a: string, b: st
 }
 
 /**
- * Both sides of `base...head` in one walk: how many commits each side has that the other lacks,
- * and the first `limit` commits of head not in base, oldest first.
+ * Both sides of `base...head` in one walk (`rev-list --left-right --boundary`): how many commits
+ * each side has that the other lacks, the first `limit` commits of head not in base (oldest
+ * first), and the merge base. When one side holds nothing the other lacks, the merge base is that
+ * side's tip; when the walk has a single boundary commit, it is the merge base; otherwise (criss-
+ * cross merges) `git merge-base` decides.
  */
 export async function divergence(
   limits: GitLimits,
@@ -65,16 +68,49 @@ export async function divergence(
   base: string,
   head: string,
   limit: number,
-): Promise<{ ahead: number; behind: number; commits: Commit[] }> {
-  const out = await limits.run(dir, ['rev-list', '--left-right', `${base}...${head}`, '--']);
+): Promise<Divergence> {
+  // two commit ids name the answer in every repository: cached (read-only)
+  const key = `${base}...${head}:${limit}`;
+  const hit = divergences.get(key);
+  if (hit) {
+    divergences.delete(key);
+    divergences.set(key, hit);
+    return hit;
+  }
+  const answer = await walkDivergence(limits, objects, dir, base, head, limit);
+  divergences.set(key, answer);
+  if (divergences.size > MAX_DIVERGENCES) divergences.delete(divergences.keys().next().value!);
+  return answer;
+}
+
+type Divergence = { ahead: number; behind: number; commits: Commit[]; mergeBase: string | null };
+const MAX_DIVERGENCES = 1000;
+const divergences = new Map<string, Divergence>();
+
+async function walkDivergence(
+  limits: GitLimits,
+  objects: ObjectReaders,
+  dir: string,
+  base: string,
+  head: string,
+  limit: number,
+): Promise<Divergence> {
+  const out = await limits.run(dir, ['rev-list', '--left-right', '--boundary', `${base}...${head}`, '--']);
   let behind = 0;
   const headSide: string[] = [];
+  const boundary: string[] = [];
   for (const line of out.stdout.toString('latin1').split('\n')) {
     if (line.startsWith('<')) behind++;
     else if (line.startsWith('>')) headSide.push(line.slice(1));
+    else if (line.startsWith('-')) boundary.push(line.slice(1));
   }
+  let mb: string | null;
+  if (headSide.length === 0) mb = head;
+  else if (behind === 0) mb = base;
+  else if (boundary.length === 1) mb = boundary[0]!;
+  else mb = await mergeBase(limits, dir, base, head);
   const oldestFirst = headSide.reverse().slice(0, limit);
-  return { ahead: headSide.length, behind, commits: await readCommits(objects, dir, oldestFirst) };
+  return { ahead: headSide.length, behind, commits: await readCommits(objects, dir, oldestFirst), mergeBase: mb };
 }
 
 /**

@@ -6,7 +6,7 @@ import type { TxContext } from '../core/transaction.ts';
 export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
 
 /**
- * The new target tip (`null` when the source branch has no commits, decisions §5 "Branches"),
+ * The new target tip (`null` when the source branch has no commits, README "Git"),
  * the conflicting paths, a refused fast-forward, or `busy` when the target kept moving.
  */
 export type MergeOutcome = { sha: string | null } | { conflictPaths: string[] } | { notFastForward: true } | { busy: true };

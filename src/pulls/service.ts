@@ -10,7 +10,7 @@ import {
   readRepoPull,
   requireRepoPull,
 } from '../access/index.ts';
-import { compiledOnce, numberParam } from '../db/compiled.ts';
+import { compiledOnce, numberArg, numberParam } from '../db/fast-path.ts';
 import type { DB, PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden, notFound } from '../errors.ts';
@@ -238,8 +238,8 @@ export async function listPulls(
   // the same 404s as requireRepo, in one compiled statement (made with the token lookup: the
   // route is flagged repoRead)
   const { repo } = await readRepo(deps.database, viewer, ref);
-  const offset = opts.offset as unknown as string;
-  const limit = opts.limit as unknown as string;
+  const offset = numberArg(opts.offset);
+  const limit = numberArg(opts.limit);
   const rows = opts.status
     ? await pullPage.byStatus(deps.database, repo.uuid, opts.status, offset, limit)
     : await pullPage.all(deps.database, repo.uuid, offset, limit);

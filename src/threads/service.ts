@@ -197,7 +197,7 @@ export async function updateThread(
   });
 }
 
-/** Soft removal (decisions §6); removing a removed thread is 204 and changes nothing. */
+/** Soft removal (docs/behaviour.md "Threads, replies, uploads and attachments"); removing a removed thread is 204 and changes nothing. */
 export async function removeThread(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<void> {
   await command(deps, viewer, onRepo(ref, READ), async (tx) => {
     // read level first: a missing thread or reply is 404 before the 403 of DISCUSS
@@ -422,7 +422,7 @@ export async function getReply(
 }
 
 /**
- * api.md Replies rules: omitted fields stay unchanged, `links` replaces the whole array, and
+ * docs/behaviour.md "Threads, replies, uploads and attachments": omitted fields stay unchanged, `links` replaces the whole array, and
  * every edit stores a full snapshot as the next version. A PATCH that changes nothing returns
  * the current version and stores none.
  */

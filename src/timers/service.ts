@@ -7,7 +7,8 @@ import type { TimersTable } from '../db/tables/timers.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf, type EventKind } from '../events/service.ts';
-import { type TxContext, inTransaction } from '../core/transaction.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import { canonicalTimestamp } from '../time.ts';
 import { readSettings } from '../settings/service.ts';
 import type { Viewer } from '../viewer.ts';
@@ -64,7 +65,7 @@ export function timerToJson(row: TimerRow): TimerJson {
   };
 }
 
-/** The event scopes of a timer: its own and its owner's (decisions §8 scope strings). */
+/** The event scopes of a timer: its own and its owner's (docs/behaviour.md "Events and scopes"). */
 export const timerScopes = (row: { uuid: string; scope: string; owner_uuid: string }): string[] => [
   `timer:${row.uuid}`,
   `${row.scope}:${row.owner_uuid}`,
@@ -81,7 +82,7 @@ const hasScheduleFields = (i: ScheduleInput): boolean =>
   [i.run_in, i.run_at, i.every_seconds, i.time_of_day, i.days_of_week, i.timezone].some((v) => v !== undefined);
 
 /**
- * Exactly one schedule form (decisions §7): once (`run_in`, or `run_at` alone), interval
+ * Exactly one schedule form (README "Timers"): once (`run_in`, or `run_at` alone), interval
  * (`every_seconds` with an optional first `run_at`) or weekly (`time_of_day` + `days_of_week`);
  * `timezone` goes with any of them (default UTC).
  */
@@ -204,6 +205,10 @@ export async function getTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, u
   return timerToJson(await findTimer(deps.db, owner, uuid));
 }
 
+/** A timer scope the viewer may change timers in (a write's target: README "Timers", Access). */
+const changeableScope = (ref: TimerScopeRef, item = false) =>
+  decide((db, v: Viewer) => requireTimerScope(db, v, ref, true, item));
+
 /** Advisory lock class of "one owner's timers" (PostgreSQL; SQLite's write lock serialises already). */
 const TIMER_OWNER_LOCK_CLASS = 7_401_030;
 
@@ -238,8 +243,8 @@ export async function createTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef
   const message = cleanMessage(input.message);
   const now = deps.clock.now();
   const schedule = parseSchedule(input, now);
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireTimerScope(tx.db, viewer, ref, true);
+  return command(deps, viewer, changeableScope(ref), async (tx) => {
+    const owner = tx.access;
     await assertTimerRoom(tx, owner);
     const nowIso = now.toISOString();
     const row: TimerRow = {
@@ -272,8 +277,8 @@ export async function updateTimer(
   const message = input.message === undefined ? undefined : cleanMessage(input.message);
   const now = deps.clock.now();
   const schedule = hasScheduleFields(input) ? parseSchedule(input, now) : null;
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireTimerScope(tx.db, viewer, ref, true, true);
+  return command(deps, viewer, changeableScope(ref, true), async (tx) => {
+    const owner = tx.access;
     const row = await findTimer(tx.db, owner, uuid);
     if (row.status === 'completed' || row.status === 'cancelled') {
       throw conflict('timer_finished', `The timer is ${row.status}; it can no longer be changed.`);
@@ -304,8 +309,8 @@ export async function updateTimer(
 }
 
 export async function deleteTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, uuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const owner = await requireTimerScope(tx.db, viewer, ref, true, true);
+  await command(deps, viewer, changeableScope(ref, true), async (tx) => {
+    const owner = tx.access;
     const row = await findTimer(tx.db, owner, uuid);
     await tx.db.deleteFrom('timers').where('uuid', '=', row.uuid).execute();
     await emitTimerEvent(tx, viewer, row, 'timer-deleted');

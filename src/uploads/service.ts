@@ -187,6 +187,36 @@ export async function streamToBlob(deps: Deps, content: Readable, plan: UploadPl
   }
 }
 
+/** Streams the request's files to the blob store under `plan`, handing each stored blob to `keep`. */
+export type UploadReceiver = (plan: UploadPlan, keep: (blob: HeldBlob) => HeldBlob) => Promise<StoredFile[]>;
+
+/**
+ * POST {repo}/uploads, the whole flow: access and the group checked before any byte is read
+ * (`planUpload`), the files streamed by `receive`, then the rows written by one command
+ * (`recordUploads`: access decided again on locked rows, the quota taken). On any failure the
+ * blobs this request stored are discarded (`discardBlobs`).
+ */
+export async function uploadFiles(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  groupUuid: string | undefined,
+  receive: UploadReceiver,
+): Promise<UploadJson[]> {
+  const plan = await planUpload(deps, viewer, ref, groupUuid);
+  const stored: HeldBlob[] = [];
+  try {
+    const files = await receive(plan, (blob) => {
+      stored.push(blob);
+      return blob;
+    });
+    return await recordUploads(deps, viewer, ref, files, groupUuid);
+  } catch (err) {
+    await discardBlobs(deps, stored);
+    throw err;
+  }
+}
+
 /**
  * After a refused or failed upload: drops its holds and deletes each blob nothing else references
  * (an identical upload in progress holds its own, so its bytes stay).

@@ -1,7 +1,7 @@
 import type { Generated } from 'kysely';
 import type { Bool01 } from '../types.ts';
 
-/** The one row (id 1) of site settings (decisions §9). */
+/** The one row (id 1) of site settings (README "Rate limits, site settings, signup invites, signup"). */
 export interface SiteSettingsTable {
   id: number;
   rate_limits_enabled: Bool01;

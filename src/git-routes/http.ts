@@ -11,13 +11,13 @@ import { type GitAccess, gitRefusal, gitRepoAccess } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest } from '../errors.ts';
 import { isStorageFull } from '../http/error-handler.ts';
-import { BareGitStore } from './bare-store.ts';
-import { gitHttpLimiter, started } from './limits.ts';
-import { beginPush, pushesDir, recordLeftoverPushes, recordPush } from './pushes.ts';
-import { protectedBranchRegExps } from './push-rules.ts';
-import { HOOK_SOURCE } from './hook-source.ts';
-import { withRepoLock } from './repo-lock.ts';
-import { spawnGit } from './run.ts';
+import { BareGitStore } from '../git/bare-store.ts';
+import { gitHttpLimiter, started } from '../git/limits.ts';
+import { beginPush, pushesDir, recordLeftoverPushes, recordPush } from '../git/pushes.ts';
+import { protectedBranchRegExps } from '../git/push-rules.ts';
+import { HOOK_SOURCE } from '../git/hook-source.ts';
+import { withRepoLock } from '../git/repo-lock.ts';
+import { spawnGit } from '../git/run.ts';
 
 type Service = 'git-upload-pack' | 'git-receive-pack';
 const SERVICES: Service[] = ['git-upload-pack', 'git-receive-pack'];
@@ -112,7 +112,13 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
     app.post(`${prefix}/git-upload-pack`, { config: { ...config, shortBody: true }, schema }, async (request, reply) => {
       const access = await resolve(request, reply, false);
       if (!access) return reply;
-      const body = await readBody(request, deps.config.gitMaxRequestBytes);
+      let body: Buffer;
+      try {
+        body = await readBody(request, deps.config.gitMaxRequestBytes);
+      } catch (err) {
+        if (!request.raw.complete) reply.header('connection', 'close');
+        throw err;
+      }
       const child = await startGit(
         request,
         ['upload-pack', '--stateless-rpc', store!.pathOf(access.repo.uuid)],
@@ -136,7 +142,14 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       const repo = access.repo;
       // The pack is spooled to a file first (bounded by the quota left), so a slow pusher holds
       // neither a git process nor the repo's write lock.
-      const spool = await spoolBody(request, deps.config.dataDir, await quotaLeft(deps, repo.uuid));
+      let spool: string;
+      try {
+        spool = await spoolBody(request, deps.config.dataDir, await quotaLeft(deps, repo.uuid));
+      } catch (err) {
+        // The rest of a refused body is not read: close the connection after answering.
+        if (!request.raw.complete) reply.header('connection', 'close');
+        throw err;
+      }
       try {
         const report = await withRepoLock(deps.database, repo.uuid, async () => {
           await recordLeftoverPushes(deps, store!, repo.uuid);
@@ -202,17 +215,20 @@ async function quotaLeft(deps: Deps, repoUuid: string): Promise<number> {
   return Math.max(0, Number(fresh.max_disk_bytes) - Number(fresh.disk_usage_bytes));
 }
 
-/** The request body, inflated when gzip, as a stream. */
+/**
+ * The request body, inflated when gzip, as a stream of its own: a refusal destroys this stream,
+ * never the request (so the error response can still be written; the connection then closes).
+ */
 function bodySource(request: FastifyRequest): Readable {
   const encoding = String(request.headers['content-encoding'] ?? 'identity').toLowerCase();
   const raw = request.raw;
-  if (encoding !== 'gzip' && encoding !== 'x-gzip') return raw;
-  const gunzip = createGunzip();
-  raw.on('error', (err) => gunzip.destroy(err));
+  const out = encoding === 'gzip' || encoding === 'x-gzip' ? createGunzip() : new PassThrough();
+  raw.on('error', (err) => out.destroy(err));
   raw.on('close', () => {
-    if (!raw.complete) gunzip.destroy(new Error('the client went away mid-body'));
+    if (!raw.complete) out.destroy(new Error('the client went away mid-body'));
   });
-  return raw.pipe(gunzip);
+  out.on('close', () => raw.unpipe(out));
+  return raw.pipe(out);
 }
 
 const unreadable = () => badRequest('The request body could not be read (the client went away, or bad gzip).');
@@ -237,7 +253,6 @@ async function readBody(request: FastifyRequest, max: number): Promise<Buffer> {
     if (err instanceof AppError) throw err;
     throw unreadable();
   }
-  if (!request.raw.complete) throw unreadable();
   return Buffer.concat(chunks);
 }
 
@@ -261,10 +276,6 @@ async function spoolBody(request: FastifyRequest, dataDir: string, left: number)
   } catch (err) {
     await rm(file, { force: true });
     if (err instanceof AppError || isStorageFull(err)) throw err;
-    throw unreadable();
-  }
-  if (!request.raw.complete) {
-    await rm(file, { force: true });
     throw unreadable();
   }
   return file;
