@@ -1,3 +1,4 @@
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/index.ts';
@@ -7,6 +8,21 @@ import { startMetricsServer } from './http/metrics.ts';
 import { drainAndClose } from './http/shutdown.ts';
 import { type SshServer, startSshServer } from './ssh/server.ts';
 import { bootstrapAdmin } from './users/service.ts';
+
+/** DATA_DIR must be a directory the server can create and write; else one clear line, exit 2. */
+function assertDataDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    accessSync(dir, constants.W_OK | constants.X_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    console.error(
+      `weft: configuration error: DATA_DIR ${dir} is not a directory this process can create and write (${code}); ` +
+        'create it with write access for this user, or set DATA_DIR to one',
+    );
+    process.exit(2);
+  }
+}
 
 async function main(): Promise<void> {
   let config: Config;
@@ -19,6 +35,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  assertDataDir(config.dataDir);
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
   const deps = createDeps(config, database);
   const app = await buildApp(deps);

@@ -2,7 +2,7 @@
  * Issue 30, item 7: the traps a new user met with the CLI, passwords and emails.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -82,6 +82,21 @@ describe('CLI traps (spawned)', () => {
       assert.equal((await cli(['list-tokens', 'kim'])).stdout.trim().split('\n').length, 2, 'no token was made');
     } finally {
       await store.drop();
+    }
+  });
+
+  it('a DATA_DIR the server cannot create stops start-up with one line naming it and the variable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'weft-cli-'));
+    try {
+      writeFileSync(join(dir, 'a-file'), '');
+      const bad = join(dir, 'a-file', 'data');
+      const res = await runTs('src/main.ts', [], { DATA_DIR: bad, LOG_LEVEL: 'silent', PORT: '0' });
+      assert.equal(res.code, 2, res.stderr);
+      assert.match(res.stderr, /DATA_DIR/);
+      assert.ok(res.stderr.includes(bad), res.stderr);
+      assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -35,7 +35,7 @@ describe('deployment files', () => {
     assert.ok(instructions.some((l) => l === 'CMD ["node", "dist/main.js"]'));
     // what the build stage compiles into is what the start script and the CLI run
     const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string>; bin: Record<string, string> };
-    assert.equal(pkg.scripts.start, 'node dist/main.js');
+    assert.equal(pkg.scripts.start, 'exec node dist/main.js');
     assert.match(read(pkg.bin.weft!), /dist/);
   });
 

@@ -194,7 +194,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
       const { number, reply_number } = request.params as Required<Params>;
       const w = pageWindow(request.query as { page?: number });
       const repo = await getRepo(deps, c.viewer, ref);
-      const versions = (await listReplyVersions(deps, c.viewer, ref, number, reply_number, w)).versions;
+      const { versions } = await listReplyVersions(deps, c.viewer, ref, number, reply_number, w);
       const base = `${repoHref(repo)}/threads/${number}`;
       const body = html`${repoHeader(repo, 'threads')}
         <h2>History of reply ${reply_number} in <a href="${base}#reply-${reply_number}">thread #${number}</a></h2>
