@@ -14,6 +14,7 @@ import * as m091 from './migrations/091_team_activity_index.ts';
 import * as m092 from './migrations/092_actor_activity_index.ts';
 import * as m093 from './migrations/093_member_team_order.ts';
 import * as m094 from './migrations/094_pull_page_keys.ts';
+import * as m110 from './migrations/110_pull_source_repo.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -42,6 +43,7 @@ const MIGRATIONS: Migration[] = [
   { name: '092_actor_activity_index', up: m092.up },
   { name: '093_member_team_order', up: m093.up },
   { name: '094_pull_page_keys', up: m094.up },
+  { name: '110_pull_source_repo', up: m110.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -136,6 +136,8 @@ export interface PullsTable {
   merge_claimed_at: string | null;
   /** the tip the pending merge is about to write: crash recovery compares it with the branch */
   merge_claim_sha: string | null;
+  /** the repo the source branch lives in: this repo, or one of its fork network (migration 110) */
+  source_repo_uuid: string | null;
 }
 
 export interface ReviewsTable {

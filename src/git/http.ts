@@ -11,6 +11,8 @@ import { actorOf, inTransaction } from '../events/service.ts';
 import { addDiskUsage, BareGitStore } from './bare-store.ts';
 import { protectedBranchRegExps } from './push-rules.ts';
 import { HOOK_SOURCE } from './hook-source.ts';
+import { syncPullHeads } from '../pulls/heads.ts';
+import { pullsMovedByPush } from '../pulls/pushes.ts';
 import { spawnGit } from './run.ts';
 
 type Service = 'git-upload-pack' | 'git-receive-pack';
@@ -59,11 +61,11 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       const access = await gitRepoAccess(deps.db, request.viewer, kind, params.owner, slug);
       const refusal = gitRefusal(request.viewer, access, write);
       if (refusal) {
-        reply.code(refusal.status).send({ error: refusal.code, detail: refusal.detail });
+        refuse(reply, refusal.status, refusal.detail);
         return null;
       }
       if (!store || !store.exists(access!.repo.uuid)) {
-        reply.code(404).send({ error: 'not_found', detail: 'The repo has no git storage.' });
+        refuse(reply, 404, 'The repo has no git storage.');
         return null;
       }
       return access;
@@ -153,6 +155,14 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
   }
 }
 
+/**
+ * A refusal as `text/plain`, which the git client prints as `remote: …` lines (a JSON body it
+ * would not show: the user would see only "The requested URL returned error: 403").
+ */
+function refuse(reply: FastifyReply, status: number, detail: string): void {
+  reply.code(status).type('text/plain; charset=utf-8').send(`${detail}\n`);
+}
+
 /** Streams the request body (inflating gzip) into git's stdin; a broken body kills git. */
 function pipeBody(request: FastifyRequest, stdin: NodeJS.WritableStream, kill: () => void): void {
   const encoding = String(request.headers['content-encoding'] ?? 'identity').toLowerCase();
@@ -187,11 +197,11 @@ async function recordPush(
     .map((line) => line.split(' '))
     .filter((parts) => parts.length === 3);
   const sizeAfter = await store.size(repoUuid);
-  await inTransaction(deps, async (tx) => {
+  const pulls = await inTransaction(deps, async (tx) => {
     await addDiskUsage(tx, repoUuid, sizeAfter - sizeBefore);
-    if (updates.length === 0) return;
+    if (updates.length === 0) return [];
     const repo = await tx.db.selectFrom('repos').selectAll().where('uuid', '=', repoUuid).executeTakeFirst();
-    if (!repo) return;
+    if (!repo) return [];
     for (const [before, after, ref] of updates) {
       await tx.emit({
         kind: 'branch-pushed',
@@ -200,7 +210,15 @@ async function recordPush(
         payload: { repo_uuid: repoUuid, ref, before, after, pusher: { uuid: viewer.uuid, username: viewer.username } },
       });
     }
+    return pullsMovedByPush(
+      tx,
+      repoUuid,
+      updates.map(([before, after, ref]) => ({ before: before!, after: after!, ref: ref! })),
+      viewer,
+    );
   });
+  // before `git push` returns: `git fetch origin pull/N/head` right after it sees the new head
+  await syncPullHeads(deps, pulls);
 }
 
 /** The pre-receive and post-receive hooks every repository runs (through `core.hooksPath`). */

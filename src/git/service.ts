@@ -1,6 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { type RepoRef, requireRepo } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
+import { isCrossRepo, syncedPullHead } from '../pulls/heads.ts';
 import { requirePull } from '../pulls/service.ts';
 import type { Viewer } from '../viewer.ts';
 import { branchMatchesPattern } from './refname.ts';
@@ -21,10 +22,15 @@ export async function listBranches(deps: Deps, viewer: Viewer, ref: RepoRef, pag
   });
 }
 
-/** The pull's branch tips (null while a branch does not exist). */
+/**
+ * The pull's head and base (null while there is none). A pull from another repo reads its kept
+ * head, brought up to date first, so its commits are in this repo's objects.
+ */
 async function tips(deps: Deps, viewer: Viewer, ref: RepoRef, number: number) {
   const { access, pull } = await requirePull(deps, viewer, ref, number);
-  const head = await deps.git.branchSha(access.repo.uuid, pull.source_branch);
+  const head = isCrossRepo(pull)
+    ? await syncedPullHead(deps, pull)
+    : await deps.git.branchSha(access.repo.uuid, pull.source_branch);
   const base = await deps.git.branchSha(access.repo.uuid, pull.target_branch);
   return { uuid: access.repo.uuid, head, base };
 }

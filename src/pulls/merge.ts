@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { RepoRef } from '../access/index.ts';
+import type { RepoRef, RepoRow } from '../access/index.ts';
 import type { PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, conflict, notFound } from '../errors.ts';
@@ -7,13 +7,14 @@ import { actorOf, inTransaction } from '../events/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
+import { syncedPullHead } from './heads.ts';
 import { pullProtectionStatus } from './protection-status.ts';
-import { loadPullJson, type PullJson, pullEventPayload, pullScopes, requirePull } from './service.ts';
+import { loadPullJson, type PullJson, type PullRow, pullEventPayload, pullScopes, requirePull } from './service.ts';
 
 export interface MergeResultJson {
   pull: PullJson;
   merge_strategy: MergeStrategy;
-  merge_commit_sha: string | null;
+  merge_commit_sha: string;
   merged_at: string;
   merged_by_username: string;
 }
@@ -32,6 +33,9 @@ const STALE_CLAIM_MS = 10 * 60 * 1000;
  *    on any git failure (conflict, not fast-forward, error) the claim is undone instead and the
  *    pull is open again, with the branch unmoved.
  * A claim left by a crash is recovered by `recoverMergeClaims`.
+ * Before the claim, an open pull's head is brought into the target repo (a fork pull's kept
+ * head, `refs/pull/N/head`) and checked: no head is 409 source_branch_missing, a head the target
+ * already contains 409 nothing_to_merge, and nothing changes (README "Pulls from forks").
  */
 export async function mergePull(
   deps: Deps,
@@ -42,6 +46,8 @@ export async function mergePull(
 ): Promise<MergeResultJson> {
   const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
   await recoverMergeClaims(deps, pull.uuid);
+  // Only an open pull: a closed or merged one gets its 409 from the claim below.
+  const head = pull.status === 'open' ? await mergeableHead(deps, access.repo, pull) : null;
   let mergedAt = '';
   const claimed = await inTransaction(deps, async (tx) => {
     // The claiming UPDATE waits on the pull's row lock (a review being submitted holds it), so
@@ -83,8 +89,10 @@ export async function mergePull(
     return current;
   });
 
-  let sha: string | null;
+  let sha: string;
   try {
+    // reopened between the look above and the claim: look now
+    const source = head ?? (await mergeableHead(deps, access.repo, claimed));
     const people = await deps.db
       .selectFrom('users')
       .select(['uuid', 'username', 'display_name', 'email'])
@@ -98,6 +106,7 @@ export async function mergePull(
       repo: access.repo,
       pull: claimed,
       strategy,
+      source,
       merger: person(viewer.uuid),
       author: person(claimed.author_uuid),
       beforeMove: async (next) => {
@@ -110,6 +119,7 @@ export async function mergePull(
     if ('notFastForward' in outcome) {
       throw conflict('not_fast_forward', 'The target branch is not an ancestor of the source branch: it cannot fast-forward.');
     }
+    if ('nothingToMerge' in outcome) throw nothingToMerge();
     if ('busy' in outcome) {
       throw conflict('target_moved', 'The target branch kept moving during the merge: try again.');
     }
@@ -121,10 +131,28 @@ export async function mergePull(
   return finishMerge(deps, pull.uuid, sha, viewer, strategy, mergedAt);
 }
 
+const nothingToMerge = () =>
+  conflict('nothing_to_merge', 'The source has no commit that the target branch lacks: merging would land nothing.');
+
+/**
+ * The pull's head as a commit of the target repo (synced first), when merging it would land
+ * something: 409 source_branch_missing when there is no head, 409 nothing_to_merge when the
+ * target branch already contains it.
+ */
+async function mergeableHead(deps: Deps, repo: RepoRow, pull: PullRow): Promise<string> {
+  const head = await syncedPullHead(deps, pull);
+  if (head === null) {
+    throw conflict('source_branch_missing', `The source branch "${pull.source_branch}" does not exist: push it before merging.`);
+  }
+  const target = await deps.git.branchSha(repo.uuid, pull.target_branch);
+  if (target !== null && (await deps.git.contains(repo.uuid, target, head))) throw nothingToMerge();
+  return head;
+}
+
 async function finishMerge(
   deps: Deps,
   pullUuid: string,
-  sha: string | null,
+  sha: string,
   merger: { uuid: string; username: string },
   strategy: MergeStrategy,
   mergedAt: string,
@@ -203,7 +231,7 @@ export async function recoverMergeClaims(deps: Deps, pullUuid?: string): Promise
     await finishMerge(
       deps,
       p.uuid,
-      p.merge_claim_sha,
+      p.merge_claim_sha!,
       merger ?? { uuid: p.merged_by_uuid!, username: '' },
       (p.merge_strategy ?? 'merge') as MergeStrategy,
       p.merged_at!,

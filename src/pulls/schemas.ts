@@ -29,6 +29,18 @@ export const Pull = Type.Object(
     body: Type.String(),
     source_branch: Type.String(),
     target_branch: Type.String(),
+    source_repo: Type.Object(
+      {
+        uuid: NullableString({ description: "the source repo's uuid" }),
+        full_name: NullableString({ description: "the source repo's owner/slug" }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          'the repo the source branch lives in: this repo, or a repo of its fork network. Both fields are null when the ' +
+          'caller cannot read that repo, or once it is deleted (the pull keeps its head: refs/pull/{number}/head).',
+      },
+    ),
     status: literals(PULL_STATUSES),
     author_username: Type.String(),
     author_uuid: Type.String(),
@@ -37,9 +49,13 @@ export const Pull = Type.Object(
     closed_at: { ...NullableTimestamp, description: 'set when closed or merged; cleared on reopen' },
     merged_at: NullableTimestamp,
     merged_by_username: NullableString(),
-    merge_commit_sha: NullableString({ description: 'null until merged, and null when the source branch had no commits' }),
+    merge_commit_sha: NullableString({ description: 'the new target tip once merged; null until then' }),
     merge_strategy: NullableString({ description: 'merge, squash, rebase or fast_forward once merged; else null' }),
-    head_sha: NullableString({ description: 'the source branch tip now; null while the branch does not exist' }),
+    head_sha: NullableString({
+      description:
+        "the source branch tip now; for a pull from another repo whose branch or repo is gone, the pull's kept head " +
+        '(refs/pull/{number}/head); null while there is neither',
+    }),
     base_sha: NullableString({ description: 'the target branch tip now; null while the branch does not exist' }),
   },
   { additionalProperties: false, title: 'Pull' },
@@ -49,7 +65,15 @@ export const CreatePullBody = StrictObject({
   title: Type.String({ maxLength: 4096, description: `non-blank, at most ${TITLE_MAX} characters after trimming` }),
   body: Type.String({ maxLength: BODY_MAX, description: `Markdown, at most ${BODY_MAX} characters; may be empty` }),
   source_branch: BranchName('the branch to merge from'),
-  target_branch: BranchName('the branch to merge into; must differ from source_branch'),
+  target_branch: BranchName('the branch to merge into; must differ from source_branch when both are in this repo'),
+  source_repo: Type.Optional(
+    Type.String({
+      format: 'uuid',
+      description:
+        "the uuid of the repo the source branch lives in (a fork record's repo.uuid or source_repo_uuid): this repo or a " +
+        'repo of its fork network that the caller can read; absent means this repo',
+    }),
+  ),
 });
 
 export const UpdatePullBody = StrictObject({
@@ -115,7 +139,7 @@ export const MergeResponse = Type.Object(
   {
     pull: Pull,
     merge_strategy: literals(MERGE_STRATEGIES),
-    merge_commit_sha: NullableString({ description: 'null when the source branch has no commits' }),
+    merge_commit_sha: Type.String({ description: 'the new tip of the target branch' }),
     merged_at: Timestamp,
     merged_by_username: Type.String(),
   },
