@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
-import { createDeps } from '../src/deps.ts';
+import { createDeps } from '../src/root.ts';
 import { BareGitStore, dirSize } from '../src/git/bare-store.ts';
 import { bootstrapAdmin } from '../src/users/service.ts';
 

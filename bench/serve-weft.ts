@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import type { Database } from '../src/db/index.ts';
-import type { Deps } from '../src/deps.ts';
+import type { Deps } from '../src/root.ts';
 
 /**
  * The server side of a benchmark child: Weft built in-process with buildApp on a fresh temp
@@ -23,7 +23,7 @@ export async function serveWeft<T = undefined>(
   const { buildApp } = await import('../src/app.ts');
   const { loadConfig } = await import('../src/config.ts');
   const { openDatabase } = await import('../src/db/index.ts');
-  const { createDeps } = await import('../src/deps.ts');
+  const { createDeps } = await import('../src/root.ts');
   const { bootstrapAdmin } = await import('../src/users/service.ts');
   const dataDir = mkdtempSync(join(tmpdir(), 'weft-bench-'));
   const pgUrl = process.env.BENCH_DATABASE_URL || null;

@@ -23,7 +23,7 @@
  *     a. the API: BENCH_SSE_WRITERS (8) clients pinging for 3 s; every event id returned must
  *        arrive, once, in increasing order;
  *     b. a ladder of rates (BENCH_SSE_RATES events/s, BENCH_SSE_STEP s each) generated inside the
- *        server process (Weft: committed through `emitMany`, a batch per transaction, published
+ *        server process (Weft: committed through `tx.emitMany`, a batch per transaction, published
  *        after commit like any write; raw: written to the socket). A step is kept up when every id
  *        arrived once, in order, within 1 s of the generator's end and the generator reached 90 %
  *        of the rate. The figure is the highest rate kept up.
@@ -200,7 +200,7 @@ function watchDatabase(database: import('../src/db/index.ts').Database): void {
 
 /** Child: Weft (buildApp, logging off) with its live hub and bus started as `npm start` does. */
 async function serveWeftChild(): Promise<void> {
-  const { inTransaction, emitMany } = await import('../src/events/service.ts');
+  const { inTransaction } = await import('../src/core/transaction.ts');
   // BENCH_SSE_RECHECKS=Infinity: every stream's access re-check every 1.5 s, unbounded (the "before").
   const { TAIL } = await import('../src/events/tail.ts');
   if (process.env.BENCH_SSE_RECHECKS) TAIL.maxRechecksPerSecond = Number(process.env.BENCH_SSE_RECHECKS);
@@ -241,15 +241,7 @@ async function serveWeftChild(): Promise<void> {
     if (req.type === 'count') return { subscribers: deps.live.subscriberCount };
     if (req.type === 'rss') return { ...rssNow(), subscribers: deps.live.subscriberCount };
     return generate(req.rate, req.ms, async (n) =>
-      (
-        await inTransaction(deps, (tx) =>
-          emitMany(
-            deps,
-            tx,
-            Array.from({ length: n }, () => input),
-          ),
-        )
-      ).map((e) => e.id),
+      (await inTransaction(deps, (tx) => tx.emitMany(Array.from({ length: n }, () => input)))).map((e) => e.id),
     );
   });
   process.on('disconnect', () => {

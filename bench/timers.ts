@@ -19,7 +19,7 @@ import { type KyselyPlugin, sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
-import { createDeps } from '../src/deps.ts';
+import { createDeps } from '../src/root.ts';
 import { insertDueTimers, insertUserRow } from '../test/timers-helpers.ts';
 
 const N = Number(process.env.BENCH_TIMERS ?? 100_000);

@@ -6,6 +6,7 @@ import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
 import { attachmentsRoutes } from './attachments/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
+import { hooksRoutes } from './hooks/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
 import { installConventions } from './http/conventions.ts';
@@ -25,6 +26,7 @@ import { rateLimitsRoutes } from './ratelimits/routes.ts';
 import { settingsRoutes } from './settings/routes.ts';
 import { gitHttpRoutes } from './git/http.ts';
 import { gitRoutes } from './git/routes.ts';
+import { codeRoutes } from './code/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { timersRoutes } from './timers/routes.ts';
@@ -58,6 +60,8 @@ const MODULES = [
   uploadsRoutes,
   attachmentsRoutes,
   gitRoutes,
+  codeRoutes,
+  hooksRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

@@ -1,3 +1,4 @@
+import { cpus } from 'node:os';
 import { resolve } from 'node:path';
 import { MAX_SECRET_LENGTH } from './tokens/secret.ts';
 
@@ -45,6 +46,16 @@ export interface Config {
   streamIdleTimeoutMs: number;
   /** LOAD_SHED_EVENT_LOOP_DELAY_MS: above this event-loop delay requests get 503 with Retry-After; 0 is off. */
   loadShedEventLoopDelayMs: number;
+  /** GIT_MAX_PROCESSES: concurrent git processes for reading code (default twice the cores). */
+  gitMaxProcesses?: number;
+  /** GIT_TIMEOUT_MS: timeout of one git command (or object-reader batch) of a code-reading request. */
+  gitTimeoutMs?: number;
+  /** GIT_MAX_OUTPUT_BYTES: most bytes one buffered git command of a code-reading request may write. */
+  gitMaxOutputBytes?: number;
+  /** GIT_MAX_STREAM_BYTES: most bytes a streamed git command (archive, raw file) may write. */
+  gitMaxStreamBytes?: number;
+  /** WEBHOOK_MAX_CONCURRENCY: webhook deliveries in flight at once on this instance (src/hooks). */
+  webhookMaxConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -179,6 +190,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS');
   if (requestTimeoutMs > transferTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must not exceed TRANSFER_TIMEOUT_MS');
   const loadShedEventLoopDelayMs = intVar(env, 'LOAD_SHED_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000);
+  const gitMaxProcesses = intVar(env, 'GIT_MAX_PROCESSES', 2 * Math.max(1, cpus().length), 1, 1024);
+  const gitTimeoutMs = intVar(env, 'GIT_TIMEOUT_MS', 10_000, 100, 600_000);
+  const gitMaxOutputBytes = intVar(env, 'GIT_MAX_OUTPUT_BYTES', 32 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
+  const gitMaxStreamBytes = intVar(env, 'GIT_MAX_STREAM_BYTES', 4 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER);
+  const webhookMaxConcurrency = intVar(env, 'WEBHOOK_MAX_CONCURRENCY', 32, 1, 10_000);
 
   return {
     trustProxy,
@@ -204,5 +220,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     transferTimeoutMs,
     streamIdleTimeoutMs,
     loadShedEventLoopDelayMs,
+    gitMaxProcesses,
+    gitTimeoutMs,
+    gitMaxOutputBytes,
+    gitMaxStreamBytes,
+    webhookMaxConcurrency,
   };
 }

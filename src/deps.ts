@@ -1,23 +1,20 @@
-import { join } from 'node:path';
 import type { Kysely } from 'kysely';
-import { type BlobStore, FsBlobStore } from './blobs/store.ts';
+import type { BlobStore } from './blobs/store.ts';
 import type { Config } from './config.ts';
 import type { Database, Dialect } from './db/index.ts';
 import type { DB } from './db/types.ts';
-import { SCOPE_READERS } from './access/scopes.ts';
-import { type EventBus, InProcessBus, PostgresBus } from './events/bus.ts';
-import { LiveHub } from './events/live.ts';
-import { ScopeRegistry } from './events/scopes.ts';
-import { BareGitStore } from './git/bare-store.ts';
+import type { EventBus } from './events/bus.ts';
+import type { LiveHub } from './events/live.ts';
+import type { ScopeRegistry } from './events/scopes.ts';
 import type { GitStore } from './git/store.ts';
-import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
-import { recoverMergeClaims } from './pulls/merge.ts';
-import { type Clock, systemClock } from './time.ts';
-import { TimerScheduler, type TimerSchedulerOptions } from './timers/scheduler.ts';
+import type { Webhooks } from './hooks/background.ts';
+import type { JobQueue } from './jobs/queue.ts';
+import type { Clock } from './time.ts';
+import type { TimerScheduler } from './timers/scheduler.ts';
 
 /**
- * What services need from the outside world, built once by `createDeps` (main.ts, the CLI and
- * the test helpers all use it). Each seam is an interface with one real implementation:
+ * What services need from the outside world: the type only. It is built once by `createDeps` of
+ * the composition root, src/root.ts (main.ts, the CLI and the test helpers all use it). Each seam is an interface with one real implementation:
  * - `bus`: committed events to live subscribers (in process; across instances on PostgreSQL);
  * - `git`: bare repositories, forks, merges (src/git/store.ts);
  * - `blobs`: content-addressed files under DATA_DIR (src/blobs/store.ts);
@@ -40,57 +37,6 @@ export interface Deps {
   timers: TimerScheduler;
   /** Who may read each event scope kind (access/scopes.ts). */
   scopes: ScopeRegistry;
-}
-
-export interface DepsOverrides {
-  clock?: Clock;
-  bus?: EventBus;
-  git?: GitStore;
-  blobs?: BlobStore;
-  jobs?: JobQueue;
-  timers?: TimerSchedulerOptions;
-  scopeReaders?: ConstructorParameters<typeof ScopeRegistry>[0];
-}
-
-export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
-  const clock = overrides.clock ?? systemClock;
-  const deps: Omit<Deps, 'timers' | 'live'> & { timers?: TimerScheduler; live?: LiveHub } = {
-    config,
-    database,
-    db: database.db,
-    dialect: database.dialect,
-    clock,
-    scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
-    bus: overrides.bus ?? (database.pool ? new PostgresBus(database.pool, database.pool.options) : new InProcessBus()),
-    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db),
-    blobs: overrides.blobs ?? new FsBlobStore(join(config.dataDir, 'blobs')),
-    jobs:
-      overrides.jobs ??
-      new DbJobQueue(database.db, {
-        dialect: database.dialect,
-        clock,
-        onError: (err, job) => console.error(`weft: job ${job ? `${job.kind} #${job.id}` : 'queue'} failed:`, err),
-      }),
-  };
-  deps.live = new LiveHub(database.db, database.dialect, deps.bus);
-  deps.timers = new TimerScheduler(deps as Deps, overrides.timers);
-  return deps as Deps;
-}
-
-/** Starts the background parts (job workers, cross-instance listeners); the CLI does not. */
-export async function startBackground(deps: Deps): Promise<void> {
-  await deps.bus.start();
-  deps.live.start();
-  deps.jobs.start();
-  deps.timers.start();
-  // Merge claims left by a crashed process (src/pulls/merge.ts): finish or release them.
-  await recoverMergeClaims(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
-}
-
-/** Stops the background parts; called on shutdown before the database closes. */
-export async function stopBackground(deps: Deps): Promise<void> {
-  await deps.timers.stop();
-  await deps.jobs.stop();
-  await deps.live.close();
-  await deps.bus.close();
+  /** Webhook delivery: dispatcher, sender jobs, sweep (src/hooks/background.ts). */
+  webhooks: Webhooks;
 }

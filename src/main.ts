@@ -2,7 +2,7 @@ import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/index.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import { type Deps, createDeps, startBackground, stopBackground } from './deps.ts';
+import { type Deps, createDeps, startBackground, stopBackground } from './root.ts';
 import { startMetricsServer } from './http/metrics.ts';
 import { drainAndClose } from './http/shutdown.ts';
 import { bootstrapAdmin } from './users/service.ts';

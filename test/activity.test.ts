@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import { up } from '../src/db/migrations/092_actor_activity_index.ts';
 import { MAX_MERGED_RANGES } from '../src/activity/service.ts';
-import { inTransaction } from '../src/events/service.ts';
+import { inTransaction } from '../src/core/transaction.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
 import type { Person } from './common.ts';

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { openDatabase } from '../src/db/index.ts';
-import { createDeps } from '../src/deps.ts';
+import { createDeps } from '../src/root.ts';
 import { DIALECTS, type TestApp, freshStore, isErrorBody, startApp, testConfig } from './helpers.ts';
 import { assertRefused } from './common.ts';
 import type { RequestOptions } from './helpers.ts';

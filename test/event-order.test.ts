@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { inTransaction } from '../src/events/service.ts';
+import { inTransaction } from '../src/core/transaction.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
 
 /**

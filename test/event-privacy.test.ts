@@ -11,12 +11,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { EVENT_KINDS } from '../src/events/kinds.ts';
 import { type EventKind } from '../src/events/kinds.ts';
-import { inTransaction } from '../src/events/service.ts';
+import { inTransaction } from '../src/core/transaction.ts';
 import type { EventJson, Person } from './common.ts';
 import { makeWorkTree, gitClient, seedCommit } from './git-fixtures.ts';
 import { DIALECTS, type Res, type TestApp, startApp } from './helpers.ts';
 import { eventFrames, listen, openSse } from './sse-client.ts';
 import { ManualClock } from './timers-helpers.ts';
+import { Receiver, waitUntil } from './webhooks-helpers.ts';
 
 type Role = 'owner' | 'maintainer' | 'member' | 'reader';
 const LEVEL: Record<Role, number> = { reader: 1, member: 2, maintainer: 3, owner: 4 };
@@ -293,6 +294,13 @@ for (const dialect of DIALECTS) {
       w.timers.set(gone.uuid, { uuid: gone.uuid, kind: 'repo', ownerUuid: r.uuid });
       ok(await req('DELETE', `${r.base}/timers/${gone.uuid}`, maint.token), 204);
       w.timers.get(gone.uuid)!.deleted = true;
+      const hook = ok(
+        await req('POST', `${r.base}/hooks`, maint.token, { url: 'https://hooks.example.com/in', events: ['pull-opened'] }),
+        201,
+        'hook',
+      ).body;
+      ok(await req('PUT', `${r.base}/hooks/${hook.uuid}`, maint.token, { active: false }));
+      ok(await req('DELETE', `${r.base}/hooks/${hook.uuid}`, maint.token), 204);
       ok(await req('PUT', r.base, maint.token, { description: `about ${r.uuid}` }));
     };
 
@@ -397,6 +405,26 @@ for (const dialect of DIALECTS) {
       w.timers.set(teamGone.uuid, { uuid: teamGone.uuid, kind: 'team', ownerUuid: T.alpha });
       ok(await req('DELETE', `/teams/alpha/timers/${teamGone.uuid}`, u.own!.token), 204);
       w.timers.get(teamGone.uuid)!.deleted = true;
+
+      // a team hook whose receiver answers 410: hook-disabled (for the team's owners)
+      const rx = await new Receiver().start();
+      try {
+        rx.respond = (_r, res) => res.writeHead(410).end();
+        ok(await req('PUT', '/site-settings', t.adminToken, { webhook_allowed_hosts: ['127.0.0.1'] }));
+        const hook = ok(
+          await req('POST', '/teams/alpha/hooks', u.own!.token, { url: rx.url(), events: ['team-updated'] }),
+          201,
+        ).body;
+        ok(await req('POST', `/teams/alpha/hooks/${hook.uuid}/pings`, u.own!.token), 202);
+        await waitUntil(
+          async () =>
+            (await t.deps.db.selectFrom('hooks').select('active').where('uuid', '=', hook.uuid).executeTakeFirst())?.active === 0,
+          30_000,
+          'the hook disabled',
+        );
+      } finally {
+        await rx.close();
+      }
 
       // users, tokens, pings, settings, invites, rate limits
       ok(await req('PUT', '/users/mem', u.mem!.token, { display_name: 'Mem' }));

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { EventRecord } from '../src/events/service.ts';
-import { inTransaction } from '../src/events/service.ts';
+import { inTransaction } from '../src/core/transaction.ts';
 import { ISO_MS, countRows } from './foundation-helpers.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';

@@ -250,13 +250,25 @@ for (const dialect of DIALECTS) {
       assert.equal(commits.body.results[1].sha, await tip('topic'));
       const files = await t.req('GET', `${repo.api}/pulls/${pull.body.number}/files`, { token: bob.token });
       assert.equal(files.status, 200, files.text);
-      assert.deepEqual(files.body.results, [
-        { path: 'a.txt', status: 'modified', additions: 2, deletions: 1 },
-        { path: 'added.txt', status: 'added', additions: 1, deletions: 0 },
-        { path: 'gone.txt', status: 'deleted', additions: 0, deletions: 1 },
-        { path: 'more.txt', status: 'added', additions: 1, deletions: 0 },
-        { path: 'new.txt', status: 'renamed', additions: 0, deletions: 0 },
-      ]);
+      assert.deepEqual(
+        files.body.results.map(({ path, status, additions, deletions }: Record<string, unknown>) => ({
+          path,
+          status,
+          additions,
+          deletions,
+        })),
+        [
+          { path: 'a.txt', status: 'modified', additions: 2, deletions: 1 },
+          { path: 'added.txt', status: 'added', additions: 1, deletions: 0 },
+          { path: 'gone.txt', status: 'deleted', additions: 0, deletions: 1 },
+          { path: 'more.txt', status: 'added', additions: 1, deletions: 0 },
+          { path: 'new.txt', status: 'renamed', additions: 0, deletions: 0 },
+        ],
+      );
+      // patches (README "Reading code"): hunks only; a pure rename has none
+      assert.equal(files.body.results[4].patch, null);
+      assert.equal(typeof files.body.results[0].patch, 'string');
+      assert.match(files.body.results[0].patch, /^@@ /);
       const none = await t.req('POST', `${repo.api}/pulls`, {
         token: bob.token,
         body: { title: 'T', body: '', source_branch: 'nope', target_branch: 'main' },

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import { type Database, openDatabase } from '../src/db/index.ts';
-import { type Deps, type DepsOverrides, createDeps, startBackground, stopBackground } from '../src/deps.ts';
+import { type Deps, type DepsOverrides, createDeps, startBackground, stopBackground } from '../src/root.ts';
 import { bootstrapAdmin } from '../src/users/service.ts';
 
 export type DialectName = 'sqlite' | 'postgres';

@@ -12,6 +12,7 @@ const DEFAULTS = {
   signup_invite_min_account_age: '7d',
   signups_enabled: true,
   signups_require_invite: false,
+  webhook_allowed_hosts: [] as string[],
 };
 
 for (const dialect of DIALECTS) {

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
-import { createDeps } from '../src/deps.ts';
+import { createDeps } from '../src/root.ts';
 import { ROOT, freePort, runTs } from './foundation-helpers.ts';
 import { DIALECTS, freshStore, isErrorBody, startApp, testConfig } from './helpers.ts';
 

@@ -9,7 +9,7 @@ import { SCOPE_READERS } from '../src/access/scopes.ts';
 import { BlobTooLargeError, FsBlobStore } from '../src/blobs/store.ts';
 import { type Database, openDatabase } from '../src/db/index.ts';
 import { currentTransaction, runAfterCommit, withTransaction } from '../src/db/tx.ts';
-import { createDeps } from '../src/deps.ts';
+import { createDeps } from '../src/root.ts';
 import { DIALECTS, type DialectName, freshStore, testConfig } from './helpers.ts';
 
 async function withDb(dialect: DialectName, fn: (database: Database, dataDir: string) => Promise<void>): Promise<void> {

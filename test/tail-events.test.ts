@@ -1,7 +1,7 @@
 import type { EventKind } from '../src/events/kinds.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { inTransaction } from '../src/events/service.ts';
+import { inTransaction } from '../src/core/transaction.ts';
 import { AccessRecheck, TAIL } from '../src/events/tail.ts';
 import type { Person } from './common.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';

@@ -31,7 +31,7 @@ for (const dialect of DIALECTS) {
       });
       // Stop the first server without dropping its database.
       await first.app.close();
-      const { stopBackground } = await import('../src/deps.ts');
+      const { stopBackground } = await import('../src/root.ts');
       await stopBackground(first.deps);
       await first.deps.database.close();
 

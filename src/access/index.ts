@@ -16,3 +16,4 @@ export { SCOPE_READERS } from './scopes.ts';
 export * from './events.ts';
 export * from './limits.ts';
 export * from './git.ts';
+export * from './hooks.ts';

@@ -1,10 +1,35 @@
 /** Pull and review access: who may open pulls and whose approvals count. */
-import { type Kysely } from 'kysely';
-import type { DB } from '../db/types.ts';
-import { forbidden } from '../errors.ts';
-import type { Viewer } from '../viewer.ts';
+import { type Kysely, type Selectable } from 'kysely';
+import { withRowLock } from '../db/tx.ts';
+import type { DB, PullsTable } from '../db/types.ts';
+import { forbidden, notFound } from '../errors.ts';
+import type { RepoRef, Viewer } from '../viewer.ts';
 import { type RepoRow, type RepoLevel, levelAtLeast } from './levels.ts';
-import { type RepoAccess, repoAccessLevel } from './repos.ts';
+import { type RepoAccess, type RepoNeed, repoAccessLevel, requireRepo } from './repos.ts';
+
+export interface PullAccess {
+  access: RepoAccess;
+  pull: Selectable<PullsTable>;
+}
+
+/**
+ * Resolves a readable repo and the pull with that number in it (404 for either), then the checks
+ * of `need`. With `need.write` or `need.lock`, inside a write's transaction, the repo's rows are
+ * locked as `requireRepo` locks them and the pull's row for update (PostgreSQL), in that order.
+ */
+export async function requireRepoPull(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  need: RepoNeed = { level: 'read' },
+): Promise<PullAccess> {
+  const access = await requireRepo(db, viewer, ref, need);
+  const query = db.selectFrom('pulls').selectAll().where('repo_uuid', '=', access.repo.uuid).where('number', '=', number);
+  const pull = await withRowLock(db, query, need.write || need.lock ? 'update' : undefined).executeTakeFirst();
+  if (!pull) throw notFound('Pull');
+  return { access, pull };
+}
 
 export interface StoredUser {
   uuid: string;

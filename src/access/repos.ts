@@ -166,6 +166,12 @@ export interface RepoNeed {
   write?: boolean;
   /** archive/unarchive and delete stay possible on an archived repo */
   allowArchived?: boolean;
+  /**
+   * Lock what the decision reads (PostgreSQL) even when `write` is not set: a write whose
+   * remaining checks come later (404 before 403, `assertRepoNeed`) still decides on locked rows.
+   * `command` (src/core/command.ts) always sets it.
+   */
+  lock?: boolean;
 }
 
 /**
@@ -176,7 +182,8 @@ export interface RepoNeed {
  * or is seen by the check. SQLite runs write transactions one at a time.
  */
 export async function requireRepo(db: Kysely<DB>, viewer: Viewer, ref: RepoRef, need: RepoNeed): Promise<RepoAccess> {
-  const lock: RowLock | undefined = need.write ? 'share' : undefined;
+  const locking = need.write || need.lock;
+  const lock: RowLock | undefined = locking ? 'share' : undefined;
   const owner = await resolveOwner(db, viewer, ref.ownerKind, ref.ownerName, lock);
   const query = db
     .selectFrom('repos')
@@ -184,18 +191,29 @@ export async function requireRepo(db: Kysely<DB>, viewer: Viewer, ref: RepoRef, 
     .where('owner_kind', '=', ref.ownerKind)
     .where('owner_uuid', '=', owner.uuid)
     .where('slug', '=', ref.repoSlug.toLowerCase());
-  const repo = await withRowLock(db, query, need.write ? 'update' : undefined).executeTakeFirst();
+  const repo = await withRowLock(db, query, locking ? 'update' : undefined).executeTakeFirst();
   if (!repo) throw notFound('Repo');
   const level = await repoAccessLevel(db, viewer, repo, lock);
   if (level === 'none') throw notFound('Repo');
-  if (!levelAtLeast(level, need.level)) throw forbidden(`This needs ${need.level} access to the repo.`);
+  const access = { repo, owner, level };
+  assertRepoNeed(access, need);
+  return access;
+}
+
+/**
+ * The checks of `requireRepo` past "readable", on an access already resolved: 403 below
+ * `need.level`; for a write, 403 team_inactive and repo_archived. A write that must answer 404
+ * for a missing sub-resource before 403 resolves the repo at read level, finds the sub-resource,
+ * then calls this (threads, replies).
+ */
+export function assertRepoNeed(access: RepoAccess, need: RepoNeed): void {
+  if (!levelAtLeast(access.level, need.level)) throw forbidden(`This needs ${need.level} access to the repo.`);
   if (need.write) {
-    assertTeamActive(owner.team);
-    if (repo.is_archived === 1 && !need.allowArchived) {
+    assertTeamActive(access.owner.team);
+    if (access.repo.is_archived === 1 && !need.allowArchived) {
       throw forbidden('The repo is archived and read-only.', 'repo_archived');
     }
   }
-  return { repo, owner, level };
 }
 
 /**

@@ -4,7 +4,9 @@ import { assertCanAttach, assertCanDetach, type RepoAccess, type RepoRef, requir
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { onRepo } from '../core/targets.ts';
 import { findPull } from '../pulls/service.ts';
 import { repoScopes } from '../repos/view.ts';
 import { findReply, findThread, readOnly } from '../threads/service.ts';
@@ -202,8 +204,8 @@ export async function attach(
   if ((input.upload_uuid === undefined) === (input.group_uuid === undefined)) {
     throw badRequest('Send exactly one of upload_uuid and group_uuid.');
   }
-  return inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, READ);
+  return command(deps, viewer, onRepo(ref, READ), async (tx) => {
+    const access = tx.access;
     const target = await resolveTarget(tx.db, access.repo.uuid, targetRef);
     if (input.upload_uuid !== undefined) {
       const upload = await findUpload(tx.db, access.repo.uuid, input.upload_uuid);
@@ -279,8 +281,8 @@ export async function listAttachments(
 
 /** Detaching stays possible after the upload or target is removed and after a merge. */
 export async function detach(deps: Deps, viewer: Viewer, ref: RepoRef, targetRef: TargetRef, uploadUuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, READ);
+  await command(deps, viewer, onRepo(ref, READ), async (tx) => {
+    const access = tx.access;
     const target = await resolveTarget(tx.db, access.repo.uuid, targetRef);
     const row = await tx.db
       .selectFrom('attachments')

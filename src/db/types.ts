@@ -152,6 +152,7 @@ export interface ReviewsTable {
   seq: number;
 }
 
+import type { HooksTables } from './tables/hooks.ts';
 import type { JobsTables } from './tables/jobs.ts';
 import type { LimitsTables } from './tables/limits.ts';
 import type { TimersTables } from './tables/timers.ts';
@@ -161,7 +162,7 @@ import type { ThreadsTables } from './tables/threads.ts';
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables {
+export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

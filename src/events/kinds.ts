@@ -74,6 +74,10 @@ const ownerScope =
 
 const anyScope: Subject = () => null;
 
+/** A hook's events are about its repo or team (a team's hooks are its owners'). */
+const hookOwner: Subject = (e) => e.scopes.find((s) => s.startsWith('repo:') || s.startsWith('team:')) ?? 'repo:-';
+const ofHook: KindRule = { subject: hookOwner, teamRole: () => 'owner', names: [] };
+
 const repo = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'repo', uuid, names });
 const repoList = (uuid: Path): NamedRef => ({ kind: 'repo', uuid, names: [], list: true });
 const team = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'team', uuid, names });
@@ -156,6 +160,11 @@ export const EVENT_KINDS = {
   'timer-updated': { subject: field('timer', 'timer_uuid'), names: [] },
   'timer-deleted': { subject: ownerScope('timer'), teamRole: () => 'owner', names: [] },
   'timer-fired': { subject: ownerScope('timer'), teamRole: () => 'owner', names: [] },
+  // webhooks: in the hook's repo or team scope (a team's hooks are for its owners); site hooks emit none
+  'hook-created': ofHook,
+  'hook-updated': ofHook,
+  'hook-deleted': ofHook,
+  'hook-disabled': ofHook,
 } satisfies Record<string, KindRule>;
 
 export type EventKind = keyof typeof EVENT_KINDS;

@@ -1,9 +1,7 @@
 import { type Kysely, type Transaction, sql } from 'kysely';
 import type { Dialect } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
-import type { Deps } from '../deps.ts';
 import { nowIso } from '../time.ts';
-import { withTransaction } from '../db/tx.ts';
 import { type EventKind, assertDeclaredEvent } from './kinds.ts';
 import { type RepoOwnerInfo, actorClassKey, actorClasses } from './actor-index.ts';
 
@@ -35,15 +33,6 @@ export interface EventRecord {
   actor: EventActor | null;
   payload: Record<string, unknown>;
   created_at: string;
-}
-
-/** A transaction plus `emit`, which records an event in that same transaction (the outbox). */
-export interface TxContext {
-  db: Transaction<DB>;
-  dialect: Dialect;
-  emit(event: EventInput): Promise<EventRecord>;
-  /** Runs `fn` after the outermost transaction commits (jobs to wake, files to remove, ...). */
-  afterCommit(fn: () => void | Promise<void>): void;
 }
 
 /**
@@ -111,7 +100,11 @@ function eventValues(input: EventInput, created_at: string) {
   };
 }
 
-async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
+/**
+ * Writes one event and its scope rows in the transaction `db` (the outbox); publishing it after
+ * commit is the caller's part (`tx.emit` of src/core/transaction.ts does both).
+ */
+export async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventInput): Promise<EventRecord> {
   assertDeclaredEvent(input);
   const created_at = nowIso();
   const values = eventValues(input, created_at);
@@ -146,29 +139,6 @@ async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: EventIn
   };
 }
 
-/**
- * Runs `fn` in one transaction (`withTransaction` of db/tx.ts: a nested call joins the outer
- * one); events it emits are written in that transaction and published to live subscribers only
- * after commit. No change without its event, no event without its change.
- */
-export async function inTransaction<T>(deps: Deps, fn: (tx: TxContext) => Promise<T>): Promise<T> {
-  return withTransaction(
-    deps.db,
-    (handle) =>
-      fn({
-        db: handle.trx,
-        dialect: deps.dialect,
-        afterCommit: handle.afterCommit,
-        emit: async (input) => {
-          const record = await insertEvent(handle.trx, deps.dialect, input);
-          handle.afterCommit(() => deps.bus.publish(record));
-          return record;
-        },
-      }),
-    (err) => console.error('weft: an after-commit step failed', err),
-  );
-}
-
 export type EventRow = {
   id: number;
   kind: string;
@@ -195,27 +165,27 @@ export async function getEventRow(db: Kysely<DB>, id: number): Promise<EventRow 
 }
 
 /**
- * Records several events in the transaction of `tx` with one insert per table (for producers
- * that write events in bulk, such as the timer scheduler); each is published after commit like
- * `tx.emit`. Ids increase in the order of `inputs`.
+ * Writes several events in the transaction `db` with one insert per table (for producers that
+ * write events in bulk, such as the timer scheduler; `tx.emitMany`). Ids increase in the order of
+ * `inputs`; publishing after commit is the caller's part.
  */
-export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]): Promise<EventRecord[]> {
+export async function insertEvents(db: Transaction<DB>, dialect: Dialect, inputs: EventInput[]): Promise<EventRecord[]> {
   if (inputs.length === 0) return [];
   for (const input of inputs) assertDeclaredEvent(input);
   const created_at = nowIso();
   // PostgreSQL: ids in this transaction's own range (see EVENTS_PER_TRANSACTION), after any it
   // already used; SQLite: the table's increasing id.
   let first: number | null = null;
-  if (tx.dialect === 'postgres') {
+  if (dialect === 'postgres') {
     const r = await sql<{ next: string }>`
       select coalesce((select max(e.id) + 1 from events e where e.id >= b.base and e.id < b.base + ${EVENTS_PER_TRANSACTION}), b.base) as next
-      from (select pg_current_xact_id()::text::bigint * ${EVENTS_PER_TRANSACTION} as base) b`.execute(tx.db);
+      from (select pg_current_xact_id()::text::bigint * ${EVENTS_PER_TRANSACTION} as base) b`.execute(db);
     first = Number(r.rows[0]!.next);
     if ((first % EVENTS_PER_TRANSACTION) + inputs.length >= EVENTS_PER_TRANSACTION - 1) {
       throw new Error(`one transaction may emit at most ${EVENTS_PER_TRANSACTION - 1} events`);
     }
   }
-  const rows = await tx.db
+  const rows = await db
     .insertInto('events')
     .values(
       inputs.map((input, i) => ({
@@ -236,11 +206,8 @@ export async function emitMany(deps: Deps, tx: TxContext, inputs: EventInput[]):
     created_at,
   }));
   await writeScopeRows(
-    tx.db,
+    db,
     records.map((r) => ({ id: Number(r.id), kind: r.kind, scopes: r.scopes, actorUuid: r.actor?.uuid ?? null })),
   );
-  tx.afterCommit(() => {
-    for (const r of records) deps.bus.publish(r);
-  });
   return records;
 }

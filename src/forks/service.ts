@@ -4,7 +4,8 @@ import { type RepoRef, forkRecordReadable, repoReadableBy, requireRepo, requireR
 import type { DB, ForksTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { notFound } from '../errors.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { inTransaction } from '../core/transaction.ts';
 import { insertRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from '../repos/view.ts';
 import type { Viewer } from '../viewer.ts';

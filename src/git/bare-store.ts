@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { type Kysely, sql } from 'kysely';
 import type { RepoRow } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
-import type { TxContext } from '../events/service.ts';
+import type { TxContext } from '../core/transaction.ts';
 import { readBranchTip } from './ref-files.ts';
 import { git, GitError, ZERO_SHA } from './run.ts';
 import type { GitStore, MergeOutcome, MergeRequest } from './store.ts';

@@ -5,7 +5,8 @@ import { REPO_FORMS, type RepoParams, repoParamsSchema } from '../http/repo-path
 import { type OnRepo, pagedRepoList } from '../http/repo-routes.ts';
 import { Page } from '../http/schemas.ts';
 import { PullNumber } from '../pulls/schemas.ts';
-import { Branch, Commit, FileChange, ListQuery } from './schemas.ts';
+import { DiffFile } from '../code/schemas.ts';
+import { Branch, Commit, ListQuery } from './schemas.ts';
 import { listBranches, listPullCommits, listPullFiles } from './service.ts';
 
 type PullPath = RepoParams & { number: number };
@@ -49,10 +50,13 @@ export async function gitRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
         schema: {
           tags: ['pulls'],
           summary: 'Files the source branch changes since its merge base with the target, by path (read access)',
-          description: 'Renames are detected (`renamed`, with the new path). Empty while the source branch does not exist.',
+          description:
+            'Renames are detected (`renamed`, with the new path and `previous_path`). Each file has its `patch` (the unified ' +
+            'diff hunks; null for binary files, and null with `patch_truncated: true` past 256 KiB); at most 3,000 files. ' +
+            'Empty while the source branch does not exist.',
           params: PullPath,
           querystring: ListQuery,
-          response: { 200: Page(FileChange) },
+          response: { 200: Page(DiffFile) },
         },
       },
       pagedRepoList(({ viewer, ref, params }: OnRepo<PullPath>, p) => listPullFiles(deps, viewer, ref, params.number, p)),

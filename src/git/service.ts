@@ -1,11 +1,13 @@
 import type { Static } from '@sinclair/typebox';
 import { type RepoRef, requireRepo } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
-import { isCrossRepo, syncedPullHead } from '../pulls/heads.ts';
+import { pullHeadForReading } from '../pulls/heads.ts';
 import { requirePull } from '../pulls/service.ts';
 import type { Viewer } from '../viewer.ts';
 import { branchMatchesPattern } from './refname.ts';
-import type { Branch, Commit, FileChange } from './schemas.ts';
+import { pullFiles } from '../code/pulls.ts';
+import type { DiffFile } from '../code/schemas.ts';
+import type { Branch, Commit } from './schemas.ts';
 
 type Window = { offset: number; limit: number };
 
@@ -22,15 +24,10 @@ export async function listBranches(deps: Deps, viewer: Viewer, ref: RepoRef, pag
   });
 }
 
-/**
- * The pull's head and base (null while there is none). A pull from another repo reads its kept
- * head, brought up to date first, so its commits are in this repo's objects.
- */
+/** The pull's head (`pullHeadForReading`) and base (null while there is none). */
 async function tips(deps: Deps, viewer: Viewer, ref: RepoRef, number: number) {
   const { access, pull } = await requirePull(deps, viewer, ref, number);
-  const head = isCrossRepo(pull)
-    ? await syncedPullHead(deps, pull)
-    : await deps.git.branchSha(access.repo.uuid, pull.source_branch);
+  const head = await pullHeadForReading(deps, pull);
   const base = await deps.git.branchSha(access.repo.uuid, pull.target_branch);
   return { uuid: access.repo.uuid, head, base };
 }
@@ -48,15 +45,13 @@ export async function listPullCommits(
   return (await deps.git.commitsBetween(uuid, base, head)).slice(page.offset, page.offset + page.limit);
 }
 
-/** GET {repo}/pulls/{n}/files: files changed on the source since its merge base with the target, by path. */
+/** GET {repo}/pulls/{n}/files: files changed on the source since its merge base with the target, by path, with patches. */
 export async function listPullFiles(
   deps: Deps,
   viewer: Viewer,
   ref: RepoRef,
   number: number,
   page: Window,
-): Promise<Static<typeof FileChange>[]> {
-  const { uuid, head, base } = await tips(deps, viewer, ref, number);
-  if (head === null) return [];
-  return (await deps.git.filesBetween(uuid, base, head)).slice(page.offset, page.offset + page.limit);
+): Promise<Static<typeof DiffFile>[]> {
+  return pullFiles(deps, viewer, ref, number, page);
 }

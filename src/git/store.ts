@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { RepoRow } from '../access/index.ts';
 import type { PullsTable } from '../db/types.ts';
-import type { TxContext } from '../events/service.ts';
+import type { TxContext } from '../core/transaction.ts';
 
 export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
 

@@ -83,7 +83,8 @@ function withEtag(request: FastifyRequest, reply: FastifyReply, payload: unknown
     if (!type.startsWith('application/json')) return payload;
     const etag = `W/"${hash('sha1', payload, 'base64url').slice(0, 27)}"`;
     reply.header('etag', etag);
-    reply.header('cache-control', 'private, no-cache');
+    // a route may have said more (an answer addressed by a full commit sha is immutable)
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'private, no-cache');
     reply.header('vary', varyWith(reply.getHeader('vary'), 'Authorization'));
     if (ifNoneMatch(request.headers['if-none-match'], etag)) {
       reply.code(304);

@@ -125,6 +125,18 @@ const OPERATION_IDS: Record<string, string> = {
   'post {repo}/pulls/{number}/reviews': 'createReview',
   'get {repo}/pulls/{number}/reviews/{review_uuid}': 'getReview',
   'delete {repo}/pulls/{number}/reviews/{review_uuid}': 'removeReview',
+  // reading code (src/code/)
+  'get {repo}/commits': 'listCommits',
+  'get {repo}/commits/{ref}': 'getCommit',
+  'get {repo}/compare/{basehead}': 'compareCommits',
+  'get {repo}/contents': 'getRootContents',
+  'get {repo}/contents/{path}': 'getContents',
+  'get {repo}/raw/{ref_and_path}': 'getRawFile',
+  'get {repo}/archive/{archive}': 'getArchive',
+  'get {repo}/branches/{branch}': 'getBranch',
+  'post {repo}/branches': 'createBranch',
+  'delete {repo}/branches/{branch}': 'deleteBranch',
+  'get {repo}/tags': 'listTags',
 };
 
 /** Component names for the records read by these operations (their 200 body, or Page items). */
@@ -142,6 +154,11 @@ const RECORDS: Record<string, string> = {
   getReview: 'Review',
   listUsers: 'User',
   listProtectionApprovers: 'Approver',
+  listCommits: 'CodeCommit',
+  getCommit: 'CommitDetail',
+  compareCommits: 'Comparison',
+  getContents: 'Contents',
+  listTags: 'Tag',
 };
 
 const VERBS: Record<string, string> = { get: 'get', put: 'update', post: 'create', delete: 'delete', patch: 'patch' };
@@ -241,11 +258,42 @@ function refReplace(node: Json, byShape: Map<string, string>, skipTop = false): 
   return node;
 }
 
+/**
+ * Names of the `*` (rest-of-path) parameter, by the segment before it: OpenAPI has no wildcard,
+ * so `{*}` becomes a named parameter whose value may hold `/` (sent as is, or as %2F).
+ */
+const WILDCARD_NAMES: Record<string, string> = {
+  commits: 'ref',
+  compare: 'basehead',
+  contents: 'path',
+  raw: 'ref_and_path',
+  archive: 'archive',
+  branches: 'branch',
+};
+
+function namedWildcards(paths: Record<string, Json>): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const [path, item] of Object.entries<Json>(paths)) {
+    const m = /\/([a-z_]+)\/\{\*\}$/.exec(path);
+    if (!m) {
+      out[path] = item;
+      continue;
+    }
+    const name = WILDCARD_NAMES[m[1]!] ?? 'rest';
+    for (const method of METHODS) {
+      for (const param of item[method]?.parameters ?? []) if (param.in === 'path' && param.name === '*') param.name = name;
+    }
+    out[path.replace(/\{\*\}$/, `{${name}}`)] = item;
+  }
+  return out;
+}
+
 export function transformDocument(input: Json): Json {
   const doc = realEnums(structuredClone(input));
   doc.info.license = { name: 'MIT', identifier: 'MIT' };
   doc.components ??= {};
   const schemas: Record<string, Json> = (doc.components.schemas ??= {});
+  doc.paths = namedWildcards(doc.paths ?? {});
 
   const ops: Array<{ method: string; path: string; op: Json }> = [];
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {

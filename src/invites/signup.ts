@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import type { Deps } from '../deps.ts';
 import { conflict, forbidden, notFound } from '../errors.ts';
-import { inTransaction } from '../events/service.ts';
+import { inTransaction } from '../core/transaction.ts';
 import { readSettings } from '../settings/service.ts';
 import { type UserJson, createUser, userToJson } from '../users/service.ts';
 import type { CreatedToken } from '../tokens/service.ts';

@@ -48,6 +48,15 @@ export async function syncedPullHead(deps: Deps, pull: PullHeadFields): Promise<
 }
 
 /**
+ * The pull's head for reading its commits, files and diff in the target repo: a pull from another
+ * repo reads its kept head, brought up to date first (so its commits are in the target's objects);
+ * a pull inside one repo its branch (no write on a read).
+ */
+export async function pullHeadForReading(deps: Deps, pull: PullHeadFields): Promise<string | null> {
+  return isCrossRepo(pull) ? syncedPullHead(deps, pull) : deps.git.branchSha(pull.repo_uuid, pull.source_branch);
+}
+
+/**
  * Brings the kept heads of these pulls up to date, one after another; a failure is left for the
  * next push or merge (which sync again).
  */

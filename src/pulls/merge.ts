@@ -3,7 +3,9 @@ import type { RepoRef, RepoRow } from '../access/index.ts';
 import type { PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { command, inTransaction } from '../core/command.ts';
+import { onPull } from '../core/targets.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
@@ -44,12 +46,17 @@ export async function mergePull(
   number: number,
   strategy: MergeStrategy = 'merge',
 ): Promise<MergeResultJson> {
+  // A first look (404/403 early, and the pull's uuid to recover a stale claim of it); the claim
+  // below decides again on locked rows, so a member removal or an archive racing the merge
+  // either waits for the claim or refuses it.
   const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
   await recoverMergeClaims(deps, pull.uuid);
   // Only an open pull: a closed or merged one gets its 409 from the claim below.
   const head = pull.status === 'open' ? await mergeableHead(deps, access.repo, pull) : null;
   let mergedAt = '';
-  const claimed = await inTransaction(deps, async (tx) => {
+  let repo!: RepoRow;
+  const claimed = await command(deps, viewer, onPull(ref, number, { level: 'write', write: true }), async (tx) => {
+    repo = tx.access.access.repo;
     // The claiming UPDATE waits on the pull's row lock (a review being submitted holds it), so
     // the merge time is read only once it holds that lock: never earlier than a review it counts.
     const res = await tx.db
@@ -78,7 +85,7 @@ export async function mergePull(
       throw conflict('pull_merged', 'The pull is already merged.');
     }
     const current = await tx.db.selectFrom('pulls').selectAll().where('uuid', '=', pull.uuid).executeTakeFirstOrThrow();
-    const protection = await pullProtectionStatus(tx.db, access.repo, current);
+    const protection = await pullProtectionStatus(tx.db, repo, current);
     if (!protection.satisfied) {
       throw conflict(
         'protection_unsatisfied',
@@ -92,7 +99,7 @@ export async function mergePull(
   let sha: string;
   try {
     // reopened between the look above and the claim: look now
-    const source = head ?? (await mergeableHead(deps, access.repo, claimed));
+    const source = head ?? (await mergeableHead(deps, repo, claimed));
     const people = await deps.db
       .selectFrom('users')
       .select(['uuid', 'username', 'display_name', 'email'])
@@ -103,7 +110,7 @@ export async function mergePull(
       return { name: u?.display_name || u?.username || 'weft', email: u?.email || 'weft@localhost' };
     };
     const outcome = await deps.git.merge({
-      repo: access.repo,
+      repo,
       pull: claimed,
       strategy,
       source,

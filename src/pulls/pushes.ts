@@ -1,4 +1,4 @@
-import type { TxContext } from '../events/service.ts';
+import type { TxContext } from '../core/command.ts';
 import { actorOf } from '../events/service.ts';
 import { ZERO_SHA } from '../git/run.ts';
 import { isCrossRepo, type PullHeadFields } from './heads.ts';

@@ -4,7 +4,9 @@ import { assertCanRemoveReview, assertCanReview, type RepoRef } from '../access/
 import type { DB, ReviewsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { command } from '../core/command.ts';
+import { onPull } from '../core/targets.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import { type PullRow, requirePull } from './service.ts';
@@ -74,9 +76,9 @@ export async function createReview(
   number: number,
   input: { status: ReviewStatus; body?: string },
 ): Promise<ReviewJson> {
-  return inTransaction(deps, async (tx) => {
-    // Read access is enough to review; a review is still a write under the repo.
-    const { pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
+  // Read access is enough to review; a review is still a write under the repo.
+  return command(deps, viewer, onPull(ref, number, { level: 'read', write: true }), async (tx) => {
+    const { pull } = tx.access;
     assertCanReview(viewer, pull, input.status);
     // Bumping the pull's review counter locks its row: a concurrent merge either sees this
     // review or commits first, in which case the status read here is `merged`.
@@ -160,15 +162,12 @@ export async function getReview(
 
 /** Soft removal: the review stays readable with removed_at set and stops counting. Idempotent. */
 export async function removeReview(deps: Deps, viewer: Viewer, ref: RepoRef, number: number, reviewUuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
+  await command(deps, viewer, onPull(ref, number, { level: 'read', write: true }), async (tx) => {
+    const { access, pull } = tx.access;
     const review = await findReview(tx.db, pull, reviewUuid);
     assertCanRemoveReview(viewer, access, review);
-    let q = tx.db.selectFrom('pulls').select('status').where('uuid', '=', pull.uuid);
-    if (tx.dialect === 'postgres') q = q.forUpdate();
-    const current = await q.executeTakeFirst();
-    if (!current) throw notFound('Pull');
-    if (current.status === 'merged') throw MERGED();
+    // the pull's row is locked by the target: a concurrent merge waits, or is seen here
+    if (pull.status === 'merged') throw MERGED();
     const result = await tx.db
       .updateTable('reviews')
       .set({ removed_at: nowIso() })

@@ -9,6 +9,7 @@ import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/
 import { errors } from '../http/route-schemas.ts';
 import { Page, PageQuery } from '../http/schemas.ts';
 import type { Viewer } from '../viewer.ts';
+import { sendPullDiff, wantsDiff } from '../code/pulls.ts';
 import { mergePull } from './merge.ts';
 import { getPullProtection, PROTECTION_MATCHING_RULES } from './protection-status.ts';
 import { createPull, getPull, listPulls, updatePull, listWithBranchTips, withBranchTips } from './service.ts';
@@ -131,8 +132,22 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
 
     r.get(
       `${base}/:number`,
-      { config: { repoRead: 'pull' }, schema: { tags, summary: 'Get a pull', params: PullParams, response: { 200: Pull } } },
-      async (request) => withBranchTips(deps, ...onRepo(request), await getPull(deps, ...onPull(request))),
+      {
+        config: { repoRead: 'pull' },
+        schema: {
+          tags,
+          summary: 'Get a pull',
+          description:
+            'With `Accept: text/x-diff` (or `application/vnd.weft.diff`): the whole unified diff from the merge base to the ' +
+            'source tip, streamed as `text/x-diff; charset=utf-8` (empty while the source branch does not exist).',
+          params: PullParams,
+          response: { 200: Pull },
+        },
+      },
+      async (request, reply) => {
+        if (wantsDiff(request)) return sendPullDiff(deps, ...onPull(request), reply);
+        return withBranchTips(deps, ...onRepo(request), await getPull(deps, ...onPull(request)));
+      },
     );
 
     r.put(

@@ -5,17 +5,19 @@ import {
   canOpenPull,
   type RepoAccess,
   type RepoRef,
+  type RepoNeed,
   readRepo,
   readRepoPull,
   repoUuidReadable,
-  requireRepo,
+  requireRepoPull,
 } from '../access/index.ts';
 import { compiledOnce, numberParam } from '../db/compiled.ts';
-import { currentTransaction } from '../db/tx.ts';
 import type { DB, PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden, notFound } from '../errors.ts';
-import { actorOf, inTransaction, type TxContext } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { command } from '../core/command.ts';
+import { onPull, onRepo } from '../core/targets.ts';
 import { sameForkNetwork } from '../forks/service.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nextRepoNumber } from '../repos/numbers.ts';
@@ -212,8 +214,8 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
   const title = cleanTitle(input.title);
   checkBranch('source_branch', input.source_branch);
   checkBranch('target_branch', input.target_branch);
-  const pull = await inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, { level: 'read', write: true });
+  const pull = await command(deps, viewer, onRepo(ref, { level: 'read', write: true }), async (tx) => {
+    const access = tx.access;
     if (!(await canOpenPull(tx.db, viewer, access))) {
       throw forbidden(`The repo's pull policy (${access.repo.public_repo_pull_policy}) does not let you open pulls.`);
     }
@@ -301,20 +303,17 @@ export async function listPulls(
 }
 
 /**
- * Resolves a readable repo and the pull with that number in it (404 for either). Inside
- * `inTransaction` it reads with the open transaction, so a write's check and its change commit
- * together (see `requireRepo`).
+ * Resolves a readable repo and the pull with that number in it (404 for either), for reads; a
+ * write resolves them as its command's target (`onPull`, src/core/targets.ts).
  */
 export async function requirePull(
   deps: Deps,
   viewer: Viewer,
   ref: RepoRef,
   number: number,
-  need: Parameters<typeof requireRepo>[3] = { level: 'read' },
+  need: RepoNeed = { level: 'read' },
 ): Promise<{ access: RepoAccess; pull: PullRow }> {
-  const db = currentTransaction(deps.db) ?? deps.db;
-  const access = await requireRepo(db, viewer, ref, need);
-  return { access, pull: await findPull(db, access.repo.uuid, number) };
+  return requireRepoPull(deps.db, viewer, ref, number, need);
 }
 
 /** GET {repo}/pulls/{n}: one compiled statement reads the repo, the viewer's access and the pull (readRepoPull). */
@@ -338,10 +337,10 @@ export async function updatePull(
 ): Promise<PullJson> {
   const title = input.title === undefined ? undefined : cleanTitle(input.title);
   if (input.status === 'merged') throw badRequest('status can be set to open or closed only: merge with POST .../merge.');
-  return inTransaction(deps, async (tx) => {
-    const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'read', write: true });
+  return command(deps, viewer, onPull(ref, number, { level: 'read', write: true }), async (tx) => {
+    const { access, pull } = tx.access;
     assertCanEditPull(viewer, access, pull);
-    const current = await lockPull(tx, pull.uuid);
+    const current = pull;
     if (current.status === 'merged') throw conflict('pull_merged', 'The pull is merged and can no longer change.');
     const changes: Partial<PullRow> = {};
     if (title !== undefined && title !== current.title) changes.title = title;
@@ -368,16 +367,4 @@ export async function updatePull(
     });
     return json;
   });
-}
-
-/**
- * Reads the pull inside a transaction, locking its row on PostgreSQL so a concurrent merge or
- * update waits for this transaction (SQLite transactions are serialised already).
- */
-export async function lockPull(tx: TxContext, pullUuid: string): Promise<PullRow> {
-  let q = tx.db.selectFrom('pulls').selectAll().where('uuid', '=', pullUuid);
-  if (tx.dialect === 'postgres') q = q.forUpdate();
-  const row = await q.executeTakeFirst();
-  if (!row) throw notFound('Pull');
-  return row;
 }

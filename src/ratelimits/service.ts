@@ -7,7 +7,8 @@ import { isUniqueViolation } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction, type TxContext, type EventKind } from '../events/service.ts';
+import { actorOf, type EventKind } from '../events/service.ts';
+import { inTransaction, type TxContext } from '../core/transaction.ts';
 import type { Viewer } from '../viewer.ts';
 import type { CreateRuleBody, RateLimitRule, UpdateRuleBody } from './schemas.ts';
 

@@ -15,7 +15,8 @@ import {
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict } from '../errors.ts';
-import { actorOf, type TxContext, inTransaction, teamActivityKey } from '../events/service.ts';
+import { actorOf, teamActivityKey } from '../events/service.ts';
+import { type TxContext, inTransaction } from '../core/transaction.ts';
 import { reindexRepoVisibility } from '../events/actor-index.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';

@@ -27,6 +27,11 @@ const fields = {
   }),
   signups_enabled: Type.Boolean({ description: 'POST /signup is 403 signups_disabled when false; default true' }),
   signups_require_invite: Type.Boolean({ description: 'POST /signup needs an invite_uuid when true; default false' }),
+  webhook_allowed_hosts: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+    maxItems: 100,
+    description:
+      'what webhooks may reach although it is loopback, private, link-local, unique-local, multicast or unspecified: host names (matched against the URL host) and IP addresses or CIDR ranges (matched against the resolved address, e.g. `127.0.0.1`, `10.0.0.0/8`, `fd00::/8`); default empty. A bad entry is 400.',
+  }),
 };
 
 export const SiteSettings = Type.Object(fields, { additionalProperties: false, title: 'SiteSettings' });
@@ -37,4 +42,5 @@ export const UpdateSiteSettingsBody = StrictObject({
   signup_invite_min_account_age: Type.Optional(fields.signup_invite_min_account_age),
   signups_enabled: Type.Optional(fields.signups_enabled),
   signups_require_invite: Type.Optional(fields.signups_require_invite),
+  webhook_allowed_hosts: Type.Optional(fields.webhook_allowed_hosts),
 });

@@ -5,8 +5,10 @@ import type { SiteSettingsTable } from '../db/tables/limits.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest } from '../errors.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { inTransaction } from '../core/transaction.ts';
 import type { Viewer } from '../viewer.ts';
+import { normalizeAllowList } from '../hooks/allow-list.ts';
 import { parseDuration } from './duration.ts';
 import type { SiteSettings, UpdateSiteSettingsBody } from './schemas.ts';
 
@@ -20,6 +22,7 @@ export const settingsToJson = (row: SettingsRow): SettingsJson => ({
   signup_invite_min_account_age: row.signup_invite_min_account_age,
   signups_enabled: row.signups_enabled === 1,
   signups_require_invite: row.signups_require_invite === 1,
+  webhook_allowed_hosts: JSON.parse(row.webhook_allowed_hosts) as string[],
 });
 
 /** The settings as stored now (read on every use, so every instance sees a change at once). */
@@ -46,6 +49,7 @@ export async function updateSettings(
       'signup_invite_min_account_age must be a duration such as 7d, 12h or 1d12h (units w, d, h, m, s, largest first; at most 3650 days).',
     );
   }
+  const allowedHosts = input.webhook_allowed_hosts === undefined ? undefined : normalizeAllowList(input.webhook_allowed_hosts);
   return inTransaction(deps, async (tx) => {
     assertCanManageSettings(viewer);
     const changes: Partial<SettingsRow> = {};
@@ -56,6 +60,7 @@ export async function updateSettings(
       changes.signup_invite_min_account_age = input.signup_invite_min_account_age;
     if (input.signups_enabled !== undefined) changes.signups_enabled = input.signups_enabled ? 1 : 0;
     if (input.signups_require_invite !== undefined) changes.signups_require_invite = input.signups_require_invite ? 1 : 0;
+    if (allowedHosts !== undefined) changes.webhook_allowed_hosts = JSON.stringify(allowedHosts);
     if (Object.keys(changes).length === 0) return settingsToJson(await readSettings(tx.db));
     await tx.db
       .updateTable('site_settings')

@@ -3,7 +3,8 @@ import { type TeamRole, requireMemberRemoval, requireTeam, requireTeamManager } 
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
-import { actorOf, type TxContext, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { type TxContext, inTransaction } from '../core/transaction.ts';
 import { nowIso } from '../time.ts';
 import { isUniqueViolation } from '../db/tx.ts';
 import { findUserByUsername, requireActiveUser } from '../users/service.ts';

@@ -4,7 +4,8 @@ import { type TeamRow, assertCanListAllTeams, requireTeam, requireTeamSettingsCh
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict } from '../errors.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { inTransaction } from '../core/transaction.ts';
 import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
 import { isUniqueViolation } from '../db/tx.ts';

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
 import { type Kysely, type Selectable, sql } from 'kysely';
-import { assertCanEditPost, DISCUSS, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import { assertCanEditPost, assertRepoNeed, DISCUSS, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { RepliesTable, ThreadsTable } from '../db/tables/threads.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { actorOf, inTransaction, type TxContext, type EventKind } from '../events/service.ts';
+import { actorOf, type EventKind } from '../events/service.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { onRepo } from '../core/targets.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import { nextRepoNumber } from '../repos/numbers.ts';
 import { repoScopes } from '../repos/view.ts';
@@ -117,8 +119,8 @@ async function emitThread(tx: TxContext, viewer: Viewer, access: RepoAccess, thr
 
 export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, input: CreateThreadInput): Promise<ThreadJson> {
   const title = cleanTitle(input.title);
-  return inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, DISCUSS);
+  return command(deps, viewer, onRepo(ref, DISCUSS), async (tx) => {
+    const access = tx.access;
     const number = await nextRepoNumber(tx.db, access.repo.uuid, 'thread_seq');
     const now = nowIso();
     const uuid = randomUUID();
@@ -172,10 +174,11 @@ export async function updateThread(
   input: UpdateThreadInput,
 ): Promise<ThreadJson> {
   const title = input.title === undefined ? undefined : cleanTitle(input.title);
-  return inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, READ);
+  return command(deps, viewer, onRepo(ref, READ), async (tx) => {
+    // read level first: a missing thread or reply is 404 before the 403 of DISCUSS
+    const access = tx.access;
     const row = await findThread(tx.db, access.repo.uuid, number);
-    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    assertRepoNeed(access, DISCUSS);
     assertCanEditPost(access, viewer, row.author_uuid);
     if (row.removed_at) throw readOnly('thread');
     const changes: Partial<ThreadRow> = {};
@@ -195,10 +198,11 @@ export async function updateThread(
 
 /** Soft removal (decisions §6); removing a removed thread is 204 and changes nothing. */
 export async function removeThread(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, READ);
+  await command(deps, viewer, onRepo(ref, READ), async (tx) => {
+    // read level first: a missing thread or reply is 404 before the 403 of DISCUSS
+    const access = tx.access;
     const row = await findThread(tx.db, access.repo.uuid, number);
-    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    assertRepoNeed(access, DISCUSS);
     assertCanEditPost(access, viewer, row.author_uuid);
     if (row.removed_at) return;
     const now = nowIso();
@@ -345,10 +349,11 @@ export async function createReply(
   input: CreateReplyInput,
 ): Promise<ReplyJson> {
   const body = cleanReplyBody(input.body);
-  return inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, READ);
+  return command(deps, viewer, onRepo(ref, READ), async (tx) => {
+    // read level first: a missing thread or reply is 404 before the 403 of DISCUSS
+    const access = tx.access;
     const thread = await findThread(tx.db, access.repo.uuid, number);
-    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    assertRepoNeed(access, DISCUSS);
     if (thread.removed_at) throw readOnly('thread');
     const seq = await tx.db
       .updateTable('threads')
@@ -429,11 +434,12 @@ export async function updateReply(
   input: UpdateReplyInput,
 ): Promise<ReplyJson> {
   if (input.body !== undefined) cleanReplyBody(input.body);
-  return inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, READ);
+  return command(deps, viewer, onRepo(ref, READ), async (tx) => {
+    // read level first: a missing thread or reply is 404 before the 403 of DISCUSS
+    const access = tx.access;
     const thread = await findThread(tx.db, access.repo.uuid, number);
     const row = await findReply(tx.db, thread.uuid, replyNumber);
-    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    assertRepoNeed(access, DISCUSS);
     assertCanEditPost(access, viewer, row.author_uuid);
     if (thread.removed_at) throw readOnly('thread');
     if (row.removed_at) throw readOnly('reply');
@@ -466,11 +472,12 @@ export async function updateReply(
 
 /** Soft removal; removing a removed reply is 204 and changes nothing. */
 export async function removeReply(deps: Deps, viewer: Viewer, ref: RepoRef, number: number, replyNumber: number): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, READ);
+  await command(deps, viewer, onRepo(ref, READ), async (tx) => {
+    // read level first: a missing thread or reply is 404 before the 403 of DISCUSS
+    const access = tx.access;
     const thread = await findThread(tx.db, access.repo.uuid, number);
     const row = await findReply(tx.db, thread.uuid, replyNumber);
-    await requireRepo(tx.db, viewer, ref, DISCUSS);
+    assertRepoNeed(access, DISCUSS);
     assertCanEditPost(access, viewer, row.author_uuid);
     if (row.removed_at) return;
     const now = nowIso();

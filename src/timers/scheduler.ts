@@ -1,7 +1,7 @@
 import { type TimerOwnerState, timerOwnerStates } from '../access/index.ts';
 import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
-import { emitMany, inTransaction } from '../events/service.ts';
+import { inTransaction } from '../core/transaction.ts';
 import { timerLag } from '../http/metrics.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import { nextAfterFiring } from './schedule.ts';
@@ -246,9 +246,7 @@ export class TimerScheduler {
         tx.db,
         rendered.flatMap((r) => r.names),
       );
-      await emitMany(
-        deps,
-        tx,
+      await tx.emitMany(
         firing.map(({ timer }, i) => ({
           kind: 'timer-fired',
           scopes: timerScopes(timer),

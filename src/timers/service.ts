@@ -6,7 +6,8 @@ import type { DB } from '../db/types.ts';
 import type { TimersTable } from '../db/tables/timers.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { type TxContext, actorOf, inTransaction, type EventKind } from '../events/service.ts';
+import { actorOf, type EventKind } from '../events/service.ts';
+import { type TxContext, inTransaction } from '../core/transaction.ts';
 import { canonicalTimestamp } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import {

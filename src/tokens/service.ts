@@ -6,7 +6,7 @@ import { compiledOnce } from '../db/compiled.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
-import { type TxContext, inTransaction } from '../events/service.ts';
+import { type TxContext, inTransaction } from '../core/transaction.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
 import type { AuthenticatedUser, RepoReadHint, Viewer } from '../viewer.ts';
 import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from './secret.ts';

@@ -8,6 +8,7 @@ import { AppError, badRequest } from '../errors.ts';
 import { requireViewer } from '../http/auth.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
 import { pagedRepoList } from '../http/repo-routes.ts';
+import { etagMatches, parseRange } from '../http/ranges.ts';
 import { errors } from '../http/route-schemas.ts';
 import { ErrorBody, Page } from '../http/schemas.ts';
 import type { StoredBlob } from '../blobs/store.ts';
@@ -97,34 +98,12 @@ async function multipartUpload(deps: Deps, request: FastifyRequest, stored: Stor
   return files;
 }
 
-/** `bytes=a-b`, `bytes=a-` or `bytes=-n` (one range); null to serve everything; 'bad' for 416. */
-function parseRange(header: string | undefined, size: number): { start: number; end: number } | null | 'bad' {
-  if (!header) return null;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === '' && m[2] === '')) return null; // other units or several ranges: whole content
-  if (m[1] === '') {
-    const n = Number(m[2]);
-    if (n === 0 || size === 0) return 'bad';
-    return { start: Math.max(0, size - n), end: size - 1 };
-  }
-  const start = Number(m[1]);
-  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-  if (start >= size || (m[2] !== '' && Number(m[2]) < start)) return 'bad';
-  return { start, end };
-}
-
 /** RFC 6266: an ASCII fallback plus `filename*` (RFC 8187) when the name is not plain ASCII. */
 export function contentDisposition(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
   const plain = ascii === filename;
   const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return plain ? `attachment; filename="${ascii}"` : `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
-}
-
-function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  if (header.trim() === '*') return true;
-  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
 }
 
 export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -253,7 +232,7 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           summary: "Download an upload's bytes",
           description:
             'Content-Type as uploaded, Content-Length, ETag (the quoted SHA-256), Content-Disposition: attachment (RFC 6266, ' +
-            'filename* for non-ASCII names), X-Content-Type-Options: nosniff. If-None-Match → 304; one `Range: bytes=` range → 206 ' +
+            'filename* for non-ASCII names), X-Content-Type-Options: nosniff, Content-Security-Policy: sandbox (nothing uploaded runs script on the API’s origin). If-None-Match → 304; one `Range: bytes=` range → 206 ' +
             'with Content-Range (an unsatisfiable one 416; several ranges serve the whole content). A removed upload is 410 gone.',
           params: uploadParams,
           response: {
@@ -350,6 +329,7 @@ async function serveContent(deps: Deps, request: FastifyRequest, reply: FastifyR
   reply.header('etag', etag);
   reply.header('accept-ranges', 'bytes');
   reply.header('x-content-type-options', 'nosniff');
+  reply.header('content-security-policy', 'sandbox');
   reply.header('cache-control', 'private, no-cache');
   if (etagMatches(request.headers['if-none-match'], etag)) return reply.status(304).send();
   reply.header('content-disposition', contentDisposition(upload.filename));

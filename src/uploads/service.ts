@@ -7,7 +7,9 @@ import type { DB } from '../db/types.ts';
 import type { UploadGroupsTable, UploadsTable } from '../db/tables/threads.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
-import { actorOf, inTransaction, type TxContext, type EventKind } from '../events/service.ts';
+import { actorOf, type EventKind } from '../events/service.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { onRepo } from '../core/targets.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
@@ -188,8 +190,8 @@ export async function recordUploads(
   files: StoredFile[],
   groupUuid: string | undefined,
 ): Promise<UploadJson[]> {
-  return inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, CONTRIBUTE);
+  return command(deps, viewer, onRepo(ref, CONTRIBUTE), async (tx) => {
+    const access = tx.access;
     if (groupUuid !== undefined) await findGroup(tx.db, access.repo.uuid, groupUuid);
     const total = files.reduce((n, f) => n + f.blob.size, 0);
     const taken = await tx.db
@@ -267,8 +269,8 @@ export async function uploadForDownload(deps: Deps, viewer: Viewer, ref: RepoRef
  * blob is kept (another upload may share it).
  */
 export async function removeUpload(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, { level: 'read', write: true });
+  await command(deps, viewer, onRepo(ref, { level: 'read', write: true }), async (tx) => {
+    const access = tx.access;
     const row = await findUpload(tx.db, access.repo.uuid, uuid);
     assertCanRemoveUpload(access, viewer, row.created_by_uuid);
     if (row.status !== 'active') return;
@@ -298,8 +300,8 @@ export async function createGroup(
   ref: RepoRef,
   name: string | null | undefined,
 ): Promise<UploadGroupJson> {
-  return inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, CONTRIBUTE);
+  return command(deps, viewer, onRepo(ref, CONTRIBUTE), async (tx) => {
+    const access = tx.access;
     const row: GroupRow = {
       uuid: randomUUID(),
       repo_uuid: access.repo.uuid,
@@ -324,8 +326,8 @@ export async function getGroup(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: s
  * made from it are untouched. A deleted group is 404 from then on.
  */
 export async function deleteGroup(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const access = await requireRepo(tx.db, viewer, ref, { level: 'read', write: true });
+  await command(deps, viewer, onRepo(ref, { level: 'read', write: true }), async (tx) => {
+    const access = tx.access;
     const group = await findGroup(tx.db, access.repo.uuid, uuid);
     assertCanRemoveUpload(access, viewer, group.created_by_uuid);
     const res = await tx.db

@@ -1,6 +1,7 @@
 import { assertCanPing } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
-import { actorOf, inTransaction } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
+import { inTransaction } from '../core/transaction.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import type { Viewer } from '../viewer.ts';
 import { requireActiveUser } from './service.ts';

@@ -5,7 +5,7 @@ import { containsText } from '../db/like.ts';
 import type { DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, conflict, notFound, unauthorized } from '../errors.ts';
-import { inTransaction } from '../events/service.ts';
+import { inTransaction } from '../core/transaction.ts';
 import { currentTransaction, isUniqueViolation } from '../db/tx.ts';
 import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';

@@ -10,6 +10,8 @@ export interface SiteSettingsTable {
   signup_invite_min_account_age: string; // a duration such as 7d
   signups_enabled: Bool01;
   signups_require_invite: Bool01;
+  /** JSON array of host names, IP addresses and CIDR ranges webhooks may reach (migration 140) */
+  webhook_allowed_hosts: string;
   updated_at: string;
 }
 

@@ -1,0 +1,253 @@
+import type { Static } from '@sinclair/typebox';
+import { type RepoReadRow, readRepo } from '../access/index.ts';
+import type { Deps } from '../deps.ts';
+import { badRequest, notFound } from '../errors.ts';
+import type { PageParams } from '../http/paging.ts';
+import { branchMatchesPattern, isValidBranchName } from '../git/refname.ts';
+import { diffTrees } from '../git/diff.ts';
+import { aheadBehind, commitsBetween, logPage, mergeBase, readCommits } from '../git/history.ts';
+import { parseSignature, parseTree } from '../git/objects.ts';
+import { type CodeReaders, codeReaders } from '../git/readers.ts';
+import {
+  EMPTY_TREE,
+  FULL_SHA,
+  checkPath,
+  checkRef,
+  lookupPath,
+  pathNotFound,
+  refNotFound,
+  requireCommit,
+  type ResolvedRef,
+  resolveRef,
+} from '../git/resolve.ts';
+import type { RepoRef, Viewer } from '../viewer.ts';
+import type { CommitDetail, Comparison, Contents, DirEntry, Tag } from './schemas.ts';
+
+/**
+ * Reading a repo's code (README "Reading code"): every read needs read access to the repo (404
+ * otherwise, as for the repo itself), made with the token lookup (`readRepo`). Git is asked
+ * through the object reader and the bounded runner of src/git/.
+ */
+
+/** Largest file whose content `contents` returns inline (larger: `content: null, truncated: true`). */
+export const MAX_INLINE_BYTES = 1024 * 1024;
+/** Most commits a compare lists. */
+export const MAX_COMPARE_COMMITS = 250;
+
+export interface OpenedRepo {
+  repo: RepoReadRow;
+  readers: CodeReaders;
+  /** the bare repository, or null when the repo has no git storage (nothing was ever pushed) */
+  dir: string | null;
+}
+
+export async function openRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<OpenedRepo> {
+  const { repo } = await readRepo(deps.database, viewer, ref);
+  const readers = codeReaders(deps);
+  return { repo, readers, dir: readers.dirOf(repo.uuid) };
+}
+
+/**
+ * `Cache-Control` of a response addressed by a full sha (it can never change): public for a
+ * public repo, private otherwise; null for one addressed by a branch or tag.
+ */
+export function immutableCache(repo: RepoReadRow, addressed: string | undefined): string | null {
+  if (addressed === undefined || !FULL_SHA.test(addressed)) return null;
+  return `${repo.visibility === 'public' ? 'public' : 'private'}, max-age=31536000, immutable`;
+}
+
+/** The commit `ref` names, or the default branch's tip; 404 when there is none. */
+export async function commitOf(o: OpenedRepo, ref: string | undefined): Promise<ResolvedRef> {
+  const name = ref ?? o.repo.default_branch;
+  checkRef(name);
+  if (!o.dir) throw refNotFound(name);
+  return requireCommit(o.readers.objects, o.dir, name);
+}
+
+export type CommitsQuery = { ref?: string; path?: string; since?: string; until?: string };
+
+/** GET {repo}/commits: a page of git log from `ref`, newest first. */
+export async function listCommits(deps: Deps, viewer: Viewer, repoRef: RepoRef, q: CommitsQuery, page: PageParams) {
+  const o = await openRepo(deps, viewer, repoRef);
+  const path = q.path === undefined ? undefined : checkPath(q.path);
+  const sinceMs = q.since === undefined ? undefined : Date.parse(q.since);
+  const untilMs = q.until === undefined ? undefined : Date.parse(q.until);
+  if (Number.isNaN(sinceMs) || Number.isNaN(untilMs)) throw badRequest('since and until are ISO 8601 date-times.');
+  if (q.ref !== undefined) checkRef(q.ref);
+  let start: ResolvedRef | null = null;
+  if (o.dir) start = await resolveRef(o.readers.objects, o.dir, q.ref ?? o.repo.default_branch);
+  if (!start) {
+    // an empty repo (its default branch not pushed yet) has no commits; a named ref must exist
+    if (q.ref === undefined) return { rows: [], cache: null };
+    throw refNotFound(q.ref);
+  }
+  const rows = await logPage(o.readers.limits, o.readers.objects, o.dir!, start.sha, {
+    offset: page.offset,
+    limit: page.limit,
+    path,
+    sinceMs,
+    untilMs,
+  });
+  return { rows, cache: immutableCache(o.repo, q.ref) };
+}
+
+/** GET {repo}/commits/{ref}: the commit with its files and stats against its first parent. */
+export async function getCommit(
+  deps: Deps,
+  viewer: Viewer,
+  repoRef: RepoRef,
+  ref: string,
+): Promise<{ body: Static<typeof CommitDetail>; cache: string | null }> {
+  const o = await openRepo(deps, viewer, repoRef);
+  const { sha } = await commitOf(o, ref);
+  const [commit] = await readCommits(o.readers.objects, o.dir!, [sha]);
+  const diff = await diffTrees(o.readers.limits, o.dir!, commit!.parents[0] ?? EMPTY_TREE, sha);
+  return {
+    body: { ...commit!, stats: diff.stats, files: diff.files, files_truncated: diff.files_truncated },
+    cache: immutableCache(o.repo, ref),
+  };
+}
+
+/** GET {repo}/compare/{base}...{head}: as GitHub's three-dot compare. */
+export async function compare(
+  deps: Deps,
+  viewer: Viewer,
+  repoRef: RepoRef,
+  spec: string,
+): Promise<{ body: Static<typeof Comparison>; cache: string | null }> {
+  const dots = spec.indexOf('...');
+  if (dots < 0) throw badRequest('Compare takes {base}...{head}.');
+  const baseName = spec.slice(0, dots);
+  const headName = spec.slice(dots + 3);
+  checkRef(baseName, 'base');
+  checkRef(headName, 'head');
+  const o = await openRepo(deps, viewer, repoRef);
+  const base = await commitOf(o, baseName);
+  const head = await commitOf(o, headName);
+  const { limits, objects } = o.readers;
+  const dir = o.dir!;
+  const mb = await mergeBase(limits, dir, base.sha, head.sha);
+  const { ahead, behind } = await aheadBehind(limits, dir, base.sha, head.sha);
+  const commits = ahead === 0 ? [] : await commitsBetween(limits, objects, dir, base.sha, head.sha, MAX_COMPARE_COMMITS);
+  const diff = await diffTrees(limits, dir, mb ?? EMPTY_TREE, head.sha);
+  const status = ahead === 0 && behind === 0 ? 'identical' : behind === 0 ? 'ahead' : ahead === 0 ? 'behind' : 'diverged';
+  const bothShas = immutableCache(o.repo, baseName) !== null ? immutableCache(o.repo, headName) : null;
+  return {
+    body: {
+      base_sha: base.sha,
+      head_sha: head.sha,
+      merge_base_sha: mb,
+      status,
+      ahead_by: ahead,
+      behind_by: behind,
+      commits,
+      commits_truncated: ahead > MAX_COMPARE_COMMITS,
+      files: diff.files,
+      files_truncated: diff.files_truncated,
+    },
+    cache: bothShas,
+  };
+}
+
+/** GET {repo}/contents/{path}?ref=: a file, a directory, a symlink or a submodule. */
+export async function getContents(
+  deps: Deps,
+  viewer: Viewer,
+  repoRef: RepoRef,
+  rawPath: string,
+  ref: string | undefined,
+): Promise<{ body: Static<typeof Contents>; cache: string | null }> {
+  const path = checkPath(rawPath);
+  const o = await openRepo(deps, viewer, repoRef);
+  const { sha } = await commitOf(o, ref);
+  const { objects } = o.readers;
+  const dir = o.dir!;
+  const entry = await lookupPath(objects, dir, sha, path);
+  if (!entry) throw pathNotFound(path);
+  const cache = immutableCache(o.repo, ref);
+  const base = { type: entry.type, name: entry.name, path, sha: entry.oid };
+  if (entry.type === 'submodule') return { body: base, cache };
+  if (entry.type === 'symlink') {
+    const blob = await objects.one(dir, entry.oid);
+    return { body: { ...base, target: blob ? blob.data.toString('utf8') : '' }, cache };
+  }
+  if (entry.type === 'dir') return { body: { ...base, entries: await directory(o, entry.oid, path) }, cache };
+  const info = (await objects.info(dir, [entry.oid]))[0];
+  if (!info) throw pathNotFound(path);
+  if (info.size > MAX_INLINE_BYTES) {
+    return { body: { ...base, size: info.size, encoding: 'base64', content: null, truncated: true }, cache };
+  }
+  const blob = await objects.one(dir, entry.oid);
+  return {
+    body: { ...base, size: info.size, encoding: 'base64', content: blob!.data.toString('base64'), truncated: false },
+    cache,
+  };
+}
+
+/** A tree's entries in byte order, with the size of each file (one batch of `info`). */
+async function directory(o: OpenedRepo, treeOid: string, path: string): Promise<Static<typeof DirEntry>[]> {
+  const { objects } = o.readers;
+  const tree = await objects.one(o.dir!, treeOid);
+  if (!tree) throw pathNotFound(path);
+  const entries = parseTree(tree.data);
+  const files = entries.filter((e) => e.type === 'file');
+  const sizes = new Map<string, number>();
+  const infos = await objects.info(
+    o.dir!,
+    files.map((f) => f.oid),
+  );
+  files.forEach((f, i) => sizes.set(f.oid, infos[i]?.size ?? 0));
+  const prefix = path === '' ? '' : `${path}/`;
+  return entries.map((e) => ({
+    type: e.type,
+    name: e.name,
+    path: prefix + e.name,
+    sha: e.oid,
+    size: e.type === 'file' ? (sizes.get(e.oid) ?? 0) : null,
+    mode: e.mode,
+  }));
+}
+
+/** GET {repo}/branches/{name}. */
+export async function getBranch(deps: Deps, viewer: Viewer, repoRef: RepoRef, name: string) {
+  if (!isValidBranchName(name)) throw badRequest('Not a valid branch name.');
+  const o = await openRepo(deps, viewer, repoRef);
+  const info = o.dir ? (await o.readers.objects.info(o.dir, [`refs/heads/${name}^{commit}`]))[0] : null;
+  if (!info) throw notFound('Branch');
+  const patterns = await deps.db.selectFrom('protections').select('branch').where('repo_uuid', '=', o.repo.uuid).execute();
+  return { name, commit_sha: info.oid, protected: patterns.some((p) => branchMatchesPattern(p.branch, name)) };
+}
+
+/** GET {repo}/tags: every tag sorted by name (byte order), annotated ones with message and tagger. */
+export async function listTags(deps: Deps, viewer: Viewer, repoRef: RepoRef, page: PageParams): Promise<Static<typeof Tag>[]> {
+  const o = await openRepo(deps, viewer, repoRef);
+  if (!o.dir) return [];
+  const format = [
+    '%(refname)',
+    '%(objecttype)',
+    '%(objectname)',
+    '%(*objectname)',
+    '%(taggername)',
+    '%(taggeremail)',
+    '%(taggerdate:raw)',
+    '%(contents)',
+  ]
+    .map((f) => `${f}%00`)
+    .join('');
+  // for-each-ref sorts by refname in byte order (LC_ALL=C); the page is cut here
+  const out = await o.readers.limits.run(o.dir, ['for-each-ref', `--format=${format}`, 'refs/tags/']);
+  const fields = out.stdout.toString('utf8').split('\0');
+  const tags: Static<typeof Tag>[] = [];
+  for (let i = 0; i + 8 <= fields.length; i += 8) {
+    const [refname, type, oid, peeled, taggerName, taggerEmail, taggerDate, contents] = fields.slice(i, i + 8);
+    const name = refname!.replace(/^\n/, '').slice('refs/tags/'.length);
+    const annotated = type === 'tag';
+    tags.push({
+      name,
+      commit_sha: annotated ? peeled || oid! : oid!,
+      message: annotated ? contents!.replace(/\n+$/, '') : null,
+      tagger: annotated && taggerName ? parseSignature(`${taggerName} ${taggerEmail} ${taggerDate}`) : null,
+    });
+  }
+  return tags.slice(page.offset, page.offset + page.limit);
+}

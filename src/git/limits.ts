@@ -1,0 +1,218 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { type Readable, Transform } from 'node:stream';
+import { AppError } from '../errors.ts';
+import { gitEnv } from './run.ts';
+
+/**
+ * Bounded git for reading code (README "Reading code"): a semaphore caps how many git processes
+ * one instance runs at once, and every process has a timeout and a cap on the bytes it may write.
+ * Buffered commands (`runBounded`) answer with their output or, past the cap, either a truncated
+ * output (when the caller can say so, as diffs do with `patch_truncated`) or a 422; streamed
+ * commands (`spawnBounded`: archives, large raw files) hold their permit until the process exits.
+ */
+
+export interface GitLimitsOptions {
+  /** concurrent git processes (GIT_MAX_PROCESSES) */
+  maxProcesses: number;
+  /** timeout of a buffered command in ms (GIT_TIMEOUT_MS) */
+  timeoutMs: number;
+  /** most bytes a buffered command may write (GIT_MAX_OUTPUT_BYTES) */
+  maxOutputBytes: number;
+  /** most bytes a streamed command may write (GIT_MAX_STREAM_BYTES) */
+  maxStreamBytes: number;
+  /** timeout of a streamed command in ms */
+  streamTimeoutMs: number;
+  /** how long a request may wait for a permit before 503 */
+  queueTimeoutMs: number;
+}
+
+/** A counting semaphore with a FIFO queue; `acquire` answers a release function (idempotent). */
+export class Semaphore {
+  private active = 0;
+  private readonly waiters: Array<() => void> = [];
+
+  constructor(readonly max: number) {}
+
+  get inUse(): number {
+    return this.active;
+  }
+
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  /** Waits for a permit at most `timeoutMs` (then 503 `git_busy`). */
+  acquire(timeoutMs: number): Promise<() => void> {
+    if (this.active < this.max) {
+      this.active++;
+      return Promise.resolve(this.releaser());
+    }
+    return new Promise((resolve, reject) => {
+      const grant = () => {
+        clearTimeout(timer);
+        this.active++;
+        resolve(this.releaser());
+      };
+      const timer = setTimeout(() => {
+        const i = this.waiters.indexOf(grant);
+        if (i >= 0) this.waiters.splice(i, 1);
+        reject(busy());
+      }, timeoutMs);
+      timer.unref();
+      this.waiters.push(grant);
+    });
+  }
+
+  private releaser(): () => void {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.active--;
+      const next = this.waiters.shift();
+      if (next) next();
+    };
+  }
+}
+
+const busy = () =>
+  new AppError(503, 'git_busy', 'The server is reading too many repositories at once: retry shortly.', undefined, {
+    'retry-after': '1',
+  });
+
+export const gitTimeout = () => new AppError(503, 'git_timeout', 'Reading the repository took too long: try a smaller request.');
+
+export const outputTooLarge = () =>
+  new AppError(422, 'too_large', 'The answer is larger than this server returns in one response: ask for less (a path, a page).');
+
+export interface BoundedResult {
+  code: number;
+  stdout: Buffer;
+  stderr: string;
+  /** the output reached the cap and the process was stopped (only with `truncate`) */
+  truncated: boolean;
+}
+
+export interface BoundedOptions {
+  /** exit codes that are answers, not failures */
+  okCodes?: number[];
+  /** past the output cap: answer what was read (truncated) instead of a 422 */
+  truncate?: boolean;
+  /** a smaller output cap than the instance's */
+  maxBytes?: number;
+  input?: string;
+}
+
+export class GitLimits {
+  readonly semaphore: Semaphore;
+
+  constructor(readonly options: GitLimitsOptions) {
+    this.semaphore = new Semaphore(options.maxProcesses);
+  }
+
+  /**
+   * Runs `git --git-dir=DIR ARGS` under a permit with the timeout and output cap. A non-zero
+   * exit not in `okCodes` rejects with an Error naming the command (a 500: callers decide which
+   * failures are answers).
+   */
+  async run(dir: string, args: string[], opts: BoundedOptions = {}): Promise<BoundedResult> {
+    const release = await this.semaphore.acquire(this.options.queueTimeoutMs);
+    try {
+      return await this.runHeld(dir, args, opts);
+    } finally {
+      release();
+    }
+  }
+
+  private runHeld(dir: string, args: string[], opts: BoundedOptions): Promise<BoundedResult> {
+    const cap = Math.min(opts.maxBytes ?? this.options.maxOutputBytes, this.options.maxOutputBytes);
+    return new Promise((resolve, reject) => {
+      const child = spawn('git', [`--git-dir=${dir}`, ...args], { env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let truncated = false;
+      let timedOut = false;
+      let stderr = '';
+      const timer = setTimeout(() => {
+        timedOut = true;
+        child.kill('SIGKILL');
+      }, this.options.timeoutMs);
+      child.stdout!.on('data', (chunk: Buffer) => {
+        if (truncated) return;
+        if (size + chunk.length > cap) {
+          chunks.push(chunk.subarray(0, cap - size));
+          size = cap;
+          truncated = true;
+          child.kill('SIGKILL');
+          return;
+        }
+        chunks.push(chunk);
+        size += chunk.length;
+      });
+      child.stderr!.on('data', (chunk: Buffer) => {
+        if (stderr.length < 8192) stderr += chunk.toString('utf8');
+      });
+      child.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        if (timedOut) return reject(gitTimeout());
+        const stdout = Buffer.concat(chunks, size);
+        if (truncated) {
+          if (opts.truncate) return resolve({ code: 0, stdout, stderr, truncated });
+          return reject(outputTooLarge());
+        }
+        const c = code ?? -1;
+        if (c === 0 || opts.okCodes?.includes(c)) return resolve({ code: c, stdout, stderr, truncated: false });
+        reject(new Error(`git ${args.slice(0, 3).join(' ')} failed (${c}): ${stderr.trim().slice(0, 500)}`));
+      });
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(opts.input ?? '');
+    });
+  }
+
+  /**
+   * Spawns a streaming git process under a permit (released when it exits). Its stdout stops
+   * (the process is killed) past the stream cap or the stream timeout; `abort` kills it.
+   */
+  async spawn(dir: string, args: string[]): Promise<{ child: ChildProcess; stdout: Readable; abort: () => void }> {
+    const release = await this.semaphore.acquire(this.options.queueTimeoutMs);
+    let child: ChildProcess;
+    try {
+      child = spawn('git', [`--git-dir=${dir}`, ...args], { env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (err) {
+      release();
+      throw err;
+    }
+    const timer = setTimeout(() => child.kill('SIGKILL'), this.options.streamTimeoutMs);
+    timer.unref();
+    let written = 0;
+    const max = this.options.maxStreamBytes;
+    const stdout = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        written += chunk.length;
+        if (written > max) {
+          child.kill('SIGKILL');
+          return done(new Error('git output exceeded the stream cap'));
+        }
+        done(null, chunk);
+      },
+    });
+    child.stdout!.pipe(stdout);
+    child.stderr!.resume();
+    child.on('error', () => {});
+    child.on('close', () => {
+      clearTimeout(timer);
+      release();
+    });
+    return {
+      child,
+      stdout,
+      abort: () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      },
+    };
+  }
+}

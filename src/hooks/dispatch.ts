@@ -1,0 +1,213 @@
+/**
+ * Which events reach which hook (README "Webhooks"). One dispatcher per instance follows the event
+ * store in id order from a cursor kept in the database (`hook_dispatch`), reading only settled
+ * events (events/order.ts), and writes a delivery for every active hook an event matches, in the
+ * same transaction that moves the cursor: an event is matched exactly once, across restarts,
+ * crashes and instances (the cursor row is locked; on PostgreSQL another instance skips it). It
+ * then asks the job queue to send each touched hook's first attempts (sender.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Deps } from '../deps.ts';
+import { settledBound } from '../events/order.ts';
+import { inTransaction } from '../core/transaction.ts';
+import { type HookFilter, hookFilter, matches } from './filter.ts';
+import { JOB_SEND } from './service.ts';
+
+const BATCH = 500;
+const POLL_MS = 1000;
+/** While committed events are not settled yet (PostgreSQL), the store is re-read this often. */
+const UNSETTLED_RETRY_MS = 20;
+
+interface ActiveHook {
+  uuid: string;
+  scope: string;
+  owner_uuid: string | null;
+  since: number;
+  filter: HookFilter;
+}
+
+export class HookDispatcher {
+  private running: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private stopped = true;
+
+  constructor(private readonly deps: Deps) {}
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.unsubscribe = this.deps.bus.onNewEvents(() => this.wake());
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.running = this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    let delay = POLL_MS;
+    try {
+      for (;;) {
+        this.again = false;
+        const step = await this.dispatchOnce();
+        if (this.stopped) return;
+        if (step === 'more' || this.again) continue;
+        if (step === 'unsettled') delay = UNSETTLED_RETRY_MS;
+        break;
+      }
+    } catch (err) {
+      console.error('weft: dispatching webhook deliveries failed', err);
+    } finally {
+      this.running = null;
+    }
+    if (!this.stopped) {
+      this.timer = setTimeout(() => this.wake(), delay);
+      this.timer.unref();
+    }
+  }
+
+  /** One batch: 'more' when a full batch was read, 'unsettled' when committed events wait to settle. */
+  async dispatchOnce(): Promise<'more' | 'unsettled' | 'idle'> {
+    const { deps } = this;
+    return inTransaction(deps, async (tx) => {
+      let cursorQuery = tx.db.selectFrom('hook_dispatch').select('last_event_id').where('id', '=', 1);
+      // another instance holding the cursor is dispatching: nothing to do here
+      if (tx.dialect === 'postgres') cursorQuery = cursorQuery.forUpdate().skipLocked();
+      const cursor = await cursorQuery.executeTakeFirst();
+      if (!cursor) return 'idle';
+      const from = Number(cursor.last_event_id);
+      const bound = settledBound(tx.dialect);
+      let q = tx.db
+        .selectFrom('events')
+        .select(['id', 'kind', 'scopes', 'payload'])
+        .where('id', '>', from)
+        .orderBy('id')
+        .limit(BATCH);
+      if (bound) q = q.where('id', '<', bound);
+      const events = await q.execute();
+      if (events.length === 0) {
+        if (!bound) return 'idle';
+        const top = await tx.db
+          .selectFrom('events')
+          .select((eb) => eb.fn.max('id').as('top'))
+          .executeTakeFirst();
+        return top?.top !== null && top?.top !== undefined && Number(top.top) > from ? 'unsettled' : 'idle';
+      }
+      const last = Number(events[events.length - 1]!.id);
+      const hooks = await this.activeHooks(tx.db);
+      const deliveries: Array<{
+        uuid: string;
+        hook_uuid: string;
+        event_id: number;
+        event_kind: string;
+        ping: null;
+        status: string;
+        attempts: number;
+        next_attempt_at: string;
+        locked_until: null;
+        created_at: string;
+      }> = [];
+      if (hooks.length) {
+        // the owning team of each repo an event names (a team hook takes its repos' events)
+        const teamOfRepo = new Map<string, string>();
+        if (hooks.some((h) => h.scope === 'team')) {
+          const repoUuids = new Set<string>();
+          for (const e of events)
+            for (const s of JSON.parse(e.scopes) as string[]) if (s.startsWith('repo:')) repoUuids.add(s.slice(5));
+          if (repoUuids.size) {
+            const owners = await tx.db
+              .selectFrom('repos')
+              .select(['uuid', 'owner_uuid'])
+              .where('owner_kind', '=', 'team')
+              .where('uuid', 'in', [...repoUuids])
+              .execute();
+            for (const o of owners) teamOfRepo.set(o.uuid, o.owner_uuid);
+          }
+        }
+        const now = deps.clock.now().toISOString();
+        for (const e of events) {
+          const scopes = new Set(JSON.parse(e.scopes) as string[]);
+          const teams = new Set<string>();
+          for (const s of scopes) {
+            if (s.startsWith('team:')) teams.add(s.slice(5));
+            const team = s.startsWith('repo:') ? teamOfRepo.get(s.slice(5)) : undefined;
+            if (team) teams.add(team);
+          }
+          let payload: Record<string, unknown> | null = null;
+          for (const h of hooks) {
+            if (Number(e.id) <= h.since) continue;
+            const inScope =
+              h.scope === 'site' || (h.scope === 'team' ? teams.has(h.owner_uuid!) : scopes.has(`repo:${h.owner_uuid}`));
+            if (!inScope) continue;
+            payload ??= JSON.parse(e.payload) as Record<string, unknown>;
+            if (!matches(h.filter, e.kind, payload)) continue;
+            deliveries.push({
+              uuid: randomUUID(),
+              hook_uuid: h.uuid,
+              event_id: Number(e.id),
+              event_kind: e.kind,
+              ping: null,
+              status: 'pending',
+              attempts: 0,
+              next_attempt_at: now,
+              locked_until: null,
+              created_at: now,
+            });
+          }
+        }
+      }
+      for (let i = 0; i < deliveries.length; i += 200) {
+        await tx.db
+          .insertInto('hook_deliveries')
+          .values(deliveries.slice(i, i + 200))
+          .execute();
+      }
+      await tx.db.updateTable('hook_dispatch').set({ last_event_id: last }).where('id', '=', 1).execute();
+      for (const hookUuid of new Set(deliveries.map((d) => d.hook_uuid))) {
+        await deps.jobs.enqueue(tx.db, { kind: JOB_SEND, payload: { hook_uuid: hookUuid } });
+      }
+      return events.length === BATCH ? 'more' : 'idle';
+    });
+  }
+
+  private async activeHooks(db: Deps['db']): Promise<ActiveHook[]> {
+    const rows = await db
+      .selectFrom('hooks')
+      .select(['uuid', 'scope', 'owner_uuid', 'since_event_id', 'events', 'branch_filter'])
+      .where('active', '=', 1)
+      .execute();
+    const out: ActiveHook[] = [];
+    for (const r of rows) {
+      try {
+        out.push({
+          uuid: r.uuid,
+          scope: r.scope,
+          owner_uuid: r.owner_uuid,
+          since: Number(r.since_event_id),
+          filter: hookFilter(JSON.parse(r.events) as string[], r.branch_filter),
+        });
+      } catch {
+        // a stored filter that no longer compiles matches nothing
+      }
+    }
+    return out;
+  }
+}

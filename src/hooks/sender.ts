@@ -1,0 +1,370 @@
+/**
+ * The attempts (README "Webhooks"). A hook's first attempts go out one at a time in delivery
+ * order (event order) by whichever worker holds the hook's sender lease (`hooks.sender_until`);
+ * jobs (`hook-send`) only ask a worker to take it, so a job that finds it held returns at once and
+ * the holder, after releasing it, looks again. Retries and redeliveries are `hook-retry` jobs, one
+ * per attempt, each claiming its delivery (`locked_until`) so two workers never send it at once.
+ * Every answer is recorded at once, in one transaction with the delivery's and the hook's state.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { hookCreator } from '../access/hooks.ts';
+import { eventViewer } from '../access/events.ts';
+import type { Deps } from '../deps.ts';
+import { inTransaction } from '../core/transaction.ts';
+import { type EventRecord, eventFromRow, getEventRow } from '../events/service.ts';
+import { readSettings } from '../settings/service.ts';
+import type { Viewer } from '../viewer.ts';
+import { compileAllowList } from './allow-list.ts';
+import { ADDRESS_NOT_ALLOWED, DELIVERY_TIMEOUT_MS, type HookHttp, type HttpOutcome } from './net.ts';
+import { DELIVERY_RETENTION_MS, type DeliveryRow, type HookRow, JOB_RETRY, JOB_SEND, emitHookEvent } from './service.ts';
+import { hubSignature, standardSignature } from './signing.ts';
+
+/** Delays before retries 1..8, in seconds (then the delivery is failed). */
+export const RETRY_DELAYS_S = [10, 60, 300, 1800, 7200, 21600, 43200, 86400];
+export const MAX_ATTEMPTS = RETRY_DELAYS_S.length + 1;
+/** Failed attempts in a row (since the last success) that disable a hook. */
+export const DISABLE_AFTER_FAILURES = 20;
+/** A claim outlives the longest attempt (the 10 s timeout) with room to record it. */
+const LEASE_MS = DELIVERY_TIMEOUT_MS + 5_000;
+const BATCH = 50;
+/** How long a batch may reuse its check of the creator's access. */
+const CREATOR_TTL_MS = 1000;
+
+/** The package version (package.json sits one level above both src/ and dist/). */
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const USER_AGENT = `Weft-Hookshot/${VERSION}`;
+
+type Result = 'sent' | 'disabled';
+
+/** The delay before the next attempt after failed attempt `n`, with ±20 % jitter and at least a Retry-After. */
+export function retryDelayMs(n: number, outcome: HttpOutcome, now: number): number {
+  const base = RETRY_DELAYS_S[n - 1]! * 1000;
+  let delay = base * (0.8 + Math.random() * 0.4);
+  if (outcome.status === 429 || outcome.status === 503) {
+    const header = outcome.headers?.['retry-after'];
+    if (header !== undefined) {
+      const seconds = /^\d+$/.test(header.trim()) ? Number(header) * 1000 : Date.parse(header) - now;
+      if (Number.isFinite(seconds) && seconds > delay) delay = Math.min(seconds, 7 * 86_400_000);
+    }
+  }
+  return Math.round(delay);
+}
+
+export class HookSender {
+  /** Set on shutdown: a sending loop stops between attempts (what is left is sent later). */
+  stopping = false;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly http: HookHttp,
+  ) {}
+
+  register(): void {
+    this.deps.jobs.register(JOB_SEND, async (payload) => this.drain(String(payload.hook_uuid)));
+    this.deps.jobs.register(JOB_RETRY, async (payload) => this.retry(String(payload.delivery_uuid)));
+  }
+
+  private now(): Date {
+    return this.deps.clock.now();
+  }
+
+  private async refreshAllowList(): Promise<void> {
+    const settings = await readSettings(this.deps.db);
+    this.http.allow = compileAllowList(JSON.parse(settings.webhook_allowed_hosts) as string[]);
+  }
+
+  /** Sends a hook's pending first attempts in order while this worker holds its sender lease. */
+  async drain(hookUuid: string): Promise<void> {
+    const { db } = this.deps;
+    for (;;) {
+      const token = randomUUID();
+      const now = this.now();
+      const taken = await db
+        .updateTable('hooks')
+        .set({ sender_until: new Date(now.getTime() + LEASE_MS).toISOString(), sender_token: token })
+        .where('uuid', '=', hookUuid)
+        .where('active', '=', 1)
+        .where((eb) => eb.or([eb('sender_until', 'is', null), eb('sender_until', '<', now.toISOString())]))
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) === 0) return;
+      try {
+        await this.sendFirstAttempts(hookUuid, token);
+      } finally {
+        await db
+          .updateTable('hooks')
+          .set({ sender_until: null, sender_token: null })
+          .where('uuid', '=', hookUuid)
+          .where('sender_token', '=', token)
+          .execute();
+      }
+      // a job that came while the lease was held returned at once: look again after releasing it
+      const more = await db
+        .selectFrom('hook_deliveries')
+        .select('id')
+        .where('hook_uuid', '=', hookUuid)
+        .where('status', '=', 'pending')
+        .where('attempts', '=', 0)
+        .limit(1)
+        .executeTakeFirst();
+      if (!more || this.stopping) return;
+    }
+  }
+
+  private async sendFirstAttempts(hookUuid: string, token: string): Promise<void> {
+    const { db } = this.deps;
+    let creator: { viewer: Viewer | null; at: number } | null = null;
+    for (;;) {
+      const hook = await db.selectFrom('hooks').selectAll().where('uuid', '=', hookUuid).executeTakeFirst();
+      if (this.stopping || !hook || hook.active !== 1 || hook.sender_token !== token) return;
+      const batch = await db
+        .selectFrom('hook_deliveries')
+        .selectAll()
+        .where('hook_uuid', '=', hookUuid)
+        .where('status', '=', 'pending')
+        .where('attempts', '=', 0)
+        .orderBy('id')
+        .limit(BATCH)
+        .execute();
+      if (batch.length === 0) return;
+      await this.refreshAllowList();
+      const current: HookRow = hook;
+      for (const delivery of batch) {
+        if (this.stopping) return;
+        const now = this.now();
+        // the hook's lease and the delivery's claim, for one attempt
+        const lease = new Date(now.getTime() + LEASE_MS).toISOString();
+        const kept = await db
+          .updateTable('hooks')
+          .set({ sender_until: lease })
+          .where('uuid', '=', hookUuid)
+          .where('sender_token', '=', token)
+          .executeTakeFirst();
+        if (Number(kept.numUpdatedRows) === 0) return;
+        if (!(await this.claim(delivery.uuid, lease, now, false))) continue;
+        if (!creator || now.getTime() - creator.at > CREATOR_TTL_MS) {
+          creator = { viewer: await hookCreator(this.deps, current), at: now.getTime() };
+        }
+        const result = await this.attempt(current, delivery, creator.viewer);
+        if (result === 'disabled') return;
+      }
+    }
+  }
+
+  /** Claims a delivery for one attempt; `due` also requires it to be due (a retry job). */
+  private async claim(uuid: string, lease: string, now: Date, due: boolean): Promise<boolean> {
+    let q = this.deps.db
+      .updateTable('hook_deliveries')
+      .set({ locked_until: lease })
+      .where('uuid', '=', uuid)
+      .where('status', '=', 'pending')
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now.toISOString())]));
+    if (due) q = q.where('next_attempt_at', '<=', new Date(now.getTime() + 1000).toISOString());
+    const r = await q.executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /** A retry or redelivery of one delivery (job `hook-retry`). */
+  async retry(deliveryUuid: string): Promise<void> {
+    const { db } = this.deps;
+    const now = this.now();
+    const lease = new Date(now.getTime() + LEASE_MS).toISOString();
+    if (!(await this.claim(deliveryUuid, lease, now, true))) return;
+    const delivery = await db.selectFrom('hook_deliveries').selectAll().where('uuid', '=', deliveryUuid).executeTakeFirst();
+    const hook = delivery && (await db.selectFrom('hooks').selectAll().where('uuid', '=', delivery.hook_uuid).executeTakeFirst());
+    if (!delivery || !hook) return;
+    if (hook.active !== 1) {
+      await db
+        .updateTable('hook_deliveries')
+        .set({ status: 'failed', next_attempt_at: null, locked_until: null })
+        .where('uuid', '=', deliveryUuid)
+        .execute();
+      return;
+    }
+    await this.refreshAllowList();
+    await this.attempt(hook, delivery, await hookCreator(this.deps, hook));
+  }
+
+  /** The event as the hook's creator may see it now; null when it is hidden from them. */
+  private async eventFor(delivery: DeliveryRow, creator: Viewer): Promise<Record<string, unknown> | null> {
+    if (delivery.ping !== null) return JSON.parse(delivery.ping) as Record<string, unknown>;
+    const row = await getEventRow(this.deps.db, Number(delivery.event_id));
+    if (!row) return null;
+    const shown: EventRecord | null = await eventViewer(this.deps, creator)(eventFromRow(row));
+    return shown as unknown as Record<string, unknown> | null;
+  }
+
+  /** One attempt of a claimed delivery, recorded. */
+  private async attempt(hook: HookRow, delivery: DeliveryRow, creator: Viewer | null): Promise<Result> {
+    if (creator === null) {
+      await inTransaction(this.deps, (tx) => this.disableIn(tx, hook, 'creator_lost_access'));
+      return 'disabled';
+    }
+    const n = delivery.attempts + 1;
+    const event = await this.eventFor(delivery, creator);
+    if (event === null) {
+      await this.record(
+        hook,
+        delivery,
+        n,
+        {},
+        {
+          status: null,
+          headers: null,
+          body: null,
+          error: 'event_not_visible',
+          durationMs: 0,
+        },
+      );
+      return 'sent';
+    }
+    const body = JSON.stringify({ hook_uuid: hook.uuid, event });
+    const now = this.now();
+    const timestamp = Math.floor(now.getTime() / 1000);
+    const signatures = [standardSignature(hook.secret, delivery.uuid, timestamp, body)];
+    if (hook.previous_secret && hook.previous_secret_until && hook.previous_secret_until > now.toISOString()) {
+      signatures.push(standardSignature(hook.previous_secret, delivery.uuid, timestamp, body));
+    }
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+      'webhook-id': delivery.uuid,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatures.join(' '),
+      'x-weft-event': delivery.event_kind,
+      'x-weft-hook': hook.uuid,
+      'x-weft-attempt': String(n),
+      'x-hub-signature-256': hubSignature(hook.secret, body),
+    };
+    const outcome = await this.http.post(hook.url, headers, body);
+    return this.record(hook, delivery, n, headers, outcome);
+  }
+
+  /** Records an attempt and its consequences in one transaction. */
+  private async record(
+    hook: HookRow,
+    delivery: DeliveryRow,
+    n: number,
+    requestHeaders: Record<string, string>,
+    outcome: HttpOutcome,
+  ): Promise<Result> {
+    const { deps } = this;
+    const now = this.now();
+    const nowIso = now.toISOString();
+    const ok = outcome.error === null && outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+    const gone = outcome.status === 410;
+    const final =
+      ok || gone || outcome.error === ADDRESS_NOT_ALLOWED || outcome.error === 'event_not_visible' || n >= MAX_ATTEMPTS;
+    const next = final ? null : new Date(now.getTime() + retryDelayMs(n, outcome, now.getTime())).toISOString();
+    let disabledFor: 'gone' | 'failures' | null = null;
+    await inTransaction(deps, async (tx) => {
+      await tx.db
+        .insertInto('hook_attempts')
+        .values({
+          delivery_uuid: delivery.uuid,
+          n,
+          at: nowIso,
+          duration_ms: outcome.durationMs,
+          request_headers: JSON.stringify(requestHeaders),
+          response_status: outcome.status,
+          response_headers: outcome.headers === null ? null : JSON.stringify(outcome.headers),
+          response_body: outcome.body,
+          error: outcome.error,
+        })
+        .onConflict((oc) => oc.columns(['delivery_uuid', 'n']).doNothing())
+        .execute();
+      await tx.db
+        .updateTable('hook_deliveries')
+        .set({ status: ok ? 'success' : final ? 'failed' : 'pending', attempts: n, next_attempt_at: next, locked_until: null })
+        .where('uuid', '=', delivery.uuid)
+        .execute();
+      if (outcome.error === 'event_not_visible') return;
+      const updated = await tx.db
+        .updateTable('hooks')
+        .set((eb) => ({
+          last_delivery_at: nowIso,
+          last_status: ok ? 'success' : 'failed',
+          consecutive_failures: ok ? 0 : eb('consecutive_failures', '+', 1),
+        }))
+        .where('uuid', '=', hook.uuid)
+        .returning(['consecutive_failures', 'active'])
+        .executeTakeFirst();
+      if (!updated || updated.active !== 1 || ok) return;
+      if (gone) disabledFor = 'gone';
+      else if (updated.consecutive_failures >= DISABLE_AFTER_FAILURES) disabledFor = 'failures';
+      if (disabledFor) await this.disableIn(tx, hook, disabledFor);
+      else if (next !== null) {
+        await deps.jobs.enqueue(tx.db, {
+          kind: JOB_RETRY,
+          payload: { delivery_uuid: delivery.uuid },
+          runAt: next,
+          dedupeKey: `hook-retry:${delivery.uuid}:${n}`,
+        });
+      }
+    });
+    return disabledFor ? 'disabled' : 'sent';
+  }
+
+  private async disableIn(
+    tx: Parameters<Parameters<typeof inTransaction>[1]>[0],
+    hook: HookRow,
+    reason: 'gone' | 'failures' | 'creator_lost_access',
+  ): Promise<void> {
+    const nowIso = this.now().toISOString();
+    const r = await tx.db
+      .updateTable('hooks')
+      .set({ active: 0, disabled_reason: reason, updated_at: nowIso, sender_until: null, sender_token: null })
+      .where('uuid', '=', hook.uuid)
+      .where('active', '=', 1)
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) return;
+    // nothing more is sent: what was waiting is failed
+    await tx.db
+      .updateTable('hook_deliveries')
+      .set({ status: 'failed', next_attempt_at: null, locked_until: null })
+      .where('hook_uuid', '=', hook.uuid)
+      .where('status', '=', 'pending')
+      .execute();
+    await emitHookEvent(tx, null, hook, 'hook-disabled', { reason });
+  }
+
+  /** Asks for the first attempts of hooks whose sender lease ran out with work left (a crashed worker). */
+  async sweep(): Promise<void> {
+    const nowIso = this.now().toISOString();
+    const stuck = await this.deps.db
+      .selectFrom('hooks as h')
+      .select('h.uuid')
+      .where('h.active', '=', 1)
+      .where((eb) => eb.or([eb('h.sender_until', 'is', null), eb('h.sender_until', '<', nowIso)]))
+      .where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('hook_deliveries as d')
+            .select('d.id')
+            .whereRef('d.hook_uuid', '=', 'h.uuid')
+            .where('d.status', '=', 'pending')
+            .where('d.attempts', '=', 0)
+            .where((e) => e.or([e('d.locked_until', 'is', null), e('d.locked_until', '<', nowIso)])),
+        ),
+      )
+      .execute();
+    for (const h of stuck) {
+      await this.deps.jobs.enqueue(this.deps.db, {
+        kind: JOB_SEND,
+        payload: { hook_uuid: h.uuid },
+        dedupeKey: `hook-kick:${h.uuid}`,
+      });
+    }
+  }
+
+  /** Removes deliveries (and their attempts) older than the retention. */
+  async prune(): Promise<number> {
+    const cutoff = new Date(this.now().getTime() - DELIVERY_RETENTION_MS).toISOString();
+    return inTransaction(this.deps, async (tx) => {
+      const old = tx.db.selectFrom('hook_deliveries').select('uuid').where('created_at', '<', cutoff);
+      await tx.db.deleteFrom('hook_attempts').where('delivery_uuid', 'in', old).execute();
+      const r = await tx.db.deleteFrom('hook_deliveries').where('created_at', '<', cutoff).executeTakeFirst();
+      return Number(r.numDeletedRows);
+    });
+  }
+}

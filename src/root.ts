@@ -1,0 +1,80 @@
+/**
+ * The composition root: builds `Deps` (src/deps.ts) from the configuration and the database, and
+ * starts and stops the background parts. Only the entry points (main.ts, cli.ts) and the tests
+ * import it, so nothing below depends on the concrete implementations it wires together.
+ */
+import { join } from 'node:path';
+import { SCOPE_READERS } from './access/scopes.ts';
+import { FsBlobStore, type BlobStore } from './blobs/store.ts';
+import type { Config } from './config.ts';
+import type { Database } from './db/index.ts';
+import type { Deps } from './deps.ts';
+import { type EventBus, InProcessBus, PostgresBus } from './events/bus.ts';
+import { LiveHub } from './events/live.ts';
+import { ScopeRegistry } from './events/scopes.ts';
+import { BareGitStore } from './git/bare-store.ts';
+import type { GitStore } from './git/store.ts';
+import { Webhooks } from './hooks/background.ts';
+import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
+import { recoverMergeClaims } from './pulls/merge.ts';
+import { type Clock, systemClock } from './time.ts';
+import { TimerScheduler, type TimerSchedulerOptions } from './timers/scheduler.ts';
+
+export type { Deps } from './deps.ts';
+
+export interface DepsOverrides {
+  clock?: Clock;
+  bus?: EventBus;
+  git?: GitStore;
+  blobs?: BlobStore;
+  jobs?: JobQueue;
+  timers?: TimerSchedulerOptions;
+  scopeReaders?: ConstructorParameters<typeof ScopeRegistry>[0];
+}
+
+export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
+  const clock = overrides.clock ?? systemClock;
+  const deps: Omit<Deps, 'timers' | 'live' | 'webhooks'> & { timers?: TimerScheduler; live?: LiveHub; webhooks?: Webhooks } = {
+    config,
+    database,
+    db: database.db,
+    dialect: database.dialect,
+    clock,
+    scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
+    bus: overrides.bus ?? (database.pool ? new PostgresBus(database.pool, database.pool.options) : new InProcessBus()),
+    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db),
+    blobs: overrides.blobs ?? new FsBlobStore(join(config.dataDir, 'blobs')),
+    jobs:
+      overrides.jobs ??
+      new DbJobQueue(database.db, {
+        dialect: database.dialect,
+        clock,
+        onError: (err, job) => console.error(`weft: job ${job ? `${job.kind} #${job.id}` : 'queue'} failed:`, err),
+      }),
+  };
+  deps.live = new LiveHub(database.db, database.dialect, deps.bus);
+  deps.timers = new TimerScheduler(deps as Deps, overrides.timers);
+  deps.webhooks = new Webhooks(deps as Deps);
+  return deps as Deps;
+}
+
+/** Starts the background parts (job workers, cross-instance listeners); the CLI does not. */
+export async function startBackground(deps: Deps): Promise<void> {
+  await deps.bus.start();
+  deps.live.start();
+  deps.jobs.start();
+  deps.timers.start();
+  await deps.webhooks.start();
+  // Merge claims left by a crashed process (src/pulls/merge.ts): finish or release them.
+  await recoverMergeClaims(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
+}
+
+/** Stops the background parts; called on shutdown before the database closes. */
+export async function stopBackground(deps: Deps): Promise<void> {
+  await deps.timers.stop();
+  await deps.webhooks.stop();
+  await deps.jobs.stop();
+  await deps.webhooks.close();
+  await deps.live.close();
+  await deps.bus.close();
+}

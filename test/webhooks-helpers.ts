@@ -1,0 +1,68 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+  json: { hook_uuid: string; event: { id: string | null; kind: string; payload: Record<string, unknown>; scopes: string[] } };
+}
+
+export type Responder = (req: Received, res: ServerResponse) => void;
+
+/** A real webhook receiver on 127.0.0.1 that records every request and answers through `respond`. */
+export class Receiver {
+  readonly received: Received[] = [];
+  respond: Responder = (_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+  private server: Server | null = null;
+  port = 0;
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        let json: Received['json'];
+        try {
+          json = JSON.parse(body) as Received['json'];
+        } catch {
+          json = { hook_uuid: '', event: { id: null, kind: '', payload: {}, scopes: [] } };
+        }
+        const r: Received = { headers: req.headers, body, json };
+        this.received.push(r);
+        this.respond(r, res);
+      });
+    });
+    this.server.keepAliveTimeout = 1000;
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  url(path = '/hook'): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  /** Requests that arrived for one hook. */
+  forHook(uuid: string): Received[] {
+    return this.received.filter((r) => r.headers['x-weft-hook'] === uuid);
+  }
+
+  async waitFor(pred: () => boolean, ms = 20_000, what = 'condition'): Promise<void> {
+    await waitUntil(pred, ms, what);
+  }
+
+  async close(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+}
+
+export async function waitUntil(pred: () => boolean | Promise<boolean>, ms = 20_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await pred()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
