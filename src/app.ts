@@ -28,6 +28,7 @@ import { gitHttpRoutes } from './git/http.ts';
 import { gitRoutes } from './git/routes.ts';
 import { codeRoutes } from './code/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
+import { statusesRoutes } from './statuses/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { timersRoutes } from './timers/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
@@ -61,6 +62,7 @@ const MODULES = [
   attachmentsRoutes,
   gitRoutes,
   codeRoutes,
+  statusesRoutes,
   hooksRoutes,
 ];
 

@@ -262,7 +262,8 @@ for (const dialect of DIALECTS) {
       ok(await req('POST', `${r.base}/protections/${prot.uuid}/approvers`, maint.token, { username: writer.username }), 201);
       ok(await req('DELETE', `${r.base}/protections/${prot.uuid}/approvers/${writer.uuid}`, maint.token), 204);
       ok(await req('DELETE', `${r.base}/protections/${prot.uuid}`, maint.token), 204);
-      await seedCommit(t, r.uuid, 'feature', { onto: 'main' });
+      const featureSha = await seedCommit(t, r.uuid, 'feature', { onto: 'main' });
+      ok(await req('POST', `${r.base}/statuses/${featureSha}`, writer.token, { state: 'success', context: 'ci' }), 201, 'status');
       const pull = ok(
         await req('POST', `${r.base}/pulls`, writer.token, {
           title: 'P',

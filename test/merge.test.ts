@@ -10,6 +10,8 @@ const UNPROTECTED = {
   required_approvals: 0,
   approvers: [],
   approved_by: [],
+  required_status_contexts: [],
+  status_checks: [],
   satisfied: true,
 };
 
@@ -290,6 +292,8 @@ for (const dialect of DIALECTS) {
           required_approvals: 2,
           approvers: [],
           approved_by: [],
+          required_status_contexts: [],
+          status_checks: [],
           satisfied: false,
         });
         await review(repo, pull.number, w.reader.token, 'approved'); // read level: does not count

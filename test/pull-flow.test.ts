@@ -126,6 +126,8 @@ for (const dialect of DIALECTS) {
         required_approvals: 2,
         approvers: [],
         approved_by: [],
+        required_status_contexts: [],
+        status_checks: [],
         satisfied: false,
       });
       assert.equal((await t.req('GET', `${repo.base}/pulls/1/protection`, { token: outsider.token })).status, 404);
@@ -336,6 +338,8 @@ for (const dialect of DIALECTS) {
         required_approvals: 0,
         approvers: [],
         approved_by: [],
+        required_status_contexts: [],
+        status_checks: [],
         satisfied: true,
       });
       ok(await t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: member.token, body: {} }), 200, 'merge');

@@ -15,6 +15,7 @@ import * as m092 from './migrations/092_actor_activity_index.ts';
 import * as m093 from './migrations/093_member_team_order.ts';
 import * as m094 from './migrations/094_pull_page_keys.ts';
 import * as m110 from './migrations/110_pull_source_repo.ts';
+import * as m120 from './migrations/120_commit_statuses.ts';
 import * as m140 from './migrations/140_webhooks.ts';
 import type { Dialect } from './index.ts';
 
@@ -45,6 +46,7 @@ const MIGRATIONS: Migration[] = [
   { name: '093_member_team_order', up: m093.up },
   { name: '094_pull_page_keys', up: m094.up },
   { name: '110_pull_source_repo', up: m110.up },
+  { name: '120_commit_statuses', up: m120.up },
   { name: '140_webhooks', up: m140.up },
 ];
 

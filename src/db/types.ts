@@ -102,6 +102,8 @@ export interface ProtectionsTable {
   repo_uuid: string;
   branch: string;
   required_approvals: number;
+  /** JSON array of the status contexts a merge needs as success (migration 120) */
+  required_status_contexts: Generated<string>;
   created_at: string;
   updated_at: string;
 }
@@ -140,6 +142,19 @@ export interface PullsTable {
   source_repo_uuid: string | null;
 }
 
+export interface CommitStatusesTable {
+  id: Generated<number>;
+  uuid: string;
+  repo_uuid: string;
+  sha: string;
+  state: string;
+  context: string;
+  description: string | null;
+  target_url: string | null;
+  creator_uuid: string;
+  created_at: string;
+}
+
 export interface ReviewsTable {
   uuid: string;
   pull_uuid: string;
@@ -175,4 +190,5 @@ export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTable
   protection_approvers: ProtectionApproversTable;
   pulls: PullsTable;
   reviews: ReviewsTable;
+  commit_statuses: CommitStatusesTable;
 }

@@ -137,6 +137,8 @@ export const EVENT_KINDS = {
   'pull-opened': ofRepo(pullSource),
   'pull-updated': ofRepo(pullSource),
   'pull-merged': ofRepo(pullSource),
+  // commit statuses (README "Commit statuses and required checks")
+  'status-created': ofRepo(),
   'review-submitted': ofRepo(),
   'review-removed': ofRepo(),
   // threads and replies

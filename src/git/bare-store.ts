@@ -193,7 +193,8 @@ export class BareGitStore implements GitStore {
     return this.refSha(target, ref);
   }
 
-  private async hasCommit(uuid: string, sha: string): Promise<boolean> {
+  async hasCommit(uuid: string, sha: string): Promise<boolean> {
+    if (!this.exists(uuid)) return false;
     const out = await git(this.pathOf(uuid), ['cat-file', '-e', `${sha}^{commit}`], { okCodes: [1, 128] });
     return out.code === 0;
   }

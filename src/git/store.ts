@@ -69,6 +69,8 @@ export interface GitStore {
    * repo or branch leaves the kept head as it is. Returns the kept head (null when there is none).
    */
   syncPullHead(target: string, number: number, source: string, branch: string): Promise<string | null>;
+  /** Whether the repo holds commit `sha` (a full sha). */
+  hasCommit(uuid: string, sha: string): Promise<boolean>;
   /** Whether commit `sha` is `tip` or one of its ancestors. */
   contains(uuid: string, tip: string, sha: string): Promise<boolean>;
   /** Every ref under `prefix` (default `refs/heads/`), sorted by name. */
@@ -102,6 +104,9 @@ export class EmptyGitStore implements GitStore {
     return null;
   }
   async contains(): Promise<boolean> {
+    return false;
+  }
+  async hasCommit(): Promise<boolean> {
     return false;
   }
   async refs(): Promise<{ ref: string; sha: string }[]> {

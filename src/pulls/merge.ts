@@ -85,12 +85,20 @@ export async function mergePull(
       throw conflict('pull_merged', 'The pull is already merged.');
     }
     const current = await tx.db.selectFrom('pulls').selectAll().where('uuid', '=', pull.uuid).executeTakeFirstOrThrow();
-    const protection = await pullProtectionStatus(tx.db, repo, current);
-    if (!protection.satisfied) {
+    const protection = await pullProtectionStatus(tx.db, repo, current, head);
+    if (!protection.approvals_satisfied) {
       throw conflict(
         'protection_unsatisfied',
         `Branch protection "${protection.branch_pattern}" needs ${protection.required_approvals} approval(s); ` +
           `it has ${protection.approved_by.length}.`,
+      );
+    }
+    // approvals first: a pull short of both is protection_unsatisfied
+    const failing = protection.status_checks.filter((c) => c.state !== 'success');
+    if (failing.length > 0) {
+      throw conflict(
+        'checks_unsatisfied',
+        `Required status checks are not success on ${head}: ${failing.map((c) => `${c.context} (${c.state})`).join(', ')}.`,
       );
     }
     return current;

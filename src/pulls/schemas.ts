@@ -126,7 +126,22 @@ export const PullProtection = Type.Object(
       description: "usernames on the protection's approver list; empty means any user with write access",
     }),
     approved_by: Type.Array(Type.String(), { description: 'usernames whose approval counts, in order of approval' }),
-    satisfied: Type.Boolean({ description: 'approved_by has at least required_approvals entries' }),
+    required_status_contexts: Type.Array(Type.String(), {
+      description: 'the status contexts the protection requires, sorted; empty when unprotected',
+    }),
+    status_checks: Type.Array(
+      Type.Object(
+        {
+          context: Type.String(),
+          state: Type.String({ description: 'pending, success, failure, error, or missing when none was reported' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: "each required context's latest status on the pull's head_sha, sorted by context" },
+    ),
+    satisfied: Type.Boolean({
+      description: 'approved_by has at least required_approvals entries and every status check is success',
+    }),
   },
   { additionalProperties: false, title: 'PullProtection' },
 );
