@@ -102,6 +102,12 @@ for (const dialect of DIALECTS) {
           commits.body.results.map((c: { sha: string }) => c.sha),
           [tip],
         );
+        // the fork's head is a commit of the upstream (its kept head): CI may report on it there
+        ok(
+          await t.req('POST', `${s.up.api}/statuses/${tip}`, { token: alice.token, body: { state: 'success', context: 'ci' } }),
+          201,
+          'status on the fork head',
+        );
         const files = ok(await t.req('GET', `${s.up.api}/pulls/${opened.number}/files`, { token: carol.token }), 200);
         assert.deepEqual(
           files.body.results.map((f: { path: string; status: string }) => [f.path, f.status]),
