@@ -24,8 +24,8 @@ import { forksRoutes } from './forks/routes.ts';
 import { invitesRoutes } from './invites/routes.ts';
 import { rateLimitsRoutes } from './ratelimits/routes.ts';
 import { settingsRoutes } from './settings/routes.ts';
-import { gitHttpRoutes } from './git/http.ts';
-import { gitRoutes } from './git/routes.ts';
+import { gitHttpRoutes } from './git-routes/http.ts';
+import { gitRoutes } from './git-routes/routes.ts';
 import { codeRoutes } from './code/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { statusesRoutes } from './statuses/routes.ts';
@@ -37,6 +37,9 @@ import { threadsRoutes } from './threads/routes.ts';
 import { uploadsRoutes } from './uploads/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { usersRoutes } from './users/routes.ts';
+import { sessionsRoutes } from './sessions/routes.ts';
+import { authenticateSession } from './sessions/service.ts';
+import { webRoutes } from './web/plugin.ts';
 
 export interface AppOptions {
   logger?: boolean;
@@ -46,6 +49,7 @@ export interface AppOptions {
 const MODULES = [
   usersRoutes,
   tokensRoutes,
+  sessionsRoutes,
   eventsRoutes,
   teamsRoutes,
   activityRoutes,
@@ -103,6 +107,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installDrainFlag(app);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    // No response may be sniffed into another type (a JSON body as HTML).
+    reply.header('x-content-type-options', 'nosniff');
     // The "request completed" line names the route pattern and the caller.
     const route = request.routeOptions.url;
     const user = request.viewer?.username;
@@ -120,7 +126,11 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installErrorHandling(app);
   await installOpenApi(app);
   installUrlCheck(app);
-  installAuth(app, (secret, hint) => authenticate(deps, secret, hint));
+  installAuth(
+    app,
+    (secret, hint) => authenticate(deps, secret, hint),
+    (secret) => authenticateSession(deps, secret),
+  );
   installPaging(app, deps.config.publicUrl);
   installRateLimit(app, deps);
 
@@ -158,5 +168,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     },
     { prefix: '/api/v1' },
   );
+  // The web interface for people (README "Web interface"): pages under `/`.
+  await app.register(webRoutes, { deps });
   return app;
 }

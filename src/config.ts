@@ -46,6 +46,8 @@ export interface Config {
   streamIdleTimeoutMs: number;
   /** LOAD_SHED_EVENT_LOOP_DELAY_MS: above this event-loop delay requests get 503 with Retry-After; 0 is off. */
   loadShedEventLoopDelayMs: number;
+  /** WEFT_FAST_PATH (on|off): the fast read path of src/db/fast-path.ts; off gives the same answers through plain Kysely. */
+  fastPath: boolean;
   /** GIT_MAX_PROCESSES: concurrent git processes for reading code (default twice the cores). */
   gitMaxProcesses?: number;
   /** GIT_TIMEOUT_MS: timeout of one git command (or object-reader batch) of a code-reading request. */
@@ -56,6 +58,12 @@ export interface Config {
   gitMaxStreamBytes?: number;
   /** WEBHOOK_MAX_CONCURRENCY: webhook deliveries in flight at once on this instance (src/hooks). */
   webhookMaxConcurrency: number;
+  /** GIT_HTTP_MAX_PROCESSES: git processes one instance runs for clients at once; beyond, 503 with Retry-After. */
+  gitHttpMaxProcesses: number;
+  /** GIT_HTTP_MAX_PROCESSES_PER_CLIENT: the same per client address. */
+  gitHttpMaxProcessesPerClient: number;
+  /** GIT_MAX_REQUEST_BYTES: largest fetch negotiation body (git-upload-pack), read before git starts; 413 beyond. */
+  gitMaxRequestBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -190,11 +198,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS');
   if (requestTimeoutMs > transferTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must not exceed TRANSFER_TIMEOUT_MS');
   const loadShedEventLoopDelayMs = intVar(env, 'LOAD_SHED_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000);
+  const fastPathRaw = (env.WEFT_FAST_PATH || 'on').toLowerCase();
+  if (fastPathRaw !== 'on' && fastPathRaw !== 'off')
+    throw new ConfigError(`WEFT_FAST_PATH must be on or off, got "${env.WEFT_FAST_PATH}"`);
   const gitMaxProcesses = intVar(env, 'GIT_MAX_PROCESSES', 2 * Math.max(1, cpus().length), 1, 1024);
   const gitTimeoutMs = intVar(env, 'GIT_TIMEOUT_MS', 10_000, 100, 600_000);
   const gitMaxOutputBytes = intVar(env, 'GIT_MAX_OUTPUT_BYTES', 32 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
   const gitMaxStreamBytes = intVar(env, 'GIT_MAX_STREAM_BYTES', 4 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER);
   const webhookMaxConcurrency = intVar(env, 'WEBHOOK_MAX_CONCURRENCY', 32, 1, 10_000);
+  const gitHttpMaxProcesses = intVar(env, 'GIT_HTTP_MAX_PROCESSES', 32, 1, 10_000);
+  const gitHttpMaxProcessesPerClient = intVar(env, 'GIT_HTTP_MAX_PROCESSES_PER_CLIENT', 8, 1, 10_000);
+  const gitMaxRequestBytes = intVar(env, 'GIT_MAX_REQUEST_BYTES', 16 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
 
   return {
     trustProxy,
@@ -220,10 +234,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     transferTimeoutMs,
     streamIdleTimeoutMs,
     loadShedEventLoopDelayMs,
+    fastPath: fastPathRaw === 'on',
     gitMaxProcesses,
     gitTimeoutMs,
     gitMaxOutputBytes,
     gitMaxStreamBytes,
     webhookMaxConcurrency,
+    gitHttpMaxProcesses,
+    gitHttpMaxProcessesPerClient,
+    gitMaxRequestBytes,
   };
 }

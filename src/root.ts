@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { SCOPE_READERS } from './access/scopes.ts';
 import { FsBlobStore, type BlobStore } from './blobs/store.ts';
 import type { Config } from './config.ts';
+import { setFastPath } from './db/fast-path.ts';
 import type { Database } from './db/index.ts';
 import type { Deps } from './deps.ts';
 import { type EventBus, InProcessBus, PostgresBus } from './events/bus.ts';
@@ -16,7 +17,9 @@ import { BareGitStore } from './git/bare-store.ts';
 import type { GitStore } from './git/store.ts';
 import { Webhooks } from './hooks/background.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
-import { recoverMergeClaims } from './pulls/merge.ts';
+import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
+import { startBlobSweep, stopBlobSweep } from './blobs/lifetime.ts';
+import { recoverPushes, sweepPushSpool } from './git/pushes.ts';
 import { type Clock, systemClock } from './time.ts';
 import { TimerScheduler, type TimerSchedulerOptions } from './timers/scheduler.ts';
 
@@ -33,6 +36,7 @@ export interface DepsOverrides {
 }
 
 export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
+  setFastPath(config.fastPath);
   const clock = overrides.clock ?? systemClock;
   const deps: Omit<Deps, 'timers' | 'live' | 'webhooks'> & { timers?: TimerScheduler; live?: LiveHub; webhooks?: Webhooks } = {
     config,
@@ -42,7 +46,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
     clock,
     scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
     bus: overrides.bus ?? (database.pool ? new PostgresBus(database.pool, database.pool.options) : new InProcessBus()),
-    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db),
+    git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db, database),
     blobs: overrides.blobs ?? new FsBlobStore(join(config.dataDir, 'blobs')),
     jobs:
       overrides.jobs ??
@@ -65,12 +69,20 @@ export async function startBackground(deps: Deps): Promise<void> {
   deps.jobs.start();
   deps.timers.start();
   await deps.webhooks.start();
-  // Merge claims left by a crashed process (src/pulls/merge.ts): finish or release them.
-  await recoverMergeClaims(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
+  // Work a killed process left half-done (README "Storage lifetimes and crash recovery"): merge
+  // claims whose instance is gone, pushes not yet recorded, unreferenced blobs and spooled bodies.
+  await startMergeRecovery(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
+  if (deps.git instanceof BareGitStore) {
+    await recoverPushes(deps, deps.git).catch((err) => console.error('weft: recovering pushes failed:', err));
+  }
+  await sweepPushSpool(deps.config.dataDir, deps.config.transferTimeoutMs + 60_000).catch(() => undefined);
+  startBlobSweep(deps);
 }
 
 /** Stops the background parts; called on shutdown before the database closes. */
 export async function stopBackground(deps: Deps): Promise<void> {
+  stopBlobSweep(deps);
+  await stopMergeRecovery(deps);
   await deps.timers.stop();
   await deps.webhooks.stop();
   await deps.jobs.stop();

@@ -170,6 +170,7 @@ for (const dialect of DIALECTS) {
       // abbreviated shas, refs with a slash, the team form
       assert.equal((await get(`${api}/commits/${c.c2.slice(0, 7)}`)).body.sha, c.c2);
       assert.equal((await get(`${api}/commits/feature/x`)).body.sha, c.c4);
+      assert.equal((await get(`${api}/commits/feature%2Fx`)).body.sha, c.c4);
       assert.equal((await get(`${teamApi}/commits/${c.c1}`)).body.sha, c.c1);
       assert.equal((await get(`${api}/commits/${c.c2.slice(0, 6)}`)).status, 404);
       assert.equal((await get(`${api}/commits/nope`)).status, 404);
@@ -338,6 +339,16 @@ for (const dialect of DIALECTS) {
       assert.equal((await get(`${api}/branches/v1`)).status, 404); // a tag is not a branch
       assert.equal((await get(`${api}/branches/-x`)).status, 400);
       assert.equal((await get(`${api}/branches/a..b`)).status, 400);
+    });
+
+    it('the team form serves raw files and archives too', async () => {
+      const raw = await get(`${teamApi}/raw/main/README.md`);
+      assert.equal(raw.status, 200);
+      assert.equal(raw.text, '# Hello\n');
+      assert.equal(raw.headers['content-security-policy'], 'sandbox');
+      const zip = await get(`${teamApi}/archive/v1.zip`);
+      assert.equal(zip.status, 200);
+      assert.equal(zip.headers['content-disposition'], `attachment; filename="tcode-${repo.c.c2.slice(0, 7)}.zip"`);
     });
 
     it('a private repo is 404 to outsiders on every route, in both forms', async () => {

@@ -203,8 +203,8 @@ for (const dialect of DIALECTS) {
       assert.equal(identity.status, 201, identity.text);
     });
 
-    it('JSON with a charset parameter or a +json type is accepted', async () => {
-      for (const ct of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/vnd.weft+json']) {
+    it('JSON with a charset parameter is accepted', async () => {
+      for (const ct of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON']) {
         const res = await t.req('POST', '/api/v1/api-tokens', {
           token: alice.token,
           rawBody: '{"name":"ct"}',

@@ -271,6 +271,11 @@ for (const dialect of DIALECTS) {
       );
       const events = ok(await t.req('GET', `/api/v1/events?scope=user:${fzu.uuid}`), 'events');
 
+      const hook = ok(
+        await t.req('POST', '/api/v1/teams/fz/repos/r1/hooks', { body: { url: 'http://127.0.0.1:9/hook', events: ['*'] } }),
+        'hook',
+      );
+
       Object.assign(real, {
         username: 'fzu',
         team_slug: 'fz',
@@ -288,6 +293,15 @@ for (const dialect of DIALECTS) {
         upload_uuid: upload.uuid,
         group_uuid: group.uuid,
         timer_uuid: timer.uuid,
+        // reading code (the repo has no commit: these resolve to a 404, which is enough for the paths)
+        ref: 'main',
+        basehead: 'main...main',
+        path: 'README.md',
+        ref_and_path: 'main/README.md',
+        archive: 'main.tar.gz',
+        branch: 'main',
+        hook_uuid: hook.uuid,
+        delivery_uuid: '00000000-0000-4000-8000-000000000000',
       });
       counts = await rowCounts();
     });

@@ -79,7 +79,13 @@ export async function freshStore(dialect: DialectName): Promise<StoreHandle> {
 export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Config {
   // Load shedding off: a loaded CI machine must not turn test requests into 503s (test/slow-clients.test.ts turns it on).
   return {
-    ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }),
+    ...loadConfig({
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
+      // CI runs the suite once with WEFT_FAST_PATH=off (src/db/fast-path.ts)
+      WEFT_FAST_PATH: process.env.WEFT_FAST_PATH,
+    }),
     bootstrapAdminToken: ADMIN_TOKEN,
     ...overrides,
   };

@@ -12,6 +12,8 @@ const DEFAULTS = {
   signup_invite_min_account_age: '7d',
   signups_enabled: true,
   signups_require_invite: false,
+  max_timers_per_owner: 1000,
+  max_reply_versions: 1000,
   webhook_allowed_hosts: [] as string[],
 };
 
@@ -293,6 +295,33 @@ for (const dialect of DIALECTS) {
         });
         assert.equal(ok.statusCode, 201);
         assert.equal(ok.headers['ratelimit-remaining'], '1');
+      });
+
+      it('login and signup count per client IP even when the request carries a valid token', async () => {
+        await createRule(t, 'api:login', 2, 60);
+        await createRule(t, 'api:signup', 1, 60);
+        const call = (url: string, token: string, payload: unknown) =>
+          t.app.inject({
+            method: 'POST',
+            url,
+            remoteAddress: '10.0.9.1',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+            payload: JSON.stringify(payload),
+          });
+        const wrong = { username: 'alice', password: 'wrong password', token_name: 'x' };
+        assert.equal((await call('/api/v1/auth/login', alice.token, wrong)).statusCode, 401);
+        assert.equal((await call('/api/v1/auth/login', bob.token, wrong)).statusCode, 401);
+        const third = await call('/api/v1/auth/login', t.adminToken, wrong);
+        assert.equal(third.statusCode, 429, "another account's token buys no more guesses from one address");
+        assert.ok(isErrorBody(third.json(), 'rate_limited'));
+        assert.equal(
+          (await call('/api/v1/signup', alice.token, { username: 'ipsign1', email: 'ipsign1@example.com' })).statusCode,
+          201,
+        );
+        const again = await call('/api/v1/signup', bob.token, { username: 'ipsign2', email: 'ipsign2@example.com' });
+        assert.equal(again.statusCode, 429);
+        const users = await t.deps.db.selectFrom('users').select('username').where('username', '=', 'ipsign2').execute();
+        assert.equal(users.length, 0);
       });
 
       it('old counts are cleaned up: per caller as it counts, and by the sweep for callers who never return', async () => {

@@ -36,11 +36,19 @@ export async function listen(t: TestApp): Promise<string> {
   return `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
 }
 
-export function openSse(base: string, path: string, token: string, headers: Record<string, string> = {}): Promise<SseClient> {
+export function openSse(
+  base: string,
+  path: string,
+  token: string | null,
+  headers: Record<string, string> = {},
+): Promise<SseClient> {
   return new Promise((resolve, reject) => {
     const req = http.get(
       `${base}${path}`,
-      { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...headers }, agent: false },
+      {
+        headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), accept: 'text/event-stream', ...headers },
+        agent: false,
+      },
       (res) => {
         let text = '';
         let pending = '';

@@ -151,6 +151,32 @@ for (const dialect of DIALECTS) {
           );
         });
 
+        it('concurrent edits of one reply each become a version (serialised on the reply row)', async () => {
+          const th = await newThread();
+          await newReply(th.number, { body: 'v1' });
+          const url = `${base()}/threads/${th.number}/replies/1`;
+          const edits = await Promise.all(
+            Array.from({ length: 20 }, (_, i) => t.req('PATCH', url, { token: writer().token, body: { body: `edit ${i}` } })),
+          );
+          assert.deepEqual(
+            edits.map((r) => r.status),
+            Array(20).fill(200),
+            edits.map((r) => r.text).join('\n'),
+          );
+          assert.deepEqual(
+            edits.map((r) => r.body.version).sort((a: number, b: number) => a - b),
+            Array.from({ length: 20 }, (_, i) => i + 2),
+          );
+          const versions = await t.req('GET', `${url}/versions?per_page=100`, { token: writer().token });
+          assert.equal(versions.status, 200);
+          assert.equal(versions.body.results.length, 21);
+          const bodies = versions.body.results
+            .slice(1)
+            .map((v: { body: string }) => v.body)
+            .sort();
+          assert.deepEqual(bodies, Array.from({ length: 20 }, (_, i) => `edit ${i}`).sort());
+        });
+
         it('replies: create, get, list; PATCH keeps omitted fields, replaces links, records full versions', async () => {
           const th = await newThread();
           const r = await newReply(th.number, {

@@ -273,6 +273,34 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.req('GET', `${userPath(carol)}/not-a-uuid`, { token: carol.token })).status, 404);
     });
 
+    it("hides a user timer's events from staff in every reader (user scope, activity, by id)", async () => {
+      clock.set(START);
+      const own = await create(carol, { message: 'private note', run_in: '1m' });
+      assert.equal(own.status, 201, own.text);
+      clock.advance(120_000);
+      await t.deps.timers.runDue();
+      const kinds = async (token: string, url: string) =>
+        (await t.req('GET', url, { token })).body.results
+          .filter((e: { payload: { timer_uuid?: string } }) => e.payload.timer_uuid === own.body.uuid)
+          .map((e: { kind: string }) => e.kind)
+          .sort();
+      const scope = `/api/v1/events?scope=user:${carol.uuid}&per_page=100`;
+      const activity = `/api/v1/users/${carol.username}/activity?per_page=100`;
+      assert.deepEqual(await kinds(carol.token, scope), ['timer-created', 'timer-fired']);
+      assert.deepEqual(await kinds(carol.token, activity), ['timer-created']);
+      assert.deepEqual(await kinds(t.adminToken, scope), []);
+      assert.deepEqual(await kinds(t.adminToken, activity), []);
+      const ids = (await t.req('GET', scope, { token: carol.token })).body.results
+        .filter((e: { payload: { timer_uuid?: string } }) => e.payload.timer_uuid === own.body.uuid)
+        .map((e: { id: string }) => e.id);
+      for (const id of ids) {
+        assert.equal((await t.req('GET', `/api/v1/events/${id}`, { token: carol.token })).status, 200);
+        const res = await t.req('GET', `/api/v1/events/${id}`, { token: t.adminToken });
+        assert.equal(res.status, 404);
+        assert.ok(isErrorBody(res.body, 'not_found'));
+      }
+    });
+
     it('lets only team owners (and staff) use team timers', async () => {
       clock.set(START);
       const owner = await t.user('towner');

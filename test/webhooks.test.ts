@@ -237,6 +237,35 @@ for (const dialect of DIALECTS) {
       await t.req('DELETE', `${base}/${hook.uuid}`, { token: bob.token });
     });
 
+    it('records the first 64 KiB of an answer; a redirect is a failure and is not followed', async () => {
+      const hook = await newHook({ events: ['repo-updated'] });
+      rx.respond = (r, res) => {
+        if (r.headers['x-weft-hook'] !== hook.uuid) return void res.writeHead(200).end('ok');
+        if (r.headers['x-weft-attempt'] === '1' && rx.forHook(hook.uuid).length === 1)
+          return void res.writeHead(200, { 'x-answer': 'big' }).end(`\u0000${'a'.repeat(100 * 1024)}`);
+        res.writeHead(302, { location: rx.url('/elsewhere') }).end();
+      };
+      await repoEvent();
+      await waitUntil(async () => (await deliveries(hook.uuid))[0]?.status === 'success', 20_000, 'the big answer');
+      const [big] = await deliveries(hook.uuid);
+      assert.equal(big!.last_attempt.response_body.length, 64 * 1024);
+      assert.ok(!big!.last_attempt.response_body.includes('\u0000'));
+      assert.equal(big!.last_attempt.response_headers['x-answer'], 'big');
+      await repoEvent();
+      await waitUntil(
+        async () => (await deliveries(hook.uuid))[0]?.last_attempt?.response_status === 302,
+        20_000,
+        'the redirect',
+      );
+      const [moved] = await deliveries(hook.uuid);
+      assert.equal(moved!.status, 'pending');
+      assert.equal(moved!.last_attempt.error, 'redirect');
+      assert.ok(moved!.next_attempt_at !== null);
+      assert.equal(rx.received.filter((r) => r.headers['x-weft-hook'] === hook.uuid).length, 2);
+      rx.respond = (_r, res) => res.writeHead(200).end('ok');
+      await t.req('DELETE', `${base}/${hook.uuid}`, { token: bob.token });
+    });
+
     it('signs with both secrets for a day after a rotation', async () => {
       const hook = await newHook({ events: ['repo-updated'] });
       const rot = await t.req('POST', `${base}/${hook.uuid}/rotate-secret`, { token: bob.token });

@@ -102,9 +102,16 @@ function showFor(deps: Deps, viewer: Viewer, canRead: (scope: string) => Promise
     }
     return role;
   };
+  // An event private to one user (a user timer's) is that user's alone, staff included.
+  const privateToOther = (event: EventRecord): boolean => {
+    const only = isEventKind(event.kind) ? KIND_RULES[event.kind].onlyFor?.(event) : undefined;
+    return only !== undefined && only !== null && only !== viewer.uuid;
+  };
   // Staff read everything that exists: an event as stored, when one of its scopes still exists.
-  if (viewer.isStaff) return async (event) => ((await someReadable(canRead, event.scopes)) ? event : null);
+  if (viewer.isStaff)
+    return async (event) => (!privateToOther(event) && (await someReadable(canRead, event.scopes)) ? event : null);
   return async (event) => {
+    if (privateToOther(event)) return null;
     // A kind without a rule (none is recorded since kinds.ts: see assertDeclaredKind) is hidden.
     const rule = isEventKind(event.kind) ? KIND_RULES[event.kind] : NO_RULE;
     const subject = rule.subject(event);

@@ -1,4 +1,4 @@
-/** Who may clone and push over smart HTTP (decisions §5a "Smart HTTP"). */
+/** Who may clone and push over smart HTTP (README "Git", "Smart HTTP"). */
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/types.ts';
 import type { Viewer } from '../viewer.ts';
@@ -13,7 +13,7 @@ export interface GitAccess {
 
 /**
  * The repo at a clone URL and the caller's level on it; anonymous callers read public repos
- * (decisions §5a: public repos clone without credentials). Null when the owner or repo does
+ * (README "Git": public repos clone without credentials). Null when the owner or repo does
  * not exist (a deactivated user's repos do not exist for anyone but staff).
  */
 export async function gitRepoAccess(

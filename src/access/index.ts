@@ -5,6 +5,7 @@
  */
 export * from './levels.ts';
 export * from './teams.ts';
+export * from './repo-level.ts';
 export * from './repos.ts';
 export * from './repo-read.ts';
 export * from './pulls.ts';

@@ -1,4 +1,4 @@
-/** Access to site settings, rate-limit rules and signup invites (decisions §9). */
+/** Access to site settings, rate-limit rules and signup invites (README "Rate limits, site settings, signup invites, signup"). */
 import type { Kysely, Selectable } from 'kysely';
 import type { SignupInvitesTable, SiteSettingsTable } from '../db/tables/limits.ts';
 import type { DB } from '../db/types.ts';
@@ -10,7 +10,7 @@ export function assertCanManageSettings(viewer: Viewer): void {
   if (!viewer.isStaff) throw forbidden('Only staff can read or change site settings.');
 }
 
-/** Rate-limit rules are staff only (api.md, Authentication). */
+/** Rate-limit rules are staff only (README "Rate limits, site settings, signup invites, signup"). */
 export function assertCanManageRateLimits(viewer: Viewer): void {
   if (!viewer.isStaff) throw forbidden('Only staff can manage rate-limit rules.');
 }

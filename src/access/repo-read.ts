@@ -2,20 +2,21 @@
  * The hot read path of a repo path (GET {repo}, GET {repo}/pulls/{n}): the owner, the repo with
  * its owner's and creator's names, the viewer's membership and, for a pull, the pull with its
  * author's and merger's names, all in ONE statement compiled once (`compiledOnce`: a named
- * prepared statement on PostgreSQL). The access rule is the same `repoLevelFrom` that
- * `requireRepo` applies, fed from the row; nothing is cached between requests, so a removed
- * member or a revoked token is seen by the next request.
+ * prepared statement on PostgreSQL). The viewer's level is computed in the statement by the rule's
+ * one SQL expression (`repoLevelSql`, repo-level.ts; `requireRepo` applies its TypeScript mirror);
+ * nothing is cached between requests, so a removed member or a revoked token is seen by the next
+ * request.
  *
  * Writes keep using `requireRepo` inside their transaction (it locks what it read).
  */
-import { type Selectable, sql } from 'kysely';
-import { compiledOnce, numberParam } from '../db/compiled.ts';
+import { type Expression, type Selectable, type SqlBool, sql } from 'kysely';
+import { compiledOnce, keepPrefetched, numberArg, numberParam, takePrefetched } from '../db/fast-path.ts';
 import type { Database } from '../db/index.ts';
 import type { PullsTable, ReposTable } from '../db/types.ts';
 import { notFound } from '../errors.ts';
 import type { RepoReadHint, RepoRef, Viewer } from '../viewer.ts';
-import { type RepoLevel, type TeamRole } from './levels.ts';
-import { repoLevelFrom } from './repos.ts';
+import type { RepoLevel } from './levels.ts';
+import { LEVEL_BY_RANK, repoLevelSql } from './repo-level.ts';
 
 /** The repo row with its owner's slug or username and its creator's username (repos/view.ts's RepoViewRow). */
 export type RepoReadRow = Selectable<ReposTable> & {
@@ -48,6 +49,7 @@ const PULL_COLUMNS = [
   'merge_pending',
   'merge_claimed_at',
   'merge_claim_sha',
+  'merge_claim_instance',
 ] as const;
 
 // compiledOnce passes placeholder strings while building (numberParam binds the pull number as a number).
@@ -60,64 +62,80 @@ interface Facts {
   owner_username: string | null;
   viewer_role: string | null;
   creator_username: string | null;
+  /** the viewer's level as `repoLevelSql` computes it (0 none … 4 owner) */
+  viewer_level: number;
 }
+
+/** The viewer's level on repo `r` (repoLevelSql), the viewer and the staff flag as parameters. */
+const paramLevel = (viewer: Placeholder, staff: Placeholder, role: Expression<unknown>, ownerActive: Expression<SqlBool>) =>
+  repoLevelSql({ repo: 'r', viewerUuid: sql`${viewer}`, viewerStaff: sql`${numberParam(staff)}`, role, ownerActive });
 
 /** Team form: teams ⟕ repos ⟕ creator ⟕ the viewer's membership [⟕ pull ⟕ its users]. */
 function teamQuery(withPull: boolean) {
-  return compiledOnce((db, owner: Placeholder, slug: Placeholder, viewer: Placeholder, number: Placeholder) => {
-    const base = db
-      .selectFrom('teams as o')
-      .leftJoin('repos as r', (j) =>
-        j.onRef('r.owner_uuid', '=', 'o.uuid').on('r.owner_kind', '=', 'team').on('r.slug', '=', slug),
-      )
-      .leftJoin('users as c', 'c.uuid', 'r.created_by_uuid')
-      .leftJoin('team_members as m', (j) => j.onRef('m.team_uuid', '=', 'o.uuid').on('m.user_uuid', '=', viewer))
-      .selectAll('r')
-      .select([
-        'o.uuid as o_uuid',
-        'o.is_active as o_is_active',
-        'o.slug as owner_team_slug',
-        'c.username as creator_username',
-        'm.role as viewer_role',
-      ])
-      .select(sql<string | null>`null`.as('owner_username'))
-      .where('o.slug', '=', owner);
-    if (!withPull) return base;
-    return base
-      .leftJoin('pulls as p', (j) => j.onRef('p.repo_uuid', '=', 'r.uuid').on('p.number', '=', numberParam(number)))
-      .leftJoin('users as pa', 'pa.uuid', 'p.author_uuid')
-      .leftJoin('users as pm', 'pm.uuid', 'p.merged_by_uuid')
-      .select(PULL_COLUMNS.map((c) => `p.${c} as p_${c}` as const))
-      .select(['pa.username as p_author_username', 'pm.username as p_merged_by_username']);
-  });
+  return compiledOnce(
+    (db, owner: Placeholder, slug: Placeholder, viewer: Placeholder, number: Placeholder, staff: Placeholder) => {
+      const level = paramLevel(viewer, staff, sql.ref('m.role'), sql`1 = 1`);
+      const base = db
+        .selectFrom('teams as o')
+        .leftJoin('repos as r', (j) =>
+          j.onRef('r.owner_uuid', '=', 'o.uuid').on('r.owner_kind', '=', 'team').on('r.slug', '=', slug),
+        )
+        .leftJoin('users as c', 'c.uuid', 'r.created_by_uuid')
+        .leftJoin('team_members as m', (j) => j.onRef('m.team_uuid', '=', 'o.uuid').on('m.user_uuid', '=', viewer))
+        .selectAll('r')
+        .select([
+          'o.uuid as o_uuid',
+          'o.is_active as o_is_active',
+          'o.slug as owner_team_slug',
+          'c.username as creator_username',
+          'm.role as viewer_role',
+        ])
+        .select([sql<string | null>`null`.as('owner_username'), level.as('viewer_level')])
+        .where('o.slug', '=', owner);
+      if (!withPull) return base;
+      return base
+        .leftJoin('pulls as p', (j) => j.onRef('p.repo_uuid', '=', 'r.uuid').on('p.number', '=', numberParam(number)))
+        .leftJoin('users as pa', 'pa.uuid', 'p.author_uuid')
+        .leftJoin('users as pm', 'pm.uuid', 'p.merged_by_uuid')
+        .select(PULL_COLUMNS.map((c) => `p.${c} as p_${c}` as const))
+        .select(['pa.username as p_author_username', 'pm.username as p_merged_by_username']);
+    },
+  );
 }
 
 /** User form: users ⟕ repos ⟕ creator [⟕ pull ⟕ its users]. */
 function userQuery(withPull: boolean) {
-  return compiledOnce((db, owner: Placeholder, slug: Placeholder, _viewer: Placeholder, number: Placeholder) => {
-    const base = db
-      .selectFrom('users as o')
-      .leftJoin('repos as r', (j) =>
-        j.onRef('r.owner_uuid', '=', 'o.uuid').on('r.owner_kind', '=', 'user').on('r.slug', '=', slug),
-      )
-      .leftJoin('users as c', 'c.uuid', 'r.created_by_uuid')
-      .selectAll('r')
-      .select([
-        'o.uuid as o_uuid',
-        'o.is_active as o_is_active',
-        'o.username as owner_username',
-        'c.username as creator_username',
-      ])
-      .select([sql<string | null>`null`.as('owner_team_slug'), sql<string | null>`null`.as('viewer_role')])
-      .where('o.username', '=', owner);
-    if (!withPull) return base;
-    return base
-      .leftJoin('pulls as p', (j) => j.onRef('p.repo_uuid', '=', 'r.uuid').on('p.number', '=', numberParam(number)))
-      .leftJoin('users as pa', 'pa.uuid', 'p.author_uuid')
-      .leftJoin('users as pm', 'pm.uuid', 'p.merged_by_uuid')
-      .select(PULL_COLUMNS.map((c) => `p.${c} as p_${c}` as const))
-      .select(['pa.username as p_author_username', 'pm.username as p_merged_by_username']);
-  });
+  return compiledOnce(
+    (db, owner: Placeholder, slug: Placeholder, viewer: Placeholder, number: Placeholder, staff: Placeholder) => {
+      const level = paramLevel(viewer, staff, sql`null`, sql`o.is_active = 1`);
+      const base = db
+        .selectFrom('users as o')
+        .leftJoin('repos as r', (j) =>
+          j.onRef('r.owner_uuid', '=', 'o.uuid').on('r.owner_kind', '=', 'user').on('r.slug', '=', slug),
+        )
+        .leftJoin('users as c', 'c.uuid', 'r.created_by_uuid')
+        .selectAll('r')
+        .select([
+          'o.uuid as o_uuid',
+          'o.is_active as o_is_active',
+          'o.username as owner_username',
+          'c.username as creator_username',
+        ])
+        .select([
+          sql<string | null>`null`.as('owner_team_slug'),
+          sql<string | null>`null`.as('viewer_role'),
+          level.as('viewer_level'),
+        ])
+        .where('o.username', '=', owner);
+      if (!withPull) return base;
+      return base
+        .leftJoin('pulls as p', (j) => j.onRef('p.repo_uuid', '=', 'r.uuid').on('p.number', '=', numberParam(number)))
+        .leftJoin('users as pa', 'pa.uuid', 'p.author_uuid')
+        .leftJoin('users as pm', 'pm.uuid', 'p.merged_by_uuid')
+        .select(PULL_COLUMNS.map((c) => `p.${c} as p_${c}` as const))
+        .select(['pa.username as p_author_username', 'pm.username as p_merged_by_username']);
+    },
+  );
 }
 
 /** The pull's columns of a read row (`p_` prefixed), as one literal: PULL_COLUMNS and the two names. */
@@ -144,6 +162,7 @@ const pullFrom = (r: Record<string, unknown>): PullReadRow =>
     merge_pending: r.p_merge_pending,
     merge_claimed_at: r.p_merge_claimed_at,
     merge_claim_sha: r.p_merge_claim_sha,
+    merge_claim_instance: r.p_merge_claim_instance,
     author_username: r.p_author_username,
     merged_by_username: r.p_merged_by_username,
   }) satisfies Record<keyof PullReadRow, unknown> as PullReadRow;
@@ -178,8 +197,16 @@ function tokenQuery(kind: 'team' | 'user', withPull: boolean) {
       kind === 'team'
         ? 'o.uuid as o_uuid, o.is_active as o_is_active, o.slug as owner_team_slug, null as owner_username, m.role as viewer_role'
         : 'o.uuid as o_uuid, o.is_active as o_is_active, null as owner_team_slug, o.username as owner_username, null as viewer_role';
+    // the rule's one SQL expression, fed from the token's user and the joined rows (no parameters)
+    const level = repoLevelSql({
+      repo: 'r',
+      viewerUuid: sql.ref('u.uuid'),
+      viewerStaff: sql.ref('u.is_staff'),
+      role: kind === 'team' ? sql.ref('m.role') : sql`null`,
+      ownerActive: sql`o.is_active = 1`,
+    }).compile(db).sql;
     const text =
-      `select ${TOKEN_COLUMNS}, r.*, ${owners}, c.username as creator_username${withPull ? `, ${PULL_SELECT}` : ''} ` +
+      `select ${TOKEN_COLUMNS}, r.*, ${owners}, ${level} as viewer_level, c.username as creator_username${withPull ? `, ${PULL_SELECT}` : ''} ` +
       'from api_tokens t inner join users u on u.uuid = t.user_uuid ' +
       (kind === 'team' ? 'left join teams o on o.slug = {owner} ' : 'left join users o on o.username = {owner} ') +
       `left join repos r on r.owner_uuid = o.uuid and r.owner_kind = '${kind}' and r.slug = {slug} ` +
@@ -201,9 +228,6 @@ const TOKEN_QUERIES = {
   user: { repo: tokenQuery('user', false), pull: tokenQuery('user', true) },
 };
 
-/** Rows read with the token lookup, for the request's own read (one-shot, per viewer object). */
-const prefetched = new WeakMap<Viewer, { key: string; row: Record<string, unknown> & Facts }>();
-
 const readKey = (ref: RepoRef, number: number | null) =>
   `${ref.ownerKind}\u0000${ref.ownerName.toLowerCase()}\u0000${ref.repoSlug.toLowerCase()}\u0000${number ?? ''}`;
 
@@ -224,7 +248,7 @@ export async function tokenWithRepoRead(
     hash,
     hint.ref.ownerName.toLowerCase(),
     hint.ref.repoSlug.toLowerCase(),
-    (hint.number ?? 0) as unknown as string,
+    numberArg(hint.number ?? 0),
   );
   if (!row) return undefined;
   // one literal (one hidden class), not keys computed per request
@@ -249,7 +273,7 @@ export async function tokenWithRepoRead(
 
 /** Keeps the repo read made with the token lookup for this viewer's request (see `readRow`). */
 export function rememberRead(viewer: Viewer, hint: RepoReadHint, row: Record<string, unknown>): void {
-  prefetched.set(viewer, { key: readKey(hint.ref, hint.number), row: row as Record<string, unknown> & Facts });
+  keepPrefetched(viewer, readKey(hint.ref, hint.number), row);
 }
 
 async function readRow(
@@ -258,20 +282,17 @@ async function readRow(
   ref: RepoRef,
   number: number | null,
 ): Promise<{ repo: RepoReadRow; level: RepoLevel; row: Record<string, unknown> }> {
-  let row: (Record<string, unknown> & Facts) | undefined;
-  const early = prefetched.get(viewer);
-  if (early && early.key === readKey(ref, number)) {
-    // read by the token lookup of this request, in the same statement (tokenWithRepoRead)
-    prefetched.delete(viewer);
-    row = early.row;
-  } else {
+  // read by the token lookup of this request, in the same statement (tokenWithRepoRead), or now
+  let row = takePrefetched(viewer, readKey(ref, number)) as (Record<string, unknown> & Facts) | undefined;
+  if (!row) {
     const query = QUERIES[ref.ownerKind][number === null ? 'repo' : 'pull'];
     [row] = (await query(
       database,
       ref.ownerName.toLowerCase(),
       ref.repoSlug.toLowerCase(),
       viewer.uuid,
-      (number ?? 0) as unknown as string,
+      numberArg(number ?? 0),
+      numberArg(viewer.isStaff ? 1 : 0),
     )) as unknown as (Record<string, unknown> & Facts)[];
   }
   // the same 404s, in the same order, as requireRepo: owner, then repo, then access
@@ -280,7 +301,7 @@ async function readRow(
   }
   if (row.uuid === null) throw notFound('Repo');
   const repo = row as unknown as RepoReadRow;
-  const level = repoLevelFrom(viewer, repo, (row.viewer_role as TeamRole | null) ?? null, row.o_is_active === 1);
+  const level = LEVEL_BY_RANK[Number(row.viewer_level)] ?? 'none';
   if (level === 'none') throw notFound('Repo');
   return { repo, level, row };
 }

@@ -1,10 +1,11 @@
 /** Repo access levels (none, read, write, maintain, owner) and the checks built on them. */
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { type Kysely } from 'kysely';
 import { type RowLock, withRowLock } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
-import { type TeamRow, type RepoRow, type UserRow, type RepoLevel, type TeamRole, levelAtLeast, teamRole } from './levels.ts';
+import { type TeamRow, type RepoRow, type UserRow, type RepoLevel, levelAtLeast, teamRole } from './levels.ts';
+import { repoLevelFrom, repoLevelOf } from './repo-level.ts';
 import { requireTeam, assertTeamActive } from './teams.ts';
 
 // ---------------------------------------------------------------- repos
@@ -57,32 +58,6 @@ async function ownerActiveFor(
     : true;
 }
 
-const ROLE_LEVEL: Record<TeamRole, RepoLevel> = { owner: 'owner', maintainer: 'maintain', member: 'write', reader: 'read' };
-
-/**
- * The rule behind `repoAccessLevel`, from facts already read: the viewer's role in the owning
- * team (null for a user repo or a non-member) and whether a user owner is active.
- */
-export function repoLevelFrom(
-  viewer: Viewer | null,
-  repo: Pick<RepoRow, 'owner_kind' | 'owner_uuid' | 'visibility' | 'is_active'>,
-  role: TeamRole | null,
-  ownerUserActive: boolean,
-): RepoLevel {
-  if (viewer?.isStaff) return 'owner';
-  let level: RepoLevel = 'none';
-  if (viewer && repo.owner_kind === 'user' && repo.owner_uuid === viewer.uuid) level = 'owner';
-  if (viewer && repo.owner_kind === 'team' && role !== null) level = ROLE_LEVEL[role];
-  if (level === 'none' && viewer && repo.visibility === 'public') {
-    // A deactivated user's repos are absent for everyone but staff (as the user is: resolveOwner).
-    if (repo.owner_kind === 'user' && !ownerUserActive) return 'none';
-    level = 'read';
-  }
-  // A deactivated repo is hidden from everyone below maintain level.
-  if (repo.is_active !== 1 && !levelAtLeast(level, 'maintain')) return 'none';
-  return level;
-}
-
 async function userIsActive(db: Kysely<DB>, uuid: string): Promise<boolean> {
   const row = await db.selectFrom('users').select('is_active').where('uuid', '=', uuid).executeTakeFirst();
   return row?.is_active === 1;
@@ -105,22 +80,10 @@ export async function forkRecordReadable(
   return true;
 }
 
-/** Whether the viewer may read the repo with this uuid (false when there is none). */
+/** Whether the viewer may read the repo with this uuid (false when there is none): the rule in SQL (repo-level.ts). */
 export async function repoUuidReadable(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<boolean> {
-  if (viewer.isStaff)
-    return (await db.selectFrom('repos').select('uuid').where('uuid', '=', uuid).executeTakeFirst()) !== undefined;
-  // the repo and the viewer's role in its owning team in one statement (the rule: repoLevelFrom)
-  const repo = await db
-    .selectFrom('repos as r')
-    .leftJoin('team_members as m', (join) =>
-      join.onRef('m.team_uuid', '=', 'r.owner_uuid').on('r.owner_kind', '=', 'team').on('m.user_uuid', '=', viewer.uuid),
-    )
-    .select(['r.owner_kind', 'r.owner_uuid', 'r.visibility', 'r.is_active', 'm.role'])
-    .where('r.uuid', '=', uuid)
-    .executeTakeFirst();
-  if (!repo) return false;
-  const role = repo.owner_kind === 'team' ? ((repo.role as TeamRole | null) ?? null) : null;
-  return levelAtLeast(repoLevelFrom(viewer, repo, role, await ownerActiveFor(db, viewer, repo)), 'read');
+  const row = await db.selectFrom('repos').select(repoLevelOf(viewer).as('level')).where('uuid', '=', uuid).executeTakeFirst();
+  return row !== undefined && Number(row.level) >= 1;
 }
 
 /**
@@ -217,32 +180,12 @@ export function assertRepoNeed(access: RepoAccess, need: RepoNeed): void {
 }
 
 /**
- * The SQL twin of `repoAccessLevel(...) >= read`, for lists that must page over only the repos
- * a viewer may read. It refers to the table as `repos` (unaliased). Keep the two in step.
- */
-export function repoReadableBy(viewer: Viewer | null): Expression<SqlBool> {
-  if (!viewer) return sql<SqlBool>`1 = 0`;
-  if (viewer.isStaff) return sql<SqlBool>`1 = 1`;
-  return sql<SqlBool>`(
-    (repos.visibility = 'public' and repos.is_active = 1 and (repos.owner_kind = 'team' or exists (
-      select 1 from users ou where ou.uuid = repos.owner_uuid and ou.is_active = 1
-    )))
-    or (repos.owner_kind = 'user' and repos.owner_uuid = ${viewer.uuid})
-    or (repos.owner_kind = 'team' and exists (
-      select 1 from team_members tm
-      where tm.team_uuid = repos.owner_uuid and tm.user_uuid = ${viewer.uuid}
-        and (repos.is_active = 1 or tm.role in ('maintainer', 'owner'))
-    ))
-  )`;
-}
-
-/**
  * Which of ONE namespace's repos the viewer may read, as a filter on plain columns: the
  * viewer's relation to the owner is the same for every repo there, so `repoReadableBy` reduces
  * to `all` (staff, the user themself, the team's maintainers and owners), `active` (the team's
  * members and readers: deactivated repos are hidden below maintain) or `public` (anyone else:
  * public, active repos; an inactive user owner is already 404 by `resolveOwner`). Each is served
- * by an index in the list's order (migration 080). Keep in step with `repoReadableBy`.
+ * by an index in the list's order (migration 080). The rule is `repoLevelFrom` (repo-level.ts).
  */
 export async function namespaceReadFilter(
   db: Kysely<DB>,

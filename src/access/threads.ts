@@ -1,5 +1,5 @@
 /**
- * Thread, reply, upload and attachment access (decisions §6): who may write, edit, remove and
+ * Thread, reply, upload and attachment access (docs/behaviour.md "Threads, replies, uploads and attachments"): who may write, edit, remove and
  * detach. Repo visibility itself is `requireRepo` (repos.ts); these decide on top of it.
  */
 import type { Viewer } from '../viewer.ts';
@@ -26,7 +26,7 @@ export function assertCanRemoveUpload(access: RepoAccess, viewer: Viewer, creato
 }
 
 /**
- * Attaching (api.md Authentication 6): write access; an archived repo is 403 repo_archived, an
+ * Attaching (docs/behaviour.md "Threads, replies, uploads and attachments"): write access; an archived repo is 403 repo_archived, an
  * inactive team 403 team_inactive. Checked after the target is found (404 before 403).
  */
 export function assertCanAttach(access: RepoAccess): void {
@@ -37,7 +37,7 @@ export function assertCanAttach(access: RepoAccess): void {
 
 /**
  * Detaching: write access, or the attachment's creator at any level that can still see the repo
- * (api.md Attachments rule 5). An archived repo refuses it like any other change.
+ * (docs/behaviour.md "Threads, replies, uploads and attachments"). An archived repo refuses it like any other change.
  */
 export function assertCanDetach(access: RepoAccess, viewer: Viewer, creatorUuid: string): void {
   if (creatorUuid !== viewer.uuid && !levelAtLeast(access.level, 'write')) {

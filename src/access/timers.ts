@@ -30,6 +30,8 @@ export async function requireTimerScope(
   viewer: Viewer,
   ref: TimerScopeRef,
   manage: boolean,
+  /** the request names one timer: another user's is "Timer not found.", as an unknown one is */
+  item = false,
 ): Promise<TimerOwner> {
   if (ref.kind === 'user') {
     const user = await db
@@ -37,7 +39,7 @@ export async function requireTimerScope(
       .select(['uuid', 'is_active'])
       .where('username', '=', ref.username.toLowerCase())
       .executeTakeFirst();
-    if (!user || user.uuid !== viewer.uuid) throw notFound('User');
+    if (!user || user.uuid !== viewer.uuid) throw notFound(item && user ? 'Timer' : 'User');
     return { scope: 'user', uuid: user.uuid };
   }
   if (ref.kind === 'team') {

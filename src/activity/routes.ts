@@ -1,12 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { Cursor, Event } from '../events/schemas.ts';
 import { requireViewer } from '../http/auth.ts';
-import { pageOf, pageParams } from '../http/paging.ts';
+import { type PageParams, pageOf, pageParams } from '../http/paging.ts';
 import { Page, PageQuery } from '../http/schemas.ts';
-import { teamActivity, userActivity } from './service.ts';
+import { FEED_SCAN_BUDGET, type FeedWindow, MAX_FEED_DEPTH, assertFeedDepth, teamActivity, userActivity } from './service.ts';
 
 const PagedQuery = Type.Object({
   ...PageQuery,
@@ -16,11 +16,30 @@ const PagedQuery = Type.Object({
       'Only events older than this event id; page and per_page then count from there. A page reads every event the ' +
       'caller may see before it, so a deep page costs in proportion to its depth: to read far back, pass the last id of ' +
       'a page as before_id with page=1 instead (each such page reads about per_page events). The Link and next/previous ' +
-      'URLs keep before_id as given.',
+      'URLs keep before_id as given. A page reaching past the first ' +
+      String(MAX_FEED_DEPTH) +
+      ' events (page × per_page) is 400: use ' +
+      'before_id. One request scans at most ' +
+      String(FEED_SCAN_BUDGET) +
+      ' events; a page whose scan stops there may hold fewer ' +
+      'than per_page events and its next link continues from where the scan stopped (before_id, page=1).',
   }),
 });
 
 const cursorOf = (query: { before_id?: string }) => (query.before_id === undefined ? null : Number(query.before_id));
+
+/** The page parameters of a feed; a page deeper than MAX_FEED_DEPTH events is 400 (README "Activity feeds"). */
+function feedPage(query: { page?: number; per_page?: number }): PageParams {
+  const p = pageParams(query);
+  assertFeedDepth(p.page, p.perPage);
+  return p;
+}
+
+/** The page envelope of a feed; a page whose scan ran out of budget continues from where it stopped. */
+function feedPageOf(request: FastifyRequest, reply: FastifyReply, p: PageParams, feed: FeedWindow) {
+  const go = feed.continueBefore === null ? undefined : { before_id: feed.continueBefore, page: '1' };
+  return pageOf(request, reply, p, feed.events, undefined, go);
+}
 
 export async function activityRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -44,9 +63,9 @@ export async function activityRoutes(app: FastifyInstance, { deps }: { deps: Dep
     },
     async (request, reply) => {
       const viewer = requireViewer(request);
-      const p = pageParams(request.query);
-      const rows = await teamActivity(deps, viewer, request.params.team_slug, { ...p, beforeId: cursorOf(request.query) });
-      return pageOf(request, reply, p, rows);
+      const p = feedPage(request.query);
+      const feed = await teamActivity(deps, viewer, request.params.team_slug, { ...p, beforeId: cursorOf(request.query) });
+      return feedPageOf(request, reply, p, feed);
     },
   );
 
@@ -67,9 +86,9 @@ export async function activityRoutes(app: FastifyInstance, { deps }: { deps: Dep
     },
     async (request, reply) => {
       const viewer = requireViewer(request);
-      const p = pageParams(request.query);
-      const rows = await userActivity(deps, viewer, request.params.username, { ...p, beforeId: cursorOf(request.query) });
-      return pageOf(request, reply, p, rows);
+      const p = feedPage(request.query);
+      const feed = await userActivity(deps, viewer, request.params.username, { ...p, beforeId: cursorOf(request.query) });
+      return feedPageOf(request, reply, p, feed);
     },
   );
 }

@@ -2,11 +2,13 @@ import { requireTeam } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { sql } from 'kysely';
 import { callerActorKeys } from '../events/actor-index.ts';
-import { type ScanRow, visibleEventsNewestFirst } from '../events/feed.ts';
+import { type FeedWindow, type ScanRow, visibleEventsNewestFirst } from '../events/feed.ts';
 import { readableBound } from '../events/order.ts';
 import { type EventRecord, eventFromRow, teamActivityKey } from '../events/service.ts';
 import { getUser } from '../users/service.ts';
 import type { Viewer } from '../viewer.ts';
+
+export { FEED_SCAN_BUDGET, type FeedWindow, MAX_FEED_DEPTH, assertFeedDepth } from '../events/feed.ts';
 
 export interface Window {
   offset: number;
@@ -22,7 +24,7 @@ export interface Window {
  * below maintain level) is left out even though it carries the team's scope, and what else it
  * names that the caller may not read is set to null.
  */
-export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string, page: Window): Promise<EventRecord[]> {
+export async function teamActivity(deps: Deps, viewer: Viewer, teamSlug: string, page: Window): Promise<FeedWindow> {
   const { team } = await requireTeam(deps.db, viewer, teamSlug);
   const settled = await readableBound(deps.db, deps.dialect);
   const scanBatch = async (beforeId: number | null, size: number): Promise<ScanRow[]> => {
@@ -65,7 +67,7 @@ async function loadEvents(deps: Deps, ids: number[]): Promise<EventRecord[]> {
  * merged newest first: a superset of what they may see, which the event viewer then decides, so an
  * outsider's page costs a few index seeks whatever the size of the history hidden from them.
  */
-export async function userActivity(deps: Deps, viewer: Viewer, username: string, page: Window): Promise<EventRecord[]> {
+export async function userActivity(deps: Deps, viewer: Viewer, username: string, page: Window): Promise<FeedWindow> {
   const user = await getUser(deps, viewer, username);
   const settled = await readableBound(deps.db, deps.dialect);
   const load = (ids: number[]) => loadEvents(deps, ids);

@@ -35,7 +35,7 @@ const READ = { level: 'read' } as const;
 type PageArgs = { offset: number; limit: number };
 
 /**
- * Resolves the target (404 when missing). Read-only (api.md States rule 2, decisions §6): a
+ * Resolves the target (404 when missing). Read-only (docs/behaviour.md "Threads, replies, uploads and attachments"): a
  * removed thread, reply (or its thread) or review, and a merged pull (and its reviews); a closed
  * pull still accepts attachments.
  */

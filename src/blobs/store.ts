@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Transform } from 'node:stream';
@@ -24,8 +24,17 @@ export class BlobTooLargeError extends Error {
  * temporary file while hashing (never holding the content in memory) and renames it into place
  * only when complete, so a crash or a refused upload leaves no visible partial file.
  */
+export interface PutOptions {
+  maxBytes?: number;
+  /**
+   * Called with the content's address once every byte is written and before the file is
+   * published there (src/blobs/lifetime.ts writes the upload's hold); a throw keeps nothing.
+   */
+  beforePublish?: (sha256: string) => Promise<void>;
+}
+
 export interface BlobStore {
-  put(content: Readable, opts?: { maxBytes?: number }): Promise<StoredBlob>;
+  put(content: Readable, opts?: PutOptions): Promise<StoredBlob>;
   /** A stream of the content, or of the inclusive byte range [start, end]. */
   get(sha256: string, range?: { start: number; end: number }): Readable;
   size(sha256: string): Promise<number | null>;
@@ -35,14 +44,14 @@ export interface BlobStore {
 const SHA_RE = /^[0-9a-f]{64}$/;
 
 export class FsBlobStore implements BlobStore {
-  constructor(private readonly root: string) {}
+  constructor(readonly root: string) {}
 
   private pathOf(sha256: string): string {
     if (!SHA_RE.test(sha256)) throw new Error(`not a blob address: ${sha256}`);
     return join(this.root, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
   }
 
-  async put(content: Readable, opts: { maxBytes?: number } = {}): Promise<StoredBlob> {
+  async put(content: Readable, opts: PutOptions = {}): Promise<StoredBlob> {
     const tmpDir = join(this.root, 'tmp');
     await mkdir(tmpDir, { recursive: true, mode: 0o700 });
     const tmp = join(tmpDir, `${Date.now()}-${randomBytes(8).toString('hex')}`);
@@ -69,7 +78,13 @@ export class FsBlobStore implements BlobStore {
     }
     const sha256 = hash.digest('hex');
     const final = this.pathOf(sha256);
-    await mkdir(join(final, '..'), { recursive: true, mode: 0o700 });
+    try {
+      await opts.beforePublish?.(sha256);
+      await mkdir(join(final, '..'), { recursive: true, mode: 0o700 });
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
     // Same content already stored: the rename replaces it with identical bytes.
     await rename(tmp, final);
     return { sha256, size };
@@ -91,8 +106,22 @@ export class FsBlobStore implements BlobStore {
     await rm(this.pathOf(sha256), { force: true });
   }
 
-  /** Removes temporary files left by a crash mid-upload (called at start-up). */
-  async sweepTemporary(): Promise<void> {
-    await rm(join(this.root, 'tmp'), { recursive: true, force: true });
+  /**
+   * Removes temporary files left by a crash mid-upload: those older than `olderThanMs` (the
+   * longest an upload may take), so uploads in progress, on this or another instance, are untouched.
+   */
+  async sweepTemporary(olderThanMs: number): Promise<void> {
+    const dir = join(this.root, 'tmp');
+    const cutoff = Date.now() - olderThanMs;
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const info = await stat(join(dir, name)).catch(() => null);
+      if (info && info.mtimeMs < cutoff) await rm(join(dir, name), { force: true });
+    }
   }
 }

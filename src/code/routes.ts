@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { closeCodeReaders } from '../git/readers.ts';
-import { Branch } from '../git/schemas.ts';
+import { Branch } from '../git-routes/schemas.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { onRepo, pagedRepoList } from '../http/repo-routes.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema } from '../http/repo-paths.ts';

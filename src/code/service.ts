@@ -5,8 +5,9 @@ import { badRequest, notFound } from '../errors.ts';
 import type { PageParams } from '../http/paging.ts';
 import { branchMatchesPattern, isValidBranchName } from '../git/refname.ts';
 import { diffTrees } from '../git/diff.ts';
-import { aheadBehind, commitsBetween, logPage, mergeBase, readCommits } from '../git/history.ts';
-import { parseSignature, parseTree } from '../git/objects.ts';
+import { divergence, logPage, readCommits } from '../git/history.ts';
+import { parseSignature } from '../git/objects.ts';
+import { listTree } from '../git/trees.ts';
 import { type CodeReaders, codeReaders } from '../git/readers.ts';
 import {
   EMPTY_TREE,
@@ -126,9 +127,7 @@ export async function compare(
   const head = await commitOf(o, headName);
   const { limits, objects } = o.readers;
   const dir = o.dir!;
-  const mb = await mergeBase(limits, dir, base.sha, head.sha);
-  const { ahead, behind } = await aheadBehind(limits, dir, base.sha, head.sha);
-  const commits = ahead === 0 ? [] : await commitsBetween(limits, objects, dir, base.sha, head.sha, MAX_COMPARE_COMMITS);
+  const { ahead, behind, commits, mergeBase: mb } = await divergence(limits, objects, dir, base.sha, head.sha, MAX_COMPARE_COMMITS);
   const diff = await diffTrees(limits, dir, mb ?? EMPTY_TREE, head.sha);
   const status = ahead === 0 && behind === 0 ? 'identical' : behind === 0 ? 'ahead' : ahead === 0 ? 'behind' : 'diverged';
   const bothShas = immutableCache(o.repo, baseName) !== null ? immutableCache(o.repo, headName) : null;
@@ -184,28 +183,12 @@ export async function getContents(
   };
 }
 
-/** A tree's entries in byte order, with the size of each file (one batch of `info`). */
+/** A tree's entries in byte order, with the size of each file (src/git/trees.ts, cached by tree oid). */
 async function directory(o: OpenedRepo, treeOid: string, path: string): Promise<Static<typeof DirEntry>[]> {
-  const { objects } = o.readers;
-  const tree = await objects.one(o.dir!, treeOid);
-  if (!tree) throw pathNotFound(path);
-  const entries = parseTree(tree.data);
-  const files = entries.filter((e) => e.type === 'file');
-  const sizes = new Map<string, number>();
-  const infos = await objects.info(
-    o.dir!,
-    files.map((f) => f.oid),
-  );
-  files.forEach((f, i) => sizes.set(f.oid, infos[i]?.size ?? 0));
+  const entries = await listTree(o.readers.objects, o.dir!, treeOid);
+  if (!entries) throw pathNotFound(path);
   const prefix = path === '' ? '' : `${path}/`;
-  return entries.map((e) => ({
-    type: e.type,
-    name: e.name,
-    path: prefix + e.name,
-    sha: e.oid,
-    size: e.type === 'file' ? (sizes.get(e.oid) ?? 0) : null,
-    mode: e.mode,
-  }));
+  return entries.map((e) => ({ type: e.type, name: e.name, path: prefix + e.name, sha: e.oid, size: e.size, mode: e.mode }));
 }
 
 /** GET {repo}/branches/{name}. */

@@ -31,3 +31,6 @@ export const decide = <A, V extends Viewer | null = Viewer>(
 
 /** No target: the write's rule needs no row (signup, a staff-only setting decided from the viewer). */
 export const nothing: Target<undefined, Viewer | null> = { resolve: async () => undefined };
+
+/** Any authenticated caller (creating a team; a login's token, once the password decided who). */
+export const anyUser: Target<undefined> = { resolve: async () => undefined };

@@ -1,10 +1,10 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrate.ts';
-import { withRowBuilder } from './row-builder.ts';
+import { sqliteConnection } from './fast-path.ts';
 import { type QueryObserver, queryLogger } from './query-timing.ts';
 import type { DB } from './types.ts';
 
@@ -65,38 +65,11 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     handle.pragma('busy_timeout = 5000');
     handle.pragma('foreign_keys = ON');
     handle.pragma('synchronous = NORMAL');
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(handle) }), log });
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqliteConnection(handle) }), log });
     database = { db, dialect: 'sqlite', pool: null, sqlite: handle, queryObservers, close: () => db.destroy() };
   }
   if (opts.migrate !== false) await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   return database;
-}
-
-/**
- * Kysely prepares every query anew; on SQLite preparing costs about as much as running a small
- * query. Statements are reusable, so they are kept per SQL text (parameters are bound apart,
- * so the set of texts is small; the cache is bounded all the same). A statement still being
- * iterated (`busy`) is never handed out twice.
- *
- * One server process per SQLite file (plus short CLI runs): several instances need PostgreSQL.
- */
-function withStatementCache(handle: SQLite.Database, max = 1000): SqliteDatabase {
-  const cache = new Map<string, SQLite.Statement>();
-  return {
-    close: () => handle.close(),
-    prepare(text: string) {
-      // Kysely begins SQLite transactions with a deferred BEGIN. A transaction that reads and then
-      // writes would fail with SQLITE_BUSY_SNAPSHOT if another process (the CLI, say) committed
-      // in between; BEGIN IMMEDIATE takes the write lock up front and busy_timeout waits for it.
-      if (text === 'begin') text = 'begin immediate';
-      const cached = cache.get(text);
-      if (cached && !cached.busy) return cached;
-      const statement = withRowBuilder(handle.prepare(text));
-      if (!cached && cache.size >= max) cache.delete(cache.keys().next().value as string);
-      cache.set(text, statement);
-      return statement;
-    },
-  };
 }
 
 export async function pingDatabase(database: Database): Promise<boolean> {

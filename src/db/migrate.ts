@@ -17,6 +17,9 @@ import * as m094 from './migrations/094_pull_page_keys.ts';
 import * as m110 from './migrations/110_pull_source_repo.ts';
 import * as m120 from './migrations/120_commit_statuses.ts';
 import * as m140 from './migrations/140_webhooks.ts';
+import * as m160 from './migrations/160_sessions_tickets.ts';
+import * as m170 from './migrations/170_storage_lifetimes.ts';
+import * as m180 from './migrations/180_owner_limits.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -48,6 +51,9 @@ const MIGRATIONS: Migration[] = [
   { name: '110_pull_source_repo', up: m110.up },
   { name: '120_commit_statuses', up: m120.up },
   { name: '140_webhooks', up: m140.up },
+  { name: '160_sessions_tickets', up: m160.up },
+  { name: '170_storage_lifetimes', up: m170.up },
+  { name: '180_owner_limits', up: m180.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -140,6 +140,8 @@ export interface PullsTable {
   merge_claim_sha: string | null;
   /** the repo the source branch lives in: this repo, or one of its fork network (migration 110) */
   source_repo_uuid: string | null;
+  /** the instance holding the pending merge (migration 170): recovered once its lease is gone */
+  merge_claim_instance: string | null;
 }
 
 export interface CommitStatusesTable {
@@ -172,12 +174,14 @@ import type { JobsTables } from './tables/jobs.ts';
 import type { LimitsTables } from './tables/limits.ts';
 import type { TimersTables } from './tables/timers.ts';
 import type { ThreadsTables } from './tables/threads.ts';
+import type { SessionsTables } from './tables/sessions.ts';
+import type { StorageTables } from './tables/storage.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables {
+export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

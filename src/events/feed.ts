@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
@@ -27,7 +28,7 @@ async function requireReadableScope(deps: Deps, viewer: Viewer, scope: string): 
 }
 
 /**
- * decisions §8: a page is always ascending by id. No cursor: the newest events; before_id: the
+ * docs/behaviour.md "Events and scopes": a page is always ascending by id. No cursor: the newest events; before_id: the
  * ones just before; after_id: the ones just after.
  */
 export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Promise<CursorPage> {
@@ -141,12 +142,67 @@ export interface ScanRow {
   scopes: string;
 }
 
+/** The deepest an activity feed's `page` reaches: page × per_page up to this many events (README "Activity feeds"). */
+export const MAX_FEED_DEPTH = 1_000;
+/** The most events one activity-feed request scans (ids and scopes); past it the page ends early. */
+export const FEED_SCAN_BUDGET = 5_000;
+/** A feed's scan gives the event loop back after this much work, so other requests interleave. */
+const YIELD_AFTER_MS = 1;
+
+/** 400 for a page that reaches past MAX_FEED_DEPTH events: it points to the before_id cursor. */
+export function assertFeedDepth(page: number, perPage: number): void {
+  if (page * perPage <= MAX_FEED_DEPTH) return;
+  throw badRequest(
+    `page ${page} of ${perPage} reaches past the first ${MAX_FEED_DEPTH} events of this feed; to read further back, pass the ` +
+      'id of the oldest event you have as before_id (with page=1): each such page costs about one page.',
+  );
+}
+
+/** A feed's events, and where its scan stopped when it ran out of budget before filling the page. */
+export interface FeedWindow {
+  events: EventRecord[];
+  /** set when the scan budget ran out: the id below which the next request should continue (before_id) */
+  continueBefore: string | null;
+}
+
+/** The most feed scans one instance runs at once; more wait their turn (cheap requests never do). */
+const MAX_CONCURRENT_SCANS = 2;
+let runningScans = 0;
+const waitingScans: Array<() => void> = [];
+
+/** Runs `fn` once fewer than MAX_CONCURRENT_SCANS scans are running (first come, first served). */
+async function inScanTurn<T>(fn: () => Promise<T>): Promise<T> {
+  if (runningScans >= MAX_CONCURRENT_SCANS) await new Promise<void>((resolve) => waitingScans.push(resolve));
+  else runningScans++;
+  try {
+    return await fn();
+  } finally {
+    // hand the slot straight to the next waiter, or free it
+    const next = waitingScans.shift();
+    if (next) next();
+    else runningScans--;
+  }
+}
+
+/** Resolves on the next turn of the event loop (after pending I/O), when `since` is YIELD_AFTER_MS old. */
+async function breathe(since: { t: number }): Promise<void> {
+  if (performance.now() - since.t < YIELD_AFTER_MS) return;
+  await new Promise((resolve) => setImmediate(resolve));
+  since.t = performance.now();
+}
+
 /**
  * Events of a feed, newest first, that the viewer may see (README "Event privacy"), as they may
  * see them; used by the activity feeds. The scan reads only ids and scopes, rules out the events
  * none of whose scopes the caller may read (they would be hidden: `ScopeGatedViewer`), and loads
  * the full rows of the rest a page's worth at a time, so a feed whose caller sees most events reads
  * about a page of rows, and one whose caller sees few parses little.
+ *
+ * The work of one request is bounded (README "Activity feeds"): the routes refuse a page deeper
+ * than MAX_FEED_DEPTH events, the scan stops after FEED_SCAN_BUDGET rows (the page then ends
+ * early and says where to continue), every few milliseconds of work it yields to the event loop,
+ * and at most MAX_CONCURRENT_SCANS scans run at once per instance, so deep pagers on SQLite
+ * (synchronous queries) cannot starve other requests.
  */
 export async function visibleEventsNewestFirst(
   deps: Deps,
@@ -154,17 +210,35 @@ export async function visibleEventsNewestFirst(
   scanBatch: (beforeId: number | null, size: number) => Promise<ScanRow[]>,
   loadEvents: (ids: number[]) => Promise<EventRecord[]>,
   window: { offset: number; limit: number; beforeId?: number | null },
-): Promise<EventRecord[]> {
+): Promise<FeedWindow> {
+  return inScanTurn(() => scanFeed(deps, viewer, scanBatch, loadEvents, window));
+}
+
+async function scanFeed(
+  deps: Deps,
+  viewer: Viewer,
+  scanBatch: (beforeId: number | null, size: number) => Promise<ScanRow[]>,
+  loadEvents: (ids: number[]) => Promise<EventRecord[]>,
+  window: { offset: number; limit: number; beforeId?: number | null },
+): Promise<FeedWindow> {
   const { offset, limit } = window;
   const { show, mayShow } = scopeGatedViewer(deps, viewer);
   const found: EventRecord[] = [];
+  const since = { t: performance.now() };
+  const done = (continueBefore: string | null): FeedWindow => ({ events: found.slice(offset, offset + limit), continueBefore });
   // a before_id cursor starts the scan below it: a page after a cursor reads about a page
   let before: number | null = window.beforeId ?? null;
   const wanted = offset + limit;
+  let scanned = 0;
   for (;;) {
-    const batch = await scanBatch(before, 200);
+    const size = Math.min(200, FEED_SCAN_BUDGET - scanned);
+    const batch = await scanBatch(before, size);
+    scanned += batch.length;
     const candidates: number[] = [];
-    for (const row of batch) if (await mayShow(JSON.parse(row.scopes) as string[])) candidates.push(Number(row.id));
+    for (const row of batch) {
+      if (await mayShow(JSON.parse(row.scopes) as string[])) candidates.push(Number(row.id));
+      await breathe(since);
+    }
     for (let i = 0; i < candidates.length;) {
       const chunk = candidates.slice(i, i + Math.max(wanted - found.length, 1));
       i += chunk.length;
@@ -173,10 +247,14 @@ export async function visibleEventsNewestFirst(
         const event = byId.get(id);
         const shown = event && (await show(event));
         if (shown) found.push(shown);
-        if (found.length >= wanted) return found.slice(offset, wanted);
+        if (found.length >= wanted) return done(null);
+        await breathe(since);
       }
     }
-    if (batch.length < 200) return found.slice(offset, wanted);
+    if (batch.length < size) return done(null);
     before = Number(batch.at(-1)!.id);
+    // the budget ran out with more rows to read: the page ends here, and says where to go on
+    if (scanned >= FEED_SCAN_BUDGET) return done(String(before));
+    await breathe(since);
   }
 }

@@ -48,6 +48,11 @@ export interface KindRule {
   /** on a team subject: the least team role needed, or null when reading the team suffices */
   teamRole?: (event: EventView) => TeamRole | null;
   names: NamedRef[];
+  /**
+   * The one user who alone may see this event, staff included (a user timer's events: the timer
+   * is private to its owner, README "Timers"), or null when the other rules decide.
+   */
+  onlyFor?: (event: EventView) => string | null;
 }
 
 export function payloadAt(payload: Record<string, unknown>, path: Path): unknown {
@@ -74,6 +79,11 @@ const ownerScope =
 
 const anyScope: Subject = () => null;
 
+/** The owner of a user timer's event (its owner scope is `user:<uuid>`), else null. */
+const userTimerOwner = (e: EventView): string | null => {
+  const owner = ownerScope('timer')(e) ?? '';
+  return owner.startsWith('user:') ? owner.slice('user:'.length) : null;
+};
 /** A hook's events are about its repo or team (a team's hooks are its owners'). */
 const hookOwner: Subject = (e) => e.scopes.find((s) => s.startsWith('repo:') || s.startsWith('team:')) ?? 'repo:-';
 const ofHook: KindRule = { subject: hookOwner, teamRole: () => 'owner', names: [] };
@@ -158,10 +168,11 @@ export const EVENT_KINDS = {
   // timers: a timer's own events are about the timer (a team's timers are its owners'); a
   // firing and a deletion are decided on the timer's owner scope (the timer may be gone), with
   // the team owner role a team timer needs, so they reach exactly the timer's readers
-  'timer-created': { subject: field('timer', 'timer_uuid'), names: [] },
-  'timer-updated': { subject: field('timer', 'timer_uuid'), names: [] },
-  'timer-deleted': { subject: ownerScope('timer'), teamRole: () => 'owner', names: [] },
-  'timer-fired': { subject: ownerScope('timer'), teamRole: () => 'owner', names: [] },
+  // A user's timer is private to that user, staff included, in every reader (onlyFor).
+  'timer-created': { subject: field('timer', 'timer_uuid'), names: [], onlyFor: userTimerOwner },
+  'timer-updated': { subject: field('timer', 'timer_uuid'), names: [], onlyFor: userTimerOwner },
+  'timer-deleted': { subject: ownerScope('timer'), teamRole: () => 'owner', names: [], onlyFor: userTimerOwner },
+  'timer-fired': { subject: ownerScope('timer'), teamRole: () => 'owner', names: [], onlyFor: userTimerOwner },
   // webhooks: in the hook's repo or team scope (a team's hooks are for its owners); site hooks emit none
   'hook-created': ofHook,
   'hook-updated': ofHook,

@@ -7,7 +7,8 @@ import { tokenFromHeader } from '../http/auth.ts';
 import { errors } from '../http/route-schemas.ts';
 import { authenticate } from '../tokens/service.ts';
 import { badRequest, notFound } from '../errors.ts';
-import { CursorPage, Event, EventParams, EventsQuery, TailQuery } from './schemas.ts';
+import { CursorPage, Event, EventParams, EventsQuery, TailQuery, Ticket, TicketBody } from './schemas.ts';
+import { createTicket, credentialViewer, redeemTicket } from './tickets.ts';
 import { eventPage, getEvent } from './feed.ts';
 import { eventViewer } from '../access/events.ts';
 import type { EventRecord } from './service.ts';
@@ -76,9 +77,35 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   app.drainHooks.push(endStreams);
   app.addHook('preClose', endStreams);
 
+  r.post(
+    '/tail-events/tickets',
+    {
+      schema: {
+        tags,
+        summary: "A stream ticket: opens one scope's live stream without a header, for pages on other origins",
+        description:
+          'README "Web interface". Any token that may read the scope (as for GET /tail-events: a malformed scope is 400, an ' +
+          'unknown or invisible one 404) gets a ticket; `GET /tail-events?scope=S&ticket=T` (with the same scope and kind) ' +
+          'then opens the stream without an Authorization header, within 60 s (also more than once: an EventSource ' +
+          'reconnecting). The ticket is read-only and good for that one scope; the stream it opens ends when the token ' +
+          'is revoked or expires, its user is deactivated or loses read access. Stored as its SHA-256 only.',
+        body: TicketBody,
+        response: { 201: Ticket },
+      },
+    },
+    async (request, reply) => {
+      const viewer = requireViewer(request);
+      const kind = request.credential?.kind ?? 'token';
+      const ticket = await createTicket(deps, viewer, { kind, uuid: viewer.tokenUuid }, request.body);
+      return reply.status(201).send(ticket);
+    },
+  );
+
   r.get(
     '/tail-events',
     {
+      // README "Web interface": the one API route a web session's cookie (or a stream ticket) opens.
+      config: { sessionCookie: true },
       schema: {
         tags,
         summary: 'Live events of one scope as server-sent events (text/event-stream)',
@@ -93,7 +120,10 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           PRIVACY +
           'A caller whose token is revoked or who ' +
           'loses read access stops receiving within seconds (the stream ends); a client that leaves more than 1 MiB unread is ' +
-          'dropped and may resume with Last-Event-ID.',
+          'dropped and may resume with Last-Event-ID. Besides the Authorization header, this route (and no other API route) ' +
+          'accepts the web session cookie of a signed-in page, or `ticket` (POST /tail-events/tickets) for pages on other ' +
+          'origins: a ticket for another scope or kind is 400, an unknown or expired one 401. Responses carry the CORS ' +
+          'headers of CORS_ORIGINS.',
         querystring: TailQuery,
         headers: {
           type: 'object',
@@ -109,32 +139,45 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
       },
     },
     async (request, reply) => {
-      const viewer = requireViewer(request);
       const q = request.query;
       parseScope(q.scope);
+      let viewer = request.viewer;
+      let ticketCredential: { kind: 'token' | 'session'; uuid: string } | null = null;
+      if (!viewer && q.ticket !== undefined) {
+        const opened = await redeemTicket(deps, q.ticket, { scope: q.scope, ...(q.kind === undefined ? {} : { kind: q.kind }) });
+        viewer = opened.viewer;
+        ticketCredential = opened.credential;
+      }
+      if (!viewer) viewer = requireViewer(request);
+      const caller = viewer;
       const header = request.headers['last-event-id'];
       if (header !== undefined && (typeof header !== 'string' || !/^[0-9]{1,16}$/.test(header.trim()))) {
         throw badRequest('Last-Event-ID must be an event id (a decimal string).');
       }
       const resume = header !== undefined ? header.trim() : q.last_event_id;
-      if (!(await canReadScope(deps, viewer, q.scope))) throw notFound('Scope');
+      if (!(await canReadScope(deps, caller, q.scope))) throw notFound('Scope');
       const secret = tokenFromHeader(request.headers.authorization) || '';
+      // A session or a ticket lasts while its session or token does (looked up by uuid).
+      const byUuid: { kind: 'token' | 'session'; uuid: string } | null =
+        ticketCredential ?? (request.credential?.kind === 'session' ? { kind: 'session', uuid: caller.tokenUuid } : null);
       const stillAllowed = () =>
-        recheck.check(`${viewer.tokenUuid} ${q.scope}`, async () => {
-          const found = await authenticate(deps, secret);
-          return found !== null && (await canReadScope(deps, found.viewer, q.scope));
+        recheck.check(`${caller.tokenUuid} ${q.scope}`, async () => {
+          const now = byUuid ? await credentialViewer(deps, byUuid) : ((await authenticate(deps, secret))?.viewer ?? null);
+          return now !== null && (await canReadScope(deps, now, q.scope));
         });
       // The caller's event viewer, rebuilt as often as access is re-checked, so a change of access
       // is seen within seconds by the events' redaction too.
-      let show = eventViewer(deps, viewer, [q.scope]);
+      let show = eventViewer(deps, caller, [q.scope]);
       let shownSince = Date.now();
       const showEvent = (event: EventRecord) => {
         if (Date.now() - shownSince > TAIL.recheckMs) {
-          show = eventViewer(deps, viewer, [q.scope]);
+          show = eventViewer(deps, caller, [q.scope]);
           shownSince = Date.now();
         }
         return show(event);
       };
+      // Headers set so far (CORS for CORS_ORIGINS, the request id) go out with the hijacked stream.
+      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
       reply.hijack();
       await serveTail(deps, request.raw, reply.raw, {
         show: showEvent,

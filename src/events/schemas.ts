@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NullableString, Timestamp } from '../http/schemas.ts';
+import { NullableString, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const Event = Type.Object(
   {
@@ -46,4 +46,23 @@ export const TailQuery = Type.Object({
     Type.String({ pattern: '^[0-9]{1,16}$', description: 'resume after this event id (the Last-Event-ID header wins)' }),
   ),
   html: Type.Optional(Type.Boolean({ description: 'true: each `data` is a sanitised HTML fragment, one `data:` line per line' })),
+  ticket: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description: 'a stream ticket (POST /tail-events/tickets) instead of the Authorization header: for pages on other origins',
+    }),
+  ),
 });
+
+export const TicketBody = StrictObject({
+  scope: EventsQuery.properties.scope,
+  kind: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'the stream keeps only this kind' })),
+});
+
+export const Ticket = Type.Object(
+  {
+    ticket: Type.String({ description: 'opens GET /tail-events?ticket=… for the same scope (and kind) within 60 s' }),
+    expires_at: Type.String({ format: 'date-time', description: 'the ticket opens no stream after this' }),
+  },
+  { additionalProperties: false, title: 'StreamTicket' },
+);

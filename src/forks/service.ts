@@ -5,7 +5,8 @@ import type { DB, ForksTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { notFound } from '../errors.ts';
 import { actorOf } from '../events/service.ts';
-import { inTransaction } from '../core/transaction.ts';
+import { command } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import { insertRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from '../repos/view.ts';
 import type { Viewer } from '../viewer.ts';
@@ -49,12 +50,17 @@ async function forkToJson(
  * slug_taken. The new repo copies name, description, about, visibility and default_branch.
  */
 export async function createFork(deps: Deps, viewer: Viewer, ref: RepoRef, teamSlug: string | undefined): Promise<ForkJson> {
-  return inTransaction(deps, async (tx) => {
-    const { repo: source, owner: sourceOwner } = await requireRepo(tx.db, viewer, ref, { level: 'read' });
-    const target =
+  // the source read (and locked) at read level, then the namespace the fork goes to
+  const forking = decide(async (db, v: Viewer) => ({
+    source: await requireRepo(db, v, ref, { level: 'read', lock: true }),
+    target:
       teamSlug === undefined
-        ? await requireRepoCreation(tx.db, viewer, 'user', viewer.username)
-        : await requireRepoCreation(tx.db, viewer, 'team', teamSlug);
+        ? await requireRepoCreation(db, v, 'user', v.username)
+        : await requireRepoCreation(db, v, 'team', teamSlug),
+  }));
+  return command(deps, viewer, forking, async (tx) => {
+    const { repo: source, owner: sourceOwner } = tx.access.source;
+    const target = tx.access.target;
     const repo = await insertRepo(
       deps,
       tx,

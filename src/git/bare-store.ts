@@ -3,9 +3,11 @@ import { appendFile, mkdir, readdir, readFile, rm, stat, unlink } from 'node:fs/
 import { join, resolve } from 'node:path';
 import { type Kysely, sql } from 'kysely';
 import type { RepoRow } from '../access/index.ts';
+import type { Database } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
 import type { TxContext } from '../core/transaction.ts';
 import { readBranchTip } from './ref-files.ts';
+import { withRepoLock } from './repo-lock.ts';
 import { git, GitError, ZERO_SHA } from './run.ts';
 import type { GitStore, MergeOutcome, MergeRequest } from './store.ts';
 
@@ -48,6 +50,8 @@ export class BareGitStore implements GitStore {
     readonly root: string,
     /** moves `disk_usage_bytes` when git data changes outside a request (forks detached from a deleted source) */
     private readonly db?: Kysely<DB>,
+    /** the database's pool (PostgreSQL), for the per-repo git write lock shared by instances */
+    private readonly database: Pick<Database, 'pool'> = { pool: null },
   ) {
     this.base = resolve(root);
   }
@@ -291,7 +295,31 @@ export class BareGitStore implements GitStore {
     return files.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
   }
 
+  /**
+   * Runs under the repo's git write lock (pushes and merges take turns), and adds the objects the
+   * merge wrote (its trees and commits, kept even when it fails) to `disk_usage_bytes`.
+   */
   async merge(req: MergeRequest): Promise<MergeOutcome> {
+    const { repo } = req;
+    if (!this.exists(repo.uuid)) return { nothingToMerge: true };
+    return withRepoLock(this.database, repo.uuid, async () => {
+      // What the merge wrote is added as it goes: before the branch moves (so a crash after that
+      // point leaves the usage right) and at the end.
+      let accounted = await this.size(repo.uuid);
+      const account = async () => {
+        const now = await this.size(repo.uuid);
+        if (this.db) await addDiskUsage({ db: this.db }, repo.uuid, now - accounted);
+        accounted = now;
+      };
+      try {
+        return await this.mergeLocked(req, account);
+      } finally {
+        await account();
+      }
+    });
+  }
+
+  private async mergeLocked(req: MergeRequest, account: () => Promise<void>): Promise<MergeOutcome> {
     const { repo, pull, source } = req;
     const dir = this.pathOf(repo.uuid);
     const targetRef = `refs/heads/${pull.target_branch}`;
@@ -299,6 +327,7 @@ export class BareGitStore implements GitStore {
       const target = await this.branchSha(repo.uuid, pull.target_branch);
       const planned = await this.plan(dir, req, source, target);
       if (!('sha' in planned)) return planned;
+      await account();
       await req.beforeMove?.(planned.sha);
       const moved = await git(dir, ['update-ref', targetRef, planned.sha, target ?? ZERO_SHA], { okCodes: [128, 1] });
       if (moved.code === 0) return planned;

@@ -30,7 +30,10 @@ export interface Diff {
 
 const DIFF_OPTS = ['-r', '-M', '--no-ext-diff', '--no-textconv', '--no-color', '--full-index'];
 
-/** Files changed from tree-ish `from` to `to`, sorted by path in byte order. */
+/**
+ * Files changed from tree-ish `from` to `to`, sorted by path in byte order. One process: with
+ * `-z`, diff-tree writes the raw records, the numstat records, a NUL, then the patch text.
+ */
 export async function diffTrees(
   limits: GitLimits,
   dir: string,
@@ -38,23 +41,63 @@ export async function diffTrees(
   to: string,
   opts: { patches?: boolean } = {},
 ): Promise<Diff> {
-  const listing = await limits.run(dir, ['diff-tree', ...DIFF_OPTS, '--raw', '--numstat', '-z', from, to, '--']);
-  const entries = parseRawNumstat(listing.stdout.toString('utf8'));
+  const patches = opts.patches !== false;
+  // Two full object ids name the diff's content in every repository: it is cached (read-only).
+  const key = FULL_OID.test(from) && FULL_OID.test(to) ? `${from}:${to}:${patches ? 'p' : ''}` : null;
+  const hit = key ? diffCache.get(key) : undefined;
+  if (hit) {
+    diffCache.delete(key!);
+    diffCache.set(key!, hit);
+    return hit.diff;
+  }
+  const diff = await computeDiff(limits, dir, from, to, patches);
+  if (key) remember(key, diff);
+  return diff;
+}
+
+const FULL_OID = /^[0-9a-f]{40}$/;
+/** Cached diffs, least recently used first, bounded by an estimate of their size. */
+const MAX_CACHED_DIFF_BYTES = 64 * 1024 * 1024;
+const diffCache = new Map<string, { diff: Diff; bytes: number }>();
+let cachedDiffBytes = 0;
+
+function remember(key: string, diff: Diff): void {
+  let bytes = 256;
+  for (const f of diff.files) bytes += 128 + f.path.length * 2 + (f.patch?.length ?? 0) * 2;
+  if (bytes > MAX_CACHED_DIFF_BYTES / 8) return;
+  diffCache.set(key, { diff, bytes });
+  cachedDiffBytes += bytes;
+  for (const [k, v] of diffCache) {
+    if (cachedDiffBytes <= MAX_CACHED_DIFF_BYTES) break;
+    diffCache.delete(k);
+    cachedDiffBytes -= v.bytes;
+  }
+}
+
+async function computeDiff(limits: GitLimits, dir: string, from: string, to: string, patches: boolean): Promise<Diff> {
+  const out = await limits.run(
+    dir,
+    ['diff-tree', ...DIFF_OPTS, '--raw', '--numstat', ...(patches ? ['-p'] : []), '-z', from, to, '--'],
+    { truncate: true },
+  );
+  const cut = out.stdout.indexOf('\0\0diff --git ');
+  const listing = cut < 0 ? out.stdout : out.stdout.subarray(0, cut + 1);
+  const entries = parseRawNumstat(listing.toString('utf8'));
+  // cut short by the output cap before the patches began: the list itself may be incomplete
+  const listTruncated = out.truncated && cut < 0;
   const stats = { additions: 0, deletions: 0, total: 0 };
   for (const e of entries) {
     stats.additions += e.additions;
     stats.deletions += e.deletions;
   }
   stats.total = stats.additions + stats.deletions;
-  if (opts.patches !== false && entries.length > 0) {
-    // Patches for at most MAX_FILES files, each cut at MAX_PATCH_BYTES; the whole output is
-    // capped by the instance's limit, and files past that cap are reported truncated.
-    const patch = await limits.run(dir, ['diff-tree', ...DIFF_OPTS, '-p', '--no-commit-id', from, to, '--'], { truncate: true });
-    const pieces = splitPatch(patch.stdout);
+  if (patches && entries.length > 0) {
+    // Each file's patch is cut at MAX_PATCH_BYTES; past the output cap, the rest are truncated.
+    const pieces = cut < 0 ? [] : splitPatch(out.stdout.subarray(cut + 2));
     for (let i = 0; i < entries.length && i < MAX_FILES; i++) {
       const e = entries[i]!;
       const piece = pieces[i];
-      const cutHere = patch.truncated && (piece === undefined || i === pieces.length - 1);
+      const cutHere = out.truncated && (piece === undefined || i === pieces.length - 1);
       if (e.binary) e.patch = null;
       else if (cutHere || (piece && piece.length > MAX_PATCH_BYTES + 4096)) {
         e.patch = null;
@@ -69,7 +112,7 @@ export async function diffTrees(
     }
   }
   const sorted = entries.sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
-  return { files: sorted.slice(0, MAX_FILES), files_truncated: sorted.length > MAX_FILES, stats };
+  return { files: sorted.slice(0, MAX_FILES), files_truncated: listTruncated || sorted.length > MAX_FILES, stats };
 }
 
 /** The `--raw --numstat -z` output of diff-tree as files, in git's order. */

@@ -14,6 +14,9 @@ export interface LogQuery {
   untilMs?: number;
 }
 
+/** Pages up to this deep without a path or date bound are walked in process (no git process). */
+const WALK_MAX = 300;
+
 /** A page of `git log` from commit `sha`, newest first (git's default order). */
 export async function logPage(
   limits: GitLimits,
@@ -22,6 +25,8 @@ export async function logPage(
   sha: string,
   q: LogQuery,
 ): Promise<Commit[]> {
+  const simple = (q.path === undefined || q.path === '') && q.sinceMs === undefined && q.untilMs === undefined;
+  if (simple && q.offset + q.limit <= WALK_MAX) return walk(objects, dir, sha, q.offset, q.limit);
   const args = ['rev-list', `--max-count=${q.limit}`, `--skip=${q.offset}`];
   // committer dates are whole seconds: an inclusive bound rounds inwards
   if (q.sinceMs !== undefined) args.push(`--max-age=${Math.ceil(q.sinceMs / 1000)}`);
@@ -49,28 +54,88 @@ export async function mergeBase(limits: GitLimits, dir: string, a: string, b: st
   return out.code === 0 ? out.stdout.toString('latin1').trim() : null;
 }
 
-/** Commits of `head` not in `base` and of `base` not in `head`. */
-export async function aheadBehind(
-  limits: GitLimits,
-  dir: string,
-  base: string,
-  head: string,
-): Promise<{ ahead: number; behind: number }> {
-  const out = await limits.run(dir, ['rev-list', '--left-right', '--count', `${base}...${head}`, '--']);
-  const [behind, ahead] = out.stdout.toString('latin1').trim().split(/\s+/).map(Number);
-  return { ahead: ahead ?? 0, behind: behind ?? 0 };
-}
-
-/** The first `limit` commits of `head` not in `base`, oldest first. */
-export async function commitsBetween(
+/**
+ * Both sides of `base...head` in one walk (`rev-list --left-right --boundary`): how many commits
+ * each side has that the other lacks, the first `limit` commits of head not in base (oldest
+ * first), and the merge base. When one side holds nothing the other lacks, the merge base is that
+ * side's tip; when the walk has a single boundary commit, it is the merge base; otherwise (criss-
+ * cross merges) `git merge-base` decides.
+ */
+export async function divergence(
   limits: GitLimits,
   objects: ObjectReaders,
   dir: string,
   base: string,
   head: string,
   limit: number,
-): Promise<Commit[]> {
-  const out = await limits.run(dir, ['rev-list', '--reverse', head, `^${base}`, '--']);
-  const shas = out.stdout.toString('latin1').split('\n').filter(Boolean).slice(0, limit);
-  return readCommits(objects, dir, shas);
+): Promise<Divergence> {
+  // two commit ids name the answer in every repository: cached (read-only)
+  const key = `${base}...${head}:${limit}`;
+  const hit = divergences.get(key);
+  if (hit) {
+    divergences.delete(key);
+    divergences.set(key, hit);
+    return hit;
+  }
+  const answer = await walkDivergence(limits, objects, dir, base, head, limit);
+  divergences.set(key, answer);
+  if (divergences.size > MAX_DIVERGENCES) divergences.delete(divergences.keys().next().value!);
+  return answer;
+}
+
+type Divergence = { ahead: number; behind: number; commits: Commit[]; mergeBase: string | null };
+const MAX_DIVERGENCES = 1000;
+const divergences = new Map<string, Divergence>();
+
+async function walkDivergence(
+  limits: GitLimits,
+  objects: ObjectReaders,
+  dir: string,
+  base: string,
+  head: string,
+  limit: number,
+): Promise<Divergence> {
+  const out = await limits.run(dir, ['rev-list', '--left-right', '--boundary', `${base}...${head}`, '--']);
+  let behind = 0;
+  const headSide: string[] = [];
+  const boundary: string[] = [];
+  for (const line of out.stdout.toString('latin1').split('\n')) {
+    if (line.startsWith('<')) behind++;
+    else if (line.startsWith('>')) headSide.push(line.slice(1));
+    else if (line.startsWith('-')) boundary.push(line.slice(1));
+  }
+  let mb: string | null;
+  if (headSide.length === 0) mb = head;
+  else if (behind === 0) mb = base;
+  else if (boundary.length === 1) mb = boundary[0]!;
+  else mb = await mergeBase(limits, dir, base, head);
+  const oldestFirst = headSide.reverse().slice(0, limit);
+  return { ahead: headSide.length, behind, commits: await readCommits(objects, dir, oldestFirst), mergeBase: mb };
+}
+
+/**
+ * git log's default order without a git process: commits by committer date, newest first, from
+ * a queue that takes each popped commit's parents (equal dates keep their arrival order, as
+ * git's `commit_list_insert_by_date` does). Parents are read in one batch per step.
+ */
+async function walk(objects: ObjectReaders, dir: string, tip: string, offset: number, limit: number): Promise<Commit[]> {
+  const [first] = await readCommits(objects, dir, [tip]);
+  const queue: Commit[] = [first!];
+  const seen = new Set<string>([tip]);
+  const out: Commit[] = [];
+  const time = (c: Commit) => Date.parse(c.committer.date);
+  while (queue.length > 0 && out.length < offset + limit) {
+    const next = queue.shift()!;
+    out.push(next);
+    const parents = next.parents.filter((p) => !seen.has(p));
+    for (const p of parents) seen.add(p);
+    if (parents.length === 0) continue;
+    for (const parent of await readCommits(objects, dir, parents)) {
+      const t = time(parent);
+      let i = queue.findIndex((c) => time(c) < t);
+      if (i < 0) i = queue.length;
+      queue.splice(i, 0, parent);
+    }
+  }
+  return out.slice(offset, offset + limit);
 }

@@ -3,7 +3,8 @@
  * The server passes what they need in the environment of `git receive-pack`:
  * - `WEFT_PROTECTED`: JSON array of regular-expression sources of protected branches;
  * - `WEFT_QUOTA_LEFT`: bytes the repo may still grow by;
- * - `WEFT_PUSH_LOG`: where post-receive writes the updated refs (`old new ref` lines).
+ * - `WEFT_PUSH_LOG`: the push's marker file (src/git/pushes.ts): once pre-receive accepts the
+ *   push it appends the planned updates (`old new ref` lines) and syncs them, before any ref moves.
  * pre-receive runs before any ref moves, while the pushed objects still sit in git's quarantine
  * directory (`GIT_QUARANTINE_PATH`): a refusal drops them, so a refused push keeps nothing.
  * Its stderr reaches `git push` as `remote:` lines.
@@ -17,10 +18,7 @@ const chunks = [];
 process.stdin.on('data', (d) => chunks.push(d));
 process.stdin.on('end', () => {
   const input = Buffer.concat(chunks).toString('utf8');
-  if (mode === 'post-receive') {
-    if (process.env.WEFT_PUSH_LOG) fs.writeFileSync(process.env.WEFT_PUSH_LOG, input);
-    return;
-  }
+  if (mode === 'post-receive') return;
   const lines = input.split('\n').filter(Boolean).map((l) => l.split(' '));
   const errors = [];
   if (lines.length > MAX_REFS) errors.push('a push may update at most ' + MAX_REFS + ' refs; this one updates ' + lines.length);
@@ -51,6 +49,12 @@ process.stdin.on('end', () => {
   if (errors.length > 0) {
     for (const e of errors) process.stderr.write('weft: ' + e + '\n');
     process.exit(1);
+  }
+  if (process.env.WEFT_PUSH_LOG) {
+    const fd = fs.openSync(process.env.WEFT_PUSH_LOG, 'a');
+    fs.writeSync(fd, lines.map((l) => l.join(' ') + '\n').join(''));
+    fs.fsyncSync(fd);
+    fs.closeSync(fd);
   }
 });
 function dirSize(dir) {

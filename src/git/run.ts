@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { gitBusy, isResourceExhaustion } from './spawn-errors.ts';
 
 /**
  * The one module that runs git. Every command is an argument array (never a shell), with a
@@ -63,20 +64,31 @@ export function git(gitDir: string | null, args: string[], opts: RunOptions = {}
         encoding: 'utf8',
       },
       (err, stdout, stderr) => {
+        // git could not even start (EMFILE, EAGAIN...): a 503 for this request, not a 500.
+        if (err && isResourceExhaustion(err))
+          return reject(gitBusy('The server could not start git (out of file descriptors or processes)'));
         const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
         const result = { code, stdout, stderr };
         if (code === 0 || opts.okCodes?.includes(code)) resolve(result);
         else reject(new GitError(full, result));
       },
     );
+    // A child that failed to spawn reports it through the callback; its stdin may not exist.
+    child.stdin?.on('error', () => undefined);
     if (opts.input !== undefined) child.stdin?.end(opts.input);
     else child.stdin?.end();
   });
 }
 
-/** Spawns a streaming git process (smart HTTP): the caller pipes stdin/stdout and must wait for exit. */
+/**
+ * Spawns a streaming git process (smart HTTP): the caller awaits `started(child)` (src/git/limits.ts)
+ * before touching its streams, pipes stdin/stdout and must wait for exit. A failed spawn never
+ * throws here and never goes unhandled: `started` turns it into a 503.
+ */
 export function spawnGit(args: string[], env: Record<string, string> = {}, timeoutMs = 3_600_000): ChildProcess {
   const child = spawn('git', args, { env: gitEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
+  child.on('error', () => undefined);
+  child.stdin?.on('error', () => undefined);
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   timer.unref();
   child.on('exit', () => clearTimeout(timer));

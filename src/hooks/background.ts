@@ -51,6 +51,7 @@ export class Webhooks {
     this.sweepTimer = null;
     this.sender.stopping = true;
     await this.dispatcher.stop();
+    await this.sender.settle();
   }
 
   /** After the job queue stopped (no attempt runs any more): closes the HTTP connections. */

@@ -87,13 +87,19 @@ export class HookDispatcher {
   /** One batch: 'more' when a full batch was read, 'unsettled' when committed events wait to settle. */
   async dispatchOnce(): Promise<'more' | 'unsettled' | 'idle'> {
     const { deps } = this;
+    // no active hook: nothing to match, and no write (the cursor catches up when one is made)
+    const any = await deps.db.selectFrom('hooks').select('uuid').where('active', '=', 1).limit(1).executeTakeFirst();
+    if (!any) return 'idle';
     return inTransaction(deps, async (tx) => {
       let cursorQuery = tx.db.selectFrom('hook_dispatch').select('last_event_id').where('id', '=', 1);
       // another instance holding the cursor is dispatching: nothing to do here
       if (tx.dialect === 'postgres') cursorQuery = cursorQuery.forUpdate().skipLocked();
       const cursor = await cursorQuery.executeTakeFirst();
       if (!cursor) return 'idle';
-      const from = Number(cursor.last_event_id);
+      const hooks = await this.activeHooks(tx.db);
+      if (hooks.length === 0) return 'idle';
+      // events at or below every active hook's `since` match none of them: skip them at once
+      const from = Math.max(Number(cursor.last_event_id), Math.min(...hooks.map((h) => h.since)));
       const bound = settledBound(tx.dialect);
       let q = tx.db
         .selectFrom('events')
@@ -112,7 +118,6 @@ export class HookDispatcher {
         return top?.top !== null && top?.top !== undefined && Number(top.top) > from ? 'unsettled' : 'idle';
       }
       const last = Number(events[events.length - 1]!.id);
-      const hooks = await this.activeHooks(tx.db);
       const deliveries: Array<{
         uuid: string;
         hook_uuid: string;
@@ -125,7 +130,7 @@ export class HookDispatcher {
         locked_until: null;
         created_at: string;
       }> = [];
-      if (hooks.length) {
+      {
         // the owning team of each repo an event names (a team hook takes its repos' events)
         const teamOfRepo = new Map<string, string>();
         if (hooks.some((h) => h.scope === 'team')) {

@@ -123,7 +123,8 @@ export class HookHttp {
         return {
           status: res.statusCode,
           headers: out,
-          body: Buffer.concat(chunks).toString('utf8'),
+          // as text; NUL (which PostgreSQL text cannot hold) becomes U+FFFD
+          body: Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', '\uFFFD'),
           error: res.statusCode >= 300 && res.statusCode < 400 ? 'redirect' : null,
           durationMs: Math.round(performance.now() - started),
         };

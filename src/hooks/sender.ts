@@ -4,15 +4,16 @@
  * jobs (`hook-send`) only ask a worker to take it, so a job that finds it held returns at once and
  * the holder, after releasing it, looks again. Retries and redeliveries are `hook-retry` jobs, one
  * per attempt, each claiming its delivery (`locked_until`) so two workers never send it at once.
- * Every answer is recorded at once, in one transaction with the delivery's and the hook's state.
+ * A failure is recorded at once, in one transaction with the delivery's and the hook's state;
+ * successful first attempts in groups (SuccessGroup: up to 25, within 50 ms).
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hookCreator } from '../access/hooks.ts';
-import { eventViewer } from '../access/events.ts';
+import { type EventViewer, eventViewer } from '../access/events.ts';
 import type { Deps } from '../deps.ts';
 import { inTransaction } from '../core/transaction.ts';
-import { type EventRecord, eventFromRow, getEventRow } from '../events/service.ts';
+import { type EventRecord, type EventRow, eventFromRow, getEventRow } from '../events/service.ts';
 import { readSettings } from '../settings/service.ts';
 import type { Viewer } from '../viewer.ts';
 import { compileAllowList } from './allow-list.ts';
@@ -37,6 +38,12 @@ const USER_AGENT = `Weft-Hookshot/${VERSION}`;
 
 type Result = 'sent' | 'disabled';
 
+/** A hook's creator and the event viewer that shows events as they may see them. */
+interface Creator {
+  viewer: Viewer;
+  show: EventViewer;
+}
+
 /** The delay before the next attempt after failed attempt `n`, with ±20 % jitter and at least a Retry-After. */
 export function retryDelayMs(n: number, outcome: HttpOutcome, now: number): number {
   const base = RETRY_DELAYS_S[n - 1]! * 1000;
@@ -51,6 +58,43 @@ export function retryDelayMs(n: number, outcome: HttpOutcome, now: number): numb
   return Math.round(delay);
 }
 
+const isSuccess = (o: HttpOutcome): boolean => o.error === null && o.status !== null && o.status >= 200 && o.status < 300;
+
+/** How many successful first attempts, or how long (ms), a group gathers before it is recorded. */
+const GROUP_MAX = 25;
+const GROUP_MS = 50;
+
+/**
+ * Successful first attempts of one hook, recorded together in one transaction (a multi-row
+ * insert and two updates) at most GROUP_MS after the first of them, and before anything else of
+ * the hook is recorded; a failure is recorded alone, after the group.
+ */
+class SuccessGroup {
+  private items: Array<{ delivery: DeliveryRow; headers: Record<string, string>; outcome: HttpOutcome; at: string }> = [];
+  private since = 0;
+
+  constructor(
+    private readonly sender: HookSender,
+    private readonly hook: HookRow,
+  ) {}
+
+  add(delivery: DeliveryRow, headers: Record<string, string>, outcome: HttpOutcome, at: string): void {
+    if (this.items.length === 0) this.since = Date.now();
+    this.items.push({ delivery, headers, outcome, at });
+  }
+
+  due(_now: number): boolean {
+    return this.items.length >= GROUP_MAX || (this.items.length > 0 && Date.now() - this.since >= GROUP_MS);
+  }
+
+  async flush(): Promise<void> {
+    if (this.items.length === 0) return;
+    const items = this.items;
+    this.items = [];
+    await this.sender.recordSuccesses(this.hook, items);
+  }
+}
+
 export class HookSender {
   /** Set on shutdown: a sending loop stops between attempts (what is left is sent later). */
   stopping = false;
@@ -61,7 +105,9 @@ export class HookSender {
   ) {}
 
   register(): void {
-    this.deps.jobs.register(JOB_SEND, async (payload) => this.drain(String(payload.hook_uuid)));
+    // the job only starts the drain: a slow receiver must not hold the job queue's batch (and every
+    // other job behind it); the hook's lease and the sweep carry a drain across a crash
+    this.deps.jobs.register(JOB_SEND, async (payload) => this.kick(String(payload.hook_uuid)));
     this.deps.jobs.register(JOB_RETRY, async (payload) => this.retry(String(payload.delivery_uuid)));
   }
 
@@ -72,6 +118,35 @@ export class HookSender {
   private async refreshAllowList(): Promise<void> {
     const settings = await readSettings(this.deps.db);
     this.http.allow = compileAllowList(JSON.parse(settings.webhook_allowed_hosts) as string[]);
+  }
+
+  private readonly draining = new Map<string, Promise<void>>();
+  private readonly again = new Set<string>();
+
+  /** Starts draining a hook on this instance (once at a time per hook; asked again, it drains once more). */
+  kick(hookUuid: string): void {
+    if (this.draining.has(hookUuid)) {
+      this.again.add(hookUuid);
+      return;
+    }
+    const run = (async () => {
+      try {
+        do {
+          this.again.delete(hookUuid);
+          await this.drain(hookUuid);
+        } while (this.again.has(hookUuid) && !this.stopping);
+      } catch (err) {
+        console.error(`weft: sending webhook deliveries of hook ${hookUuid} failed`, err);
+      } finally {
+        this.draining.delete(hookUuid);
+      }
+    })();
+    this.draining.set(hookUuid, run);
+  }
+
+  /** Waits for the drains running on this instance (after `stopping` is set they end between attempts). */
+  async settle(): Promise<void> {
+    while (this.draining.size) await Promise.all([...this.draining.values()]);
   }
 
   /** Sends a hook's pending first attempts in order while this worker holds its sender lease. */
@@ -113,7 +188,8 @@ export class HookSender {
 
   private async sendFirstAttempts(hookUuid: string, token: string): Promise<void> {
     const { db } = this.deps;
-    let creator: { viewer: Viewer | null; at: number } | null = null;
+    let creator: { who: Creator | null; at: number } | null = null;
+    let leaseUntil = this.now().getTime() + LEASE_MS - 1000;
     for (;;) {
       const hook = await db.selectFrom('hooks').selectAll().where('uuid', '=', hookUuid).executeTakeFirst();
       if (this.stopping || !hook || hook.active !== 1 || hook.sender_token !== token) return;
@@ -129,26 +205,73 @@ export class HookSender {
       if (batch.length === 0) return;
       await this.refreshAllowList();
       const current: HookRow = hook;
-      for (const delivery of batch) {
-        if (this.stopping) return;
-        const now = this.now();
-        // the hook's lease and the delivery's claim, for one attempt
-        const lease = new Date(now.getTime() + LEASE_MS).toISOString();
-        const kept = await db
-          .updateTable('hooks')
-          .set({ sender_until: lease })
-          .where('uuid', '=', hookUuid)
-          .where('sender_token', '=', token)
-          .executeTakeFirst();
-        if (Number(kept.numUpdatedRows) === 0) return;
-        if (!(await this.claim(delivery.uuid, lease, now, false))) continue;
-        if (!creator || now.getTime() - creator.at > CREATOR_TTL_MS) {
-          creator = { viewer: await hookCreator(this.deps, current), at: now.getTime() };
+      // the whole batch claimed, and its events read, at once
+      let now = this.now();
+      let claimUntil = now.getTime() + LEASE_MS;
+      const claimed = new Set(
+        (
+          await db
+            .updateTable('hook_deliveries')
+            .set({ locked_until: new Date(claimUntil).toISOString() })
+            .where(
+              'id',
+              'in',
+              batch.map((d) => d.id),
+            )
+            .where('status', '=', 'pending')
+            .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now.toISOString())]))
+            .returning('uuid')
+            .execute()
+        ).map((r) => r.uuid),
+      );
+      const eventIds = batch.filter((d) => d.event_id !== null).map((d) => Number(d.event_id));
+      const events = new Map<number, EventRow>();
+      if (eventIds.length) {
+        for (const row of await db.selectFrom('events').selectAll().where('id', 'in', eventIds).execute())
+          events.set(Number(row.id), row);
+      }
+      const group = new SuccessGroup(this, current);
+      try {
+        for (const [i, delivery] of batch.entries()) {
+          if (this.stopping) return;
+          if (!claimed.has(delivery.uuid)) continue;
+          now = this.now();
+          // keep the hook's lease and the claims longer than one attempt can take (extended every few seconds only)
+          if (Math.min(leaseUntil, claimUntil) - now.getTime() < DELIVERY_TIMEOUT_MS + 1000) {
+            leaseUntil = claimUntil = now.getTime() + LEASE_MS;
+            const kept = await db
+              .updateTable('hooks')
+              .set({ sender_until: new Date(leaseUntil).toISOString() })
+              .where('uuid', '=', hookUuid)
+              .where('sender_token', '=', token)
+              .executeTakeFirst();
+            if (Number(kept.numUpdatedRows) === 0) return;
+            await db
+              .updateTable('hook_deliveries')
+              .set({ locked_until: new Date(claimUntil).toISOString() })
+              .where(
+                'uuid',
+                'in',
+                batch.slice(i).map((d) => d.uuid),
+              )
+              .where('status', '=', 'pending')
+              .execute();
+          }
+          if (!creator || now.getTime() - creator.at > CREATOR_TTL_MS) creator = await this.creatorOf(current, now);
+          const result = await this.attempt(current, delivery, creator.who, { events, group });
+          if (result === 'disabled') return;
+          if (group.due(now.getTime())) await group.flush();
         }
-        const result = await this.attempt(current, delivery, creator.viewer);
-        if (result === 'disabled') return;
+      } finally {
+        await group.flush();
       }
     }
+  }
+
+  /** The hook's creator with their event viewer (its scope checks memoized for a second), or null when they lost access. */
+  private async creatorOf(hook: HookRow, now: Date): Promise<{ who: Creator | null; at: number }> {
+    const viewer = await hookCreator(this.deps, hook);
+    return { who: viewer && { viewer, show: eventViewer(this.deps, viewer) }, at: now.getTime() };
   }
 
   /** Claims a delivery for one attempt; `due` also requires it to be due (a retry job). */
@@ -182,27 +305,38 @@ export class HookSender {
       return;
     }
     await this.refreshAllowList();
-    await this.attempt(hook, delivery, await hookCreator(this.deps, hook));
+    await this.attempt(hook, delivery, (await this.creatorOf(hook, now)).who);
   }
 
   /** The event as the hook's creator may see it now; null when it is hidden from them. */
-  private async eventFor(delivery: DeliveryRow, creator: Viewer): Promise<Record<string, unknown> | null> {
+  private async eventFor(
+    delivery: DeliveryRow,
+    creator: Creator,
+    preloaded?: Map<number, EventRow>,
+  ): Promise<Record<string, unknown> | null> {
     if (delivery.ping !== null) return JSON.parse(delivery.ping) as Record<string, unknown>;
-    const row = await getEventRow(this.deps.db, Number(delivery.event_id));
+    const row = preloaded?.get(Number(delivery.event_id)) ?? (await getEventRow(this.deps.db, Number(delivery.event_id)));
     if (!row) return null;
-    const shown: EventRecord | null = await eventViewer(this.deps, creator)(eventFromRow(row));
+    const shown: EventRecord | null = await creator.show(eventFromRow(row));
     return shown as unknown as Record<string, unknown> | null;
   }
 
   /** One attempt of a claimed delivery, recorded. */
-  private async attempt(hook: HookRow, delivery: DeliveryRow, creator: Viewer | null): Promise<Result> {
+  private async attempt(
+    hook: HookRow,
+    delivery: DeliveryRow,
+    creator: Creator | null,
+    batch?: { events: Map<number, EventRow>; group: SuccessGroup },
+  ): Promise<Result> {
     if (creator === null) {
+      await batch?.group.flush();
       await inTransaction(this.deps, (tx) => this.disableIn(tx, hook, 'creator_lost_access'));
       return 'disabled';
     }
     const n = delivery.attempts + 1;
-    const event = await this.eventFor(delivery, creator);
+    const event = await this.eventFor(delivery, creator, batch?.events);
     if (event === null) {
+      await batch?.group.flush();
       await this.record(
         hook,
         delivery,
@@ -237,7 +371,59 @@ export class HookSender {
       'x-hub-signature-256': hubSignature(hook.secret, body),
     };
     const outcome = await this.http.post(hook.url, headers, body);
+    if (batch && n === 1 && isSuccess(outcome)) {
+      batch.group.add(delivery, headers, outcome, this.now().toISOString());
+      return 'sent';
+    }
+    await batch?.group.flush();
     return this.record(hook, delivery, n, headers, outcome);
+  }
+
+  /** Records a group of successful first attempts in one transaction. */
+  async recordSuccesses(
+    hook: HookRow,
+    items: Array<{ delivery: DeliveryRow; headers: Record<string, string>; outcome: HttpOutcome; at: string }>,
+  ): Promise<void> {
+    await inTransaction(this.deps, async (tx) => {
+      const kept = new Set(
+        (
+          await tx.db
+            .updateTable('hook_deliveries')
+            .set({ status: 'success', attempts: 1, next_attempt_at: null, locked_until: null })
+            .where(
+              'uuid',
+              'in',
+              items.map((i) => i.delivery.uuid),
+            )
+            .returning('uuid')
+            .execute()
+        ).map((r) => r.uuid),
+      );
+      const rows = items
+        .filter((i) => kept.has(i.delivery.uuid))
+        .map((i) => ({
+          delivery_uuid: i.delivery.uuid,
+          n: 1,
+          at: i.at,
+          duration_ms: i.outcome.durationMs,
+          request_headers: JSON.stringify(i.headers),
+          response_status: i.outcome.status,
+          response_headers: i.outcome.headers === null ? null : JSON.stringify(i.outcome.headers),
+          response_body: i.outcome.body,
+          error: null,
+        }));
+      if (rows.length === 0) return;
+      await tx.db
+        .insertInto('hook_attempts')
+        .values(rows)
+        .onConflict((oc) => oc.columns(['delivery_uuid', 'n']).doNothing())
+        .execute();
+      await tx.db
+        .updateTable('hooks')
+        .set({ last_delivery_at: rows.at(-1)!.at, last_status: 'success', consecutive_failures: 0 })
+        .where('uuid', '=', hook.uuid)
+        .execute();
+    });
   }
 
   /** Records an attempt and its consequences in one transaction. */
@@ -251,13 +437,21 @@ export class HookSender {
     const { deps } = this;
     const now = this.now();
     const nowIso = now.toISOString();
-    const ok = outcome.error === null && outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+    const ok = isSuccess(outcome);
     const gone = outcome.status === 410;
     const final =
       ok || gone || outcome.error === ADDRESS_NOT_ALLOWED || outcome.error === 'event_not_visible' || n >= MAX_ATTEMPTS;
     const next = final ? null : new Date(now.getTime() + retryDelayMs(n, outcome, now.getTime())).toISOString();
     let disabledFor: 'gone' | 'failures' | null = null;
     await inTransaction(deps, async (tx) => {
+      const kept = await tx.db
+        .updateTable('hook_deliveries')
+        .set({ status: ok ? 'success' : final ? 'failed' : 'pending', attempts: n, next_attempt_at: next, locked_until: null })
+        .where('uuid', '=', delivery.uuid)
+        .executeTakeFirst();
+      // the hook (and its deliveries) were deleted meanwhile: nothing to record
+      if (Number(kept.numUpdatedRows) === 0) return;
+
       await tx.db
         .insertInto('hook_attempts')
         .values({
@@ -272,11 +466,6 @@ export class HookSender {
           error: outcome.error,
         })
         .onConflict((oc) => oc.columns(['delivery_uuid', 'n']).doNothing())
-        .execute();
-      await tx.db
-        .updateTable('hook_deliveries')
-        .set({ status: ok ? 'success' : final ? 'failed' : 'pending', attempts: n, next_attempt_at: next, locked_until: null })
-        .where('uuid', '=', delivery.uuid)
         .execute();
       if (outcome.error === 'event_not_visible') return;
       const updated = await tx.db

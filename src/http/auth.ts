@@ -8,6 +8,8 @@ declare module 'fastify' {
     viewer: Viewer | null;
     /** the viewer's user record, read with the token (GET /user answers from it) */
     viewerUser: AuthenticatedUser | null;
+    /** how the viewer authenticated: an API token (header) or a web session (cookie), with its secret */
+    credential: { kind: 'token' | 'session'; secret: string } | null;
   }
   interface FastifyContextConfig {
     /** No authentication requirement is declared for this route. */
@@ -17,6 +19,11 @@ declare module 'fastify' {
      * token lookup makes that read in the same statement (one statement per request).
      */
     repoRead?: 'repo' | 'pull';
+    /**
+     * The route also accepts the web session cookie when no Authorization header is sent
+     * (README "Web interface": `GET /api/v1/tail-events` only; pages resolve sessions themselves).
+     */
+    sessionCookie?: boolean;
   }
 }
 
@@ -57,6 +64,24 @@ function readHint(request: FastifyRequest): RepoReadHint | undefined {
   return { ref: repoRef({ ...params, repo_slug: params.repo_slug }), number };
 }
 
+/** The web session cookie's name (README "Web interface"). */
+export const SESSION_COOKIE_NAME = 'weft_session';
+
+/** Resolves a web session's cookie secret to its caller, or null when it has ended. */
+export type AuthenticateSession = (secret: string) => Promise<{ viewer: Viewer; user: AuthenticatedUser } | null>;
+
+/** One cookie's value from a Cookie header, or null (no parsing of the others). */
+export function cookieValue(header: string | undefined, name: string): string | null {
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
+    const value = part.slice(eq + 1).trim();
+    return /^[A-Za-z0-9_-]{1,200}$/.test(value) ? value : null;
+  }
+  return null;
+}
+
 export function requireViewer(request: FastifyRequest): Viewer {
   if (!request.viewer) throw unauthorized();
   return request.viewer;
@@ -67,9 +92,10 @@ export function requireViewer(request: FastifyRequest): Viewer {
  * anonymous callers with 401. Bad credentials are 401 even on public routes. `authenticate`
  * (the tokens domain's lookup) is passed in by `buildApp`: http/ imports no domain.
  */
-export function installAuth(app: FastifyInstance, authenticate: Authenticate): void {
+export function installAuth(app: FastifyInstance, authenticate: Authenticate, authenticateSession?: AuthenticateSession): void {
   app.decorateRequest('viewer', null);
   app.decorateRequest('viewerUser', null);
+  app.decorateRequest('credential', null);
   // Callback style: an async hook costs a promise and a microtask turn per request, and the
   // anonymous path needs neither.
   app.addHook('onRequest', (request, _reply, done) => {
@@ -80,12 +106,31 @@ export function installAuth(app: FastifyInstance, authenticate: Authenticate): v
         if (!found) return done(unauthorized('The API token is invalid, expired or revoked.'));
         request.viewer = found.viewer;
         request.viewerUser = found.user;
+        request.credential = { kind: 'token', secret: token };
         done();
       }, done);
       return;
     }
     const url = request.routeOptions.url;
     const isPublic = request.routeOptions.config?.public === true || url === undefined || url.startsWith('/docs');
+    const sessionRoute = request.routeOptions.config?.sessionCookie === true;
+    // A stream ticket in the query authenticates in the route itself (events/tickets.ts).
+    if (sessionRoute && /[?&]ticket=/.test(request.url)) return done();
+    if (authenticateSession && sessionRoute) {
+      const secret = cookieValue(request.headers.cookie, SESSION_COOKIE_NAME);
+      if (secret) {
+        authenticateSession(secret).then((found) => {
+          if (found) {
+            request.viewer = found.viewer;
+            request.viewerUser = found.user;
+            request.credential = { kind: 'session', secret };
+          }
+          // An ended session is no credential: the route decides (a stream ticket may still open it).
+          done(found || isPublic ? undefined : unauthorized('The session has ended: sign in again.'));
+        }, done);
+        return;
+      }
+    }
     done(isPublic ? undefined : unauthorized());
   });
 }

@@ -29,11 +29,13 @@ function checkValue(value: unknown, depth: number): void {
  * is no body.
  */
 export function installJsonParser(app: FastifyInstance): void {
-  // Only JSON is accepted by default; anything else is 415 (uploads register their own parsers).
+  // Only application/json is accepted by default (README "Conventions": not +json types such as
+  // application/merge-patch+json, whose rules differ); anything else is 415 (uploads register their
+  // own parsers).
   app.removeContentTypeParser(['application/json', 'text/plain']);
   // Fastify tests a RegExp parser against the whole header, parameters included
   // (`application/json; charset=utf-8`), so the pattern must allow them.
-  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\s*(;|$)/i, { parseAs: 'buffer' }, (req, body, done) => {
+  app.addContentTypeParser(/^application\/json\s*(;|$)/i, { parseAs: 'buffer' }, (req, body, done) => {
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       return done(new AppError(415, 'unsupported_media_type', 'JSON bodies must be UTF-8 (charset=utf-8).'), undefined);
@@ -92,7 +94,13 @@ async function noBody(request: FastifyRequest): Promise<void> {
 /** Every route that declares no body schema refuses a body (see noBody), in one place. */
 export function installNoBodyCheck(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
-    if (request.method === 'GET' || request.method === 'HEAD') return;
+    if (request.method === 'GET' || request.method === 'HEAD') {
+      // Fastify does not parse a GET's body; one that is sent is refused rather than ignored.
+      const length = request.headers['content-length'];
+      if ((length !== undefined && length.trim() !== '0') || request.headers['transfer-encoding'] !== undefined)
+        throw badRequest(`A ${request.method} request takes no body.`);
+      return;
+    }
     if (request.routeOptions.url === undefined || request.routeOptions.schema?.body) return;
     await noBody(request);
   });

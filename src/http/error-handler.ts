@@ -17,7 +17,29 @@ const CODE_BY_STATUS: Record<number, string> = {
   429: 'rate_limited',
   431: 'request_header_fields_too_large',
   503: 'service_unavailable',
+  507: 'insufficient_storage',
 };
+
+const FULL_DISK_DETAIL =
+  'The server has no storage left for this write (its disk is full); nothing was changed. Retry once space is freed.';
+
+/**
+ * Whether an error means the storage is full: a file write (ENOSPC, EDQUOT), PostgreSQL's
+ * disk_full (53100), SQLite's SQLITE_FULL, or a git command that said so on stderr.
+ */
+export function isStorageFull(err: unknown): boolean {
+  const e = err as { code?: unknown; result?: { stderr?: unknown }; message?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || e.code === '53100' || e.code === 'SQLITE_FULL') return true;
+  const stderr = typeof e.result?.stderr === 'string' ? e.result.stderr : '';
+  return /No space left on device|Disk quota exceeded/.test(stderr);
+}
+
+/** Could not get a process or a file descriptor: a 503 for this request, the server carries on. */
+function isResourceExhaustion(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'EMFILE' || code === 'ENFILE' || code === 'EAGAIN';
+}
 
 export const WWW_AUTHENTICATE = 'Bearer realm="api", Basic realm="api"';
 
@@ -73,6 +95,17 @@ export function installErrorHandling(app: FastifyInstance): void {
       if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
         detail = `Unsupported Content-Type "${request.headers['content-type'] ?? ''}"; send application/json.`;
       return reply.status(status).send({ error: CODE_BY_STATUS[status] ?? 'invalid_request', detail });
+    }
+    if (isStorageFull(error)) {
+      request.log.error({ err: error }, 'storage full');
+      return reply.status(507).send({ error: 'insufficient_storage', detail: FULL_DISK_DETAIL });
+    }
+    if (isResourceExhaustion(error)) {
+      request.log.error({ err: error }, 'out of file descriptors or processes');
+      return reply.status(503).header('retry-after', '5').send({
+        error: 'service_unavailable',
+        detail: 'The server is out of file descriptors or processes; retry after 5 seconds.',
+      });
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.status(500).send({ error: 'internal_error', detail: 'An internal error occurred.' });

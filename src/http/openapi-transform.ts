@@ -53,6 +53,10 @@ export const ERROR_CODES = [
   'upload_removed',
   // 413
   'quota_exceeded',
+  // reading code (src/git/limits.ts): 422 an answer over the output cap, 503 too busy or too slow
+  'too_large',
+  'git_busy',
+  'git_timeout',
 ] as const;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];

@@ -48,7 +48,9 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     const operation = route.config?.rateLimit;
     if (operation) {
       // Every instrumented route says so, with the headers it answers (README: Rate limits).
-      const note = `Instrumented operation \`${operation}\`: a stored rate-limit rule for it applies (429 rate_limited with Retry-After; RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset on success too).`;
+      const note = `Instrumented operation \`${operation}\`: a stored rate-limit rule for it applies (429 rate_limited with Retry-After; RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset on success too)${
+        operation === 'api:login' || operation === 'api:signup' ? '; counted per client address, even with a token' : ''
+      }.`;
       s.description = typeof s.description === 'string' && s.description ? `${s.description} ${note}` : note;
     }
     s.security ??= isPublic ? [] : SECURED;
@@ -85,5 +87,23 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
     transformObject: (document) =>
       transformDocument('openapiObject' in document ? document.openapiObject : document.swaggerObject) as never,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } as never });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { url: '/api/v1/openapi.json' } as never,
+    // The page may not be framed (clickjacking) and loads only its own scripts and styles (the
+    // plugin's CSP with its inline hashes), without the external validator badge; plain http
+    // deployments keep working (no upgrade-insecure-requests).
+    staticCSP: true,
+    transformStaticCSP: (header: string) =>
+      header
+        .replace("frame-ancestors 'self'", "frame-ancestors 'none'")
+        .replace(' validator.swagger.io', '')
+        .replace(/\s*upgrade-insecure-requests;/, ''),
+    uiHooks: {
+      onRequest: (_request, reply, done) => {
+        reply.header('x-frame-options', 'DENY');
+        done();
+      },
+    },
+  });
 }

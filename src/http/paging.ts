@@ -65,11 +65,15 @@ export function pageOf<T>(
   rows: T[],
   /** the number of items in the whole list, when a service knows it cheaply (adds rel="last") */
   total?: number,
+  /** query changes that continue a page its service ended early (a feed's scan budget: before_id, page 1) */
+  continueWith?: Record<string, string>,
 ): PageEnvelope<T> {
-  const hasNext = rows.length > p.perPage;
-  const results = hasNext ? rows.slice(0, p.perPage) : rows;
+  const hasNext = rows.length > p.perPage || continueWith !== undefined;
+  const results = rows.length > p.perPage ? rows.slice(0, p.perPage) : rows;
   const perPage = String(p.perPage);
-  const next = hasNext ? linkWith(request, { page: String(p.page + 1), per_page: perPage }) : null;
+  const next = !hasNext
+    ? null
+    : linkWith(request, continueWith ? { ...continueWith, per_page: perPage } : { page: String(p.page + 1), per_page: perPage });
   const previous = p.page > 1 ? linkWith(request, { page: String(p.page - 1), per_page: perPage }) : null;
   // The last page is known when the total is, or when this page is the last one (a page past
   // the end does not know where the end is).

@@ -18,6 +18,9 @@ export const RATE_LIMITED_OPERATIONS = [
 ] as const;
 export type RateLimitedOperation = (typeof RATE_LIMITED_OPERATIONS)[number];
 
+/** Operations counted per client address even when the request carries a valid token. */
+const PER_ADDRESS = new Set<string>(['api:login', 'api:signup']);
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The instrumented operation this route performs; its stored rate-limit rule applies. */
@@ -31,7 +34,8 @@ declare module 'fastify' {
  * (a 401 or 400 is not counted), before the handler. A request that passes is counted whatever
  * the handler then answers (a 4xx too: a failed login is an attempt); a refused request is 429
  * and changes nothing. The caller is the authenticated user, or the client IP when anonymous
- * (`request.ip`: the socket address unless TRUST_PROXY says which proxies to believe).
+ * (`request.ip`: the socket address unless TRUST_PROXY says which proxies to believe);
+ * `api:login` and `api:signup` always count by client IP.
  */
 export function installRateLimit(app: FastifyInstance, deps: Deps): void {
   // Synchronous for the routes without a rate-limited operation (most): no promise per request.
@@ -42,7 +46,10 @@ export function installRateLimit(app: FastifyInstance, deps: Deps): void {
   });
 
   async function limit(request: FastifyRequest, reply: FastifyReply, operation: string): Promise<void> {
-    const caller = request.viewer ? `user:${request.viewer.uuid}` : `ip:${request.ip}`;
+    // Logging in and signing up count per client address whatever the headers say: a token sent
+    // along must not move the count to its user (each account would buy more password guesses).
+    const byAddress = PER_ADDRESS.has(operation) || !request.viewer;
+    const caller = byAddress ? `ip:${request.ip}` : `user:${request.viewer!.uuid}`;
     const decision = await countRequest(deps, operation, caller);
     if (!decision) return;
     const headers = {

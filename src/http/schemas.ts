@@ -13,6 +13,15 @@ export const NullableString = (opts: Record<string, unknown> = {}) =>
 export const NullableInteger = (opts: Record<string, unknown> = {}) =>
   Type.Unsafe<number | null>({ type: ['integer', 'null'], ...opts });
 
+/**
+ * A one-line name or title: no control characters (C0 including newlines and the ESC of ANSI
+ * escapes, DEL, C1). Spread into a string schema; a value with one is 400.
+ */
+export const NoControl = {
+  pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+  description: 'no control characters (ANSI escapes, newlines, tabs, NUL)',
+};
+
 export const ErrorBody = Type.Object(
   {
     error: Type.String({ description: 'stable snake_case code' }),

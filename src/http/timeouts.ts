@@ -18,6 +18,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** An event stream or a git transfer: the longer body and idle limits apply. */
     longLived?: boolean;
+    /** A long-lived route whose request body is small and read whole first (git-upload-pack): REQUEST_TIMEOUT_MS bounds it. */
+    shortBody?: boolean;
   }
 }
 
@@ -94,7 +96,8 @@ export function installTimeouts(app: FastifyInstance, cfg: TimeoutConfig): void 
     // (Node keeps the current value in socket.timeout; the server sets IDLE_TIMEOUT_MS on accept).
     if (socket.timeout !== idle) socket.setTimeout(idle);
     // A request without a body (most GETs) has nothing left to arrive: no body timer.
-    if (!long && request.raw.complete === false && expectsBody(request)) {
+    const bodyLimited = !long || request.routeOptions.config?.shortBody === true;
+    if (bodyLimited && request.raw.complete === false && expectsBody(request)) {
       const timer = setTimeout(() => {
         if (!request.raw.complete) cutOff(request, reply);
       }, cfg.requestTimeoutMs);

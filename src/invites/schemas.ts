@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { CreatedToken } from '../tokens/schemas.ts';
 import { User } from '../users/schemas.ts';
-import { NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const INVITE_STATUSES = ['pending', 'accepted', 'expired'] as const;
 export const INVITE_SORTS = ['created_at', '-created_at', 'expires_at', '-expires_at', 'email', '-email'] as const;
@@ -58,7 +58,7 @@ export const InviteParams = Type.Object({ uuid: Type.String({ maxLength: 100 }) 
 export const SignupBody = StrictObject({
   username: Type.String({ minLength: 1, maxLength: 39 }),
   email: Email,
-  display_name: Type.Optional(Type.String({ maxLength: 255 })),
+  display_name: Type.Optional(Type.String({ maxLength: 255, ...NoControl })),
   password: Type.Optional(Type.String({ minLength: 8, maxLength: 256, description: '8-256 characters' })),
   invite_uuid: Type.Optional(Type.String({ maxLength: 100 })),
 });

@@ -14,7 +14,8 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf, type EventKind } from '../events/service.ts';
-import { inTransaction, type TxContext } from '../core/transaction.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import { takeFromWindow } from '../ratelimits/counter.ts';
 import { minAccountAgeMs, readSettings } from '../settings/service.ts';
 import { canonicalTimestamp } from '../time.ts';
@@ -80,9 +81,13 @@ async function emitInviteEvent(tx: TxContext, viewer: Viewer, kind: EventKind, i
 export async function createInvite(deps: Deps, viewer: Viewer, input: Static<typeof CreateInviteBody>): Promise<InviteJson> {
   const nowMs = deps.clock.now().getTime();
   const expiresAt = futureTimestamp(input.expires_at, nowMs);
-  return inTransaction(deps, async (tx) => {
-    const settings = await readSettings(tx.db);
-    await assertCanCreateInvite(tx.db, viewer, settings, minAccountAgeMs(settings), nowMs);
+  const creating = decide(async (db, v: Viewer) => {
+    const settings = await readSettings(db);
+    await assertCanCreateInvite(db, v, settings, minAccountAgeMs(settings), nowMs);
+    return settings;
+  });
+  return command(deps, viewer, creating, async (tx) => {
+    const settings = tx.access;
     if (inviteLimitApplies(viewer)) {
       // Counted in this transaction: a create that fails later does not use up the quota, and a
       // deleted invite still counts (the quota is about invites made, not invites kept).
@@ -132,6 +137,14 @@ function assertPending(row: InviteRow, nowMs: number): void {
     throw conflict('invite_not_pending', `The invite is ${status}: only a pending invite can be changed.`);
 }
 
+/** An invite the viewer may change (its creator, or staff; 404 to anyone else). */
+const changing = (uuid: string) =>
+  decide(async (db, v: Viewer) => {
+    const row = await findInvite(db, uuid);
+    assertCanChangeInvite(v, row);
+    return row;
+  });
+
 export async function updateInvite(
   deps: Deps,
   viewer: Viewer,
@@ -140,9 +153,8 @@ export async function updateInvite(
 ): Promise<InviteJson> {
   const nowMs = deps.clock.now().getTime();
   const expiresAt = input.expires_at === undefined ? undefined : futureTimestamp(input.expires_at, nowMs);
-  return inTransaction(deps, async (tx) => {
-    const row = await findInvite(tx.db, uuid);
-    assertCanChangeInvite(viewer, row);
+  return command(deps, viewer, changing(uuid), async (tx) => {
+    const row = tx.access;
     assertPending(row, nowMs);
     const changes: Partial<InviteRow> = {};
     if (expiresAt !== undefined) changes.expires_at = expiresAt;
@@ -165,9 +177,8 @@ export async function updateInvite(
 
 export async function deleteInvite(deps: Deps, viewer: Viewer, uuid: string): Promise<void> {
   const nowMs = deps.clock.now().getTime();
-  await inTransaction(deps, async (tx) => {
-    const row = await findInvite(tx.db, uuid);
-    assertCanChangeInvite(viewer, row);
+  await command(deps, viewer, changing(uuid), async (tx) => {
+    const row = tx.access;
     assertPending(row, nowMs);
     const res = await tx.db
       .deleteFrom('signup_invites')

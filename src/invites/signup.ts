@@ -1,7 +1,8 @@
 import type { Static } from '@sinclair/typebox';
 import type { Deps } from '../deps.ts';
 import { conflict, forbidden, notFound } from '../errors.ts';
-import { inTransaction } from '../core/transaction.ts';
+import { command } from '../core/command.ts';
+import { nothing } from '../core/targets.ts';
 import { readSettings } from '../settings/service.ts';
 import { type UserJson, createUser, userToJson } from '../users/service.ts';
 import type { CreatedToken } from '../tokens/service.ts';
@@ -9,14 +10,15 @@ import type { SignupBody } from './schemas.ts';
 import { inviteStatus } from './service.ts';
 
 /**
- * POST /signup (decisions §2). In one transaction: the settings and the invite are checked, the
+ * POST /signup (README "Rate limits, site settings, signup invites, signup"). In one transaction: the settings and the invite are checked, the
  * user and a token are created, and the invite is marked accepted by a conditional update
  * ("still not accepted"), so of two signups racing for one invite exactly one commits; the other
  * is 409 invite_used. Two signups racing for one username: the unique index makes the second 409
  * username_taken. Any failure rolls everything back.
  */
 export async function signup(deps: Deps, input: Static<typeof SignupBody>): Promise<{ user: UserJson; token: CreatedToken }> {
-  return inTransaction(deps, async (tx) => {
+  // no caller: the rules are the site's settings and the invite, decided below
+  return command(deps, null, nothing, async (tx) => {
     const settings = await readSettings(tx.db);
     if (settings.signups_enabled !== 1) throw forbidden('Signups are disabled on this site.', 'signups_disabled');
     const inviteUuid = input.invite_uuid?.trim() || null;

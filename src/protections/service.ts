@@ -5,7 +5,8 @@ import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf, type EventKind } from '../events/service.ts';
-import { type TxContext, inTransaction } from '../core/transaction.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { onRepo } from '../core/targets.ts';
 import { isValidBranchPattern } from '../git/refname.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
@@ -127,8 +128,8 @@ export async function createProtection(
   ref: RepoRef,
   input: { branch: string; required_approvals?: number; required_status_contexts?: string[] },
 ): Promise<ProtectionJson> {
-  return inTransaction(deps, async (tx) => {
-    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+  return command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+    const { repo } = tx.access;
     const branch = checkPattern(input.branch);
     if (await branchTaken(tx.db, repo.uuid, branch)) throw duplicateBranch(branch);
     const now = nowIso();
@@ -169,8 +170,8 @@ export async function updateProtection(
   uuid: string,
   input: { branch?: string; required_approvals?: number; required_status_contexts?: string[] },
 ): Promise<ProtectionJson> {
-  return inTransaction(deps, async (tx) => {
-    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+  return command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+    const { repo } = tx.access;
     const row = await findProtection(tx.db, repo, uuid);
     const changes: Partial<ProtectionRow> = {};
     if (input.branch !== undefined && input.branch !== row.branch) {
@@ -209,8 +210,8 @@ export async function updateProtection(
 }
 
 export async function deleteProtection(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+  await command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+    const { repo } = tx.access;
     const row = await findProtection(tx.db, repo, uuid);
     await tx.db.deleteFrom('protections').where('uuid', '=', row.uuid).execute();
     await emitProtectionEvent(tx, viewer, repo, 'protection-deleted', { protection_uuid: row.uuid, branch: row.branch });
@@ -254,8 +255,8 @@ export async function addApprover(
   uuid: string,
   username: string,
 ): Promise<ApproverJson> {
-  return inTransaction(deps, async (tx) => {
-    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+  return command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+    const { repo } = tx.access;
     const protection = await findProtection(tx.db, repo, uuid);
     const user = await requireActiveUser(tx.db, username.trim());
     const already = () => conflict('conflict', `${user.username} is already an approver of this protection.`);
@@ -284,8 +285,8 @@ export async function addApprover(
 }
 
 export async function removeApprover(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string, userUuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const { repo } = await requireRepo(tx.db, viewer, ref, MANAGE);
+  await command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+    const { repo } = tx.access;
     const protection = await findProtection(tx.db, repo, uuid);
     const listed = await tx.db
       .selectFrom('protection_approvers as a')

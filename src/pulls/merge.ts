@@ -1,5 +1,6 @@
-import type { Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { RepoRef, RepoRow } from '../access/index.ts';
+import { instanceLease, ownerIsGone } from '../db/instance-lease.ts';
 import type { PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, conflict, notFound } from '../errors.ts';
@@ -21,8 +22,8 @@ export interface MergeResultJson {
   merged_by_username: string;
 }
 
-/** A claim older than this was left by a crashed process (git commands time out well before). */
-const STALE_CLAIM_MS = 10 * 60 * 1000;
+/** How often a running instance looks for claims whose owner is gone (another instance crashed). */
+const RECOVERY_EVERY_MS = 30_000;
 
 /**
  * Merges an open pull in three steps, so no database transaction stays open while git runs:
@@ -34,10 +35,12 @@ const STALE_CLAIM_MS = 10 * 60 * 1000;
  * 3. finish: one transaction sets `merge_commit_sha`, clears the claim and emits `pull-merged`;
  *    on any git failure (conflict, not fast-forward, error) the claim is undone instead and the
  *    pull is open again, with the branch unmoved.
- * A claim left by a crash is recovered by `recoverMergeClaims`.
  * Before the claim, an open pull's head is brought into the target repo (a fork pull's kept
  * head, `refs/pull/N/head`) and checked: no head is 409 source_branch_missing, a head the target
  * already contains 409 nothing_to_merge, and nothing changes (README "Pulls from forks").
+ * A claim left by a crash is recovered by `recoverMergeClaims`: each claim names the instance
+ * that holds it (`merge_claim_instance`, whose lease is src/db/instance-lease.ts), and a claim
+ * whose instance no longer holds its lease is finished or released at once.
  */
 export async function mergePull(
   deps: Deps,
@@ -53,6 +56,8 @@ export async function mergePull(
   await recoverMergeClaims(deps, pull.uuid);
   // Only an open pull: a closed or merged one gets its 409 from the claim below.
   const head = pull.status === 'open' ? await mergeableHead(deps, access.repo, pull) : null;
+  const lease = instanceLease(deps);
+  await lease.hold();
   let mergedAt = '';
   let repo!: RepoRow;
   const claimed = await command(deps, viewer, onPull(ref, number, { level: 'write', write: true }), async (tx) => {
@@ -67,6 +72,7 @@ export async function mergePull(
         merge_strategy: strategy,
         merge_pending: 1,
         merge_claim_sha: null,
+        merge_claim_instance: lease.id,
       })
       .where('uuid', '=', pull.uuid)
       .where('status', '=', 'open')
@@ -126,6 +132,7 @@ export async function mergePull(
       author: person(claimed.author_uuid),
       beforeMove: async (next) => {
         await deps.db.updateTable('pulls').set({ merge_claim_sha: next }).where('uuid', '=', pull.uuid).execute();
+        await testHold('before-move');
       },
     });
     if ('conflictPaths' in outcome) {
@@ -139,6 +146,7 @@ export async function mergePull(
       throw conflict('target_moved', 'The target branch kept moving during the merge: try again.');
     }
     sha = outcome.sha;
+    await testHold('after-move');
   } catch (err) {
     await releaseClaim(deps, pull.uuid);
     throw err;
@@ -175,7 +183,7 @@ async function finishMerge(
   return inTransaction(deps, async (tx) => {
     const res = await tx.db
       .updateTable('pulls')
-      .set({ merge_commit_sha: sha, merge_pending: 0, merge_claimed_at: null, merge_claim_sha: null })
+      .set({ merge_commit_sha: sha, merge_pending: 0, merge_claimed_at: null, merge_claim_sha: null, merge_claim_instance: null })
       .where('uuid', '=', pullUuid)
       .where('merge_pending', '=', 1)
       .executeTakeFirst();
@@ -215,6 +223,7 @@ async function releaseClaim(deps: Deps, pullUuid: string): Promise<void> {
       merge_pending: 0,
       merge_claimed_at: null,
       merge_claim_sha: null,
+      merge_claim_instance: null,
     })
     .where('uuid', '=', pullUuid)
     .where('merge_pending', '=', 1)
@@ -222,15 +231,18 @@ async function releaseClaim(deps: Deps, pullUuid: string): Promise<void> {
 }
 
 /**
- * Recovers merge claims older than the stale limit (all of them, or one pull's): when the
- * recorded tip is on the target branch the merge happened, so it is finished (with its event);
- * otherwise nothing moved and the pull is open again. The pull record then agrees with the branch.
+ * Recovers the merge claims (all of them, or one pull's) whose instance no longer holds its
+ * lease: when the recorded tip is on the target branch the merge happened, so it is finished
+ * (with its event); otherwise nothing moved and the pull is open again. The pull record then
+ * agrees with the branch. A running instance's claims are left alone. Returns how many were recovered.
  */
 export async function recoverMergeClaims(deps: Deps, pullUuid?: string): Promise<number> {
-  const cutoff = new Date(deps.clock.now().getTime() - STALE_CLAIM_MS).toISOString();
-  let q = deps.db.selectFrom('pulls').selectAll().where('merge_pending', '=', 1).where('merge_claimed_at', '<', cutoff);
+  let q = deps.db.selectFrom('pulls').selectAll().where('merge_pending', '=', 1);
   if (pullUuid) q = q.where('uuid', '=', pullUuid);
-  const stale: Selectable<PullsTable>[] = await q.execute();
+  const stale: Selectable<PullsTable>[] = [];
+  for (const p of await q.execute()) {
+    if (await ownerIsGone(deps.db as Kysely<unknown>, deps.dialect, p.merge_claim_instance)) stale.push(p);
+  }
   for (const p of stale) {
     const tip = await deps.git.branchSha(p.repo_uuid, p.target_branch);
     const landed = p.merge_claim_sha !== null && tip !== null && (await deps.git.contains(p.repo_uuid, tip, p.merge_claim_sha));
@@ -253,4 +265,36 @@ export async function recoverMergeClaims(deps: Deps, pullUuid?: string): Promise
     ).catch(() => undefined);
   }
   return stale.length;
+}
+
+/**
+ * Tests only: `WEFT_TEST_MERGE_HOLD=before-move|after-move` holds a merge there (the claim's tip
+ * recorded, the branch not yet moved; or moved but not yet finished), so a test can kill the process.
+ */
+async function testHold(stage: 'before-move' | 'after-move'): Promise<void> {
+  if (process.env.WEFT_TEST_MERGE_HOLD !== stage) return;
+  process.stderr.write(`weft-test: holding a merge (${stage})\n`);
+  await new Promise((r) => setTimeout(r, 600_000));
+}
+
+const recoveryTimers = new WeakMap<Deps, NodeJS.Timeout>();
+
+/**
+ * Start-up: takes this instance's lease, recovers every claim whose owner is gone at once, then
+ * looks again every 30 s (for instances that crash while this one runs).
+ */
+export async function startMergeRecovery(deps: Deps): Promise<void> {
+  await instanceLease(deps).hold();
+  const run = () => recoverMergeClaims(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));
+  await run();
+  const timer = setInterval(() => void run(), RECOVERY_EVERY_MS);
+  timer.unref();
+  recoveryTimers.set(deps, timer);
+}
+
+/** Shutdown: stops looking and gives the lease up (this instance's claims were finished or released by then). */
+export async function stopMergeRecovery(deps: Deps): Promise<void> {
+  clearInterval(recoveryTimers.get(deps));
+  recoveryTimers.delete(deps);
+  await instanceLease(deps).release();
 }

@@ -1,5 +1,5 @@
 import { type TLiteral, type TUnion, Type } from '@sinclair/typebox';
-import { NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const PULL_STATUSES = ['open', 'closed', 'merged'] as const;
 export const REVIEW_STATUSES = ['approved', 'changes_requested', 'commented'] as const;
@@ -62,7 +62,11 @@ export const Pull = Type.Object(
 );
 
 export const CreatePullBody = StrictObject({
-  title: Type.String({ maxLength: 4096, description: `non-blank, at most ${TITLE_MAX} characters after trimming` }),
+  title: Type.String({
+    maxLength: 4096,
+    ...NoControl,
+    description: `non-blank, at most ${TITLE_MAX} characters after trimming; no control characters`,
+  }),
   body: Type.String({ maxLength: BODY_MAX, description: `Markdown, at most ${BODY_MAX} characters; may be empty` }),
   source_branch: BranchName('the branch to merge from'),
   target_branch: BranchName('the branch to merge into; must differ from source_branch when both are in this repo'),
@@ -78,7 +82,11 @@ export const CreatePullBody = StrictObject({
 
 export const UpdatePullBody = StrictObject({
   title: Type.Optional(
-    Type.String({ maxLength: 4096, description: `non-blank, at most ${TITLE_MAX} characters after trimming` }),
+    Type.String({
+      maxLength: 4096,
+      ...NoControl,
+      description: `non-blank, at most ${TITLE_MAX} characters after trimming; no control characters`,
+    }),
   ),
   body: Type.Optional(Type.String({ maxLength: BODY_MAX })),
   status: Type.Optional(literals(PULL_STATUSES, 'open (reopen) or closed; merged is refused with 400: use the merge endpoint')),

@@ -11,7 +11,7 @@ import {
   repoUuidReadable,
   requireRepoPull,
 } from '../access/index.ts';
-import { compiledOnce, numberParam } from '../db/compiled.ts';
+import { compiledOnce, numberArg, numberParam } from '../db/fast-path.ts';
 import type { DB, PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, forbidden, notFound } from '../errors.ts';
@@ -73,7 +73,21 @@ function pullsWithNames(db: Kysely<DB>) {
     .select(['a.username as author_username', 'm.username as merged_by_username']);
 }
 
+/**
+ * A pull whose merge is still running (claimed, `merge_pending = 1`) reads as open: it is not
+ * merged until its commit has landed and `merge_commit_sha` is set (README "Git", merges).
+ */
 export function pullToJson(row: PullWithNames): PullJson {
+  if (row.merge_pending === 1) {
+    return {
+      ...pullToJson({ ...row, merge_pending: 0 }),
+      status: 'open',
+      closed_at: null,
+      merged_at: null,
+      merged_by_username: null,
+      merge_strategy: null,
+    };
+  }
   return {
     uuid: row.uuid,
     repo_uuid: row.repo_uuid,
@@ -294,8 +308,8 @@ export async function listPulls(
   // the same 404s as requireRepo, in one compiled statement (made with the token lookup: the
   // route is flagged repoRead)
   const { repo } = await readRepo(deps.database, viewer, ref);
-  const offset = opts.offset as unknown as string;
-  const limit = opts.limit as unknown as string;
+  const offset = numberArg(opts.offset);
+  const limit = numberArg(opts.limit);
   const rows = opts.status
     ? await pullPage.byStatus(deps.database, repo.uuid, opts.status, offset, limit)
     : await pullPage.all(deps.database, repo.uuid, offset, limit);

@@ -8,7 +8,8 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
 import { actorOf, type EventKind } from '../events/service.ts';
-import { inTransaction, type TxContext } from '../core/transaction.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import type { Viewer } from '../viewer.ts';
 import type { CreateRuleBody, RateLimitRule, UpdateRuleBody } from './schemas.ts';
 
@@ -63,9 +64,11 @@ export async function getRule(deps: Deps, viewer: Viewer, uuid: string): Promise
   return ruleToJson(await findRule(deps.db, uuid));
 }
 
+/** Rate-limit rules are staff's (403 otherwise). */
+const staffOnly = decide(async (_db, v: Viewer) => assertCanManageRateLimits(v));
+
 export async function createRule(deps: Deps, viewer: Viewer, input: Static<typeof CreateRuleBody>): Promise<RuleJson> {
-  assertCanManageRateLimits(viewer);
-  return inTransaction(deps, async (tx) => {
+  return command(deps, viewer, staffOnly, async (tx) => {
     const existing = await tx.db
       .selectFrom('rate_limit_rules')
       .select('uuid')
@@ -100,8 +103,7 @@ export async function updateRule(
   uuid: string,
   input: Static<typeof UpdateRuleBody>,
 ): Promise<RuleJson> {
-  assertCanManageRateLimits(viewer);
-  return inTransaction(deps, async (tx) => {
+  return command(deps, viewer, staffOnly, async (tx) => {
     const row = await findRule(tx.db, uuid);
     const changes: Partial<RuleRow> = {};
     if (input.scope !== undefined && input.scope !== row.scope) {
@@ -134,8 +136,7 @@ export async function updateRule(
 }
 
 export async function deleteRule(deps: Deps, viewer: Viewer, uuid: string): Promise<void> {
-  assertCanManageRateLimits(viewer);
-  await inTransaction(deps, async (tx) => {
+  await command(deps, viewer, staffOnly, async (tx) => {
     const row = await findRule(tx.db, uuid);
     await tx.db.deleteFrom('rate_limit_rules').where('uuid', '=', uuid).execute();
     await tx.db.deleteFrom('rate_limit_hits').where('scope', '=', row.scope).execute();

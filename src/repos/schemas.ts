@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NullableString, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, NullableString, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const VISIBILITIES = ['public', 'private'] as const;
 export const PULL_POLICIES = ['any', 'team', 'owner'] as const;
@@ -53,7 +53,12 @@ export const Repo = Type.Object(
   { additionalProperties: false, title: 'Repo' },
 );
 
-const Name = Type.String({ minLength: 1, maxLength: 255, description: 'display name, 1-255 characters, trimmed' });
+const Name = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  ...NoControl,
+  description: 'display name, 1-255 characters, trimmed; no control characters',
+});
 const SlugInput = Type.String({
   minLength: 1,
   maxLength: 200,

@@ -8,7 +8,6 @@ import {
   namespaceReadFilter,
   readRepo,
   requireNamespaceInsight,
-  requireRepo,
   requireRepoCreation,
   resolveOwner,
 } from '../access/index.ts';
@@ -16,8 +15,10 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict } from '../errors.ts';
 import { actorOf, teamActivityKey } from '../events/service.ts';
-import { type TxContext, inTransaction } from '../core/transaction.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { decide, onRepo } from '../core/targets.ts';
 import { reindexRepoVisibility } from '../events/actor-index.ts';
+import { releaseBlobs } from '../blobs/lifetime.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
@@ -122,8 +123,9 @@ export async function createRepo(
 ): Promise<RepoJson> {
   const name = cleanName(input.name);
   const slug = normalizeName('repo slug', input.slug);
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireRepoCreation(tx.db, viewer, kind, ownerName);
+  const creation = decide((db, v: Viewer) => requireRepoCreation(db, v, kind, ownerName));
+  return command(deps, viewer, creation, async (tx) => {
+    const owner = tx.access;
     const row = await insertRepo(
       deps,
       tx,
@@ -236,8 +238,8 @@ async function applyRepoChanges(
  * a taken slug 409 slug_taken.
  */
 export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input: UpdateRepoInput): Promise<RepoJson> {
-  return inTransaction(deps, async (tx) => {
-    const { repo, owner } = await requireRepo(tx.db, viewer, ref, { level: 'maintain', write: true });
+  return command(deps, viewer, onRepo(ref, { level: 'maintain', write: true }), async (tx) => {
+    const { repo, owner } = tx.access;
     if (input.max_disk_bytes !== undefined) assertCanSetDiskQuota(viewer);
     const changes: RepoChanges = {};
     if (input.name !== undefined) changes.name = cleanName(input.name);
@@ -281,8 +283,8 @@ async function shownRepo(db: Kysely<DB>, viewer: Viewer, json: RepoJson): Promis
 
 /** PUT/DELETE {repo}/archive: maintain level; idempotent; allowed on an archived repo. */
 export async function setArchived(deps: Deps, viewer: Viewer, ref: RepoRef, archived: boolean): Promise<RepoJson> {
-  return inTransaction(deps, async (tx) => {
-    const { repo } = await requireRepo(tx.db, viewer, ref, { level: 'maintain', write: true, allowArchived: true });
+  return command(deps, viewer, onRepo(ref, { level: 'maintain', write: true, allowArchived: true }), async (tx) => {
+    const { repo } = tx.access;
     const json = await applyRepoChanges(deps, tx, repo, { is_archived: archived ? 1 : 0 }, viewer, {
       action: archived ? 'archived' : 'unarchived',
     });
@@ -315,8 +317,11 @@ async function dropFromTeamActivity(tx: TxContext, repoUuid: string, teamUuid: s
 }
 
 export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<void> {
-  const deleted = await inTransaction(deps, async (tx) => {
-    const { repo, owner } = await requireRepo(tx.db, viewer, ref, { level: 'owner', write: true, allowArchived: true });
+  let blobs: { sha256: string }[] = [];
+  const deleted = await command(deps, viewer, onRepo(ref, { level: 'owner', write: true, allowArchived: true }), async (tx) => {
+    const { repo, owner } = tx.access;
+    // The uploads go with the repo (cascade): their blobs are deleted once this commits, unless shared.
+    blobs = await tx.db.selectFrom('uploads').select('sha256').distinct().where('repo_uuid', '=', repo.uuid).execute();
     const forks = await tx.db
       .selectFrom('repos')
       .select(['uuid', 'owner_kind', 'owner_uuid'])
@@ -365,6 +370,7 @@ export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
   // pulls from this repo into others keep their heads (README "Pulls from forks")
   await syncPullHeads(deps, await openPullsFrom(deps.db, deleted.uuid));
   await deps.git.remove(deleted);
+  await releaseBlobs(deps, blobs);
 }
 
 /** GET /teams/{t}/check-repo-slug and /users/{u}/check-repo-slug. */

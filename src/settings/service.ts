@@ -6,7 +6,8 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest } from '../errors.ts';
 import { actorOf } from '../events/service.ts';
-import { inTransaction } from '../core/transaction.ts';
+import { command } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import type { Viewer } from '../viewer.ts';
 import { normalizeAllowList } from '../hooks/allow-list.ts';
 import { parseDuration } from './duration.ts';
@@ -22,6 +23,8 @@ export const settingsToJson = (row: SettingsRow): SettingsJson => ({
   signup_invite_min_account_age: row.signup_invite_min_account_age,
   signups_enabled: row.signups_enabled === 1,
   signups_require_invite: row.signups_require_invite === 1,
+  max_timers_per_owner: row.max_timers_per_owner,
+  max_reply_versions: row.max_reply_versions,
   webhook_allowed_hosts: JSON.parse(row.webhook_allowed_hosts) as string[],
 });
 
@@ -50,30 +53,36 @@ export async function updateSettings(
     );
   }
   const allowedHosts = input.webhook_allowed_hosts === undefined ? undefined : normalizeAllowList(input.webhook_allowed_hosts);
-  return inTransaction(deps, async (tx) => {
-    assertCanManageSettings(viewer);
-    const changes: Partial<SettingsRow> = {};
-    if (input.rate_limits_enabled !== undefined) changes.rate_limits_enabled = input.rate_limits_enabled ? 1 : 0;
-    if (input.signup_invite_creators !== undefined) changes.signup_invite_creators = input.signup_invite_creators;
-    if (input.signup_invite_max_per_24h !== undefined) changes.signup_invite_max_per_24h = input.signup_invite_max_per_24h;
-    if (input.signup_invite_min_account_age !== undefined)
-      changes.signup_invite_min_account_age = input.signup_invite_min_account_age;
-    if (input.signups_enabled !== undefined) changes.signups_enabled = input.signups_enabled ? 1 : 0;
-    if (input.signups_require_invite !== undefined) changes.signups_require_invite = input.signups_require_invite ? 1 : 0;
-    if (allowedHosts !== undefined) changes.webhook_allowed_hosts = JSON.stringify(allowedHosts);
-    if (Object.keys(changes).length === 0) return settingsToJson(await readSettings(tx.db));
-    await tx.db
-      .updateTable('site_settings')
-      .set({ ...changes, updated_at: deps.clock.now().toISOString() })
-      .where('id', '=', 1)
-      .execute();
-    const after = settingsToJson(await readSettings(tx.db));
-    await tx.emit({
-      kind: 'settings-updated',
-      scopes: [`user:${viewer.uuid}`],
-      actor: actorOf(viewer),
-      payload: { changed: Object.keys(input), settings: after },
-    });
-    return after;
-  });
+  return command(
+    deps,
+    viewer,
+    decide(async (_db, v: Viewer) => assertCanManageSettings(v)),
+    async (tx) => {
+      const changes: Partial<SettingsRow> = {};
+      if (input.rate_limits_enabled !== undefined) changes.rate_limits_enabled = input.rate_limits_enabled ? 1 : 0;
+      if (input.signup_invite_creators !== undefined) changes.signup_invite_creators = input.signup_invite_creators;
+      if (input.signup_invite_max_per_24h !== undefined) changes.signup_invite_max_per_24h = input.signup_invite_max_per_24h;
+      if (input.signup_invite_min_account_age !== undefined)
+        changes.signup_invite_min_account_age = input.signup_invite_min_account_age;
+      if (input.signups_enabled !== undefined) changes.signups_enabled = input.signups_enabled ? 1 : 0;
+      if (input.signups_require_invite !== undefined) changes.signups_require_invite = input.signups_require_invite ? 1 : 0;
+      if (input.max_timers_per_owner !== undefined) changes.max_timers_per_owner = input.max_timers_per_owner;
+      if (input.max_reply_versions !== undefined) changes.max_reply_versions = input.max_reply_versions;
+      if (allowedHosts !== undefined) changes.webhook_allowed_hosts = JSON.stringify(allowedHosts);
+      if (Object.keys(changes).length === 0) return settingsToJson(await readSettings(tx.db));
+      await tx.db
+        .updateTable('site_settings')
+        .set({ ...changes, updated_at: deps.clock.now().toISOString() })
+        .where('id', '=', 1)
+        .execute();
+      const after = settingsToJson(await readSettings(tx.db));
+      await tx.emit({
+        kind: 'settings-updated',
+        scopes: [`user:${viewer.uuid}`],
+        actor: actorOf(viewer),
+        payload: { changed: Object.keys(input), settings: after },
+      });
+      return after;
+    },
+  );
 }

@@ -4,7 +4,8 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
 import { actorOf } from '../events/service.ts';
-import { type TxContext, inTransaction } from '../core/transaction.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import { nowIso } from '../time.ts';
 import { isUniqueViolation } from '../db/tx.ts';
 import { findUserByUsername, requireActiveUser } from '../users/service.ts';
@@ -96,31 +97,42 @@ export async function addMember(
 ): Promise<MemberJson> {
   let already = () => conflict('already_member', `${input.username.trim()} is already a member of the team.`);
   try {
-    return await inTransaction(deps, async (tx) => {
-      const { team } = await requireTeamManager(tx.db, viewer, teamSlug);
-      const user = await requireActiveUser(tx.db, input.username.trim());
-      already = () => conflict('already_member', `${user.username} is already a member of the team.`);
-      await lockTeam(tx, team.uuid);
-      const existing = await tx.db
-        .selectFrom('team_members')
-        .select('role')
-        .where('team_uuid', '=', team.uuid)
-        .where('user_uuid', '=', user.uuid)
-        .executeTakeFirst();
-      if (existing) throw already();
-      const created_at = nowIso();
-      await tx.db
-        .insertInto('team_members')
-        .values({ team_uuid: team.uuid, user_uuid: user.uuid, role: input.role, created_at, team_created_at: team.created_at })
-        .execute();
-      await tx.emit({
-        kind: 'member-added',
-        scopes: [`team:${team.uuid}`, `user:${user.uuid}`],
-        actor: actorOf(viewer),
-        payload: { team_uuid: team.uuid, team_slug: team.slug, user_uuid: user.uuid, username: user.username, role: input.role },
-      });
-      return { user_uuid: user.uuid, username: user.username, display_name: user.display_name, role: input.role, created_at };
-    });
+    return await command(
+      deps,
+      viewer,
+      decide((db, v: Viewer) => requireTeamManager(db, v, teamSlug)),
+      async (tx) => {
+        const { team } = tx.access;
+        const user = await requireActiveUser(tx.db, input.username.trim());
+        already = () => conflict('already_member', `${user.username} is already a member of the team.`);
+        await lockTeam(tx, team.uuid);
+        const existing = await tx.db
+          .selectFrom('team_members')
+          .select('role')
+          .where('team_uuid', '=', team.uuid)
+          .where('user_uuid', '=', user.uuid)
+          .executeTakeFirst();
+        if (existing) throw already();
+        const created_at = nowIso();
+        await tx.db
+          .insertInto('team_members')
+          .values({ team_uuid: team.uuid, user_uuid: user.uuid, role: input.role, created_at, team_created_at: team.created_at })
+          .execute();
+        await tx.emit({
+          kind: 'member-added',
+          scopes: [`team:${team.uuid}`, `user:${user.uuid}`],
+          actor: actorOf(viewer),
+          payload: {
+            team_uuid: team.uuid,
+            team_slug: team.slug,
+            user_uuid: user.uuid,
+            username: user.username,
+            role: input.role,
+          },
+        });
+        return { user_uuid: user.uuid, username: user.username, display_name: user.display_name, role: input.role, created_at };
+      },
+    );
   } catch (err) {
     if (isUniqueViolation(err)) throw already();
     throw err;
@@ -134,40 +146,48 @@ export async function updateMember(
   username: string,
   input: { role: TeamRole },
 ): Promise<MemberJson> {
-  return inTransaction(deps, async (tx) => {
-    const { team } = await requireTeamManager(tx.db, viewer, teamSlug);
-    await lockTeam(tx, team.uuid);
-    const member = await findMember(tx.db, team.uuid, username);
-    if (!member) throw notFound('Member');
-    if (member.role === input.role) return toJson(member);
-    if (member.role === 'owner' && (await ownerCount(tx, team.uuid)) <= 1) throw lastOwner();
-    await tx.db
-      .updateTable('team_members')
-      .set({ role: input.role })
-      .where('team_uuid', '=', team.uuid)
-      .where('user_uuid', '=', member.user_uuid)
-      .execute();
-    await tx.emit({
-      kind: 'member-updated',
-      scopes: [`team:${team.uuid}`, `user:${member.user_uuid}`],
-      actor: actorOf(viewer),
-      payload: {
-        team_uuid: team.uuid,
-        team_slug: team.slug,
-        user_uuid: member.user_uuid,
-        username: member.username,
-        role: input.role,
-        previous_role: member.role,
-      },
-    });
-    return toJson({ ...member, role: input.role });
-  });
+  return command(
+    deps,
+    viewer,
+    decide((db, v: Viewer) => requireTeamManager(db, v, teamSlug)),
+    async (tx) => {
+      const { team } = tx.access;
+      await lockTeam(tx, team.uuid);
+      const member = await findMember(tx.db, team.uuid, username);
+      if (!member) throw notFound('Member');
+      if (member.role === input.role) return toJson(member);
+      if (member.role === 'owner' && (await ownerCount(tx, team.uuid)) <= 1) throw lastOwner();
+      await tx.db
+        .updateTable('team_members')
+        .set({ role: input.role })
+        .where('team_uuid', '=', team.uuid)
+        .where('user_uuid', '=', member.user_uuid)
+        .execute();
+      await tx.emit({
+        kind: 'member-updated',
+        scopes: [`team:${team.uuid}`, `user:${member.user_uuid}`],
+        actor: actorOf(viewer),
+        payload: {
+          team_uuid: team.uuid,
+          team_slug: team.slug,
+          user_uuid: member.user_uuid,
+          username: member.username,
+          role: input.role,
+          previous_role: member.role,
+        },
+      });
+      return toJson({ ...member, role: input.role });
+    },
+  );
 }
 
 export async function removeMember(deps: Deps, viewer: Viewer, teamSlug: string, username: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const target = await findUserByUsername(tx.db, username);
-    const { team } = await requireMemberRemoval(tx.db, viewer, teamSlug, target?.uuid ?? null);
+  const removal = decide(async (db, v: Viewer) => {
+    const target = await findUserByUsername(db, username);
+    return requireMemberRemoval(db, v, teamSlug, target?.uuid ?? null);
+  });
+  await command(deps, viewer, removal, async (tx) => {
+    const { team } = tx.access;
     await lockTeam(tx, team.uuid);
     const member = await findMember(tx.db, team.uuid, username);
     if (!member) throw notFound('Member');

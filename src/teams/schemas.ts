@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { TEAM_ROLES } from '../access/index.ts';
-import { PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const Team = Type.Object(
   {
@@ -30,7 +30,12 @@ export const Member = Type.Object(
   { additionalProperties: false, title: 'TeamMember' },
 );
 
-const TeamName = Type.String({ minLength: 1, maxLength: 100, description: '1-100 characters, not blank' });
+const TeamName = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  ...NoControl,
+  description: '1-100 characters, not blank, no control characters',
+});
 const TeamSlug = Type.String({
   minLength: 1,
   maxLength: 39,

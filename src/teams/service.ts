@@ -5,7 +5,8 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict } from '../errors.ts';
 import { actorOf } from '../events/service.ts';
-import { inTransaction } from '../core/transaction.ts';
+import { command } from '../core/command.ts';
+import { anyUser, decide } from '../core/targets.ts';
 import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
 import { isUniqueViolation } from '../db/tx.ts';
@@ -50,7 +51,7 @@ export async function createTeam(deps: Deps, viewer: Viewer, input: { name: stri
   const slug = normalizeName('team slug', input.slug);
   if (isReserved('team slug', slug)) throw slugTaken(slug);
   try {
-    return await inTransaction(deps, async (tx) => {
+    return await command(deps, viewer, anyUser, async (tx) => {
       if (await isTeamSlugTaken(tx.db, slug)) throw slugTaken(slug);
       const now = nowIso();
       const row: TeamRow = { uuid: randomUUID(), name, slug, is_active: 1, created_at: now, updated_at: now };
@@ -111,37 +112,42 @@ export async function updateTeam(deps: Deps, viewer: Viewer, teamSlug: string, i
   const name = cleanTeamName(input.name);
   const slug = normalizeName('team slug', input.slug);
   try {
-    return await inTransaction(deps, async (tx) => {
-      const { team } = await requireTeamSettingsChange(tx.db, viewer, teamSlug, input);
-      if (slug !== team.slug && isReserved('team slug', slug)) throw slugTaken(slug);
-      const changes: Partial<TeamRow> = {};
-      if (name !== team.name) changes.name = name;
-      if (slug !== team.slug) changes.slug = slug;
-      if (input.is_active !== undefined && (input.is_active ? 1 : 0) !== team.is_active)
-        changes.is_active = input.is_active ? 1 : 0;
-      if (Object.keys(changes).length === 0) return team;
-      if (changes.slug !== undefined && (await isTeamSlugTaken(tx.db, slug))) throw slugTaken(slug);
-      const updated: TeamRow = { ...team, ...changes, updated_at: nowIso() };
-      await tx.db
-        .updateTable('teams')
-        .set({ ...changes, updated_at: updated.updated_at })
-        .where('uuid', '=', team.uuid)
-        .execute();
-      await tx.emit({
-        kind: 'team-updated',
-        scopes: [`team:${team.uuid}`],
-        actor: actorOf(viewer),
-        payload: {
-          team_uuid: team.uuid,
-          slug: updated.slug,
-          name: updated.name,
-          is_active: updated.is_active === 1,
-          fields: Object.keys(changes),
-          ...(changes.slug !== undefined ? { previous_slug: team.slug } : {}),
-        },
-      });
-      return updated;
-    });
+    return await command(
+      deps,
+      viewer,
+      decide((db, v: Viewer) => requireTeamSettingsChange(db, v, teamSlug, input)),
+      async (tx) => {
+        const { team } = tx.access;
+        if (slug !== team.slug && isReserved('team slug', slug)) throw slugTaken(slug);
+        const changes: Partial<TeamRow> = {};
+        if (name !== team.name) changes.name = name;
+        if (slug !== team.slug) changes.slug = slug;
+        if (input.is_active !== undefined && (input.is_active ? 1 : 0) !== team.is_active)
+          changes.is_active = input.is_active ? 1 : 0;
+        if (Object.keys(changes).length === 0) return team;
+        if (changes.slug !== undefined && (await isTeamSlugTaken(tx.db, slug))) throw slugTaken(slug);
+        const updated: TeamRow = { ...team, ...changes, updated_at: nowIso() };
+        await tx.db
+          .updateTable('teams')
+          .set({ ...changes, updated_at: updated.updated_at })
+          .where('uuid', '=', team.uuid)
+          .execute();
+        await tx.emit({
+          kind: 'team-updated',
+          scopes: [`team:${team.uuid}`],
+          actor: actorOf(viewer),
+          payload: {
+            team_uuid: team.uuid,
+            slug: updated.slug,
+            name: updated.name,
+            is_active: updated.is_active === 1,
+            fields: Object.keys(changes),
+            ...(changes.slug !== undefined ? { previous_slug: team.slug } : {}),
+          },
+        });
+        return updated;
+      },
+    );
   } catch (err) {
     if (isUniqueViolation(err)) throw slugTaken(slug);
     throw err;

@@ -3,13 +3,15 @@ import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
-import { type OnRepo, pagedRepoList } from '../http/repo-routes.ts';
+import { type OnRepo, onRepo, pagedRepoList } from '../http/repo-routes.ts';
+import { pageOf, pageParams } from '../http/paging.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
 import {
   CreateReplyBody,
   CreateThreadBody,
   ListQuery,
+  VersionsQuery,
   Participant,
   Reply,
   ReplyParam,
@@ -27,6 +29,7 @@ import {
   listParticipants,
   listReplies,
   listReplyVersions,
+  VERSION_PAGE_MAX_CHARS,
   listThreads,
   removeReply,
   removeThread,
@@ -244,14 +247,24 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         schema: {
           tags,
           summary: "A reply's versions, oldest first; each is a full snapshot",
+          description:
+            `A page is bounded in size as well as in count: it holds at most ${VERSION_PAGE_MAX_CHARS} characters of ` +
+            'bodies and their HTML (always at least one version). A page cut short by its size has a next link that ' +
+            'continues after its last version (after_version, page=1). A reply holds at most max_reply_versions versions ' +
+            '(site settings; default 1000).',
           params: replyParams,
-          querystring: ListQuery,
+          querystring: VersionsQuery,
           response: { 200: Page(ReplyVersion) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<ReplyParams>, p) =>
-        listReplyVersions(deps, viewer, ref, params.number, params.reply_number, p),
-      ),
+      async (request, reply) => {
+        const { viewer, ref, params } = onRepo<ReplyParams>(request);
+        const p = pageParams(request.query);
+        const afterVersion = request.query.after_version;
+        const page = await listReplyVersions(deps, viewer, ref, params.number, params.reply_number, { ...p, afterVersion });
+        const go = page.continueAfter === null ? undefined : { after_version: String(page.continueAfter), page: '1' };
+        return pageOf(request, reply, p, page.versions, undefined, go);
+      },
     );
   }
 }

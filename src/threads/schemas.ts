@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const TITLE_MAX = 256;
 export const BODY_MAX = 65_536;
@@ -9,7 +9,12 @@ export const REPLY_KINDS = ['comment', 'question', 'answer', 'decision'] as cons
 export const REPLY_STATUSES = ['open', 'resolved'] as const;
 export const LINK_KINDS = ['thread', 'reply', 'pull', 'review', 'commit', 'url'] as const;
 
-const Title = Type.String({ minLength: 1, maxLength: TITLE_MAX, description: `1-${TITLE_MAX} characters, trimmed, not blank` });
+const Title = Type.String({
+  minLength: 1,
+  maxLength: TITLE_MAX,
+  ...NoControl,
+  description: `1-${TITLE_MAX} characters, trimmed, not blank, no control characters`,
+});
 const Body = Type.String({ maxLength: BODY_MAX, description: `Markdown, at most ${BODY_MAX} characters` });
 const ReplyBody = Type.String({
   minLength: 1,
@@ -118,6 +123,12 @@ export const UpdateReplyBody = StrictObject({
 export type UpdateReplyInput = Static<typeof UpdateReplyBody>;
 
 export const ListQuery = Type.Object({ ...PageQuery });
+export const VersionsQuery = Type.Object({
+  ...PageQuery,
+  after_version: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'only versions after this one; page counts from there' }),
+  ),
+});
 const Num = Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 });
 export const ThreadParam = { number: Num };
 export const ReplyParam = { number: Num, reply_number: Num };

@@ -13,6 +13,7 @@ import { createMarkdownRenderer } from '../markdown/render.ts';
 import { nextRepoNumber } from '../repos/numbers.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
+import { readSettings } from '../settings/service.ts';
 import type { Viewer } from '../viewer.ts';
 import {
   type CreateReplyInput,
@@ -196,7 +197,7 @@ export async function updateThread(
   });
 }
 
-/** Soft removal (decisions §6); removing a removed thread is 204 and changes nothing. */
+/** Soft removal (docs/behaviour.md "Threads, replies, uploads and attachments"); removing a removed thread is 204 and changes nothing. */
 export async function removeThread(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<void> {
   await command(deps, viewer, onRepo(ref, READ), async (tx) => {
     // read level first: a missing thread or reply is 404 before the 403 of DISCUSS
@@ -286,14 +287,14 @@ async function loadReplyJson(db: Kysely<DB>, uuid: string): Promise<ReplyJson> {
   return replyToJson(await repliesWithNames(db).where('r.uuid', '=', uuid).executeTakeFirstOrThrow());
 }
 
-/** The reply with this number in the thread (removed ones included); 404 when there is none. */
-export async function findReply(db: Kysely<DB>, threadUuid: string, number: number): Promise<ReplyRow> {
-  const row = await db
-    .selectFrom('replies')
-    .selectAll()
-    .where('thread_uuid', '=', threadUuid)
-    .where('number', '=', number)
-    .executeTakeFirst();
+/**
+ * The reply with this number in the thread (removed ones included); 404 when there is none.
+ * `lock` (PostgreSQL) takes the reply's row lock until commit, so concurrent edits queue.
+ */
+export async function findReply(db: Kysely<DB>, threadUuid: string, number: number, lock = false): Promise<ReplyRow> {
+  let q = db.selectFrom('replies').selectAll().where('thread_uuid', '=', threadUuid).where('number', '=', number);
+  if (lock) q = q.forUpdate();
+  const row = await q.executeTakeFirst();
   if (!row) throw notFound('Reply');
   return row;
 }
@@ -421,7 +422,7 @@ export async function getReply(
 }
 
 /**
- * api.md Replies rules: omitted fields stay unchanged, `links` replaces the whole array, and
+ * docs/behaviour.md "Threads, replies, uploads and attachments": omitted fields stay unchanged, `links` replaces the whole array, and
  * every edit stores a full snapshot as the next version. A PATCH that changes nothing returns
  * the current version and stores none.
  */
@@ -438,7 +439,9 @@ export async function updateReply(
     // read level first: a missing thread or reply is 404 before the 403 of DISCUSS
     const access = tx.access;
     const thread = await findThread(tx.db, access.repo.uuid, number);
-    const row = await findReply(tx.db, thread.uuid, replyNumber);
+    // Serialised on the reply's row lock: every concurrent edit becomes a version of its own
+    // (SQLite's write lock already serialises them).
+    const row = await findReply(tx.db, thread.uuid, replyNumber, tx.dialect === 'postgres');
     assertRepoNeed(access, DISCUSS);
     assertCanEditPost(access, viewer, row.author_uuid);
     if (thread.removed_at) throw readOnly('thread');
@@ -451,6 +454,14 @@ export async function updateReply(
     };
     const fields = (Object.keys(next) as Array<keyof typeof next>).filter((k) => next[k] !== row[k]);
     if (fields.length === 0) return loadReplyJson(tx.db, row.uuid);
+    // A reply holds at most max_reply_versions versions (a site setting, README "Limits").
+    const { max_reply_versions: maxVersions } = await readSettings(tx.db);
+    if (row.version >= maxVersions) {
+      throw conflict(
+        'limit_reached',
+        `This reply already has ${row.version} versions, the most allowed (site setting max_reply_versions); post a new reply instead.`,
+      );
+    }
     const now = nowIso();
     // The version bump is conditional on the version read, so two concurrent edits cannot both
     // become the same version.
@@ -492,36 +503,59 @@ export async function removeReply(deps: Deps, viewer: Viewer, ref: RepoRef, numb
   });
 }
 
+/** The most text (bodies and their HTML) one page of a reply's versions carries, in UTF-16 code units. */
+export const VERSION_PAGE_MAX_CHARS = 1_048_576;
+
+/** A page of versions, and where to continue when the page was cut short by its size. */
+export interface VersionWindow {
+  versions: ReplyVersionJson[];
+  /** set when the page stopped at VERSION_PAGE_MAX_CHARS: the last version it holds (after_version) */
+  continueAfter: number | null;
+}
+
+/**
+ * A reply's versions, oldest first, after `afterVersion` when given. A page is bounded in size as
+ * well as in count: it stops before the version that would take its text past
+ * VERSION_PAGE_MAX_CHARS (always holding at least one), and then says where to continue.
+ */
 export async function listReplyVersions(
   deps: Deps,
   viewer: Viewer,
   ref: RepoRef,
   number: number,
   replyNumber: number,
-  page: PageArgs,
-): Promise<ReplyVersionJson[]> {
+  page: PageArgs & { afterVersion?: number },
+): Promise<VersionWindow> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
   const thread = await findThread(deps.db, repo.uuid, number);
   const reply = await findReply(deps.db, thread.uuid, replyNumber);
-  const rows = await deps.db
+  let q = deps.db
     .selectFrom('reply_versions as v')
     .innerJoin('users as u', 'u.uuid', 'v.editor_uuid')
     .selectAll('v')
     .select('u.username as editor_username')
-    .where('v.reply_uuid', '=', reply.uuid)
-    .orderBy('v.version')
-    .offset(page.offset)
-    .limit(page.limit)
-    .execute();
-  return rows.map((v) => ({
-    reply_uuid: v.reply_uuid,
-    version: v.version,
-    body: v.body,
-    body_html: markdown.render(v.body),
-    kind: v.kind,
-    status: v.status,
-    links: JSON.parse(v.links) as Link[],
-    editor_username: v.editor_username,
-    created_at: v.created_at,
-  }));
+    .where('v.reply_uuid', '=', reply.uuid);
+  if (page.afterVersion !== undefined) q = q.where('v.version', '>', page.afterVersion);
+  const rows = await q.orderBy('v.version').offset(page.offset).limit(page.limit).execute();
+  const versions: ReplyVersionJson[] = [];
+  let chars = 0;
+  for (const v of rows) {
+    const body_html = markdown.render(v.body);
+    chars += v.body.length + body_html.length;
+    if (versions.length > 0 && chars > VERSION_PAGE_MAX_CHARS) {
+      return { versions, continueAfter: versions.at(-1)!.version };
+    }
+    versions.push({
+      reply_uuid: v.reply_uuid,
+      version: v.version,
+      body: v.body,
+      body_html,
+      kind: v.kind,
+      status: v.status,
+      links: JSON.parse(v.links) as Link[],
+      editor_username: v.editor_username,
+      created_at: v.created_at,
+    });
+  }
+  return { versions, continueAfter: null };
 }

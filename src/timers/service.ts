@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { type TimerOwner, type TimerScopeRef, requireTimerScope } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { TimersTable } from '../db/tables/timers.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf, type EventKind } from '../events/service.ts';
-import { type TxContext, inTransaction } from '../core/transaction.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import { canonicalTimestamp } from '../time.ts';
+import { readSettings } from '../settings/service.ts';
 import type { Viewer } from '../viewer.ts';
 import {
   MAX_SECONDS,
@@ -63,7 +65,7 @@ export function timerToJson(row: TimerRow): TimerJson {
   };
 }
 
-/** The event scopes of a timer: its own and its owner's (decisions §8 scope strings). */
+/** The event scopes of a timer: its own and its owner's (docs/behaviour.md "Events and scopes"). */
 export const timerScopes = (row: { uuid: string; scope: string; owner_uuid: string }): string[] => [
   `timer:${row.uuid}`,
   `${row.scope}:${row.owner_uuid}`,
@@ -80,7 +82,7 @@ const hasScheduleFields = (i: ScheduleInput): boolean =>
   [i.run_in, i.run_at, i.every_seconds, i.time_of_day, i.days_of_week, i.timezone].some((v) => v !== undefined);
 
 /**
- * Exactly one schedule form (decisions §7): once (`run_in`, or `run_at` alone), interval
+ * Exactly one schedule form (README "Timers"): once (`run_in`, or `run_at` alone), interval
  * (`every_seconds` with an optional first `run_at`) or weekly (`time_of_day` + `days_of_week`);
  * `timezone` goes with any of them (default UTC).
  */
@@ -199,16 +201,51 @@ export async function listTimers(
 }
 
 export async function getTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, uuid: string): Promise<TimerJson> {
-  const owner = await requireTimerScope(deps.db, viewer, ref, false);
+  const owner = await requireTimerScope(deps.db, viewer, ref, false, true);
   return timerToJson(await findTimer(deps.db, owner, uuid));
+}
+
+/** A timer scope the viewer may change timers in (a write's target: README "Timers", Access). */
+const changeableScope = (ref: TimerScopeRef, item = false) =>
+  decide((db, v: Viewer) => requireTimerScope(db, v, ref, true, item));
+
+/** Advisory lock class of "one owner's timers" (PostgreSQL; SQLite's write lock serialises already). */
+const TIMER_OWNER_LOCK_CLASS = 7_401_030;
+
+/**
+ * An owner may hold at most `max_timers_per_owner` unfinished (active or paused) timers (a site
+ * setting, README "Limits"); one more is 409 limit_reached. Counted under a per-owner lock, so
+ * parallel creates cannot pass it together.
+ */
+async function assertTimerRoom(tx: TxContext, owner: TimerOwner): Promise<void> {
+  if (tx.dialect === 'postgres') {
+    await sql`select pg_advisory_xact_lock(${TIMER_OWNER_LOCK_CLASS}, hashtext(${`${owner.scope}:${owner.uuid}`}))`.execute(
+      tx.db,
+    );
+  }
+  const { max_timers_per_owner: max } = await readSettings(tx.db);
+  const { n } = await tx.db
+    .selectFrom('timers')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('scope', '=', owner.scope)
+    .where('owner_uuid', '=', owner.uuid)
+    .where('status', 'in', ['active', 'paused'])
+    .executeTakeFirstOrThrow();
+  if (Number(n) >= max) {
+    throw conflict(
+      'limit_reached',
+      `This ${owner.scope} already has ${Number(n)} active or paused timers, the most allowed (site setting max_timers_per_owner); delete or cancel one first.`,
+    );
+  }
 }
 
 export async function createTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, input: CreateInput): Promise<TimerJson> {
   const message = cleanMessage(input.message);
   const now = deps.clock.now();
   const schedule = parseSchedule(input, now);
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireTimerScope(tx.db, viewer, ref, true);
+  return command(deps, viewer, changeableScope(ref), async (tx) => {
+    const owner = tx.access;
+    await assertTimerRoom(tx, owner);
     const nowIso = now.toISOString();
     const row: TimerRow = {
       uuid: randomUUID(),
@@ -240,8 +277,8 @@ export async function updateTimer(
   const message = input.message === undefined ? undefined : cleanMessage(input.message);
   const now = deps.clock.now();
   const schedule = hasScheduleFields(input) ? parseSchedule(input, now) : null;
-  return inTransaction(deps, async (tx) => {
-    const owner = await requireTimerScope(tx.db, viewer, ref, true);
+  return command(deps, viewer, changeableScope(ref, true), async (tx) => {
+    const owner = tx.access;
     const row = await findTimer(tx.db, owner, uuid);
     if (row.status === 'completed' || row.status === 'cancelled') {
       throw conflict('timer_finished', `The timer is ${row.status}; it can no longer be changed.`);
@@ -272,8 +309,8 @@ export async function updateTimer(
 }
 
 export async function deleteTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef, uuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const owner = await requireTimerScope(tx.db, viewer, ref, true);
+  await command(deps, viewer, changeableScope(ref, true), async (tx) => {
+    const owner = tx.access;
     const row = await findTimer(tx.db, owner, uuid);
     await tx.db.deleteFrom('timers').where('uuid', '=', row.uuid).execute();
     await emitTimerEvent(tx, viewer, row, 'timer-deleted');

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 const tokenFields = {
   uuid: Type.String(),
@@ -19,7 +19,7 @@ export const CreatedToken = Type.Object(
 );
 
 export const CreateTokenBody = StrictObject({
-  name: Type.String({ minLength: 1, maxLength: 100 }),
+  name: Type.String({ minLength: 1, maxLength: 100, ...NoControl }),
   expires_at: Type.Optional(NullableString({ description: 'future ISO 8601 timestamp, or null for no expiry' })),
   username: Type.Optional(NullableString({ description: 'owner of the new token; another user needs staff' })),
 });

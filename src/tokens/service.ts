@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
 import { assertCanManageTokensOf, tokenVisibleTo } from '../access/index.ts';
 import { rememberRead, tokenWithRepoRead } from '../access/repo-read.ts';
-import { compiledOnce } from '../db/compiled.ts';
+import { compiledOnce, fastPathOn } from '../db/fast-path.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
-import { type TxContext, inTransaction } from '../core/transaction.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
 import type { AuthenticatedUser, RepoReadHint, Viewer } from '../viewer.ts';
 import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
@@ -84,7 +85,9 @@ export async function authenticate(
 ): Promise<{ viewer: Viewer; user: AuthenticatedUser } | null> {
   if (secret.length > MAX_SECRET_LENGTH) return null;
   const hash = hashSecret(secret);
-  // With a hint (GET {repo}, GET {repo}/pulls/{n}) the same statement reads the repo too.
+  // With a hint (GET {repo}, GET {repo}/pulls/{n}) the same statement reads the repo too
+  // (the fast path: with it off the token is read alone and the route reads its repo).
+  if (!fastPathOn()) hint = undefined;
   const read = hint ? await tokenWithRepoRead(deps.database, hash, hint) : undefined;
   const [row] = read ? [read.token as TokenLookupRow] : hint ? [] : await tokenByHash(deps.database, hash);
   if (!row || !hashesEqual(row.token_hash, hash)) return null;
@@ -162,7 +165,9 @@ export async function createTokenFor(
 
 async function ownerFor(db: Kysely<DB>, viewer: Viewer, username: string | null | undefined) {
   const wanted = username?.trim().toLowerCase();
-  if (!wanted || wanted === viewer.username) {
+  // a username given but blank is bad input, not "the caller"
+  if (wanted === '') throw badRequest('username must not be blank; omit it (or send null) for your own tokens.');
+  if (wanted === undefined || wanted === viewer.username) {
     return db.selectFrom('users').selectAll().where('uuid', '=', viewer.uuid).executeTakeFirstOrThrow();
   }
   assertCanManageTokensOf(viewer, wanted);
@@ -179,10 +184,15 @@ export async function createToken(
   const name = input.name.trim();
   if (!name) throw badRequest('name must not be blank.');
   validExpiry(input.expires_at);
-  return inTransaction(deps, async (tx) => {
-    const owner = await ownerFor(tx.db, viewer, input.username);
-    return createTokenFor(tx, owner, { name, expires_at: input.expires_at }, viewer);
-  });
+  return command(
+    deps,
+    viewer,
+    decide((db, v: Viewer) => ownerFor(db, v, input.username)),
+    async (tx) => {
+      const owner = tx.access;
+      return createTokenFor(tx, owner, { name, expires_at: input.expires_at }, viewer);
+    },
+  );
 }
 
 export const TOKEN_ORDERINGS = ['created_at', '-created_at', 'name', '-name', 'last_used_at', '-last_used_at'] as const;
@@ -223,13 +233,16 @@ async function visibleToken(db: Kysely<DB>, viewer: Viewer, uuid: string): Promi
   return row;
 }
 
+/** A token the viewer may see and change (a write's target). */
+const aToken = (uuid: string) => decide((db, v: Viewer) => visibleToken(db, v, uuid));
+
 export async function getToken(deps: Deps, viewer: Viewer, uuid: string): Promise<TokenJson> {
   return tokenToJson(await visibleToken(deps.db, viewer, uuid));
 }
 
 export async function deleteToken(deps: Deps, viewer: Viewer, uuid: string): Promise<void> {
-  await inTransaction(deps, async (tx) => {
-    const row = await visibleToken(tx.db, viewer, uuid);
+  await command(deps, viewer, aToken(uuid), async (tx) => {
+    const row = tx.access;
     const deleted = await tx.db.deleteFrom('api_tokens').where('uuid', '=', uuid).executeTakeFirst();
     // A concurrent delete got there first: this one deleted nothing and reports nothing.
     if (Number(deleted.numDeletedRows) === 0) throw notFound('API token');
@@ -244,8 +257,8 @@ export async function deleteToken(deps: Deps, viewer: Viewer, uuid: string): Pro
 
 /** Revoking is idempotent: a revoked token keeps its first revoked_at, and one event. */
 export async function revokeToken(deps: Deps, viewer: Viewer, uuid: string): Promise<TokenJson> {
-  return inTransaction(deps, async (tx) => {
-    const row = await visibleToken(tx.db, viewer, uuid);
+  return command(deps, viewer, aToken(uuid), async (tx) => {
+    const row = tx.access;
     if (row.revoked_at !== null) return tokenToJson(row);
     const revoked_at = nowIso();
     const updated = await tx.db

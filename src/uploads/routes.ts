@@ -11,24 +11,22 @@ import { pagedRepoList } from '../http/repo-routes.ts';
 import { etagMatches, parseRange } from '../http/ranges.ts';
 import { errors } from '../http/route-schemas.ts';
 import { ErrorBody, Page } from '../http/schemas.ts';
-import type { StoredBlob } from '../blobs/store.ts';
 import { CreateGroupBody, GroupParam, ListQuery, Upload, UploadGroup, UploadList, UploadParam, UploadQuery } from './schemas.ts';
 import {
   cleanContentType,
   createGroup,
   deleteGroup,
-  discardBlobs,
   getGroup,
   getUpload,
   listUploads,
   payloadTooLarge,
-  planUpload,
-  recordUploads,
   removeUpload,
   sanitizeFilename,
   type StoredFile,
   streamToBlob,
+  uploadFiles,
   uploadForDownload,
+  type UploadReceiver,
 } from './service.ts';
 
 type UploadParams = RepoParams & { upload_uuid: string };
@@ -54,48 +52,50 @@ function bodyStream(request: FastifyRequest): PassThrough {
   return pass;
 }
 
-async function rawUpload(deps: Deps, request: FastifyRequest): Promise<StoredFile> {
+/** A raw-body upload: the body is the file, named by `?filename=`. */
+function rawUpload(deps: Deps, request: FastifyRequest): UploadReceiver {
   const query = request.query as UploadQueryT;
   if (query.filename === undefined) throw badRequest('A raw-body upload needs ?filename=NAME.');
   const filename = sanitizeFilename(query.filename);
-  const plan = await planUpload(deps, requireViewer(request), repoRef(request.params as RepoParams), query.group_uuid);
-  const declared = Number(request.headers['content-length'] ?? NaN);
-  if (Number.isFinite(declared) && declared > plan.cap) throw payloadTooLarge(plan.cap);
-  const blob = await streamToBlob(deps, bodyStream(request), plan);
-  return { filename, contentType: cleanContentType(request.headers['content-type']), blob };
+  return async (plan, keep) => {
+    const declared = Number(request.headers['content-length'] ?? NaN);
+    if (Number.isFinite(declared) && declared > plan.cap) throw payloadTooLarge(plan.cap);
+    const blob = keep(await streamToBlob(deps, bodyStream(request), plan));
+    return [{ filename, contentType: cleanContentType(request.headers['content-type']), blob }];
+  };
 }
 
 /** Every `file` part streamed to the blob store in turn; any other part is 400. */
-async function multipartUpload(deps: Deps, request: FastifyRequest, stored: StoredBlob[]): Promise<StoredFile[]> {
+function multipartUpload(deps: Deps, request: FastifyRequest): UploadReceiver {
   const query = request.query as UploadQueryT;
   if (query.filename !== undefined) throw badRequest('filename is for raw-body uploads; multipart parts carry their own.');
-  const plan = await planUpload(deps, requireViewer(request), repoRef(request.params as RepoParams), query.group_uuid);
-  const files: StoredFile[] = [];
-  let used = 0;
-  try {
-    for await (const part of request.parts()) {
-      if (part.type !== 'file' || part.fieldname !== 'file') {
-        if (part.type === 'file') part.file.resume();
-        throw badRequest(`Unexpected multipart part "${part.fieldname}": send the files as parts named "file".`);
+  return async (plan, keep) => {
+    const files: StoredFile[] = [];
+    let used = 0;
+    try {
+      for await (const part of request.parts()) {
+        if (part.type !== 'file' || part.fieldname !== 'file') {
+          if (part.type === 'file') part.file.resume();
+          throw badRequest(`Unexpected multipart part "${part.fieldname}": send the files as parts named "file".`);
+        }
+        const filename = sanitizeFilename(part.filename ?? '');
+        const blob = keep(await streamToBlob(deps, part.file, plan, used));
+        if (part.file.truncated) throw payloadTooLarge(plan.cap);
+        used += blob.size;
+        files.push({ filename, contentType: cleanContentType(part.mimetype), blob });
       }
-      const filename = sanitizeFilename(part.filename ?? '');
-      const blob = await streamToBlob(deps, part.file, plan, used);
-      if (part.file.truncated) throw payloadTooLarge(plan.cap);
-      stored.push(blob);
-      used += blob.size;
-      files.push({ filename, contentType: cleanContentType(part.mimetype), blob });
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      const e = err as { code?: string; statusCode?: number; message?: string };
+      if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw payloadTooLarge(plan.cap);
+      if (e.code === 'FST_FILES_LIMIT' || e.code === 'FST_PARTS_LIMIT' || e.code === 'FST_FIELDS_LIMIT') {
+        throw new AppError(413, 'payload_too_large', `A multipart upload may carry at most ${MAX_PARTS} files.`);
+      }
+      throw badRequest(`Malformed multipart body: ${e.message ?? 'unreadable'}.`);
     }
-  } catch (err) {
-    if (err instanceof AppError) throw err;
-    const e = err as { code?: string; statusCode?: number; message?: string };
-    if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw payloadTooLarge(plan.cap);
-    if (e.code === 'FST_FILES_LIMIT' || e.code === 'FST_PARTS_LIMIT' || e.code === 'FST_FIELDS_LIMIT') {
-      throw new AppError(413, 'payload_too_large', `A multipart upload may carry at most ${MAX_PARTS} files.`);
-    }
-    throw badRequest(`Malformed multipart body: ${e.message ?? 'unreadable'}.`);
-  }
-  if (files.length === 0) throw badRequest('The multipart body has no "file" part.');
-  return files;
+    if (files.length === 0) throw badRequest('The multipart body has no "file" part.');
+    return files;
+  };
 }
 
 /** RFC 6266: an ASCII fallback plus `filename*` (RFC 8187) when the name is not plain ASCII. */
@@ -137,7 +137,9 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
               'no file part is 400); 201 {uploads: [...]}. The content is streamed to disk while its SHA-256 is computed and stored ' +
               `once per content. One file may be at most MAX_UPLOAD_BYTES (default 25 MiB; now ${cap}): 413 payload_too_large; ` +
               "beyond the repo's max_disk_bytes (active uploads plus git data): 413 quota_exceeded. A refused or broken upload " +
-              "stores nothing. ?group_uuid joins an upload group of this repo (another repo's group is 404).",
+              "stores nothing. ?group_uuid joins an upload group of this repo (another repo's group is 404). A filename with a " +
+              'bidirectional control character (U+202A-U+202E, U+2066-U+2069) is 400. A full disk is 507 insufficient_storage ' +
+              '(nothing stored). A blob is deleted once no active upload (and no upload in progress) references it.',
             params: repoParamsSchema(form),
             querystring: UploadQuery,
             consumes: ['application/octet-stream', 'multipart/form-data', '*/*'],
@@ -160,6 +162,10 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
                 'x-response-description':
                   'payload_too_large: a file over MAX_UPLOAD_BYTES; quota_exceeded: over the repo max_disk_bytes',
               } as never,
+              507: {
+                ...ErrorBody,
+                'x-response-description': 'insufficient_storage: the server disk is full; nothing was stored',
+              } as never,
             },
           },
         },
@@ -167,19 +173,12 @@ export async function uploadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           const viewer = requireViewer(request);
           const query = request.query as UploadQueryT;
           const ref = repoRef(request.params as RepoParams);
-          const stored: StoredBlob[] = [];
+          const multi = request.isMultipart();
           try {
-            if (request.isMultipart()) {
-              const files = await multipartUpload(deps, request, stored);
-              const uploads = await recordUploads(deps, viewer, ref, files, query.group_uuid);
-              return reply.status(201).send({ uploads });
-            }
-            const file = await rawUpload(deps, request);
-            stored.push(file.blob);
-            const [upload] = await recordUploads(deps, viewer, ref, [file], query.group_uuid);
-            return reply.status(201).send(upload!);
+            const receive = multi ? multipartUpload(deps, request) : rawUpload(deps, request);
+            const uploads = await uploadFiles(deps, viewer, ref, query.group_uuid, receive);
+            return reply.status(201).send(multi ? { uploads } : uploads[0]!);
           } catch (err) {
-            await discardBlobs(deps, stored);
             // The rest of a refused body is not read: close the connection after answering.
             if (!request.raw.complete) reply.header('connection', 'close');
             throw err;

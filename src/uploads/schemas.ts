@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const FILENAME_MAX = 255;
 
@@ -40,7 +40,14 @@ export const UploadGroup = Type.Object(
 export type UploadGroupJson = Static<typeof UploadGroup>;
 
 export const CreateGroupBody = StrictObject({
-  name: Type.Optional(NullableString({ minLength: 1, maxLength: 200, description: 'optional label, 1-200 characters' })),
+  name: Type.Optional(
+    NullableString({
+      minLength: 1,
+      maxLength: 200,
+      ...NoControl,
+      description: 'optional label, 1-200 characters, no control characters',
+    }),
+  ),
 });
 
 export const UploadQuery = Type.Object({

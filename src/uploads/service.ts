@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Kysely, Selectable } from 'kysely';
 import { assertCanRemoveUpload, CONTRIBUTE, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import { holdBlob, releaseBlobs } from '../blobs/lifetime.ts';
 import { BlobTooLargeError, type StoredBlob } from '../blobs/store.ts';
 import type { DB } from '../db/types.ts';
 import type { UploadGroupsTable, UploadsTable } from '../db/tables/threads.ts';
@@ -28,11 +29,19 @@ export const quotaExceeded = () =>
 
 // ---------------------------------------------------------------- names and types
 
+/** Bidirectional embedding, override and isolate controls: they make a name display as another. */
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
+
 /**
  * A stored filename: the part after the last `/` or `\` (no path tricks), without control
- * characters, trimmed. Empty, `.` and `..` are 400; so is a name longer than 255 characters.
+ * characters, trimmed. Empty, `.` and `..` are 400; so is a name longer than 255 characters, and
+ * one with a bidirectional control character (U+202A–U+202E, U+2066–U+2069: `invoice\u202Efdp.exe`
+ * would display as `invoiceexe.pdf`).
  */
 export function sanitizeFilename(raw: string): string {
+  if (BIDI_CONTROLS.test(raw)) {
+    throw badRequest('filename must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069).');
+  }
   const base = raw.split(/[/\\]/).pop() ?? '';
   // eslint-disable-next-line no-control-regex
   const name = base.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '').trim();
@@ -152,30 +161,74 @@ export async function planUpload(deps: Deps, viewer: Viewer, ref: RepoRef, group
   return { maxBytes: Math.min(cap, freeBytes), freeBytes, cap };
 }
 
-/** Streams one file into the blob store under the plan's limits (413 beyond them). */
-export async function streamToBlob(deps: Deps, content: Readable, plan: UploadPlan, usedBytes = 0): Promise<StoredBlob> {
+/** A stored blob and the hold that keeps it until its upload row commits or is refused. */
+export type HeldBlob = StoredBlob & { hold: string };
+
+/**
+ * Streams one file into the blob store under the plan's limits (413 beyond them). A hold on the
+ * content is committed before its bytes are published (src/blobs/lifetime.ts): the caller ends
+ * it by recording the upload or with `discardBlobs`.
+ */
+export async function streamToBlob(deps: Deps, content: Readable, plan: UploadPlan, usedBytes = 0): Promise<HeldBlob> {
   const free = Math.max(0, plan.freeBytes - usedBytes);
   const max = Math.min(plan.cap, free);
+  let hold = '';
   try {
-    return await deps.blobs.put(content, { maxBytes: max });
+    const blob = await deps.blobs.put(content, {
+      maxBytes: max,
+      beforePublish: async (sha256) => {
+        hold = await holdBlob(deps, sha256);
+      },
+    });
+    return { ...blob, hold };
   } catch (err) {
     if (err instanceof BlobTooLargeError) throw plan.cap <= free ? payloadTooLarge(plan.cap) : quotaExceeded();
     throw err;
   }
 }
 
-/** Removes stored blobs that no upload row refers to (after a refused or failed upload). */
-export async function discardBlobs(deps: Deps, blobs: StoredBlob[]): Promise<void> {
-  for (const blob of blobs) {
-    const used = await deps.db.selectFrom('uploads').select('uuid').where('sha256', '=', blob.sha256).executeTakeFirst();
-    if (!used) await deps.blobs.delete(blob.sha256).catch(() => undefined);
+/** Streams the request's files to the blob store under `plan`, handing each stored blob to `keep`. */
+export type UploadReceiver = (plan: UploadPlan, keep: (blob: HeldBlob) => HeldBlob) => Promise<StoredFile[]>;
+
+/**
+ * POST {repo}/uploads, the whole flow: access and the group checked before any byte is read
+ * (`planUpload`), the files streamed by `receive`, then the rows written by one command
+ * (`recordUploads`: access decided again on locked rows, the quota taken). On any failure the
+ * blobs this request stored are discarded (`discardBlobs`).
+ */
+export async function uploadFiles(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  groupUuid: string | undefined,
+  receive: UploadReceiver,
+): Promise<UploadJson[]> {
+  const plan = await planUpload(deps, viewer, ref, groupUuid);
+  const stored: HeldBlob[] = [];
+  try {
+    const files = await receive(plan, (blob) => {
+      stored.push(blob);
+      return blob;
+    });
+    return await recordUploads(deps, viewer, ref, files, groupUuid);
+  } catch (err) {
+    await discardBlobs(deps, stored);
+    throw err;
   }
+}
+
+/**
+ * After a refused or failed upload: drops its holds and deletes each blob nothing else references
+ * (an identical upload in progress holds its own, so its bytes stay).
+ */
+export async function discardBlobs(deps: Deps, blobs: HeldBlob[]): Promise<void> {
+  await releaseBlobs(deps, blobs);
 }
 
 export interface StoredFile {
   filename: string;
   contentType: string;
-  blob: StoredBlob;
+  blob: HeldBlob;
 }
 
 /**
@@ -227,6 +280,15 @@ export async function recordUploads(
       });
       out.push(json);
     }
+    // The rows reference the blobs now: their holds end in the same transaction.
+    await tx.db
+      .deleteFrom('blob_holds')
+      .where(
+        'id',
+        'in',
+        files.map((f) => f.blob.hold),
+      )
+      .execute();
     return out;
   });
 }
@@ -265,15 +327,15 @@ export async function uploadForDownload(deps: Deps, viewer: Viewer, ref: RepoRef
 
 /**
  * Sets `status: removed` (the uploader or maintain level) and gives its bytes back to the quota
- * with a delta. Removing a removed upload is 204 and changes nothing. The content-addressed
- * blob is kept (another upload may share it).
+ * with a delta. Removing a removed upload is 204 and changes nothing. Once that commits, the
+ * content-addressed blob is deleted unless another active upload (or one in progress) shares it.
  */
 export async function removeUpload(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<void> {
-  await command(deps, viewer, onRepo(ref, { level: 'read', write: true }), async (tx) => {
+  const sha256 = await command(deps, viewer, onRepo(ref, { level: 'read', write: true }), async (tx) => {
     const access = tx.access;
     const row = await findUpload(tx.db, access.repo.uuid, uuid);
     assertCanRemoveUpload(access, viewer, row.created_by_uuid);
-    if (row.status !== 'active') return;
+    if (row.status !== 'active') return null;
     const now = nowIso();
     const res = await tx.db
       .updateTable('uploads')
@@ -281,7 +343,7 @@ export async function removeUpload(deps: Deps, viewer: Viewer, ref: RepoRef, uui
       .where('uuid', '=', row.uuid)
       .where('status', '=', 'active')
       .executeTakeFirst();
-    if (Number(res.numUpdatedRows) === 0) return;
+    if (Number(res.numUpdatedRows) === 0) return null;
     const size = Number(row.size_bytes);
     await tx.db
       .updateTable('repos')
@@ -289,7 +351,9 @@ export async function removeUpload(deps: Deps, viewer: Viewer, ref: RepoRef, uui
       .where('uuid', '=', access.repo.uuid)
       .execute();
     await emitUploadEvent(tx, viewer, access, 'upload-removed', { upload_uuid: row.uuid, filename: row.filename });
+    return row.sha256;
   });
+  if (sha256) await releaseBlobs(deps, [{ sha256 }]);
 }
 
 // ---------------------------------------------------------------- groups

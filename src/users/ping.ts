@@ -1,7 +1,8 @@
 import { assertCanPing } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { actorOf } from '../events/service.ts';
-import { inTransaction } from '../core/transaction.ts';
+import { command } from '../core/command.ts';
+import { decide } from '../core/targets.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import type { Viewer } from '../viewer.ts';
 import { requireActiveUser } from './service.ts';
@@ -28,12 +29,16 @@ export interface PingResult {
  * checked by the route schema (at most MAX_PING_LENGTH characters, 400 beyond).
  */
 export async function pingUser(deps: Deps, viewer: Viewer, username: string, body: string): Promise<PingResult> {
-  const target = await requireActiveUser(deps.db, username);
-  await assertCanPing(deps.db, viewer, target);
-  const from = actorOf(viewer);
-  const to = { uuid: target.uuid, username: target.username };
   const body_html = markdown.render(body);
-  return inTransaction(deps, async (tx) => {
+  const pinging = decide(async (db, v: Viewer) => {
+    const target = await requireActiveUser(db, username);
+    await assertCanPing(db, v, target);
+    return target;
+  });
+  return command(deps, viewer, pinging, async (tx) => {
+    const target = tx.access;
+    const from = actorOf(viewer);
+    const to = { uuid: target.uuid, username: target.username };
     const event = await tx.emit({
       kind: 'user-mention',
       scopes: [`user:${target.uuid}`],

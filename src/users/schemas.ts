@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NullableString, PageQuery, StrictObject, Timestamp, UserRef } from '../http/schemas.ts';
+import { NoControl, NullableString, PageQuery, StrictObject, Timestamp, UserRef } from '../http/schemas.ts';
 
 export const PING_MENTIONS = ['everyone', 'team_only', 'disabled'] as const;
 
@@ -19,7 +19,7 @@ export const User = Type.Object(
 
 const Email = Type.String({ format: 'email', maxLength: 254 });
 const Password = Type.String({ minLength: 8, maxLength: 256, description: '8-256 characters' });
-const DisplayName = Type.String({ maxLength: 255 });
+const DisplayName = Type.String({ maxLength: 255, ...NoControl });
 
 export const CreateUserBody = StrictObject({
   username: Type.String({ minLength: 1, maxLength: 39 }),

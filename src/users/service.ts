@@ -5,7 +5,8 @@ import { containsText } from '../db/like.ts';
 import type { DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, conflict, notFound, unauthorized } from '../errors.ts';
-import { inTransaction } from '../core/transaction.ts';
+import { command } from '../core/command.ts';
+import { anyUser, decide } from '../core/targets.ts';
 import { currentTransaction, isUniqueViolation } from '../db/tx.ts';
 import { isReserved, nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
@@ -83,40 +84,45 @@ export async function createUser(
   assertCanCreateUsers(actor);
   const username = normalizeName('username', input.username);
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
-  return inTransaction(deps, async (tx) => {
-    const reserved = isReserved('username', username) && !opts.allowReserved;
-    const exists = await tx.db.selectFrom('users').select('uuid').where('username', '=', username).executeTakeFirst();
-    if (reserved || exists) {
-      throw conflict('username_taken', `The username "${username}" is not available.`);
-    }
-    const now = nowIso();
-    const row: UserRow = {
-      uuid: randomUUID(),
-      username,
-      display_name: (input.display_name ?? '').trim(),
-      email: input.email.trim(),
-      is_staff: input.is_staff ? 1 : 0,
-      is_active: 1,
-      ping_mentions: 'everyone',
-      password_hash: passwordHash,
-      created_at: now,
-      updated_at: now,
-    };
-    try {
-      await tx.db.insertInto('users').values(row).execute();
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict('username_taken', `The username "${username}" is not available.`);
-      throw err;
-    }
-    await tx.emit({
-      kind: 'user-created',
-      scopes: [`user:${row.uuid}`],
-      actor: actor ? { uuid: actor.uuid, username: actor.username } : null,
-      payload: { user_uuid: row.uuid, username },
-    });
-    const token = withToken ? await createTokenFor(tx, row, { name: withToken.name, secret: withToken.secret }, actor) : null;
-    return { user: row, token };
-  });
+  return command(
+    deps,
+    actor,
+    decide((_db, v: Viewer | null) => Promise.resolve(assertCanCreateUsers(v))),
+    async (tx) => {
+      const reserved = isReserved('username', username) && !opts.allowReserved;
+      const exists = await tx.db.selectFrom('users').select('uuid').where('username', '=', username).executeTakeFirst();
+      if (reserved || exists) {
+        throw conflict('username_taken', `The username "${username}" is not available.`);
+      }
+      const now = nowIso();
+      const row: UserRow = {
+        uuid: randomUUID(),
+        username,
+        display_name: (input.display_name ?? '').trim(),
+        email: input.email.trim(),
+        is_staff: input.is_staff ? 1 : 0,
+        is_active: 1,
+        ping_mentions: 'everyone',
+        password_hash: passwordHash,
+        created_at: now,
+        updated_at: now,
+      };
+      try {
+        await tx.db.insertInto('users').values(row).execute();
+      } catch (err) {
+        if (isUniqueViolation(err)) throw conflict('username_taken', `The username "${username}" is not available.`);
+        throw err;
+      }
+      await tx.emit({
+        kind: 'user-created',
+        scopes: [`user:${row.uuid}`],
+        actor: actor ? { uuid: actor.uuid, username: actor.username } : null,
+        payload: { user_uuid: row.uuid, username },
+      });
+      const token = withToken ? await createTokenFor(tx, row, { name: withToken.name, secret: withToken.secret }, actor) : null;
+      return { user: row, token };
+    },
+  );
 }
 
 export async function listUsers(
@@ -144,6 +150,11 @@ export async function getUser(deps: Deps, viewer: Viewer, username: string): Pro
   return assertUserVisible(viewer, await findUserByUsername(currentTransaction(deps.db) ?? deps.db, username));
 }
 
+/** The user named `username` as the viewer may see them (404 otherwise), read through `db`. */
+async function readUser(db: Kysely<DB>, viewer: Viewer, username: string): Promise<UserRow> {
+  return assertUserVisible(viewer, await findUserByUsername(db, username));
+}
+
 export interface UpdateUserInput {
   display_name?: string;
   email?: string;
@@ -157,9 +168,13 @@ export async function updateUser(deps: Deps, viewer: Viewer, username: string, i
   // Refused early, before the costly hashing; checked again with the transaction below.
   assertCanEditUser(viewer, (await getUser(deps, viewer, username)).uuid, input);
   const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
-  return inTransaction(deps, async (tx) => {
-    const row = await getUser(deps, viewer, username);
-    assertCanEditUser(viewer, row.uuid, input);
+  const editing = decide(async (db, v: Viewer) => {
+    const row = await readUser(db, v, username);
+    assertCanEditUser(v, row.uuid, input);
+    return row;
+  });
+  return command(deps, viewer, editing, async (tx) => {
+    const row = tx.access;
     // An empty update changes nothing: no write, no event.
     if (Object.values(input).every((v) => v === undefined)) return row;
     const changes: Partial<UserRow> = { updated_at: nowIso() };
@@ -189,21 +204,27 @@ export async function checkUsername(deps: Deps, raw: string): Promise<{ availabl
   return { available: false, suggestion: await suggestName('username', username, (c) => isUsernameTaken(deps.db, c)) };
 }
 
+/** The user a username and password name; 401 for a wrong pair (the API's login and the sign-in page). */
+export async function checkCredentials(deps: Deps, username: string, password: string): Promise<UserRow> {
+  const row = await findUserByUsername(deps.db, username.trim().toLowerCase());
+  const usable = row?.password_hash && row.is_active === 1 ? row.password_hash : null;
+  // Unknown users, users without a password and inactive users cost one scrypt too, so the
+  // response time does not tell which usernames exist.
+  const ok = await verifyPassword(password, usable ?? (await dummyPasswordHash()));
+  if (!row || !usable || !ok) throw unauthorized('Wrong username or password.');
+  return row;
+}
+
 export async function login(
   deps: Deps,
   input: { username: string; password: string; token_name: string },
 ): Promise<CreatedToken> {
-  const row = await findUserByUsername(deps.db, input.username.trim());
-  const usable = row?.password_hash && row.is_active === 1 ? row.password_hash : null;
-  // Unknown users, users without a password and inactive users cost one scrypt too, so the
-  // response time does not tell which usernames exist.
-  const ok = await verifyPassword(input.password, usable ?? (await dummyPasswordHash()));
-  if (!row || !usable || !ok) throw unauthorized('Wrong username or password.');
+  const row = await checkCredentials(deps, input.username, input.password);
   const name = input.token_name.trim();
   if (!name) throw badRequest('token_name must not be blank.');
-  return inTransaction(deps, (tx) =>
-    createTokenFor(tx, row, { name }, { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: '' }),
-  );
+  // the password decided who the caller is; the token is theirs
+  const caller = { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: '' };
+  return command(deps, caller, anyUser, (tx) => createTokenFor(tx, row, { name }, caller));
 }
 
 /** BOOTSTRAP_ADMIN_TOKEN: create the staff user with that exact secret when it does not exist. */

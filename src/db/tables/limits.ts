@@ -1,7 +1,7 @@
 import type { Generated } from 'kysely';
 import type { Bool01 } from '../types.ts';
 
-/** The one row (id 1) of site settings (decisions §9). */
+/** The one row (id 1) of site settings (README "Rate limits, site settings, signup invites, signup"). */
 export interface SiteSettingsTable {
   id: number;
   rate_limits_enabled: Bool01;
@@ -10,6 +10,10 @@ export interface SiteSettingsTable {
   signup_invite_min_account_age: string; // a duration such as 7d
   signups_enabled: Bool01;
   signups_require_invite: Bool01;
+  /** unfinished (active or paused) timers one owner may have (migration 180) */
+  max_timers_per_owner: Generated<number>;
+  /** versions one reply may have (migration 180) */
+  max_reply_versions: Generated<number>;
   /** JSON array of host names, IP addresses and CIDR ranges webhooks may reach (migration 140) */
   webhook_allowed_hosts: string;
   updated_at: string;

@@ -4,7 +4,7 @@ import type { Deps } from '../deps.ts';
 import { pullHeadForReading } from '../pulls/heads.ts';
 import { requirePull } from '../pulls/service.ts';
 import type { Viewer } from '../viewer.ts';
-import { branchMatchesPattern } from './refname.ts';
+import { branchMatchesPattern } from '../git/refname.ts';
 import { pullFiles } from '../code/pulls.ts';
 import type { DiffFile } from '../code/schemas.ts';
 import type { Branch, Commit } from './schemas.ts';

@@ -1,0 +1,10 @@
+import type { Deps } from '../deps.ts';
+import { eventPage } from '../events/feed.ts';
+import type { EventRecord } from '../events/service.ts';
+import type { Viewer } from '../viewer.ts';
+
+/** A scope's newest events as the caller may see them (GET /events), newest first. */
+export async function activityOfScope(deps: Deps, viewer: Viewer, scope: string, perPage = 20): Promise<EventRecord[]> {
+  const page = await eventPage(deps, viewer, { scope, perPage });
+  return [...page.results].reverse();
+}

@@ -1,0 +1,136 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * The pages' scripts and styles, served by this process (README "Web interface": pages load
+ * nothing from another origin, and there is no build step for the browser): htmx and its SSE
+ * extension from node_modules, highlight.js's theme, and Weft's own stylesheet and script.
+ */
+const require = createRequire(import.meta.url);
+
+const WEFT_JS = `'use strict';
+// Live parts (README "Web interface"): every event element is keyed by its id (article#event-ID).
+// An event already on the page is not shown twice, and the stream's address keeps the newest id
+// seen, so when htmx's SSE extension reconnects (after a restart, also behind a proxy that
+// answered 502) it resumes from there: no gap, no duplicate.
+document.addEventListener('htmx:sseBeforeMessage', function (e) {
+  var id = e.detail && e.detail.lastEventId;
+  if (!id || !/^[0-9]+$/.test(id)) return;
+  var source = e.target.closest('[sse-connect]');
+  if (source) {
+    var url = new URL(source.getAttribute('sse-connect'), location.href);
+    var had = url.searchParams.get('last_event_id');
+    if (!had || BigInt(had) < BigInt(id)) {
+      url.searchParams.set('last_event_id', id);
+      source.setAttribute('sse-connect', url.pathname + url.search);
+    }
+  }
+  if (document.getElementById('event-' + id)) e.preventDefault();
+});
+document.addEventListener('htmx:sseMessage', function (e) {
+  var feed = e.target.getAttribute('hx-target');
+  var list = feed ? document.querySelector(feed) : e.target;
+  var empty = list && list.parentElement && list.parentElement.querySelector('.feed-empty');
+  if (empty) empty.remove();
+});
+document.addEventListener('htmx:sseOpen', function (e) {
+  var status = document.getElementById('live-status');
+  if (status) status.textContent = 'live';
+});
+document.addEventListener('htmx:sseError', function () {
+  var status = document.getElementById('live-status');
+  if (status) status.textContent = 'reconnecting…';
+});
+`;
+
+const WEFT_CSS = `:root{--fg:#1b1f24;--muted:#57606a;--bg:#fff;--line:#d0d7de;--accent:#0550ae;--ok:#116329;--bad:#a40e26;--soft:#f6f8fa}
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+a{color:var(--accent)}
+.skip{position:absolute;left:-999px}.skip:focus{left:8px;top:8px;background:#fff;padding:4px}
+header.top{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;padding:8px 16px;border-bottom:1px solid var(--line);background:var(--soft)}
+header.top .brand{font-weight:700;text-decoration:none;color:var(--fg)}
+header.top nav{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin-left:auto}
+header.top form{margin:0}
+main{max-width:1100px;margin:0 auto;padding:16px}
+h1{font-size:1.5rem;margin:.5rem 0 1rem;overflow-wrap:anywhere}
+h2{font-size:1.2rem;margin:1.5rem 0 .5rem}
+.crumbs{color:var(--muted);margin:0 0 .25rem;overflow-wrap:anywhere}
+.tabs{display:flex;flex-wrap:wrap;gap:4px 16px;border-bottom:1px solid var(--line);margin-bottom:16px;padding-bottom:4px}
+.tabs a[aria-current=page]{font-weight:700;color:var(--fg)}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:16px}
+.box{border:1px solid var(--line);border-radius:6px;padding:12px;margin-bottom:16px;min-width:0}
+ul.plain{list-style:none;padding:0;margin:0}
+ul.plain>li{padding:6px 0;border-bottom:1px solid var(--line);overflow-wrap:anywhere}
+ul.plain>li:last-child{border-bottom:0}
+.muted{color:var(--muted)}
+.badge{display:inline-block;padding:0 8px;border-radius:10px;font-size:.85rem;border:1px solid var(--line);background:var(--soft);color:var(--fg)}
+.badge.open{background:#dafbe1;border-color:#4ac26b;color:#0f5323}.badge.merged{background:#fbefff;border-color:#c297ff;color:#512a97}.badge.closed{background:#ffebe9;border-color:#ff8182;color:#82071e}
+.badge.approved{background:#dafbe1;color:#0f5323}.badge.changes_requested{background:#ffebe9;color:#82071e}
+form.stack{display:grid;gap:8px;max-width:640px}
+label{font-weight:600}
+input[type=text],input[type=password],input:not([type]),textarea,select{width:100%;font:inherit;padding:6px 8px;border:1px solid var(--muted);border-radius:6px;background:#fff;color:var(--fg)}
+textarea{min-height:6rem}
+button{font:inherit;padding:6px 14px;border-radius:6px;border:1px solid var(--muted);background:var(--soft);color:var(--fg);cursor:pointer}
+button.primary{background:#1f883d;border-color:#1a7f37;color:#fff}
+button.link{border:0;background:none;color:var(--accent);padding:0;text-decoration:underline}
+.error{border:1px solid var(--bad);background:#ffebe9;color:#82071e;padding:8px 12px;border-radius:6px}
+.markdown{overflow-wrap:anywhere}.markdown pre{overflow-x:auto;background:var(--soft);padding:8px}
+pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9rem}
+.feed{list-style:none;padding:0;margin:0}
+.weft-event{border-bottom:1px solid var(--line);padding:6px 0;overflow-wrap:anywhere}
+.weft-event header{font-size:.95rem}.weft-event .kind{font-weight:600}.weft-event time{color:var(--muted);margin-left:6px}
+.weft-event dl{display:none}
+.weft-event .body p{margin:.25rem 0}
+.table-wrap{overflow-x:auto}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line)}
+.diff{overflow-x:auto;border:1px solid var(--line);border-radius:6px;margin-bottom:12px}
+.diff h3{margin:0;padding:6px 8px;background:var(--soft);font-size:.95rem;border-bottom:1px solid var(--line);overflow-wrap:anywhere}
+.diff table{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}
+.diff td{border:0;padding:0 8px;white-space:pre;vertical-align:top}
+.diff td.n{color:var(--muted);text-align:right;user-select:none;width:1%}
+.diff tr.add td{background:#dafbe1}.diff tr.del td{background:#ffebe9}.diff tr.hunk td{background:#ddf4ff;color:var(--muted)}
+.code{overflow-x:auto;border:1px solid var(--line);border-radius:6px}
+.code table td{border:0;padding:0 8px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}
+.code td.n{color:var(--muted);text-align:right;user-select:none;width:1%}
+.code td{vertical-align:top}.code pre{margin:0;padding:6px 0;line-height:1.45}.code pre code.hljs{padding:0;background:none;overflow:visible}
+.row{display:flex;flex-wrap:wrap;gap:8px;align-items:center}
+.reply{border:1px solid var(--line);border-radius:6px;margin-bottom:12px}
+.reply>header{background:var(--soft);padding:6px 10px;border-bottom:1px solid var(--line);display:flex;flex-wrap:wrap;gap:8px}
+.reply>.markdown{padding:6px 10px}
+details>summary{cursor:pointer}
+@media (max-width:600px){main{padding:10px}h1{font-size:1.25rem}header.top nav{margin-left:0}}
+`;
+
+interface Asset {
+  type: string;
+  body: string | Buffer;
+}
+
+function load(): Record<string, Asset> {
+  const js = 'text/javascript; charset=utf-8';
+  return {
+    'htmx.min.js': { type: js, body: readFileSync(require.resolve('htmx.org/dist/htmx.min.js')) },
+    'sse.js': { type: js, body: readFileSync(require.resolve('htmx-ext-sse/dist/sse.min.js')) },
+    'weft.js': { type: js, body: WEFT_JS },
+    'weft.css': { type: 'text/css; charset=utf-8', body: WEFT_CSS },
+    'highlight.css': {
+      type: 'text/css; charset=utf-8',
+      body: readFileSync(require.resolve('highlight.js/styles/github.min.css')),
+    },
+  };
+}
+
+export async function assetRoutes(app: FastifyInstance): Promise<void> {
+  const assets = load();
+  app.get<{ Params: { name: string } }>(
+    '/static/:name',
+    { config: { public: true }, schema: { hide: true } },
+    async (request, reply) => {
+      const asset = assets[request.params.name];
+      if (!asset) return reply.status(404).type('text/plain; charset=utf-8').send('Not found.');
+      return reply.header('cache-control', 'public, max-age=3600').type(asset.type).send(asset.body);
+    },
+  );
+}

@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import { SESSION_COOKIE_NAME } from '../http/auth.ts';
+import { SESSION_TTL_MS, revokeSession, startSession } from '../sessions/service.ts';
+import { checkCredentials } from '../users/service.ts';
+import { requirePage, seeOther, sendPage } from './context.ts';
+import { html } from './html.ts';
+import { layout } from './layout.ts';
+
+/** The cookie that binds the sign-in form to the browser that loaded it (login CSRF). */
+export const LOGIN_COOKIE = 'weft_login';
+
+/** Where to go after signing in: a path on this site only (never `//host` or a scheme). */
+export function localPath(next: unknown): string {
+  return typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) && next.length <= 2000 ? next : '/';
+}
+
+export function cookie(deps: Deps, name: string, value: string, maxAgeSeconds: number): string {
+  const secure = deps.config.publicUrl.startsWith('https:') ? '; Secure' : '';
+  return `${name}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
+const LoginForm = Type.Object(
+  {
+    _csrf: Type.Optional(Type.String({ maxLength: 100 })),
+    username: Type.String({ maxLength: 200 }),
+    password: Type.String({ maxLength: 1000 }),
+    next: Type.Optional(Type.String({ maxLength: 2000 })),
+  },
+  { additionalProperties: false },
+);
+const LogoutForm = Type.Object({ _csrf: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false });
+
+export function loginPageFor(
+  reply: FastifyReply,
+  deps: Deps,
+  next: string,
+  opts: { error?: string; username?: string; status?: number } = {},
+) {
+  const bound = randomBytes(18).toString('base64url');
+  reply.header('set-cookie', cookie(deps, LOGIN_COOKIE, bound, 3600));
+  return sendPage(
+    reply,
+    layout(
+      { title: 'Sign in', caller: null },
+      html`<h1>Sign in to Weft</h1>
+        ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+        <form class="stack" method="post" action="/login">
+          <input type="hidden" name="_csrf" value="${bound}" />
+          <input type="hidden" name="next" value="${next}" />
+          <label for="username">Username</label>
+          <input id="username" name="username" type="text" autocomplete="username" required value="${opts.username ?? ''}" />
+          <label for="password">Password</label>
+          <input id="password" name="password" type="password" autocomplete="current-password" required />
+          <div><button type="submit" class="primary">Sign in</button></div>
+        </form>`,
+    ),
+    opts.status ?? 200,
+  );
+}
+
+/** `GET/POST /login`, `POST /logout` (README "Web interface"). */
+export async function authPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  r.get(
+    '/login',
+    {
+      config: { public: true },
+      schema: { hide: true, querystring: Type.Object({ next: Type.Optional(Type.String({ maxLength: 2000 })) }) },
+    },
+    async (request, reply) => {
+      const next = localPath(request.query.next);
+      if (request.page) return seeOther(reply, next);
+      return loginPageFor(reply, deps, next);
+    },
+  );
+
+  r.post(
+    '/login',
+    // The stored rate-limit rule for api:login applies here too (http/rate-limit.ts).
+    { config: { public: true, rateLimit: 'api:login' }, schema: { hide: true, body: LoginForm } },
+    async (request, reply) => {
+      const next = localPath(request.body.next);
+      let user;
+      try {
+        user = await checkCredentials(deps, request.body.username, request.body.password);
+      } catch (err) {
+        if (err instanceof AppError && err.status === 401) {
+          return loginPageFor(reply, deps, next, { error: err.detail, username: request.body.username, status: 401 });
+        }
+        throw err;
+      }
+      const { secret } = await startSession(deps, user, request.headers['user-agent']);
+      reply.header('set-cookie', [
+        cookie(deps, SESSION_COOKIE_NAME, secret, SESSION_TTL_MS / 1000),
+        cookie(deps, LOGIN_COOKIE, '', 0),
+      ]);
+      return seeOther(reply, next);
+    },
+  );
+
+  r.post('/logout', { config: { public: true }, schema: { hide: true, body: LogoutForm } }, async (request, reply) => {
+    const caller = requirePage(request);
+    await revokeSession(deps, caller.viewer, caller.sessionUuid);
+    reply.header('set-cookie', cookie(deps, SESSION_COOKIE_NAME, '', 0));
+    return seeOther(reply, '/login');
+  });
+}

@@ -1,0 +1,259 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import hljs from 'highlight.js';
+import { compare, getCommit, getContents, listCommits, listTags, openRepo } from '../code/service.ts';
+import type { Deps } from '../deps.ts';
+import { notFound } from '../errors.ts';
+import { resolveRefAndPath } from '../git/resolve.ts';
+import { createMarkdownRenderer } from '../markdown/render.ts';
+import { getRepo } from '../repos/service.ts';
+import type { RepoJson } from '../repos/view.ts';
+import type { Viewer } from '../viewer.ts';
+import type { RepoRef } from '../access/index.ts';
+import { pageWindow, requirePage, sendPage } from './context.ts';
+import { renderDiff } from './diff.ts';
+import { type Html, html, pager, seg, trusted } from './html.ts';
+import { repoHref } from './home-pages.ts';
+import { layout } from './layout.ts';
+import { pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+
+const markdown = createMarkdownRenderer();
+const Rest = { '*': Type.String({ maxLength: 4096 }) };
+const PageQuery = Type.Object(
+  { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
+  { additionalProperties: false },
+);
+/** Files larger than this are not highlighted (shown plain). */
+const MAX_HIGHLIGHT_BYTES = 256 * 1024;
+
+const segPath = (path: string) => path.split('/').map(seg).join('/');
+
+/** Where a ref and a path inside it are: `/tree/{ref}/{path}` or `/blob/{ref}/{path}`. */
+const at = (repo: RepoJson, kind: 'tree' | 'blob', ref: string, path: string) =>
+  `${repoHref(repo)}/${kind}/${segPath(ref)}${path ? `/${segPath(path)}` : ''}`;
+
+/** The path as links, each segment to its directory. */
+function crumbs(repo: RepoJson, ref: string, path: string): Html {
+  const parts = path ? path.split('/') : [];
+  return html`<p class="crumbs">
+    <a href="${at(repo, 'tree', ref, '')}">${repo.slug}</a>${parts.map(
+      (p, i) =>
+        html` / ${i === parts.length - 1 ? p : html`<a href="${at(repo, 'tree', ref, parts.slice(0, i + 1).join('/'))}">${p}</a>`}`,
+    )} <span class="badge">${ref}</span>
+  </p>`;
+}
+
+/** A directory listing and its README rendered (the repo's home page and `/tree/…`). */
+export async function treeView(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  repo: RepoJson,
+  refName: string,
+  path: string,
+): Promise<Html> {
+  const dir = await getContents(deps, viewer, ref, path, refName);
+  const entries = dir.body.entries ?? [];
+  const readme = entries.find((e) => e.type === 'file' && /^readme(\.md|\.markdown|\.txt)?$/i.test(e.name));
+  let readmeHtml: Html = html``;
+  if (readme) {
+    const file = await getContents(deps, viewer, ref, readme.path, refName);
+    const text = file.body.content ? Buffer.from(file.body.content, 'base64').toString('utf8') : '';
+    readmeHtml = html`<section class="box markdown" aria-label="${readme.name}">
+      ${/\.txt$/i.test(readme.name) || !/\./.test(readme.name) ? html`<pre>${text}</pre>` : trusted(markdown.render(text))}
+    </section>`;
+  }
+  const sorted = [...entries].sort((a, b) => ((a.type === 'dir') === (b.type === 'dir') ? 0 : a.type === 'dir' ? -1 : 1));
+  return html`${crumbs(repo, refName, path)}
+    <section class="box" aria-label="Files">
+      <ul class="plain">
+        ${path ? html`<li><a href="${at(repo, 'tree', refName, path.split('/').slice(0, -1).join('/'))}">..</a></li>` : ''}
+        ${sorted.map(
+          (e) =>
+            html`<li>
+              <a href="${at(repo, e.type === 'dir' ? 'tree' : 'blob', refName, e.path)}"
+                >${e.name}${e.type === 'dir' ? '/' : ''}</a
+              >${e.type === 'file' && e.size !== null ? html` <span class="muted">${e.size} bytes</span>` : ''}
+            </li>`,
+        )}
+      </ul>
+    </section>
+    ${readmeHtml}`;
+}
+
+/** A file's text with line numbers, highlighted by highlight.js on the server (by the file's extension). */
+function fileView(path: string, bytes: Buffer): Html {
+  if (bytes.includes(0)) return html`<p class="muted">Binary file (${bytes.length} bytes).</p>`;
+  const text = bytes.toString('utf8');
+  const ext = /\.([A-Za-z0-9+]+)$/.exec(path)?.[1]?.toLowerCase();
+  const language = ext && hljs.getLanguage(ext) ? ext : null;
+  const code =
+    language && bytes.length <= MAX_HIGHLIGHT_BYTES
+      ? trusted(hljs.highlight(text, { language, ignoreIllegals: true }).value)
+      : html`${text}`;
+  const count = text.endsWith('\n') ? text.split('\n').length - 1 : text.split('\n').length;
+  const numbers = Array.from({ length: count }, (_, i) => String(i + 1)).join('\n');
+  // cells built apart: whitespace inside them would show (pre)
+  const gutter = html`<pre aria-hidden="true">${numbers}</pre>`;
+  const source = html`<pre><code class="hljs">${code}</code></pre>`;
+  return html`<div class="code">
+    <table>
+      <tbody>
+        <tr>
+          ${html`<td class="n">${gutter}</td>`}${html`<td>${source}</td>`}
+        </tr>
+      </tbody>
+    </table>
+  </div>`;
+}
+
+/** Code pages (README "Web interface"): tree, file, commits, a commit, compare, tags; read through src/code/. */
+export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  const resolve = async (viewer: Viewer, ref: RepoRef, rest: string) => {
+    const o = await openRepo(deps, viewer, ref);
+    const found = o.dir ? await resolveRefAndPath(o.readers.objects, o.dir, rest) : null;
+    if (!found) throw notFound('Ref');
+    return found;
+  };
+
+  repoRoute(app, 'GET', '/tree/*', { params: Rest }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const repo = await getRepo(deps, c.viewer, ref);
+    const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
+    const body = html`${repoHeader(repo, 'code')} ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path)}`;
+    return sendPage(reply, layout({ title: `${found.path || repo.slug} · ${repo.full_name}`, caller: c }, body));
+  });
+
+  repoRoute(app, 'GET', '/blob/*', { params: Rest }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const repo = await getRepo(deps, c.viewer, ref);
+    const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
+    const file = await getContents(deps, c.viewer, ref, found.path, found.ref.name);
+    if (file.body.type === 'dir')
+      return reply
+        .status(303)
+        .header('location', at(repo, 'tree', found.ref.name, found.path))
+        .send();
+    const content =
+      file.body.type !== 'file'
+        ? html`<p class="muted">${file.body.type}${file.body.target ? html`: ${file.body.target}` : ''}</p>`
+        : file.body.content === null || file.body.content === undefined
+          ? html`<p class="muted">The file is too large to show (${file.body.size} bytes).</p>`
+          : fileView(found.path, Buffer.from(file.body.content, 'base64'));
+    const body = html`${repoHeader(repo, 'code')} ${crumbs(repo, found.ref.name, found.path)}
+      <p class="row">
+        <span class="muted">${file.body.size ?? 0} bytes</span>
+        <a href="${repoHref(repo)}/commits/${segPath(found.ref.name)}">History</a>
+      </p>
+      ${content}`;
+    return sendPage(reply, layout({ title: `${found.path} · ${repo.full_name}`, caller: c, styles: ['highlight.css'] }, body));
+  });
+
+  repoRoute(app, 'GET', '/commits/*', { params: Rest, querystring: PageQuery }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const name = (request.params as { '*': string })['*'];
+    const repo = await getRepo(deps, c.viewer, ref);
+    const w = pageWindow(request.query as { page?: number });
+    const { rows } = await listCommits(deps, c.viewer, ref, { ref: name || undefined }, { ...w, perPage: w.perPage });
+    const body = html`${repoHeader(repo, 'commits')}
+      <h2>Commits on <code>${name || repo.default_branch}</code></h2>
+      ${
+        rows.length
+          ? html`<ul class="plain">
+              ${rows.slice(0, w.perPage).map(
+                (cm) =>
+                  html`<li>
+                    <a href="${repoHref(repo)}/commit/${cm.sha}">${cm.message.split('\n')[0]}</a>
+                    <span class="muted"
+                      ><code>${cm.sha.slice(0, 10)}</code> ${cm.author.name}, ${cm.author.date.slice(0, 10)}</span
+                    >
+                  </li>`,
+              )}
+            </ul>`
+          : html`<p class="muted">No commits yet.</p>`
+      }
+      ${pager(`${repoHref(repo)}/commits/${segPath(name)}`, w.page, rows.length > w.perPage)}`;
+    return sendPage(reply, layout({ title: `Commits · ${repo.full_name}`, caller: c }, body));
+  });
+
+  repoRoute(
+    app,
+    'GET',
+    '/commit/:sha',
+    { params: { sha: Type.String({ minLength: 4, maxLength: 64, pattern: '^[0-9a-fA-F]+$' }) } },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const ref = pageRepoRef(request);
+      const repo = await getRepo(deps, c.viewer, ref);
+      const { body: commit } = await getCommit(deps, c.viewer, ref, (request.params as { sha: string }).sha);
+      const [title, ...rest] = commit.message.split('\n');
+      const body = html`${repoHeader(repo, 'commits')}
+        <h2>${title}</h2>
+        ${rest.join('\n').trim() ? html`<pre>${rest.join('\n').trim()}</pre>` : ''}
+        <p class="muted">
+          <code>${commit.sha}</code> by ${commit.author.name}
+          ${commit.author.date.slice(0, 16).replace('T', ' ')}${commit.parents.length ? html` · parent ${commit.parents.map((p) => html`<a href="${repoHref(repo)}/commit/${p}"><code>${p.slice(0, 10)}</code></a> `)}` : ''}
+        </p>
+        <p>
+          ${commit.files.length} files changed, +${commit.stats.additions} −${commit.stats.deletions} ·
+          <a href="${at(repo, 'tree', commit.sha, '')}">Browse files</a>
+        </p>
+        ${renderDiff(commit.files, commit.files_truncated)}`;
+      return sendPage(reply, layout({ title: `${title} · ${repo.full_name}`, caller: c }, body));
+    },
+  );
+
+  repoRoute(app, 'GET', '/compare/*', { params: Rest }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const spec = (request.params as { '*': string })['*'];
+    const repo = await getRepo(deps, c.viewer, ref);
+    const { body: cmp } = await compare(deps, c.viewer, ref, spec);
+    const [base, head] = spec.split('...');
+    const body = html`${repoHeader(repo, 'code')}
+      <h2>Compare <code>${base}</code>...<code>${head}</code></h2>
+      <p>
+        <span class="badge">${cmp.status}</span> ${cmp.ahead_by} ahead, ${cmp.behind_by} behind.
+        <a href="${repoHref(repo)}/pulls/new?source=${head ?? ''}">Open a pull</a>
+      </p>
+      <ul class="plain">
+        ${cmp.commits.map(
+          (cm) =>
+            html`<li>
+              <a href="${repoHref(repo)}/commit/${cm.sha}">${cm.message.split('\n')[0]}</a>
+              <span class="muted"><code>${cm.sha.slice(0, 10)}</code> ${cm.author.name}</span>
+            </li>`,
+        )}
+      </ul>
+      ${renderDiff(cmp.files, cmp.files_truncated)}`;
+    return sendPage(reply, layout({ title: `Compare · ${repo.full_name}`, caller: c }, body));
+  });
+
+  repoRoute(app, 'GET', '/tags', { querystring: PageQuery }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const repo = await getRepo(deps, c.viewer, ref);
+    const w = pageWindow(request.query as { page?: number });
+    const tags = await listTags(deps, c.viewer, ref, { ...w });
+    const body = html`${repoHeader(repo, 'code')}
+      <h2>Tags</h2>
+      ${
+        tags.length
+          ? html`<ul class="plain">
+              ${tags.slice(0, w.perPage).map(
+                (tg) =>
+                  html`<li>
+                    <a href="${at(repo, 'tree', tg.name, '')}">${tg.name}</a>
+                    <span class="muted"><code>${tg.commit_sha.slice(0, 10)}</code></span>
+                  </li>`,
+              )}
+            </ul>`
+          : html`<p class="muted">No tags.</p>`
+      }
+      ${pager(`${repoHref(repo)}/tags`, w.page, tags.length > w.perPage)}`;
+    return sendPage(reply, layout({ title: `Tags · ${repo.full_name}`, caller: c }, body));
+  });
+}

@@ -1,0 +1,44 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.ts';
+import type { AuthenticatedUser, Viewer } from '../viewer.ts';
+import type { Html } from './html.ts';
+
+/** The signed-in person a page is for (README "Web interface"): their session and its CSRF token. */
+export interface PageCaller {
+  viewer: Viewer;
+  user: AuthenticatedUser;
+  sessionUuid: string;
+  /** the session's CSRF token, rendered into every form and sent by htmx as X-CSRF-Token */
+  csrf: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the page's signed-in caller (web/plugin.ts), or null */
+    page: PageCaller | null;
+  }
+}
+
+/** The caller of a page that needs one; anonymous GETs are sent to the sign-in page (web/plugin.ts). */
+export function requirePage(request: FastifyRequest): PageCaller {
+  if (!request.page) throw new AppError(401, 'unauthorized', 'Sign in to see this page.');
+  return request.page;
+}
+
+export function sendPage(reply: FastifyReply, page: Html, status = 200): FastifyReply {
+  return reply.status(status).type('text/html; charset=utf-8').send(page.text);
+}
+
+/** After a form post: back to a page (303 See Other: the browser follows with a GET). */
+export function seeOther(reply: FastifyReply, location: string): FastifyReply {
+  return reply.status(303).header('location', location).send();
+}
+
+/** Page and per_page of a list page, as the API takes them (page ≥ 1; per_page 1..100, default 30). */
+export function pageWindow(
+  query: { page?: number },
+  perPage = 30,
+): { page: number; offset: number; limit: number; perPage: number } {
+  const page = query.page ?? 1;
+  return { page, perPage, offset: (page - 1) * perPage, limit: perPage + 1 };
+}

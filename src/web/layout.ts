@@ -1,0 +1,67 @@
+import { type Html, html, seg } from './html.ts';
+import type { PageCaller } from './context.ts';
+
+/** htmx's settings for these pages: no inline styles or eval, so the CSP needs no 'unsafe-*'. */
+const HTMX_CONFIG = JSON.stringify({
+  includeIndicatorStyles: false,
+  allowEval: false,
+  allowScriptTags: false,
+  historyCacheSize: 0,
+  selfRequestsOnly: true,
+});
+
+/**
+ * Content-Security-Policy of every page (README "Web interface"): scripts and styles from this
+ * origin only, no inline script, no eval; the live stream is a same-origin connection.
+ */
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; connect-src 'self'; " +
+  "font-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+export interface LayoutOptions {
+  title: string;
+  caller: PageCaller | null;
+  /** extra stylesheets (highlight.js's theme on code pages) */
+  styles?: string[];
+}
+
+/** The page shell: header with navigation and sign-out, the main content, the scripts. */
+export function layout(opts: LayoutOptions, body: Html): Html {
+  const c = opts.caller;
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="htmx-config" content="${HTMX_CONFIG}">
+<title>${opts.title} · Weft</title>
+<link rel="stylesheet" href="/static/weft.css">
+${(opts.styles ?? []).map((s) => html`<link rel="stylesheet" href="/static/${s}" />`)}
+<script src="/static/htmx.min.js" defer></script>
+<script src="/static/sse.js" defer></script>
+<script src="/static/weft.js" defer></script>
+</head>
+<body${c ? html` hx-headers="${JSON.stringify({ 'X-CSRF-Token': c.csrf })}"` : ''}>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+<a class="brand" href="/">Weft</a>
+<nav aria-label="Account">
+${
+  c
+    ? html`<a href="/users/${seg(c.viewer.username)}">${c.viewer.username}</a>
+        <form method="post" action="/logout">
+          <input type="hidden" name="_csrf" value="${c.csrf}" /><button type="submit" class="link">Sign out</button>
+        </form>`
+    : html`<a href="/login">Sign in</a>`
+}
+</nav>
+</header>
+<main id="main">
+${body}
+</main>
+</body>
+</html>`;
+}
+
+/** The hidden CSRF field every state-changing form carries. */
+export const csrfField = (c: PageCaller): Html => html`<input type="hidden" name="_csrf" value="${c.csrf}" />`;

@@ -1,0 +1,46 @@
+import { sql } from 'kysely';
+import type { Deps } from '../deps.ts';
+import { eventHtml } from '../events/html.ts';
+import { EVENT_KINDS } from '../events/kinds.ts';
+import { readableBound } from '../events/order.ts';
+import type { EventRecord } from '../events/service.ts';
+import { type Html, html, trusted } from './html.ts';
+
+/** Every event kind: the names htmx's SSE extension listens for. */
+const KINDS = Object.keys(EVENT_KINDS).join(',');
+
+/**
+ * The resume point rendered into a live page (README "Web interface"): every event committed
+ * after the page's lists were read has a larger id. Read before the lists, so an event may be
+ * both listed and replayed; the page's script drops the second copy by its id.
+ */
+export async function resumePoint(deps: Deps): Promise<string> {
+  const bound = await readableBound(deps.db, deps.dialect);
+  if (bound !== null) return String(Math.max(0, bound - 1));
+  const { rows } = await sql<{ top: number | string | null }>`select max(id) as top from events`.execute(deps.db);
+  return String(rows[0]?.top ?? 0);
+}
+
+/**
+ * A live list of events, newest first: the events given (newest first), then new ones as they happen, through
+ * `GET /api/v1/tail-events?html=true` for each scope (the session cookie authenticates it) into
+ * one list, each event keyed by its id.
+ */
+export function liveFeed(opts: { id: string; scopes: string[]; after: string; events: EventRecord[]; label: string }): Html {
+  const streams = opts.scopes.map(
+    (scope) =>
+      html`<div
+        hidden
+        hx-ext="sse"
+        sse-connect="/api/v1/tail-events?scope=${encodeURIComponent(scope)}&html=true&last_event_id=${opts.after}"
+        sse-swap="${KINDS}"
+        hx-target="#${opts.id}"
+        hx-swap="afterbegin"
+      ></div>`,
+  );
+  return html`<section class="box" aria-labelledby="${opts.id}-h">
+    <h2 id="${opts.id}-h">${opts.label} <span class="badge" id="live-status" role="status">connecting…</span></h2>
+    ${streams} ${opts.events.length === 0 ? html`<p class="muted feed-empty">Nothing yet.</p>` : ''}
+    <div id="${opts.id}" class="feed">${opts.events.map((e) => trusted(eventHtml(e)))}</div>
+  </section>`;
+}

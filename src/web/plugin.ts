@@ -1,0 +1,131 @@
+import formbody from '@fastify/formbody';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import { SESSION_COOKIE_NAME, cookieValue } from '../http/auth.ts';
+import { SESSION_TTL_MS, authenticateSession, csrfTokenFor, csrfTokenMatches } from '../sessions/service.ts';
+import { assetRoutes } from './assets.ts';
+import { LOGIN_COOKIE, authPages, cookie } from './auth-pages.ts';
+import { sendPage } from './context.ts';
+import { html } from './html.ts';
+import { CSP, layout } from './layout.ts';
+import { homePages } from './home-pages.ts';
+import { pullPages } from './pull-pages.ts';
+import { repoPages } from './repo-pages.ts';
+import { threadPages } from './thread-pages.ts';
+import { uploadPages } from './upload-pages.ts';
+import { codePages } from './code-pages.ts';
+
+/**
+ * The web interface (README "Web interface"): server-rendered pages under `/`, each reading and
+ * writing through the same services as the API with the same access rules. A page's caller is
+ * the web session of its cookie; every POST carries the session's CSRF token (form field `_csrf`
+ * or header `X-CSRF-Token`, which htmx sends), else 403 and nothing changes.
+ */
+export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  await app.register(formbody, { bodyLimit: 1024 * 1024 });
+  app.decorateRequest('page', null);
+
+  app.addHook('onRequest', async (request) => {
+    const secret = cookieValue(request.headers.cookie, SESSION_COOKIE_NAME);
+    if (!secret) return;
+    const found = await authenticateSession(deps, secret);
+    if (found) {
+      request.page = { viewer: found.viewer, user: found.user, sessionUuid: found.session.uuid, csrf: csrfTokenFor(secret) };
+    }
+  });
+
+  // Every state-changing request of a page carries the CSRF token of its session, checked
+  // before anything else is done with it (the sign-in form: the token of its login cookie).
+  app.addHook('preValidation', async (request) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return;
+    // a form field, the header htmx sends, or (a streamed multipart form) the form's address
+    const given =
+      (request.body as Record<string, unknown> | undefined)?._csrf ??
+      request.headers['x-csrf-token'] ??
+      (request.query as Record<string, unknown> | undefined)?._csrf;
+    if (request.routeOptions.url === '/login') {
+      const bound = cookieValue(request.headers.cookie, LOGIN_COOKIE);
+      if (!bound || given !== bound) throw csrfRefused();
+      return;
+    }
+    const secret = cookieValue(request.headers.cookie, SESSION_COOKIE_NAME);
+    if (!request.page || !secret) throw new AppError(401, 'unauthorized', 'Sign in first: the session has ended.');
+    if (!csrfTokenMatches(secret, given)) throw csrfRefused();
+  });
+
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const type = String(reply.getHeader('content-type') ?? '');
+    // The session cookie slides with the session (30 days after the last use).
+    if (request.page && request.method === 'GET' && !reply.hasHeader('set-cookie')) {
+      const secret = cookieValue(request.headers.cookie, SESSION_COOKIE_NAME);
+      if (secret) reply.header('set-cookie', cookie(deps, SESSION_COOKIE_NAME, secret, SESSION_TTL_MS / 1000));
+    }
+    if (type.startsWith('text/html')) {
+      reply.header('content-security-policy', CSP);
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('referrer-policy', 'same-origin');
+      reply.header('cache-control', 'private, no-store');
+    }
+    done(null, payload);
+  });
+
+  app.setErrorHandler((error: FastifyError | AppError, request, reply) => errorPage(error, request, reply));
+
+  await app.register(assetRoutes);
+  await app.register(authPages, { deps });
+  await app.register(homePages, { deps });
+  await app.register(repoPages, { deps });
+  await app.register(pullPages, { deps });
+  await app.register(threadPages, { deps });
+  await app.register(uploadPages, { deps });
+  await app.register(codePages, { deps });
+}
+
+const csrfRefused = () =>
+  new AppError(403, 'forbidden', 'The form carries no valid CSRF token for this session: reload the page and try again.');
+
+/** Errors as pages: the status and the error envelope's code and detail, in HTML. */
+function errorPage(error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  let status: number;
+  let code: string;
+  let detail: string;
+  if (error instanceof AppError) {
+    status = error.status;
+    code = error.code;
+    detail = error.detail;
+    if (error.headers) reply.headers(error.headers);
+  } else if (error.validation) {
+    status = 400;
+    code = 'invalid_request';
+    const first = error.validation[0];
+    detail = `The form is not valid: ${first?.instancePath.replace(/^\//, '') || 'request'} ${first?.message ?? 'is invalid'}.`;
+  } else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+    status = error.statusCode;
+    code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request';
+    detail = error.message;
+  } else {
+    request.log.error({ err: error }, 'unhandled error on a page');
+    status = 500;
+    code = 'internal_error';
+    detail = 'An internal error occurred.';
+  }
+  // A page that needs a signed-in caller sends an anonymous reader to the sign-in page.
+  if (status === 401 && request.method === 'GET') {
+    return reply
+      .status(303)
+      .header('location', `/login?next=${encodeURIComponent(request.url)}`)
+      .send();
+  }
+  const title = status === 404 ? 'Not found' : `Error ${status}`;
+  return sendPage(
+    reply,
+    layout(
+      { title, caller: request.page },
+      html`<h1>${title}</h1>
+        <p class="error" role="alert"><strong>${code}</strong>: ${detail}</p>
+        <p><a href="/">Back to the dashboard</a></p>`,
+    ),
+    status,
+  );
+}

@@ -1,0 +1,245 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { listAttachments } from '../attachments/service.ts';
+import type { Deps } from '../deps.ts';
+import { listBranches } from '../git/service.ts';
+import { createMarkdownRenderer } from '../markdown/render.ts';
+import { mergePull } from '../pulls/merge.ts';
+import { getPullProtection } from '../pulls/protection-status.ts';
+import { createReview, listReviews } from '../pulls/reviews-service.ts';
+import { MERGE_STRATEGIES, PULL_STATUSES, REVIEW_STATUSES } from '../pulls/schemas.ts';
+import { type PullStatus, createPull, getPull, listPulls } from '../pulls/service.ts';
+import { getRepo } from '../repos/service.ts';
+import type { MergeStrategy } from '../git/store.ts';
+import { activityOfScope } from './activity.ts';
+import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
+import { html, pager, seg, trusted, when } from './html.ts';
+import { repoHref } from './home-pages.ts';
+import { csrfField, layout } from './layout.ts';
+import { liveFeed, resumePoint } from './live.ts';
+import { NumberParam, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+import { renderDiff } from './diff.ts';
+import { pullFiles } from '../code/pulls.ts';
+
+const markdown = createMarkdownRenderer();
+/** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
+const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
+const union = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
+const ListQuery = Type.Object(
+  { status: Type.Optional(union(PULL_STATUSES)), page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
+  { additionalProperties: false },
+);
+const PullQuery = Type.Object(
+  { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
+  { additionalProperties: false },
+);
+const NewPullQuery = Type.Object({ source: Type.Optional(Type.String({ maxLength: 255 })) }, { additionalProperties: false });
+const NewPullForm = Type.Object(
+  {
+    _csrf: Csrf,
+    title: Type.String({ maxLength: 4096 }),
+    body: Type.String({ maxLength: 65_536 }),
+    source_branch: Type.String({ minLength: 1, maxLength: 255 }),
+    target_branch: Type.String({ minLength: 1, maxLength: 255 }),
+  },
+  { additionalProperties: false },
+);
+const ReviewForm = Type.Object(
+  { _csrf: Csrf, status: union(REVIEW_STATUSES), body: Type.Optional(Type.String({ maxLength: 65_536 })) },
+  { additionalProperties: false },
+);
+const MergeForm = Type.Object({ _csrf: Csrf, merge_strategy: union(MERGE_STRATEGIES) }, { additionalProperties: false });
+const REVIEW_LABELS: Record<string, string> = { approved: 'Approve', changes_requested: 'Request changes', commented: 'Comment' };
+const REVIEWS_PER_PAGE = 100;
+
+/** Pulls list, opening a pull, the pull page, reviewing and merging (README "Web interface"). */
+export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  repoRoute(app, 'GET', '/pulls', { querystring: ListQuery }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const q = request.query as { status?: PullStatus; page?: number };
+    const status = q.status ?? 'open';
+    const repo = await getRepo(deps, c.viewer, ref);
+    const w = pageWindow(q);
+    const pulls = await listPulls(deps, c.viewer, ref, { status, offset: w.offset, limit: w.limit });
+    const base = `${repoHref(repo)}/pulls`;
+    const body = html`${repoHeader(repo, 'pulls')}
+      <div class="row">
+        <nav class="row" aria-label="Pull states">
+          ${PULL_STATUSES.map((s) => html`<a href="${base}?status=${s}" ${s === status ? html` aria-current="page"` : ''}>${s}</a>`)}
+        </nav>
+        <a href="${base}/new" class="badge">New pull</a>
+      </div>
+      ${
+        pulls.length
+          ? html`<ul class="plain">
+              ${pulls.slice(0, w.perPage).map((p) => html`<li><a href="${base}/${p.number}">#${p.number} ${p.title}</a> <span class="badge ${p.status}">${p.status}</span> <span class="muted">${p.source_branch} → ${p.target_branch}, by ${p.author_username} ${when(p.created_at)}</span></li>`)}
+            </ul>`
+          : html`<p class="muted">No ${status} pulls.</p>`
+      }
+      ${pager(base, w.page, pulls.length > w.perPage, { status })}`;
+    return sendPage(reply, layout({ title: `Pulls · ${repo.full_name}`, caller: c }, body));
+  });
+
+  repoRoute(app, 'GET', '/pulls/new', { querystring: NewPullQuery }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const repo = await getRepo(deps, c.viewer, ref);
+    const branches = await listBranches(deps, c.viewer, ref, { offset: 0, limit: 100 });
+    const source = (request.query as { source?: string }).source;
+    const options = (selected: string | undefined) =>
+      branches.map((b) => html`<option value="${b.name}" ${b.name === selected ? html` selected` : ''}>${b.name}</option>`);
+    const body = html`${repoHeader(repo, 'pulls')}
+      <h2>Open a pull</h2>
+      ${branches.length < 2 ? html`<p class="muted">Push a branch besides ${repo.default_branch} first.</p>` : ''}
+      <form class="stack" method="post" action="${repoHref(repo)}/pulls/new">
+        ${csrfField(c)}
+        <label for="source_branch">From branch</label>
+        <select id="source_branch" name="source_branch" required>
+          ${options(source ?? branches.find((b) => b.name !== repo.default_branch)?.name)}
+        </select>
+        <label for="target_branch">Into branch</label>
+        <select id="target_branch" name="target_branch" required>
+          ${options(repo.default_branch)}
+        </select>
+        <label for="title">Title</label>
+        <input id="title" name="title" type="text" required maxlength="256" />
+        <label for="body">Description (Markdown)</label>
+        <textarea id="body" name="body"></textarea>
+        <div><button type="submit" class="primary">Open pull</button></div>
+      </form>`;
+    return sendPage(reply, layout({ title: `New pull · ${repo.full_name}`, caller: c }, body));
+  });
+
+  repoRoute(app, 'POST', '/pulls/new', { body: NewPullForm }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const { _csrf, ...input } = request.body as {
+      _csrf: string;
+      title: string;
+      body: string;
+      source_branch: string;
+      target_branch: string;
+    };
+    void _csrf;
+    const pull = await createPull(deps, c.viewer, ref, input);
+    const repo = await getRepo(deps, c.viewer, ref);
+    return seeOther(reply, `${repoHref(repo)}/pulls/${pull.number}`);
+  });
+
+  repoRoute(app, 'GET', '/pulls/:number', { params: { number: NumberParam }, querystring: PullQuery }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const number = (request.params as { number: number }).number;
+    const w = pageWindow(request.query as { page?: number }, REVIEWS_PER_PAGE);
+    const after = await resumePoint(deps);
+    const repo = await getRepo(deps, c.viewer, ref);
+    const pull = await getPull(deps, c.viewer, ref, number);
+    const [reviews, protection, files, attachments] = [
+      await listReviews(deps, c.viewer, ref, number, w),
+      await getPullProtection(deps, c.viewer, ref, number),
+      await pullFiles(deps, c.viewer, ref, number, { offset: 0, limit: 101 }),
+      await listAttachments(deps, c.viewer, ref, { kind: 'pull', number }, { offset: 0, limit: 100 }),
+    ];
+    const diff = renderDiff(files.slice(0, 100), files.length > 100);
+    const events = await activityOfScope(deps, c.viewer, `pull:${pull.uuid}`);
+    const base = `${repoHref(repo)}/pulls/${pull.number}`;
+    const body = html`${repoHeader(repo, 'pulls')}
+      <h2>#${pull.number} ${pull.title} <span class="badge ${pull.status}" id="pull-status">${pull.status}</span></h2>
+      <p class="muted">
+        ${pull.author_username} wants to merge <code>${pull.source_branch}</code> into <code>${pull.target_branch}</code> · opened
+        ${when(pull.created_at)}${pull.merged_at ? html` · merged by ${pull.merged_by_username} ${when(pull.merged_at)}${pull.merge_commit_sha ? html` as <code>${pull.merge_commit_sha.slice(0, 10)}</code>` : ''}` : ''}
+      </p>
+      <div class="grid">
+        <div>
+          <section class="box markdown" aria-label="Description">
+            ${pull.body.trim() ? trusted(markdown.render(pull.body)) : html`<p class="muted">No description.</p>`}
+          </section>
+          <section class="box" aria-labelledby="checks-h">
+            <h2 id="checks-h">Protection and checks</h2>
+            ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
+            <p class="muted">No status checks are reported for this pull.</p>
+            ${
+              pull.status === 'open'
+                ? html`<form class="row" method="post" action="${base}/merge">
+                    ${csrfField(c)}
+                    <label for="merge_strategy">Strategy</label>
+                    <select id="merge_strategy" name="merge_strategy">
+                      ${MERGE_STRATEGIES.map((s) => html`<option value="${s}">${s.replace('_', ' ')}</option>`)}
+                    </select>
+                    <button type="submit" class="primary">Merge</button>
+                  </form>`
+                : ''
+            }
+          </section>
+          <section class="box" aria-labelledby="reviews-h">
+            <h2 id="reviews-h">Reviews</h2>
+            ${
+              reviews.length
+                ? html`<ul class="plain">
+                    ${reviews.slice(0, w.perPage).map((rv) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${trusted(markdown.render(rv.body))}</div>` : ''}</li>`)}
+                  </ul>`
+                : html`<p class="muted">No reviews yet.</p>`
+            }
+            ${pager(base, w.page, reviews.length > w.perPage)}
+            ${
+              pull.status !== 'merged'
+                ? html`<form class="stack" method="post" action="${base}/reviews">
+                    ${csrfField(c)}
+                    <label for="review-body">Review (Markdown)</label>
+                    <textarea id="review-body" name="body"></textarea>
+                    <fieldset class="row">
+                      <legend>Verdict</legend>
+                      ${REVIEW_STATUSES.map((s, i) => html`<label><input type="radio" name="status" value="${s}" ${i === 2 ? html` checked` : ''} /> ${REVIEW_LABELS[s]}</label>`)}
+                    </fieldset>
+                    <div><button type="submit">Submit review</button></div>
+                  </form>`
+                : ''
+            }
+          </section>
+          <section class="box" aria-labelledby="att-h">
+            <h2 id="att-h">Attachments</h2>
+            ${
+              attachments.length
+                ? html`<ul class="plain">
+                    ${attachments.map((a) => html`<li>${a.upload.filename} <span class="muted">${a.upload.size_bytes} bytes, by ${a.created_by_username}</span></li>`)}
+                  </ul>`
+                : html`<p class="muted">No attachments.</p>`
+            }
+          </section>
+        </div>
+        ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: [`pull:${pull.uuid}`], after, events })}
+      </div>
+      <section aria-labelledby="files-h">
+        <h2 id="files-h">Files changed (${files.length > 100 ? '100+' : files.length})</h2>
+        ${diff}
+      </section>`;
+    return sendPage(reply, layout({ title: `#${pull.number} ${pull.title}`, caller: c }, body));
+  });
+
+  repoRoute(
+    app,
+    'POST',
+    '/pulls/:number/reviews',
+    { params: { number: NumberParam }, body: ReviewForm },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const ref = pageRepoRef(request);
+      const number = (request.params as { number: number }).number;
+      const form = request.body as { status: (typeof REVIEW_STATUSES)[number]; body?: string };
+      await createReview(deps, c.viewer, ref, number, { status: form.status, body: form.body ?? '' });
+      const repo = await getRepo(deps, c.viewer, ref);
+      return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
+    },
+  );
+
+  repoRoute(app, 'POST', '/pulls/:number/merge', { params: { number: NumberParam }, body: MergeForm }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const number = (request.params as { number: number }).number;
+    await mergePull(deps, c.viewer, ref, number, (request.body as { merge_strategy: MergeStrategy }).merge_strategy);
+    const repo = await getRepo(deps, c.viewer, ref);
+    return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
+  });
+  void seg;
+}

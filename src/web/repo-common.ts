@@ -1,0 +1,71 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import type { RepoRef } from '../access/index.ts';
+import { repoRef } from '../http/repo-paths.ts';
+import type { RepoJson } from '../repos/view.ts';
+import { type Html, html, seg } from './html.ts';
+import { repoHref } from './home-pages.ts';
+
+const Slug = Type.String({ minLength: 1, maxLength: 100 });
+const FORMS: Array<{ prefix: string; params: Record<string, TSchema> }> = [
+  { prefix: '/teams/:team_slug/:repo_slug', params: { team_slug: Slug, repo_slug: Slug } },
+  { prefix: '/users/:username/:repo_slug', params: { username: Slug, repo_slug: Slug } },
+];
+
+export interface RepoRouteSchema {
+  params?: Record<string, TSchema>;
+  querystring?: TSchema;
+  body?: TSchema;
+}
+
+/** The repo a page's path names (`/teams/{t}/{slug}` or `/users/{u}/{slug}`). */
+export const pageRepoRef = (request: FastifyRequest): RepoRef =>
+  repoRef(request.params as { team_slug?: string; username?: string; repo_slug: string });
+
+/** Registers a page route under both forms of a repo's address. */
+export function repoRoute(
+  app: FastifyInstance,
+  method: 'GET' | 'POST',
+  suffix: string,
+  schema: RepoRouteSchema,
+  handler: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>,
+): void {
+  for (const form of FORMS) {
+    app.route({
+      method,
+      url: `${form.prefix}${suffix}`,
+      config: { public: true },
+      schema: {
+        hide: true,
+        params: Type.Object({ ...form.params, ...(schema.params ?? {}) }),
+        ...(schema.querystring ? { querystring: schema.querystring } : {}),
+        ...(schema.body ? { body: schema.body } : {}),
+      },
+      handler: handler as RouteHandlerMethod,
+    });
+  }
+}
+
+export type RepoTab = 'code' | 'pulls' | 'threads' | 'commits' | 'branches';
+
+/** The repo's header: its name, visibility and tabs. */
+export function repoHeader(repo: RepoJson, tab: RepoTab): Html {
+  const base = repoHref(repo);
+  const owner = `/${repo.owner.kind === 'team' ? 'teams' : 'users'}/${seg(repo.owner.slug_or_username)}`;
+  const item = (name: RepoTab, label: string, href: string) =>
+    html`<a href="${href}" ${tab === name ? html` aria-current="page"` : ''}>${label}</a>`;
+  return html`<p class="crumbs"><a href="${owner}">${repo.owner.slug_or_username}</a> /</p>
+    <h1>
+      <a href="${base}">${repo.slug}</a>
+      <span class="badge">${repo.visibility}</span>${repo.is_archived ? html` <span class="badge">archived</span>` : ''}
+    </h1>
+    <nav class="tabs" aria-label="Repo">
+      ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Threads', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
+        href="${base}/tags"
+        >Tags</a
+      >
+    </nav>`;
+}
+
+/** An integer path parameter 1..2^31-1 as the API takes it. */
+export const NumberParam = Type.Integer({ minimum: 1, maximum: 2147483647 });

@@ -1,0 +1,82 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { Deps } from '../deps.ts';
+import { listBranches } from '../git/service.ts';
+import { createMarkdownRenderer } from '../markdown/render.ts';
+import { getRepo } from '../repos/service.ts';
+import { activityOfScope } from './activity.ts';
+import { treeView } from './code-pages.ts';
+import { pageWindow, requirePage, sendPage } from './context.ts';
+import { html, pager, seg, trusted } from './html.ts';
+import { repoHref } from './home-pages.ts';
+import { layout } from './layout.ts';
+import { liveFeed, resumePoint } from './live.ts';
+import { pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+
+const markdown = createMarkdownRenderer();
+const PageQuery = Type.Object(
+  { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
+  { additionalProperties: false },
+);
+
+/** The repo's home page and its branches (README "Web interface"). */
+export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  repoRoute(app, 'GET', '', {}, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const after = await resumePoint(deps);
+    const repo = await getRepo(deps, c.viewer, ref);
+    const branches = await listBranches(deps, c.viewer, ref, { offset: 0, limit: 11 });
+    const scope = `repo:${repo.uuid}`;
+    const events = await activityOfScope(deps, c.viewer, scope);
+    // the file tree at the default branch with its README, once that branch has been pushed
+    const tree =
+      (await deps.git.branchSha(repo.uuid, repo.default_branch)) !== null
+        ? await treeView(deps, c.viewer, ref, repo, repo.default_branch, '')
+        : html``;
+    const body = html`${repoHeader(repo, 'code')} ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
+      <div class="grid">
+        <div>
+          <section class="box" aria-labelledby="clone-h">
+            <h2 id="clone-h">Clone</h2>
+            <label for="clone-url">Clone URL</label>
+            <input id="clone-url" type="text" readonly value="${repo.clone_url}" />
+            <p class="muted">Default branch: ${repo.default_branch}</p>
+          </section>
+          <section class="box" aria-labelledby="branches-h">
+            <h2 id="branches-h">Branches</h2>
+            ${
+              branches.length
+                ? html`<ul class="plain">
+                    ${branches.slice(0, 10).map((b) => html`<li><code>${b.name}</code> <span class="muted">${b.commit_sha.slice(0, 10)}</span>${b.protected ? html` <span class="badge">protected</span>` : ''}</li>`)}
+                  </ul>`
+                : html`<p class="muted">No branches yet: push one.</p>`
+            }
+            ${branches.length > 10 ? html`<p><a href="${repoHref(repo)}/branches">All branches</a></p>` : ''}
+          </section>
+          ${repo.about ? html`<section class="box markdown" aria-label="About">${trusted(markdown.render(repo.about))}</section>` : ''}
+        </div>
+        ${liveFeed({ id: 'repo-feed', label: 'Activity', scopes: [scope], after, events })}
+      </div>`;
+    return sendPage(reply, layout({ title: repo.full_name, caller: c }, body));
+  });
+
+  repoRoute(app, 'GET', '/branches', { querystring: PageQuery }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const repo = await getRepo(deps, c.viewer, ref);
+    const w = pageWindow(request.query as { page?: number }, 50);
+    const branches = await listBranches(deps, c.viewer, ref, w);
+    const body = html`${repoHeader(repo, 'branches')}
+      <h2>Branches</h2>
+      ${
+        branches.length
+          ? html`<ul class="plain">
+              ${branches.slice(0, w.perPage).map((b) => html`<li><code>${b.name}</code> <span class="muted">${b.commit_sha.slice(0, 10)}</span>${b.protected ? html` <span class="badge">protected</span>` : ''} <a href="${repoHref(repo)}/pulls/new?source=${seg(b.name)}">Open a pull</a></li>`)}
+            </ul>`
+          : html`<p class="muted">No branches yet.</p>`
+      }
+      ${pager(`${repoHref(repo)}/branches`, w.page, branches.length > w.perPage)}`;
+    return sendPage(reply, layout({ title: `Branches · ${repo.full_name}`, caller: c }, body));
+  });
+}

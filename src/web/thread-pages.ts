@@ -1,0 +1,212 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { listAttachments } from '../attachments/service.ts';
+import type { Deps } from '../deps.ts';
+import { getRepo } from '../repos/service.ts';
+import {
+  createReply,
+  createThread,
+  getReply,
+  getThread,
+  listReplies,
+  listReplyVersions,
+  listThreads,
+  updateReply,
+} from '../threads/service.ts';
+import { activityOfScope } from './activity.ts';
+import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
+import { html, pager, trusted, when } from './html.ts';
+import { repoHref } from './home-pages.ts';
+import { csrfField, layout } from './layout.ts';
+import { liveFeed, resumePoint } from './live.ts';
+import { NumberParam, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+
+/** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
+const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
+const PageQuery = Type.Object(
+  { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
+  { additionalProperties: false },
+);
+const NewThreadForm = Type.Object(
+  { _csrf: Csrf, title: Type.String({ maxLength: 4096 }), body: Type.Optional(Type.String({ maxLength: 65_536 })) },
+  { additionalProperties: false },
+);
+const ReplyForm = Type.Object({ _csrf: Csrf, body: Type.String({ maxLength: 65_536 }) }, { additionalProperties: false });
+const ThreadParams = { number: NumberParam };
+const ReplyParams = { number: NumberParam, reply_number: NumberParam };
+const REPLIES_PER_PAGE = 50;
+
+type Params = { number: number; reply_number?: number };
+
+/** Threads list, a thread with its replies, editing a reply and its version history (README "Web interface"). */
+export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  repoRoute(app, 'GET', '/threads', { querystring: PageQuery }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const repo = await getRepo(deps, c.viewer, ref);
+    const w = pageWindow(request.query as { page?: number });
+    const threads = await listThreads(deps, c.viewer, ref, w);
+    const base = `${repoHref(repo)}/threads`;
+    const body = html`${repoHeader(repo, 'threads')}
+      <p><a href="${base}/new" class="badge">New thread</a></p>
+      ${
+        threads.length
+          ? html`<ul class="plain">
+              ${threads.slice(0, w.perPage).map((t) => html`<li><a href="${base}/${t.number}">#${t.number} ${t.title}</a> <span class="muted">by ${t.author_username} ${when(t.created_at)} · ${t.reply_count} replies</span></li>`)}
+            </ul>`
+          : html`<p class="muted">No threads yet.</p>`
+      }
+      ${pager(base, w.page, threads.length > w.perPage)}`;
+    return sendPage(reply, layout({ title: `Threads · ${repo.full_name}`, caller: c }, body));
+  });
+
+  repoRoute(app, 'GET', '/threads/new', {}, async (request, reply) => {
+    const c = requirePage(request);
+    const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
+    const body = html`${repoHeader(repo, 'threads')}
+      <h2>New thread</h2>
+      <form class="stack" method="post" action="${repoHref(repo)}/threads/new">
+        ${csrfField(c)} <label for="title">Title</label><input id="title" name="title" type="text" required maxlength="256" />
+        <label for="body">Text (Markdown)</label><textarea id="body" name="body"></textarea>
+        <div><button type="submit" class="primary">Start thread</button></div>
+      </form>`;
+    return sendPage(reply, layout({ title: `New thread · ${repo.full_name}`, caller: c }, body));
+  });
+
+  repoRoute(app, 'POST', '/threads/new', { body: NewThreadForm }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const form = request.body as { title: string; body?: string };
+    const thread = await createThread(deps, c.viewer, ref, { title: form.title, body: form.body ?? '' });
+    const repo = await getRepo(deps, c.viewer, ref);
+    return seeOther(reply, `${repoHref(repo)}/threads/${thread.number}`);
+  });
+
+  repoRoute(app, 'GET', '/threads/:number', { params: ThreadParams, querystring: PageQuery }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const { number } = request.params as Params;
+    const w = pageWindow(request.query as { page?: number }, REPLIES_PER_PAGE);
+    const after = await resumePoint(deps);
+    const repo = await getRepo(deps, c.viewer, ref);
+    const thread = await getThread(deps, c.viewer, ref, number);
+    const replies = await listReplies(deps, c.viewer, ref, number, w);
+    const attachments = await listAttachments(deps, c.viewer, ref, { kind: 'thread', number }, { offset: 0, limit: 100 });
+    const events = await activityOfScope(deps, c.viewer, `thread:${thread.uuid}`);
+    const base = `${repoHref(repo)}/threads/${thread.number}`;
+    const body = html`${repoHeader(repo, 'threads')}
+      <h2>#${thread.number} ${thread.title}</h2>
+      <p class="muted">Started by ${thread.author_username} ${when(thread.created_at)}</p>
+      <div class="grid">
+        <div>
+          ${thread.body.trim() ? html`<section class="box markdown" aria-label="Thread text">${trusted(thread.body_html)}</section>` : ''}
+          ${
+            attachments.length
+              ? html`<section class="box" aria-label="Attachments">
+                  <ul class="plain">
+                    ${attachments.map((a) => html`<li>${a.upload.filename} <span class="muted">${a.upload.size_bytes} bytes</span></li>`)}
+                  </ul>
+                </section>`
+              : ''
+          }
+          <section aria-labelledby="replies-h">
+            <h2 id="replies-h">Replies</h2>
+            ${replies.slice(0, w.perPage).map(
+              (r) =>
+                html`<article class="reply" id="reply-${r.number}">
+                  <header>
+                    <strong>${r.author_username}</strong>
+                    ${when(r.created_at)}${r.version > 1 ? html` <a href="${base}/replies/${r.number}/history">edited (version ${r.version})</a>` : ''}
+                    <a href="${base}/replies/${r.number}/edit">Edit</a>
+                  </header>
+                  <div class="markdown">${trusted(r.body_html)}</div>
+                </article>`,
+            )}
+            ${replies.length === 0 ? html`<p class="muted">No replies yet.</p>` : ''}
+            ${pager(base, w.page, replies.length > w.perPage)}
+          </section>
+          <form class="row" method="post" action="${base}/attachments?_csrf=${c.csrf}" enctype="multipart/form-data">
+            <label for="attach-file">Attach a file</label><input id="attach-file" name="file" type="file" required />
+            <button type="submit">Attach</button>
+          </form>
+          <form class="stack" method="post" action="${base}/replies">
+            ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
+            ><textarea id="reply-body" name="body" required></textarea>
+            <div><button type="submit" class="primary">Reply</button></div>
+          </form>
+        </div>
+        ${liveFeed({ id: 'thread-feed', label: 'Activity', scopes: [`thread:${thread.uuid}`], after, events })}
+      </div>`;
+    return sendPage(reply, layout({ title: `#${thread.number} ${thread.title}`, caller: c }, body));
+  });
+
+  repoRoute(app, 'POST', '/threads/:number/replies', { params: ThreadParams, body: ReplyForm }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const { number } = request.params as Params;
+    const created = await createReply(deps, c.viewer, ref, number, { body: (request.body as { body: string }).body });
+    const repo = await getRepo(deps, c.viewer, ref);
+    return seeOther(reply, `${repoHref(repo)}/threads/${number}#reply-${created.number}`);
+  });
+
+  repoRoute(app, 'GET', '/threads/:number/replies/:reply_number/edit', { params: ReplyParams }, async (request, reply) => {
+    const c = requirePage(request);
+    const ref = pageRepoRef(request);
+    const { number, reply_number } = request.params as Required<Params>;
+    const repo = await getRepo(deps, c.viewer, ref);
+    const r = await getReply(deps, c.viewer, ref, number, reply_number);
+    const base = `${repoHref(repo)}/threads/${number}`;
+    const body = html`${repoHeader(repo, 'threads')}
+      <h2>Edit reply ${reply_number} of <a href="${base}">thread #${number}</a></h2>
+      <form class="stack" method="post" action="${base}/replies/${reply_number}/edit">
+        ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
+        ><textarea id="reply-body" name="body" required>${r.body}</textarea>
+        <div class="row">
+          <button type="submit" class="primary">Save</button> <a href="${base}#reply-${reply_number}">Cancel</a>
+        </div>
+      </form>`;
+    return sendPage(reply, layout({ title: `Edit reply · #${number}`, caller: c }, body));
+  });
+
+  repoRoute(
+    app,
+    'POST',
+    '/threads/:number/replies/:reply_number/edit',
+    { params: ReplyParams, body: ReplyForm },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const ref = pageRepoRef(request);
+      const { number, reply_number } = request.params as Required<Params>;
+      await updateReply(deps, c.viewer, ref, number, reply_number, { body: (request.body as { body: string }).body });
+      const repo = await getRepo(deps, c.viewer, ref);
+      return seeOther(reply, `${repoHref(repo)}/threads/${number}#reply-${reply_number}`);
+    },
+  );
+
+  repoRoute(
+    app,
+    'GET',
+    '/threads/:number/replies/:reply_number/history',
+    { params: ReplyParams, querystring: PageQuery },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const ref = pageRepoRef(request);
+      const { number, reply_number } = request.params as Required<Params>;
+      const w = pageWindow(request.query as { page?: number });
+      const repo = await getRepo(deps, c.viewer, ref);
+      const versions = await listReplyVersions(deps, c.viewer, ref, number, reply_number, w);
+      const base = `${repoHref(repo)}/threads/${number}`;
+      const body = html`${repoHeader(repo, 'threads')}
+        <h2>History of reply ${reply_number} in <a href="${base}#reply-${reply_number}">thread #${number}</a></h2>
+        ${versions.slice(0, w.perPage).map(
+          (v) =>
+            html`<article class="reply" id="version-${v.version}">
+              <header><strong>Version ${v.version}</strong> by ${v.editor_username} ${when(v.created_at)}</header>
+              <div class="markdown">${trusted(v.body_html)}</div>
+            </article>`,
+        )}
+        ${pager(`${base}/replies/${reply_number}/history`, w.page, versions.length > w.perPage)}`;
+      return sendPage(reply, layout({ title: `History · reply ${reply_number}`, caller: c }, body));
+    },
+  );
+}
