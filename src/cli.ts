@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
 import { ConfigError, loadConfig } from './config.ts';
@@ -23,17 +24,32 @@ commands:
   migrate                                   apply pending database migrations
   create-user <username> --email E [--staff] [--display-name N] [--token-name T]
                                             create a user and print a new API token
-  create-token <username> [--name T]        print a new API token for an existing user
+  create-token <username> [--name T]        print a new API token for an existing, active user
   list-users                                one line per user: username, staff, active, uuid
+  list-tokens <username>                    one line per token: uuid, name, status, created, last used
   set-password <username>                   set a password, read from standard input (first line)
   revoke-token <token-uuid>                 revoke an API token
   deactivate-user <username>                deactivate a user (their tokens stop working)
+  help, --help                              print this
   --version                                 print the version
+
+Exit codes: 0 done, 1 not found (no such user, token or database), 2 bad usage or input
+(a taken username or email, a password outside 8-256 characters, a deactivated user),
+3 the database cannot be reached.
 
 Configuration comes from the environment (DATABASE_URL, DATA_DIR, ...), as for the server.`;
 
-const COMMANDS = ['migrate', 'create-user', 'create-token', 'list-users', 'set-password', 'revoke-token', 'deactivate-user'];
-const NEEDS_ARG = ['create-token', 'set-password', 'revoke-token', 'deactivate-user'];
+const COMMANDS = [
+  'migrate',
+  'create-user',
+  'create-token',
+  'list-users',
+  'list-tokens',
+  'set-password',
+  'revoke-token',
+  'deactivate-user',
+];
+const NEEDS_ARG = ['create-user', 'create-token', 'list-tokens', 'set-password', 'revoke-token', 'deactivate-user'];
 
 async function readStdinLine(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('password: ');
@@ -72,9 +88,16 @@ async function run(argv: string[]): Promise<number> {
     console.log(weftVersion());
     return 0;
   }
-  if (values.help || !command) {
+  if (values.help || command === 'help' || !command) {
     console.log(USAGE);
     return command || values.help ? 0 : 2;
+  }
+  const expected = NEEDS_ARG.includes(command ?? '') ? 2 : 1;
+  if (positionals.length > expected) {
+    console.error(
+      `weft: ${command} takes ${expected - 1 || 'no'} argument${expected === 2 ? '' : 's'}; unexpected: ${positionals.slice(expected).join(' ')}\n\n${USAGE}`,
+    );
+    return 2;
   }
   if (!COMMANDS.includes(command)) {
     console.error(`weft: unknown command: ${command}\n\n${USAGE}`);
@@ -95,8 +118,8 @@ async function run(argv: string[]): Promise<number> {
   let password = '';
   if (command === 'set-password') {
     password = await readStdinLine();
-    if (password.length < 8 || password.length > 1000) {
-      console.error('weft: the password must be 8-1000 characters (read from standard input)');
+    if (password.length < 8 || password.length > 256) {
+      console.error('weft: the password must be 8-256 characters (read from standard input)');
       return 2;
     }
   }
@@ -106,6 +129,20 @@ async function run(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig();
+  // Only `migrate` may create a database: run elsewhere, another command must not leave a new
+  // empty SQLite file (and users in it) behind.
+  const sqliteFile =
+    config.databaseUrl === null
+      ? join(config.dataDir, 'weft.sqlite')
+      : config.databaseUrl.startsWith('sqlite:')
+        ? config.databaseUrl.slice('sqlite:'.length)
+        : null;
+  if (command !== 'migrate' && sqliteFile !== null && !existsSync(sqliteFile)) {
+    console.error(
+      `weft: no database at ${sqliteFile}: set DATA_DIR (or DATABASE_URL) to the server's, or run \`weft migrate\` to create one there`,
+    );
+    return 1;
+  }
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, migrate: false });
   const deps = createDeps(config, database);
   try {
@@ -131,6 +168,10 @@ async function run(argv: string[]): Promise<number> {
         console.error(`weft: no such user: ${arg ?? ''}`);
         return 1;
       }
+      if (user.is_active !== 1) {
+        console.error(`weft: ${user.username} is deactivated; their tokens would not work`);
+        return 2;
+      }
       const token = await inTransaction(deps, (tx) => createTokenFor(tx, user, { name: tokenName }, null));
       console.log(token.token);
       return 0;
@@ -143,6 +184,27 @@ async function run(argv: string[]): Promise<number> {
         .execute();
       for (const r of rows) {
         console.log(`${r.username}\t${r.is_staff ? 'staff' : '-'}\t${r.is_active ? 'active' : 'inactive'}\t${r.uuid}`);
+      }
+      return 0;
+    }
+    if (command === 'list-tokens') {
+      const user = await findUserByUsername(deps.db, arg!);
+      if (!user) {
+        console.error(`weft: no such user: ${arg}`);
+        return 1;
+      }
+      const rows = await deps.db
+        .selectFrom('api_tokens')
+        .select(['uuid', 'name', 'created_at', 'last_used_at', 'revoked_at', 'expires_at'])
+        .where('user_uuid', '=', user.uuid)
+        .orderBy('created_at')
+        .orderBy('uuid')
+        .execute();
+      const now = Date.now();
+      for (const r of rows) {
+        const status =
+          r.revoked_at !== null ? 'revoked' : r.expires_at !== null && Date.parse(r.expires_at) <= now ? 'expired' : 'active';
+        console.log(`${r.uuid}\t${r.name}\t${status}\t${r.created_at}\t${r.last_used_at ?? '-'}`);
       }
       return 0;
     }
@@ -217,9 +279,30 @@ async function run(argv: string[]): Promise<number> {
 run(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    if (err instanceof ConfigError) console.error(`weft: configuration error: ${err.message}`);
-    else if (err instanceof AppError) console.error(`weft: ${err.detail}`);
-    else console.error('weft:', err);
+    if (err instanceof ConfigError) {
+      console.error(`weft: configuration error: ${err.message}`);
+      process.exit(1);
+    }
+    if (err instanceof AppError) {
+      // bad input or a conflict (a taken username or email) is 2, as the README says; not found 1
+      console.error(`weft: ${err.detail}`);
+      process.exit(err.status === 404 ? 1 : err.status < 500 ? 2 : 1);
+    }
+    const code = (err as NodeJS.ErrnoException).code;
+    if (
+      code === 'ECONNREFUSED' ||
+      code === 'ENOTFOUND' ||
+      code === 'EAI_AGAIN' ||
+      code === 'ETIMEDOUT' ||
+      code === '28P01' ||
+      code === '3D000'
+    ) {
+      console.error(`weft: cannot reach the database (DATABASE_URL): ${(err as Error).message || code}`);
+      process.exit(3);
+    }
+    // one line; the stack only when asked for
+    console.error(`weft: ${(err as Error).message ?? String(err)}`);
+    if (process.env.WEFT_DEBUG) console.error(err);
     process.exit(1);
   },
 );

@@ -451,11 +451,11 @@ describe('CLI (spawned against a temp DATA_DIR)', () => {
       assert.equal(second.code, 0, second.stderr);
       const token2 = second.stdout.trim();
       assert.match(token2, TOKEN_SECRET);
-      assert.equal(dup.code, 1);
+      assert.equal(dup.code, 2, 'a taken username is bad input');
       assert.match(dup.stderr, /not available/);
       assert.equal(noUser.code, 1);
       assert.match(noUser.stderr, /no such user: nobody/);
-      assert.equal(reserved.code, 1);
+      assert.equal(reserved.code, 2);
 
       const again = await runTs('src/cli.ts', ['migrate'], env);
       assert.match(again.stdout, /migrations are up to date/);
@@ -484,6 +484,7 @@ describe('CLI (spawned against a temp DATA_DIR)', () => {
     const env = { DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' };
     const cli = (args: string[], input?: string) => runTs('src/cli.ts', args, env, 30_000, input);
     try {
+      assert.equal((await cli(['migrate'])).code, 0);
       const created = await cli(['create-user', 'ada', '--email', 'ada@example.com']);
       assert.equal(created.code, 0, created.stderr);
       const token = created.stdout.trim();
@@ -501,7 +502,7 @@ describe('CLI (spawned against a temp DATA_DIR)', () => {
         cli(['deactivate-user', 'nobody']),
       ]);
       assert.equal(shortPassword.code, 2);
-      assert.match(shortPassword.stderr, /8-1000 characters/);
+      assert.match(shortPassword.stderr, /8-256 characters/);
       assert.equal(noUser.code, 1);
       assert.match(noUser.stderr, /no such user: nobody/);
       assert.equal(noArg.code, 2);

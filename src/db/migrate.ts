@@ -20,6 +20,7 @@ import * as m140 from './migrations/140_webhooks.ts';
 import * as m160 from './migrations/160_sessions_tickets.ts';
 import * as m170 from './migrations/170_storage_lifetimes.ts';
 import * as m180 from './migrations/180_owner_limits.ts';
+import * as m181 from './migrations/181_unique_email.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -54,6 +55,7 @@ const MIGRATIONS: Migration[] = [
   { name: '160_sessions_tickets', up: m160.up },
   { name: '170_storage_lifetimes', up: m170.up },
   { name: '180_owner_limits', up: m180.up },
+  { name: '181_unique_email', up: m181.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

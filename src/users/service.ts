@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { assertCanCreateUsers, assertCanEditUser, assertCanListUsers, assertUserVisible, canSeeEmail } from '../access/index.ts';
 import { containsText } from '../db/like.ts';
 import type { DB, UsersTable } from '../db/types.ts';
@@ -74,6 +74,22 @@ export interface CreateUserInput {
  * Creates a user. `actor` null means the system (bootstrap, CLI, signup); otherwise it must be
  * staff. Returns the row; callers needing a token make one in the same transaction via `withToken`.
  */
+const emailTaken = () => conflict('email_taken', 'That email address is already used by another account.');
+
+/** 409 email_taken when another user (not `except`) has this email, compared case-insensitively. */
+async function assertEmailFree(db: Kysely<DB>, email: string, except?: string): Promise<void> {
+  let q = db
+    .selectFrom('users')
+    .select('uuid')
+    .where(sql<string>`lower(email)`, '=', email.toLowerCase());
+  if (except !== undefined) q = q.where('uuid', '!=', except);
+  if (await q.executeTakeFirst()) throw emailTaken();
+}
+
+/** A unique violation of users_email_lower_idx (migration 181) is a taken email. */
+const isEmailViolation = (err: unknown) =>
+  isUniqueViolation(err) && String((err as Error).message).includes('users_email_lower_idx');
+
 export async function createUser(
   deps: Deps,
   actor: Viewer | null,
@@ -94,6 +110,7 @@ export async function createUser(
       if (reserved || exists) {
         throw conflict('username_taken', `The username "${username}" is not available.`);
       }
+      await assertEmailFree(tx.db, input.email.trim());
       const now = nowIso();
       const row: UserRow = {
         uuid: randomUUID(),
@@ -110,6 +127,7 @@ export async function createUser(
       try {
         await tx.db.insertInto('users').values(row).execute();
       } catch (err) {
+        if (isEmailViolation(err)) throw emailTaken();
         if (isUniqueViolation(err)) throw conflict('username_taken', `The username "${username}" is not available.`);
         throw err;
       }
@@ -184,7 +202,12 @@ export async function updateUser(deps: Deps, viewer: Viewer, username: string, i
     if (passwordHash !== undefined) changes.password_hash = passwordHash;
     if (input.is_staff !== undefined) changes.is_staff = input.is_staff ? 1 : 0;
     if (input.is_active !== undefined) changes.is_active = input.is_active ? 1 : 0;
-    await tx.db.updateTable('users').set(changes).where('uuid', '=', row.uuid).execute();
+    if (changes.email !== undefined) await assertEmailFree(tx.db, changes.email, row.uuid);
+    try {
+      await tx.db.updateTable('users').set(changes).where('uuid', '=', row.uuid).execute();
+    } catch (err) {
+      throw isEmailViolation(err) ? emailTaken() : err;
+    }
     const updated = (await findUserByUuid(tx.db, row.uuid))!;
     await tx.emit({
       kind: 'user-updated',

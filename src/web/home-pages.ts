@@ -50,7 +50,7 @@ export async function homePages(app: FastifyInstance, { deps }: { deps: Deps }):
       teamRepos.push(...(await listRepos(deps, c.viewer, 'team', team.slug, { offset: 0, limit: 10 })));
     }
     const repos = [...mine.slice(0, 30), ...teamRepos];
-    const activity = await userActivity(deps, c.viewer, c.viewer.username, { offset: 0, limit: 20 });
+    const activity = (await userActivity(deps, c.viewer, c.viewer.username, { offset: 0, limit: 20 })).events;
     const followed = [...repos].sort((a, b) => b.updated_at.localeCompare(a.updated_at)).slice(0, LIVE_REPOS);
     const body = html`<h1>Dashboard</h1>
       <div class="grid">
@@ -98,7 +98,7 @@ export async function homePages(app: FastifyInstance, { deps }: { deps: Deps }):
       const after = await resumePoint(deps);
       const repos = await listRepos(deps, c.viewer, 'team', team.slug, w);
       const members = await listMembers(deps, c.viewer, team.slug, { offset: 0, limit: 101 });
-      const activity = await teamActivity(deps, c.viewer, team.slug, { offset: 0, limit: 20 });
+      const activity = (await teamActivity(deps, c.viewer, team.slug, { offset: 0, limit: 20 })).events;
       const body = html`<p class="crumbs">Team</p>
         <h1>${team.name}</h1>
         <div class="grid">
@@ -136,7 +136,7 @@ export async function homePages(app: FastifyInstance, { deps }: { deps: Deps }):
       const user = await getUser(deps, c.viewer, request.params.username);
       const w = pageWindow(request.query);
       const repos = await listRepos(deps, c.viewer, 'user', user.username, w);
-      const activity = await userActivity(deps, c.viewer, user.username, { offset: 0, limit: 20 });
+      const activity = (await userActivity(deps, c.viewer, user.username, { offset: 0, limit: 20 })).events;
       const body = html`<p class="crumbs">User</p>
         <h1>${user.display_name || user.username} <span class="muted">${user.username}</span></h1>
         <p class="muted">Joined ${when(user.created_at)}</p>

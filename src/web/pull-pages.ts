@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
-import { listBranches } from '../git/service.ts';
+import { listBranches } from '../git-routes/service.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import { mergePull } from '../pulls/merge.ts';
 import { getPullProtection } from '../pulls/protection-status.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../deps.ts';
-import { listBranches } from '../git/service.ts';
+import { listBranches } from '../git-routes/service.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import { getRepo } from '../repos/service.ts';
 import { activityOfScope } from './activity.ts';
