@@ -127,7 +127,12 @@ export async function compare(
   const head = await commitOf(o, headName);
   const { limits, objects } = o.readers;
   const dir = o.dir!;
-  const { ahead, behind, commits, mergeBase: mb } = await divergence(limits, objects, dir, base.sha, head.sha, MAX_COMPARE_COMMITS);
+  const {
+    ahead,
+    behind,
+    commits,
+    mergeBase: mb,
+  } = await divergence(limits, objects, dir, base.sha, head.sha, MAX_COMPARE_COMMITS);
   const diff = await diffTrees(limits, dir, mb ?? EMPTY_TREE, head.sha);
   const status = ahead === 0 && behind === 0 ? 'identical' : behind === 0 ? 'ahead' : ahead === 0 ? 'behind' : 'diverged';
   const bothShas = immutableCache(o.repo, baseName) !== null ? immutableCache(o.repo, headName) : null;
