@@ -29,6 +29,7 @@ import { gitHttpRoutes } from './git-routes/http.ts';
 import { gitRoutes } from './git-routes/routes.ts';
 import { codeRoutes } from './code/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
+import { statusesRoutes } from './statuses/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { timersRoutes } from './timers/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
@@ -68,6 +69,7 @@ const MODULES = [
   gitRoutes,
   sshKeysRoutes,
   codeRoutes,
+  statusesRoutes,
   hooksRoutes,
 ];
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { seedRepo, seedTeam } from './fixtures.ts';
+import { seedCommit } from './git-fixtures.ts';
 import { DIALECTS, isErrorBody, startApp, type TestApp } from './helpers.ts';
 import { q, whileUncommitted } from './locks.ts';
 
@@ -28,7 +29,9 @@ async function world(t: TestApp) {
   return { alice, bob, team, repo, removeBob, archive };
 }
 
+/** A pull whose source branch holds a commit to land (a merge of nothing is refused before its claim). */
 async function openPull(t: TestApp, token: string) {
+  await seedCommit(t, (await t.req('GET', base)).body.uuid, 'feature/a', { onto: 'main' });
   const res = await t.req('POST', `${base}/pulls`, {
     token,
     body: { title: 'Change', body: '', source_branch: 'feature/a', target_branch: 'main' },

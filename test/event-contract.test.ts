@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { seedCommit } from './git-fixtures.ts';
 import { DIALECTS, type Res, startApp } from './helpers.ts';
 
 /**
@@ -90,6 +91,8 @@ for (const dialect of DIALECTS) {
         ok(await t.req('DELETE', `${base}/protections/${prot.uuid}/approvers/${bob.uuid}`, as(alice)), 204);
         ok(await t.req('DELETE', `${base}/protections/${prot.uuid}`, as(alice)), 204);
 
+        // a commit to merge, made in the bare repository (a push would add branch-pushed here)
+        await seedCommit(t, ok(await t.req('GET', base, as(alice)), 200).body.uuid, 'feature/x', { onto: 'main' });
         const pull = ok(
           await t.req('POST', `${base}/pulls`, {
             ...as(bob),
@@ -104,7 +107,8 @@ for (const dialect of DIALECTS) {
         ).body;
         ok(await t.req('DELETE', `${base}/pulls/1/reviews/${review.uuid}`, as(alice)), 204);
         const removedAt = ok(await t.req('GET', `${base}/pulls/1/reviews/${review.uuid}`, as(alice)), 200).body.removed_at;
-        ok(await t.req('POST', `${base}/pulls/1/merge`, { ...as(alice), body: {} }), 200);
+        const pullMergedSha = ok(await t.req('POST', `${base}/pulls/1/merge`, { ...as(alice), body: {} }), 200).body
+          .merge_commit_sha as string;
 
         ok(await t.req('DELETE', '/api/v1/teams/crew/members/bob', as(alice)), 204);
         ok(await t.req('DELETE', base, as(alice)), 204);
@@ -230,12 +234,23 @@ for (const dialect of DIALECTS) {
               source_full_name: 'crew/tool',
             },
           ],
-          ['protection-created', [R, T], A, { ...protPayload, branch: 'main', required_approvals: 1 }],
+          [
+            'protection-created',
+            [R, T],
+            A,
+            { ...protPayload, branch: 'main', required_approvals: 1, required_status_contexts: [] },
+          ],
           [
             'protection-updated',
             [R, T],
             A,
-            { ...protPayload, branch: 'main', required_approvals: 2, fields: ['required_approvals'] },
+            {
+              ...protPayload,
+              branch: 'main',
+              required_approvals: 2,
+              required_status_contexts: [],
+              fields: ['required_approvals'],
+            },
           ],
           ['protection-approver-added', [R, T], A, { ...protPayload, branch: 'main', user_uuid: B.uuid, username: 'bob' }],
           ['protection-approver-removed', [R, T], A, { ...protPayload, branch: 'main', user_uuid: B.uuid, username: 'bob' }],
@@ -251,7 +266,7 @@ for (const dialect of DIALECTS) {
             {
               ...pullPayload('Change 2', 'merged'),
               merge_strategy: 'merge',
-              merge_commit_sha: null,
+              merge_commit_sha: pullMergedSha,
               merged_by_username: 'alice',
             },
           ],

@@ -13,7 +13,7 @@ import { EVENT_KINDS } from '../src/events/kinds.ts';
 import { type EventKind } from '../src/events/kinds.ts';
 import { inTransaction } from '../src/core/transaction.ts';
 import type { EventJson, Person } from './common.ts';
-import { makeWorkTree, gitClient } from './git-fixtures.ts';
+import { makeWorkTree, gitClient, seedCommit } from './git-fixtures.ts';
 import { DIALECTS, type Res, type TestApp, startApp } from './helpers.ts';
 import { eventFrames, listen, openSse } from './sse-client.ts';
 import { ManualClock } from './timers-helpers.ts';
@@ -262,6 +262,8 @@ for (const dialect of DIALECTS) {
       ok(await req('POST', `${r.base}/protections/${prot.uuid}/approvers`, maint.token, { username: writer.username }), 201);
       ok(await req('DELETE', `${r.base}/protections/${prot.uuid}/approvers/${writer.uuid}`, maint.token), 204);
       ok(await req('DELETE', `${r.base}/protections/${prot.uuid}`, maint.token), 204);
+      const featureSha = await seedCommit(t, r.uuid, 'feature', { onto: 'main' });
+      ok(await req('POST', `${r.base}/statuses/${featureSha}`, writer.token, { state: 'success', context: 'ci' }), 201, 'status');
       const pull = ok(
         await req('POST', `${r.base}/pulls`, writer.token, {
           title: 'P',
@@ -376,7 +378,14 @@ for (const dialect of DIALECTS) {
       const g = await gitClient(t);
       try {
         const dir = await makeWorkTree(g, 'work', [{ 'a.txt': 'one' }]);
-        await g.run(['-C', dir, 'push', '-q', g.url(`/git${R.apriv.base.replace('/repos/', '/')}.git`, u.mem!.token), 'main']);
+        await g.run([
+          '-C',
+          dir,
+          'push',
+          '-q',
+          g.url(`/git${R.apriv.base.replace('/repos/', '/')}.git`, u.mem!.token),
+          'main:refs/heads/pushed',
+        ]);
       } finally {
         g.cleanup();
       }

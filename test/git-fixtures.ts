@@ -1,7 +1,10 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { BareGitStore } from '../src/git/bare-store.ts';
+import { git as runGit } from '../src/git/run.ts';
 import type { TestApp } from './helpers.ts';
 
 /**
@@ -97,5 +100,39 @@ export async function commitFiles(
     }
     await g.run(['-C', dir, 'add', '-A']);
     await g.run(['-C', dir, 'commit', '-q', '-m', `${message} ${++i}`]);
+  }
+}
+
+/**
+ * Gives `branch` of a repo one new commit with real git, straight in its bare repository (made
+ * when a test seeded only the repo's row): on the branch's tip, else on `onto`'s tip, else a
+ * first commit. Each commit adds its own file, so commits made this way merge cleanly. For
+ * tests whose subject is not git itself (the pull and merge rules): a merge must land a commit.
+ */
+export async function seedCommit(
+  t: TestApp,
+  repoUuid: string,
+  branch: string,
+  opts: { onto?: string; path?: string } = {},
+): Promise<string> {
+  const store = t.deps.git as BareGitStore;
+  const dir = store.pathOf(repoUuid);
+  if (!store.exists(repoUuid)) await runGit(null, ['init', '--quiet', '--bare', '--template=', '--initial-branch=main', dir]);
+  const base = (await store.branchSha(repoUuid, branch)) ?? (opts.onto ? await store.branchSha(repoUuid, opts.onto) : null);
+  const index = join(mkdtempSync(join(tmpdir(), 'weft-seed-')), 'index');
+  const env = { GIT_INDEX_FILE: index };
+  const path = opts.path ?? `seed-${randomUUID()}.txt`;
+  try {
+    await runGit(dir, base ? ['read-tree', base] : ['read-tree', '--empty'], { env });
+    const blob = (await runGit(dir, ['hash-object', '-w', '--stdin'], { input: `${path}\n` })).stdout.trim();
+    await runGit(dir, ['update-index', '--add', '--cacheinfo', `100644,${blob},${path}`], { env });
+    const tree = (await runGit(dir, ['write-tree'], { env })).stdout.trim();
+    const commit = (
+      await runGit(dir, ['commit-tree', tree, ...(base ? ['-p', base] : [])], { input: `seed ${path}\n` })
+    ).stdout.trim();
+    await runGit(dir, ['update-ref', `refs/heads/${branch}`, commit]);
+    return commit;
+  } finally {
+    rmSync(join(index, '..'), { recursive: true, force: true });
   }
 }

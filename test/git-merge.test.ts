@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { commitFiles, type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
-import { DIALECTS, startApp, type TestApp } from './helpers.ts';
+import { DIALECTS, isErrorBody, startApp, type TestApp } from './helpers.ts';
 import { recoverMergeClaims } from '../src/pulls/merge.ts';
 
 for (const dialect of DIALECTS) {
@@ -164,7 +164,7 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    it('a missing target branch is created at the source tip; a missing source merges with a null sha', async () => {
+    it('a missing target branch is created at the source tip; a missing source is 409 source_branch_missing', async () => {
       const r = await setup();
       const opened = await t.req('POST', `${r.api}/pulls`, {
         token: bob.token,
@@ -177,10 +177,44 @@ for (const dialect of DIALECTS) {
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.merge_commit_sha, await sha(r.work, 'feature'));
       assert.equal(await remoteSha(r.url, 'brand-new'), res.body.merge_commit_sha);
+      // opened before the first push: allowed, but there is nothing to merge yet
       const pull2 = await openPull(r.api, bob.token, 'nothing-here', 'main');
-      const res2 = await merge(r.api, pull2.number, 'squash');
-      assert.equal(res2.status, 200, res2.text);
-      assert.equal(res2.body.merge_commit_sha, null);
+      const before = await t.req('GET', `${r.api}/pulls/${pull2.number}`);
+      const mainBefore = await remoteSha(r.url, 'main');
+      for (const strategy of ['merge', 'squash', 'rebase', 'fast_forward']) {
+        const res2 = await merge(r.api, pull2.number, strategy);
+        assert.equal(res2.status, 409, res2.text);
+        assert.ok(isErrorBody(res2.body, 'source_branch_missing'), res2.text);
+      }
+      assert.deepEqual((await t.req('GET', `${r.api}/pulls/${pull2.number}`)).body, before.body, 'nothing changed');
+      assert.equal(await remoteSha(r.url, 'main'), mainBefore);
+      // pushed now: it merges
+      await g.run(['-C', r.work, 'push', '-q', r.url, 'feature:nothing-here']);
+      const res3 = await merge(r.api, pull2.number, 'merge');
+      assert.equal(res3.status, 200, res3.text);
+    });
+
+    it('a source with no commit the target lacks is 409 nothing_to_merge under every strategy, and nothing changes', async () => {
+      const r = await setup();
+      // `behind` is an ancestor of main; `same` is main itself
+      await g.run(['-C', r.work, 'push', '-q', r.url, `${r.base}:refs/heads/behind`, 'main:refs/heads/same']);
+      for (const source of ['behind', 'same']) {
+        const pull = await openPull(r.api, bob.token, source, 'main');
+        const before = await t.req('GET', `${r.api}/pulls/${pull.number}`);
+        const mainBefore = await remoteSha(r.url, 'main');
+        for (const strategy of ['merge', 'squash', 'rebase', 'fast_forward']) {
+          const res = await merge(r.api, pull.number, strategy);
+          assert.equal(res.status, 409, `${source} ${strategy}: ${res.text}`);
+          assert.ok(isErrorBody(res.body, 'nothing_to_merge'), res.text);
+        }
+        assert.deepEqual((await t.req('GET', `${r.api}/pulls/${pull.number}`)).body, before.body, 'nothing changed');
+        assert.equal(await remoteSha(r.url, 'main'), mainBefore);
+        const ev = await t.req('GET', `/api/v1/events?scope=pull:${pull.uuid}`, { token: alice.token });
+        assert.deepEqual(
+          ev.body.results.map((e: { kind: string }) => e.kind),
+          ['pull-opened'],
+        );
+      }
     });
 
     it('a merge racing a push to the target, and two merges into one target, never lose a commit', async () => {

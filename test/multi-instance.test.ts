@@ -74,7 +74,7 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
       const team = await a.req('POST', '/api/v1/teams', { body: { name: 'Pulls', slug: 'mi-pulls' } });
       assert.equal(team.status, 201);
       const { seedRepo } = await import('./fixtures.ts');
-      await seedRepo(a, { kind: 'team', uuid: team.body.uuid }, 'mi-repo');
+      const repo = await seedRepo(a, { kind: 'team', uuid: team.body.uuid }, 'mi-repo');
       const base = '/api/v1/teams/mi-pulls/repos/mi-repo/pulls';
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
@@ -93,7 +93,10 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
         Array.from({ length: 20 }, (_, i) => i + 1),
       );
 
-      // one merge on each instance at the same moment: exactly one wins
+      // one merge on each instance at the same moment: exactly one wins (its source has a commit to land)
+      const { seedCommit } = await import('./git-fixtures.ts');
+      const first = results.find((r) => r.body.number === 1)!.body;
+      await seedCommit(a, repo.uuid, first.source_branch, { onto: 'main' });
       const merges = await Promise.all([
         a.req('POST', `${base}/1/merge`, { body: {} }),
         b.req('POST', `${base}/1/merge`, { body: {} }),

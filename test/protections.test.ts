@@ -96,7 +96,14 @@ for (const dialect of DIALECTS) {
       const created = await t.req('POST', base, { token: maint.token, body: { branch: 'main' } });
       assert.equal(created.status, 201, created.text);
       const p = created.body;
-      assert.deepEqual(Object.keys(p).sort(), ['branch', 'created_at', 'required_approvals', 'updated_at', 'uuid']);
+      assert.deepEqual(Object.keys(p).sort(), [
+        'branch',
+        'created_at',
+        'required_approvals',
+        'required_status_contexts',
+        'updated_at',
+        'uuid',
+      ]);
       assert.equal(p.branch, 'main');
       assert.equal(p.required_approvals, 1);
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { DIALECTS, isErrorBody, type Res, startApp, type TestApp } from './helpers.ts';
+import { seedCommit } from './git-fixtures.ts';
 import { type Person, eventsInScope } from './common.ts';
 
 /**
@@ -64,15 +65,19 @@ for (const dialect of DIALECTS) {
       return res.body.uuid as string;
     };
     let branch = 0;
-    const open = async (token: string, base: string, target = 'main') =>
-      ok(
+    /** Opens a pull whose source branch holds a commit the target lacks (a merge must land one). */
+    const open = async (token: string, base: string, target = 'main') => {
+      const source = `topic/b${++branch}`;
+      await seedCommit(t, ok(await t.req('GET', base), 200, 'GET repo').body.uuid, source, { onto: target });
+      return ok(
         await t.req('POST', `${base}/pulls`, {
           token,
-          body: { title: 'Change', body: 'Details', source_branch: `topic/b${++branch}`, target_branch: target },
+          body: { title: 'Change', body: 'Details', source_branch: source, target_branch: target },
         }),
         201,
         'POST pull',
       ).body;
+    };
     const review = async (token: string, base: string, number: number, status: string) =>
       ok(await t.req('POST', `${base}/pulls/${number}/reviews`, { token, body: { status } }), 201, `review ${status}`).body;
     const status = async (base: string, number: number, token?: string) =>
@@ -121,6 +126,8 @@ for (const dialect of DIALECTS) {
         required_approvals: 2,
         approvers: [],
         approved_by: [],
+        required_status_contexts: [],
+        status_checks: [],
         satisfied: false,
       });
       assert.equal((await t.req('GET', `${repo.base}/pulls/1/protection`, { token: outsider.token })).status, 404);
@@ -159,7 +166,7 @@ for (const dialect of DIALECTS) {
       ]);
       assert.equal(merged.body.merge_strategy, 'squash');
       assert.equal(merged.body.merged_by_username, member.username);
-      assert.equal(merged.body.merge_commit_sha, null);
+      assert.match(merged.body.merge_commit_sha, /^[0-9a-f]{40}$/);
       assert.equal(merged.body.pull.status, 'merged');
       assert.equal(merged.body.pull.merged_at, merged.body.merged_at);
       assert.deepEqual((await t.req('GET', `${repo.base}/pulls/1`, { token: reader.token })).body, merged.body.pull);
@@ -331,6 +338,8 @@ for (const dialect of DIALECTS) {
         required_approvals: 0,
         approvers: [],
         approved_by: [],
+        required_status_contexts: [],
+        status_checks: [],
         satisfied: true,
       });
       ok(await t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: member.token, body: {} }), 200, 'merge');

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { seedRepo, seedTeam } from './fixtures.ts';
+import { seedCommit } from './git-fixtures.ts';
 import type { TestApp } from './helpers.ts';
 
 /**
@@ -73,21 +74,27 @@ export async function buildWorld(t: TestApp): Promise<World> {
 
 let branchCounter = 0;
 
-/** Opens a pull through the API (as the admin unless a token is given) and returns its JSON. */
+/**
+ * Opens a pull through the API (as the admin unless a token is given) and returns its JSON. Its
+ * source branch first gets a commit (on the target's tip), so merging it lands something; `empty`
+ * opens it before any push.
+ */
 export async function openPull(
   t: TestApp,
   base: string,
-  opts: { token?: string; target?: string; title?: string } = {},
+  opts: { token?: string; target?: string; title?: string; empty?: boolean } = {},
   // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely
 ): Promise<any> {
+  const source = `feature/f${++branchCounter}`;
+  const target = opts.target ?? 'main';
+  if (!opts.empty) {
+    const repo = await t.req('GET', base);
+    if (repo.status !== 200) throw new Error(`reading ${base}: ${repo.status} ${repo.text}`);
+    await seedCommit(t, repo.body.uuid, source, { onto: target });
+  }
   const res = await t.req('POST', `${base}/pulls`, {
     token: opts.token,
-    body: {
-      title: opts.title ?? 'A change',
-      body: 'Details',
-      source_branch: `feature/f${++branchCounter}`,
-      target_branch: opts.target ?? 'main',
-    },
+    body: { title: opts.title ?? 'A change', body: 'Details', source_branch: source, target_branch: target },
   });
   if (res.status !== 201) throw new Error(`opening a pull: ${res.status} ${res.text}`);
   return res.body;
@@ -139,6 +146,7 @@ export const PULL_KEYS = [
   'title',
   'body',
   'source_branch',
+  'source_repo',
   'target_branch',
   'status',
   'author_username',

@@ -5,6 +5,7 @@ import { mergeBase } from '../git/history.ts';
 import { codeReaders } from '../git/readers.ts';
 import { EMPTY_TREE } from '../git/resolve.ts';
 import type { PageParams } from '../http/paging.ts';
+import { pullHeadForReading } from '../pulls/heads.ts';
 import { requirePull } from '../pulls/service.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
 
@@ -22,12 +23,12 @@ export function wantsDiff(request: FastifyRequest): boolean {
   return DIFF_TYPES.some((t) => accept.includes(t));
 }
 
-/** The merge base and the source tip of a pull (head null while its source branch does not exist). */
+/** The merge base and the head of a pull (`pullHeadForReading`; none while there is no head). */
 async function range(deps: Deps, viewer: Viewer, ref: RepoRef, number: number) {
   const { access, pull } = await requirePull(deps, viewer, ref, number);
   const readers = codeReaders(deps);
   const dir = readers.dirOf(access.repo.uuid);
-  const head = dir ? await deps.git.branchSha(access.repo.uuid, pull.source_branch) : null;
+  const head = dir ? await pullHeadForReading(deps, pull) : null;
   if (!dir || head === null) return null;
   const base = await deps.git.branchSha(access.repo.uuid, pull.target_branch);
   const from = base === null ? EMPTY_TREE : ((await mergeBase(readers.limits, dir, base, head)) ?? EMPTY_TREE);

@@ -14,6 +14,8 @@ import * as m091 from './migrations/091_team_activity_index.ts';
 import * as m092 from './migrations/092_actor_activity_index.ts';
 import * as m093 from './migrations/093_member_team_order.ts';
 import * as m094 from './migrations/094_pull_page_keys.ts';
+import * as m110 from './migrations/110_pull_source_repo.ts';
+import * as m120 from './migrations/120_commit_statuses.ts';
 import * as m140 from './migrations/140_webhooks.ts';
 import * as m150 from './migrations/150_token_scopes_ssh_keys.ts';
 import * as m160 from './migrations/160_sessions_tickets.ts';
@@ -48,6 +50,8 @@ const MIGRATIONS: Migration[] = [
   { name: '092_actor_activity_index', up: m092.up },
   { name: '093_member_team_order', up: m093.up },
   { name: '094_pull_page_keys', up: m094.up },
+  { name: '110_pull_source_repo', up: m110.up },
+  { name: '120_commit_statuses', up: m120.up },
   { name: '140_webhooks', up: m140.up },
   { name: '150_token_scopes_ssh_keys', up: m150.up },
   { name: '160_sessions_tickets', up: m160.up },

@@ -121,6 +121,8 @@ export interface ProtectionsTable {
   repo_uuid: string;
   branch: string;
   required_approvals: number;
+  /** JSON array of the status contexts a merge needs as success (migration 120) */
+  required_status_contexts: Generated<string>;
   created_at: string;
   updated_at: string;
 }
@@ -155,8 +157,23 @@ export interface PullsTable {
   merge_claimed_at: string | null;
   /** the tip the pending merge is about to write: crash recovery compares it with the branch */
   merge_claim_sha: string | null;
+  /** the repo the source branch lives in: this repo, or one of its fork network (migration 110) */
+  source_repo_uuid: string | null;
   /** the instance holding the pending merge (migration 170): recovered once its lease is gone */
   merge_claim_instance: string | null;
+}
+
+export interface CommitStatusesTable {
+  id: Generated<number>;
+  uuid: string;
+  repo_uuid: string;
+  sha: string;
+  state: string;
+  context: string;
+  description: string | null;
+  target_url: string | null;
+  creator_uuid: string;
+  created_at: string;
 }
 
 export interface ReviewsTable {
@@ -197,4 +214,5 @@ export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTable
   pulls: PullsTable;
   reviews: ReviewsTable;
   ssh_keys: SshKeysTable;
+  commit_statuses: CommitStatusesTable;
 }

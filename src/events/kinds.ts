@@ -95,6 +95,7 @@ const team = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'team', uuid, 
 const membershipTeam: NamedRef = { ...team('team_uuid', 'team_slug'), shownTo: 'user_uuid' };
 const user = (uuid: Path, ...names: Path[]): NamedRef => ({ kind: 'user', uuid, names });
 
+const pullSource = repo('source_repo.uuid', 'source_repo.full_name');
 const ofRepo = (...names: NamedRef[]): KindRule => ({ subject: field('repo', 'repo_uuid'), names });
 const ofTeam = (...names: NamedRef[]): KindRule => ({ subject: field('team', 'team_uuid'), names });
 const ofScopes = (...names: NamedRef[]): KindRule => ({ subject: anyScope, names });
@@ -144,9 +145,12 @@ export const EVENT_KINDS = {
   'protection-approver-added': ofRepo(user('user_uuid', 'username')),
   'protection-approver-removed': ofRepo(user('user_uuid', 'username')),
   // pulls and reviews
-  'pull-opened': ofRepo(),
-  'pull-updated': ofRepo(),
-  'pull-merged': ofRepo(),
+  // a pull from a fork names its source repo (`source_repo`, README "Pulls from forks")
+  'pull-opened': ofRepo(pullSource),
+  'pull-updated': ofRepo(pullSource),
+  'pull-merged': ofRepo(pullSource),
+  // commit statuses (README "Commit statuses and required checks")
+  'status-created': ofRepo(),
   'review-submitted': ofRepo(),
   'review-removed': ofRepo(),
   // threads and replies

@@ -212,3 +212,25 @@ export async function getForkIn(
   const [json] = await forksToJson(deps, [fork], `${owner.name}/${repo.slug}`);
   return json!;
 }
+
+/** The first repo of a repo's fork network: follow `fork_of_uuid` up while it names a repo. */
+async function forkNetworkRoot(db: Kysely<DB>, uuid: string): Promise<string> {
+  const seen = new Set<string>();
+  let current = uuid;
+  for (;;) {
+    seen.add(current);
+    const row = await db.selectFrom('repos').select('fork_of_uuid').where('uuid', '=', current).executeTakeFirst();
+    if (!row?.fork_of_uuid || seen.has(row.fork_of_uuid)) return current;
+    current = row.fork_of_uuid;
+  }
+}
+
+/**
+ * Whether two repos are of one fork network: the same repo, or repos whose chains of fork
+ * sources (a fork's source, its source's source, ...) end at the same repo. A deleted source
+ * splits its network: its forks no longer have one (their `fork_of_uuid` is cleared).
+ */
+export async function sameForkNetwork(db: Kysely<DB>, a: string, b: string): Promise<boolean> {
+  if (a === b) return true;
+  return (await forkNetworkRoot(db, a)) === (await forkNetworkRoot(db, b));
+}

@@ -61,11 +61,11 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
       const refusal = scoped ?? gitRefusal(request.viewer, access, write);
       if (refusal) {
         if (refusal.headers) reply.headers(refusal.headers);
-        reply.code(refusal.status).send({ error: refusal.code, detail: refusal.detail });
+        refuse(reply, refusal.status, refusal.detail);
         return null;
       }
       if (!store || !store.exists(access!.repo.uuid)) {
-        reply.code(404).send({ error: 'not_found', detail: 'The repo has no git storage.' });
+        refuse(reply, 404, 'The repo has no git storage.');
         return null;
       }
       return access;
@@ -171,6 +171,14 @@ export async function gitHttpRoutes(app: FastifyInstance, opts: { deps: Deps }):
   /** Takes a git process slot for the client, then starts git: 503 when over a cap or when git cannot start. */
   const startGit = (request: FastifyRequest, args: string[], env: Record<string, string>) =>
     startLimitedGit(deps, request.ip, args, env);
+}
+
+/**
+ * A refusal as `text/plain`, which the git client prints as `remote: …` lines (a JSON body it
+ * would not show: the user would see only "The requested URL returned error: 403").
+ */
+function refuse(reply: FastifyReply, status: number, detail: string): void {
+  reply.code(status).type('text/plain; charset=utf-8').send(`${detail}\n`);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { type RepoRef, requireRepo } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
+import { pullHeadForReading } from '../pulls/heads.ts';
 import { requirePull } from '../pulls/service.ts';
 import type { Viewer } from '../viewer.ts';
 import { branchMatchesPattern } from '../git/refname.ts';
@@ -23,10 +24,10 @@ export async function listBranches(deps: Deps, viewer: Viewer, ref: RepoRef, pag
   });
 }
 
-/** The pull's branch tips (null while a branch does not exist). */
+/** The pull's head (`pullHeadForReading`) and base (null while there is none). */
 async function tips(deps: Deps, viewer: Viewer, ref: RepoRef, number: number) {
   const { access, pull } = await requirePull(deps, viewer, ref, number);
-  const head = await deps.git.branchSha(access.repo.uuid, pull.source_branch);
+  const head = await pullHeadForReading(deps, pull);
   const base = await deps.git.branchSha(access.repo.uuid, pull.target_branch);
   return { uuid: access.repo.uuid, head, base };
 }

@@ -129,7 +129,8 @@ export class BareGitStore implements GitStore {
     if (!this.exists(source.uuid)) return;
     await appendFile(join(dir, 'objects', 'info', 'alternates'), `${join(sourceDir, 'objects')}\n`);
     await appendFile(join(sourceDir, FORKS_FILE), `${fork.uuid}\n`);
-    const refs = await this.refs(source.uuid, 'refs/');
+    // branches and tags only: the source's pull heads (refs/pull/) are its own
+    const refs = [...(await this.refs(source.uuid, 'refs/heads/')), ...(await this.refs(source.uuid, 'refs/tags/'))];
     if (refs.length > 0) {
       const input = refs.map((r) => `create ${r.ref} ${r.sha}\n`).join('');
       await git(dir, ['update-ref', '--stdin'], { input });
@@ -157,6 +158,49 @@ export class BareGitStore implements GitStore {
     if (!this.exists(uuid)) return null;
     const out = await git(this.pathOf(uuid), ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`], { okCodes: [1] });
     return out.code === 0 ? out.stdout.trim() : null;
+  }
+
+  async refSha(uuid: string, ref: string): Promise<string | null> {
+    if (!this.exists(uuid)) return null;
+    const out = await git(this.pathOf(uuid), ['rev-parse', '--verify', '-q', '--end-of-options', `${ref}^{commit}`], {
+      okCodes: [1],
+    });
+    return out.code === 0 ? out.stdout.trim() : null;
+  }
+
+  async syncPullHead(target: string, number: number, source: string, branch: string): Promise<string | null> {
+    const ref = pullHeadRef(number);
+    if (!this.exists(target)) return null;
+    const dir = this.pathOf(target);
+    for (let attempt = 0; attempt < UPDATE_REF_ATTEMPTS; attempt++) {
+      const kept = await this.refSha(target, ref);
+      const tip = await this.branchSha(source, branch);
+      if (tip === null || tip === kept) return kept;
+      if (source !== target && !(await this.hasCommit(target, tip))) {
+        const sizeBefore = await this.size(target);
+        // Only what the target lacks travels: objects it shares with the source (alternates,
+        // either way) are already there. The fetched objects are kept unreferenced until the ref
+        // moves below; gc.auto is off, so nothing prunes them in between.
+        const fetched = await git(
+          dir,
+          ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--end-of-options', this.pathOf(source), tip],
+          { okCodes: [1, 128], timeoutMs: 3_600_000 },
+        );
+        if (this.db) await addDiskUsage({ db: this.db }, target, (await this.size(target)) - sizeBefore);
+        // the source moved or went away while fetching: look again
+        if (fetched.code !== 0) continue;
+      }
+      const moved = await git(dir, ['update-ref', ref, tip, kept ?? ZERO_SHA], { okCodes: [1, 128] });
+      // a concurrent sync moved the kept head first: look again
+      if (moved.code === 0) return tip;
+    }
+    return this.refSha(target, ref);
+  }
+
+  async hasCommit(uuid: string, sha: string): Promise<boolean> {
+    if (!this.exists(uuid)) return false;
+    const out = await git(this.pathOf(uuid), ['cat-file', '-e', `${sha}^{commit}`], { okCodes: [1, 128] });
+    return out.code === 0;
   }
 
   async contains(uuid: string, tip: string, sha: string): Promise<boolean> {
@@ -257,7 +301,7 @@ export class BareGitStore implements GitStore {
    */
   async merge(req: MergeRequest): Promise<MergeOutcome> {
     const { repo } = req;
-    if (!this.exists(repo.uuid)) return { sha: null };
+    if (!this.exists(repo.uuid)) return { nothingToMerge: true };
     return withRepoLock(this.database, repo.uuid, async () => {
       // What the merge wrote is added as it goes: before the branch moves (so a crash after that
       // point leaves the usage right) and at the end.
@@ -276,15 +320,13 @@ export class BareGitStore implements GitStore {
   }
 
   private async mergeLocked(req: MergeRequest, account: () => Promise<void>): Promise<MergeOutcome> {
-    const { repo, pull } = req;
+    const { repo, pull, source } = req;
     const dir = this.pathOf(repo.uuid);
     const targetRef = `refs/heads/${pull.target_branch}`;
     for (let attempt = 0; attempt < UPDATE_REF_ATTEMPTS; attempt++) {
-      const source = await this.branchSha(repo.uuid, pull.source_branch);
-      if (source === null) return { sha: null };
       const target = await this.branchSha(repo.uuid, pull.target_branch);
       const planned = await this.plan(dir, req, source, target);
-      if (!('sha' in planned) || planned.sha === null) return planned;
+      if (!('sha' in planned)) return planned;
       await account();
       await req.beforeMove?.(planned.sha);
       const moved = await git(dir, ['update-ref', targetRef, planned.sha, target ?? ZERO_SHA], { okCodes: [128, 1] });
@@ -312,6 +354,8 @@ export class BareGitStore implements GitStore {
     }
     const isAncestor = async (a: string, b: string) =>
       (await git(dir, ['merge-base', '--is-ancestor', a, b], { okCodes: [1] })).code === 0;
+    // Before any strategy: a source with no commit the target lacks lands nothing.
+    if (await isAncestor(source, target)) return { nothingToMerge: true };
     if (strategy === 'fast_forward') {
       if (!(await isAncestor(target, source))) return { notFastForward: true };
       return { sha: source };
@@ -337,11 +381,7 @@ export class BareGitStore implements GitStore {
         });
         tip = c.stdout.trim();
       }
-      return { sha: tip };
-    }
-    if (await isAncestor(source, target)) {
-      // Nothing of the source is missing from the target: the merge changes nothing.
-      return { sha: target };
+      return tip === target ? { nothingToMerge: true } : { sha: tip };
     }
     const merged = await mergeTree(dir, target, source);
     if ('conflictPaths' in merged) return merged;
@@ -354,6 +394,9 @@ export class BareGitStore implements GitStore {
     return { sha: c.stdout.trim() };
   }
 }
+
+/** Where a pull's head is kept in its target repo (as GitHub does: `git fetch origin pull/N/head`). */
+export const pullHeadRef = (number: number): string => `refs/pull/${number}/head`;
 
 function squashMessage(pull: { title: string; body: string }): string {
   return pull.body ? `${pull.title}\n\n${pull.body}\n` : `${pull.title}\n`;

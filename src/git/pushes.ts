@@ -9,6 +9,8 @@ import { nowIso } from '../time.ts';
 import { addDiskUsage, type BareGitStore } from './bare-store.ts';
 import { tryWithRepoLock } from './repo-lock.ts';
 import { ZERO_SHA } from './run.ts';
+import { syncPullHeads } from '../pulls/heads.ts';
+import { pullsMovedByPush } from '../pulls/pushes.ts';
 
 /**
  * Pushes are recorded from a marker file, so a crash at any point records each moved ref once
@@ -87,15 +89,15 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
     moved = planned.filter(([before, after, ref]) => before !== after && (tips.get(ref!) ?? ZERO_SHA) === after);
     growth = (await store.size(repoUuid)) - marker.size_before;
   }
-  await inTransaction(deps, async (tx) => {
+  const pulls = await inTransaction(deps, async (tx) => {
     const done = await tx.db
       .selectFrom('git_push_records')
       .select('push_id')
       .where('push_id', '=', marker.push_id)
       .executeTakeFirst();
-    if (done) return;
+    if (done) return [];
     const repo = await tx.db.selectFrom('repos').select('uuid').where('uuid', '=', repoUuid).executeTakeFirst();
-    if (!repo) return;
+    if (!repo) return [];
     await tx.db
       .insertInto('git_push_records')
       .values({ push_id: marker.push_id, repo_uuid: repoUuid, created_at: nowIso() })
@@ -110,9 +112,18 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
         payload: { repo_uuid: repoUuid, ref, before, after, pusher: { uuid: pusher.uuid, username: pusher.username } },
       });
     }
+    // the open pulls whose source branch moved: pull-updated for those from a fork (README "Pulls from forks")
+    return pullsMovedByPush(
+      tx,
+      repoUuid,
+      moved.map(([before, after, ref]) => ({ before: before!, after: after!, ref: ref! })),
+      pusher,
+    );
   });
   await rm(file, { force: true });
   await deps.db.deleteFrom('git_push_records').where('push_id', '=', marker.push_id).execute();
+  // their kept heads follow, before `git push` returns (`git fetch origin pull/N/head` sees the new head)
+  await syncPullHeads(deps, pulls);
 }
 
 /** The markers of one repo (every repo when `repoUuid` is omitted) left in the directory. */

@@ -6,10 +6,12 @@ import type { TxContext } from '../core/transaction.ts';
 export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
 
 /**
- * The new target tip (`null` when the source branch has no commits, README "Git"),
- * the conflicting paths, a refused fast-forward, or `busy` when the target kept moving.
+ * The new target tip, the conflicting paths, a refused fast-forward, `nothingToMerge` when the
+ * source has no commit the target lacks (README "Pulls from forks"), or `busy` when the target
+ * kept moving.
  */
-export type MergeOutcome = { sha: string | null } | { conflictPaths: string[] } | { notFastForward: true } | { busy: true };
+export type MergeOutcome =
+  { sha: string } | { conflictPaths: string[] } | { notFastForward: true } | { nothingToMerge: true } | { busy: true };
 
 export interface CommitInfo {
   sha: string;
@@ -30,6 +32,8 @@ export interface MergeRequest {
   repo: RepoRow;
   pull: Selectable<PullsTable>;
   strategy: MergeStrategy;
+  /** the source commit to merge, present in the repo's objects (the branch tip, or the pull's kept head) */
+  source: string;
   /** committer of every new commit, and author of a merge commit */
   merger: { name: string; email: string };
   /** the pull's author: author of a squash commit */
@@ -57,6 +61,16 @@ export interface GitStore {
   merge(req: MergeRequest): Promise<MergeOutcome>;
   /** A branch's tip, or null when it does not exist. */
   branchSha(uuid: string, branch: string): Promise<string | null>;
+  /** The commit a full ref (`refs/pull/3/head`) names, or null when it does not exist. */
+  refSha(uuid: string, ref: string): Promise<string | null>;
+  /**
+   * Brings a pull's kept head (`refs/pull/{number}/head` in the target repo) to the tip of its
+   * source branch, fetching the objects the target lacks from the source repo; a missing source
+   * repo or branch leaves the kept head as it is. Returns the kept head (null when there is none).
+   */
+  syncPullHead(target: string, number: number, source: string, branch: string): Promise<string | null>;
+  /** Whether the repo holds commit `sha` (a full sha). */
+  hasCommit(uuid: string, sha: string): Promise<boolean>;
   /** Whether commit `sha` is `tip` or one of its ancestors. */
   contains(uuid: string, tip: string, sha: string): Promise<boolean>;
   /** Every ref under `prefix` (default `refs/heads/`), sorted by name. */
@@ -70,20 +84,29 @@ export interface GitStore {
 }
 
 /**
- * The store while repositories hold no git data: every branch is empty, so a merge records the
- * pull as merged with no commit, and there is nothing to create, copy or remove.
+ * The store while repositories hold no git data: every branch is empty (a merge has nothing to
+ * merge), and there is nothing to create, copy or remove.
  */
 export class EmptyGitStore implements GitStore {
   async create(): Promise<void> {}
   async remove(): Promise<void> {}
   async copyForFork(): Promise<void> {}
   async merge(): Promise<MergeOutcome> {
-    return { sha: null };
+    return { nothingToMerge: true };
   }
   async branchSha(): Promise<string | null> {
     return null;
   }
+  async refSha(): Promise<string | null> {
+    return null;
+  }
+  async syncPullHead(): Promise<string | null> {
+    return null;
+  }
   async contains(): Promise<boolean> {
+    return false;
+  }
+  async hasCommit(): Promise<boolean> {
     return false;
   }
   async refs(): Promise<{ ref: string; sha: string }[]> {

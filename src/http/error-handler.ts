@@ -56,7 +56,23 @@ function validationDetail(error: FastifyError): string {
     const prop = (first.params as { missingProperty?: string }).missingProperty;
     return `${where} is missing the required property "${prop}".`;
   }
+  const allowed = allowedValues(error.validation!, first.instancePath);
+  if (allowed) return `${path} must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}.`;
   return `${path} ${first.message ?? 'is invalid'}.`;
+}
+
+/**
+ * The values an enum allows, when the failure is one: an `enum`, or the `const` branches of a
+ * union of literals (whose own message, "must be equal to constant", names none of them).
+ */
+function allowedValues(errors: NonNullable<FastifyError['validation']>, at: string): unknown[] | null {
+  const first = errors[0]!;
+  if (first.keyword === 'enum')
+    return ((first.params as { allowedValues?: unknown[] }).allowedValues ?? null) as unknown[] | null;
+  if (first.keyword !== 'const') return null;
+  return errors
+    .filter((e) => e.keyword === 'const' && e.instancePath === at)
+    .map((e) => (e.params as { allowedValue?: unknown }).allowedValue);
 }
 
 /** Every failure, ours or Fastify's, leaves as the error envelope (docs/behaviour.md "Conventions"). */

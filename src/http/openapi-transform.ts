@@ -42,6 +42,9 @@ export const ERROR_CODES = [
   'invite_used',
   'last_owner',
   'merge_conflict',
+  'source_branch_missing',
+  'nothing_to_merge',
+  'checks_unsatisfied',
   'pull_closed',
   'pull_merged',
   'slug_taken',
@@ -146,6 +149,10 @@ const OPERATION_IDS: Record<string, string> = {
   'post {repo}/branches': 'createBranch',
   'delete {repo}/branches/{branch}': 'deleteBranch',
   'get {repo}/tags': 'listTags',
+  // commit statuses (src/statuses/)
+  'post {repo}/statuses/{sha}': 'createCommitStatus',
+  'get {repo}/commits/{ref}/statuses': 'listCommitStatuses',
+  'get {repo}/commits/{ref}/status': 'getCombinedCommitStatus',
 };
 
 /** Component names for the records read by these operations (their 200 body, or Page items). */

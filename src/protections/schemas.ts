@@ -6,6 +6,9 @@ export const Protection = Type.Object(
     uuid: Type.String(),
     branch: Type.String({ description: 'an exact branch name or a glob such as release/*' }),
     required_approvals: Type.Integer({ minimum: 1 }),
+    required_status_contexts: Type.Array(Type.String(), {
+      description: 'status contexts that must be `success` on the pull head before a merge (sorted); empty: none',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -26,10 +29,22 @@ const Branch = Type.String({
 });
 const RequiredApprovals = Type.Integer({ minimum: 1, maximum: 100, description: 'integer 1-100; default 1' });
 
-export const CreateProtectionBody = StrictObject({ branch: Branch, required_approvals: Type.Optional(RequiredApprovals) });
+const RequiredContexts = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+  maxItems: 50,
+  description:
+    'status contexts (1-255 characters each, at most 50; duplicates dropped) whose latest status on the pull head must be ' +
+    '`success` for a merge (409 checks_unsatisfied otherwise); default []. On update, the whole list is replaced.',
+});
+
+export const CreateProtectionBody = StrictObject({
+  branch: Branch,
+  required_approvals: Type.Optional(RequiredApprovals),
+  required_status_contexts: Type.Optional(RequiredContexts),
+});
 export const UpdateProtectionBody = StrictObject({
   branch: Type.Optional(Branch),
   required_approvals: Type.Optional(RequiredApprovals),
+  required_status_contexts: Type.Optional(RequiredContexts),
 });
 export const AddApproverBody = StrictObject({ username: Type.String({ minLength: 1, maxLength: 200 }) });
 

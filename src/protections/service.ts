@@ -20,6 +20,7 @@ export interface ProtectionJson {
   uuid: string;
   branch: string;
   required_approvals: number;
+  required_status_contexts: string[];
   created_at: string;
   updated_at: string;
 }
@@ -34,9 +35,23 @@ export const protectionToJson = (row: ProtectionRow): ProtectionJson => ({
   uuid: row.uuid,
   branch: row.branch,
   required_approvals: row.required_approvals,
+  required_status_contexts: requiredContexts(row),
   created_at: row.created_at,
   updated_at: row.updated_at,
 });
+
+/** A protection's required status contexts (stored as a JSON array), sorted. */
+export function requiredContexts(row: { required_status_contexts: string }): string[] {
+  try {
+    const list: unknown = JSON.parse(row.required_status_contexts);
+    return Array.isArray(list) ? list.filter((c): c is string => typeof c === 'string').sort() : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Stored form of a list of contexts: distinct, sorted, JSON. */
+const contextsText = (contexts: string[]) => JSON.stringify([...new Set(contexts)].sort());
 
 // Reading protections needs read access; changing them (and their approvers) maintain level.
 const READ = { level: 'read' } as const;
@@ -111,7 +126,7 @@ export async function createProtection(
   deps: Deps,
   viewer: Viewer,
   ref: RepoRef,
-  input: { branch: string; required_approvals?: number },
+  input: { branch: string; required_approvals?: number; required_status_contexts?: string[] },
 ): Promise<ProtectionJson> {
   return command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
     const { repo } = tx.access;
@@ -123,6 +138,7 @@ export async function createProtection(
       repo_uuid: repo.uuid,
       branch,
       required_approvals: input.required_approvals ?? 1,
+      required_status_contexts: contextsText(input.required_status_contexts ?? []),
       created_at: now,
       updated_at: now,
     };
@@ -136,6 +152,7 @@ export async function createProtection(
       protection_uuid: row.uuid,
       branch,
       required_approvals: row.required_approvals,
+      required_status_contexts: requiredContexts(row),
     });
     return protectionToJson(row);
   });
@@ -151,7 +168,7 @@ export async function updateProtection(
   viewer: Viewer,
   ref: RepoRef,
   uuid: string,
-  input: { branch?: string; required_approvals?: number },
+  input: { branch?: string; required_approvals?: number; required_status_contexts?: string[] },
 ): Promise<ProtectionJson> {
   return command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
     const { repo } = tx.access;
@@ -164,6 +181,10 @@ export async function updateProtection(
     }
     if (input.required_approvals !== undefined && input.required_approvals !== row.required_approvals) {
       changes.required_approvals = input.required_approvals;
+    }
+    if (input.required_status_contexts !== undefined) {
+      const text = contextsText(input.required_status_contexts);
+      if (text !== contextsText(requiredContexts(row))) changes.required_status_contexts = text;
     }
     if (Object.keys(changes).length === 0) return protectionToJson(row);
     const updated = { ...row, ...changes, updated_at: nowIso() };
@@ -181,6 +202,7 @@ export async function updateProtection(
       protection_uuid: row.uuid,
       branch: updated.branch,
       required_approvals: updated.required_approvals,
+      required_status_contexts: requiredContexts(updated),
       fields: Object.keys(changes),
     });
     return protectionToJson(updated);

@@ -10,13 +10,14 @@ import { onPull } from '../core/targets.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
+import { syncedPullHead } from './heads.ts';
 import { pullProtectionStatus } from './protection-status.ts';
-import { loadPullJson, type PullJson, pullEventPayload, pullScopes, requirePull } from './service.ts';
+import { loadPullJson, type PullJson, type PullRow, pullEventPayload, pullScopes, requirePull } from './service.ts';
 
 export interface MergeResultJson {
   pull: PullJson;
   merge_strategy: MergeStrategy;
-  merge_commit_sha: string | null;
+  merge_commit_sha: string;
   merged_at: string;
   merged_by_username: string;
 }
@@ -34,6 +35,9 @@ const RECOVERY_EVERY_MS = 30_000;
  * 3. finish: one transaction sets `merge_commit_sha`, clears the claim and emits `pull-merged`;
  *    on any git failure (conflict, not fast-forward, error) the claim is undone instead and the
  *    pull is open again, with the branch unmoved.
+ * Before the claim, an open pull's head is brought into the target repo (a fork pull's kept
+ * head, `refs/pull/N/head`) and checked: no head is 409 source_branch_missing, a head the target
+ * already contains 409 nothing_to_merge, and nothing changes (README "Pulls from forks").
  * A claim left by a crash is recovered by `recoverMergeClaims`: each claim names the instance
  * that holds it (`merge_claim_instance`, whose lease is src/db/instance-lease.ts), and a claim
  * whose instance no longer holds its lease is finished or released at once.
@@ -48,8 +52,10 @@ export async function mergePull(
   // A first look (404/403 early, and the pull's uuid to recover a stale claim of it); the claim
   // below decides again on locked rows, so a member removal or an archive racing the merge
   // either waits for the claim or refuses it.
-  const { pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
+  const { access, pull } = await requirePull(deps, viewer, ref, number, { level: 'write', write: true });
   await recoverMergeClaims(deps, pull.uuid);
+  // Only an open pull: a closed or merged one gets its 409 from the claim below.
+  const head = pull.status === 'open' ? await mergeableHead(deps, access.repo, pull) : null;
   const lease = instanceLease(deps);
   await lease.hold();
   let mergedAt = '';
@@ -85,19 +91,29 @@ export async function mergePull(
       throw conflict('pull_merged', 'The pull is already merged.');
     }
     const current = await tx.db.selectFrom('pulls').selectAll().where('uuid', '=', pull.uuid).executeTakeFirstOrThrow();
-    const protection = await pullProtectionStatus(tx.db, repo, current);
-    if (!protection.satisfied) {
+    const protection = await pullProtectionStatus(tx.db, repo, current, head);
+    if (!protection.approvals_satisfied) {
       throw conflict(
         'protection_unsatisfied',
         `Branch protection "${protection.branch_pattern}" needs ${protection.required_approvals} approval(s); ` +
           `it has ${protection.approved_by.length}.`,
       );
     }
+    // approvals first: a pull short of both is protection_unsatisfied
+    const failing = protection.status_checks.filter((c) => c.state !== 'success');
+    if (failing.length > 0) {
+      throw conflict(
+        'checks_unsatisfied',
+        `Required status checks are not success on ${head}: ${failing.map((c) => `${c.context} (${c.state})`).join(', ')}.`,
+      );
+    }
     return current;
   });
 
-  let sha: string | null;
+  let sha: string;
   try {
+    // reopened between the look above and the claim: look now
+    const source = head ?? (await mergeableHead(deps, repo, claimed));
     const people = await deps.db
       .selectFrom('users')
       .select(['uuid', 'username', 'display_name', 'email'])
@@ -111,6 +127,7 @@ export async function mergePull(
       repo,
       pull: claimed,
       strategy,
+      source,
       merger: person(viewer.uuid),
       author: person(claimed.author_uuid),
       beforeMove: async (next) => {
@@ -124,6 +141,7 @@ export async function mergePull(
     if ('notFastForward' in outcome) {
       throw conflict('not_fast_forward', 'The target branch is not an ancestor of the source branch: it cannot fast-forward.');
     }
+    if ('nothingToMerge' in outcome) throw nothingToMerge();
     if ('busy' in outcome) {
       throw conflict('target_moved', 'The target branch kept moving during the merge: try again.');
     }
@@ -136,10 +154,28 @@ export async function mergePull(
   return finishMerge(deps, pull.uuid, sha, viewer, strategy, mergedAt);
 }
 
+const nothingToMerge = () =>
+  conflict('nothing_to_merge', 'The source has no commit that the target branch lacks: merging would land nothing.');
+
+/**
+ * The pull's head as a commit of the target repo (synced first), when merging it would land
+ * something: 409 source_branch_missing when there is no head, 409 nothing_to_merge when the
+ * target branch already contains it.
+ */
+async function mergeableHead(deps: Deps, repo: RepoRow, pull: PullRow): Promise<string> {
+  const head = await syncedPullHead(deps, pull);
+  if (head === null) {
+    throw conflict('source_branch_missing', `The source branch "${pull.source_branch}" does not exist: push it before merging.`);
+  }
+  const target = await deps.git.branchSha(repo.uuid, pull.target_branch);
+  if (target !== null && (await deps.git.contains(repo.uuid, target, head))) throw nothingToMerge();
+  return head;
+}
+
 async function finishMerge(
   deps: Deps,
   pullUuid: string,
-  sha: string | null,
+  sha: string,
   merger: { uuid: string; username: string },
   strategy: MergeStrategy,
   mergedAt: string,
@@ -222,7 +258,7 @@ export async function recoverMergeClaims(deps: Deps, pullUuid?: string): Promise
     await finishMerge(
       deps,
       p.uuid,
-      p.merge_claim_sha,
+      p.merge_claim_sha!,
       merger ?? { uuid: p.merged_by_uuid!, username: '' },
       (p.merge_strategy ?? 'merge') as MergeStrategy,
       p.merged_at!,

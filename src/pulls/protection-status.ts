@@ -4,6 +4,9 @@ import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { branchMatchesPattern, isGlobPattern } from '../git/refname.ts';
 import type { Viewer } from '../viewer.ts';
+import { requiredContexts } from '../protections/service.ts';
+import { latestStatuses } from '../statuses/service.ts';
+import { pullHeadSha } from './heads.ts';
 import { type PullRow, requirePull } from './service.ts';
 
 type ProtectionRow = Selectable<ProtectionsTable>;
@@ -14,6 +17,10 @@ export interface PullProtectionJson {
   required_approvals: number;
   approvers: string[];
   approved_by: string[];
+  required_status_contexts: string[];
+  status_checks: Array<{ context: string; state: string }>;
+  /** the approvals alone are enough (the merge tells protection_unsatisfied from checks_unsatisfied) */
+  approvals_satisfied: boolean;
   satisfied: boolean;
 }
 
@@ -29,7 +36,10 @@ export const PROTECTION_MATCHING_RULES =
   'an approval stops counting when its author loses the access it needs (demoted, removed from the team, taken off ' +
   'the approver list) or is deactivated, and counts again if that access returns. Protections are read at request ' +
   'time too, so editing or deleting a protection or its approvers changes the status of open pulls at once. ' +
-  '`satisfied` is `approved_by.length >= required_approvals`; an unprotected pull is always satisfied.';
+  '`satisfied` is `approved_by.length >= required_approvals` and every context of `required_status_contexts` `success` ' +
+  "on the pull's head (`status_checks`, sorted by context: the latest status of each required context on `head_sha`, " +
+  '`missing` when none was reported; a new push moves head_sha, so earlier results stop counting); an unprotected pull ' +
+  'is always satisfied.';
 
 const literalLength = (pattern: string) => pattern.replace(/[*?]/g, '').length;
 
@@ -52,12 +62,33 @@ export function matchProtection(protections: ProtectionRow[], branch: string): P
  * The protection status of a pull, read through `db` (pass the transaction when inside one:
  * on SQLite a query on the outer handle would wait for the transaction forever).
  */
-export async function pullProtectionStatus(db: Kysely<DB>, repo: RepoRow, pull: PullRow): Promise<PullProtectionJson> {
+export async function pullProtectionStatus(
+  db: Kysely<DB>,
+  repo: RepoRow,
+  pull: PullRow,
+  /** the pull's head now (`pullHeadSha`): the commit whose statuses count */
+  headSha: string | null,
+): Promise<PullProtectionJson> {
   const protections = await db.selectFrom('protections').selectAll().where('repo_uuid', '=', repo.uuid).execute();
   const protection = matchProtection(protections, pull.target_branch);
   if (!protection) {
-    return { protected: false, branch_pattern: null, required_approvals: 0, approvers: [], approved_by: [], satisfied: true };
+    return {
+      protected: false,
+      branch_pattern: null,
+      required_approvals: 0,
+      approvers: [],
+      approved_by: [],
+      required_status_contexts: [],
+      status_checks: [],
+      approvals_satisfied: true,
+      satisfied: true,
+    };
   }
+  // one statement more than approvals alone: the latest status of each required context
+  const contexts = requiredContexts(protection);
+  const reported = headSha === null ? [] : await latestStatuses(db, repo.uuid, headSha, contexts);
+  const stateOf = new Map(reported.map((st) => [st.context, st.state as string]));
+  const checks = contexts.map((context) => ({ context, state: stateOf.get(context) ?? 'missing' }));
   const approverRows = await db
     .selectFrom('protection_approvers as pa')
     .innerJoin('users as u', 'u.uuid', 'pa.user_uuid')
@@ -103,12 +134,21 @@ export async function pullProtectionStatus(db: Kysely<DB>, repo: RepoRow, pull: 
     required_approvals: protection.required_approvals,
     approvers: approverRows.map((r) => r.username),
     approved_by: approvedBy,
-    satisfied: approvedBy.length >= protection.required_approvals,
+    required_status_contexts: contexts,
+    status_checks: checks,
+    approvals_satisfied: approvedBy.length >= protection.required_approvals,
+    satisfied: approvedBy.length >= protection.required_approvals && checks.every((c) => c.state === 'success'),
   };
 }
 
 /** GET .../pulls/{n}/protection: read access to the repo. */
 export async function getPullProtection(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<PullProtectionJson> {
   const { access, pull } = await requirePull(deps, viewer, ref, number);
-  return pullProtectionStatus(deps.db, access.repo, pull);
+  const { approvals_satisfied: _, ...status } = await pullProtectionStatus(
+    deps.db,
+    access.repo,
+    pull,
+    await pullHeadSha(deps, pull),
+  );
+  return status as PullProtectionJson;
 }

@@ -32,9 +32,14 @@ const OPEN_RULES =
   "Who may open a pull, under the repo's public_repo_pull_policy (public and private repos alike): `any` — anyone " +
   'with read access; `team` — members of the owning team, any role; `owner` — maintain level only (write level is ' +
   'not enough). Maintain level and staff may under every policy. Refused: 403 forbidden (404 without read access). ' +
-  'Branches must be valid git branch names (git check-ref-format --branch) and differ from each other (400); they ' +
-  'need not exist yet. Numbers are per repo, from 1, without gaps. Archived repo: 403 repo_archived; inactive team: ' +
-  '403 team_inactive.';
+  'Branches must be valid git branch names (git check-ref-format --branch) and differ from each other within one repo ' +
+  '(400); they need not exist yet. `source_repo` (a repo uuid, optional: absent means this repo) names the repo the ' +
+  'source branch lives in: this repo or one of its fork network (its source, its forks, their forks) that the caller ' +
+  "can read (404 for one they cannot, 400 for an unrelated one); a fork's `main` into this repo's `main` is allowed. " +
+  "The target repo's pull policy applies to the opener. The pull's head is kept in this repo under " +
+  '`refs/pull/{number}/head` (`git fetch origin pull/N/head`), brought up to date on every push to the source branch, so ' +
+  'a pull from a fork stays mergeable when the fork or its branch is deleted. Numbers are per repo, from 1, without ' +
+  'gaps. Archived repo: 403 repo_archived; inactive team: 403 team_inactive.';
 
 const UPDATE_RULES =
   'Author or maintain level (403 otherwise). `status` may be `open` (reopen: closed_at cleared) or `closed` ' +
@@ -52,9 +57,14 @@ const REMOVE_RULES =
 
 const MERGE_RULES =
   'Write access (403 otherwise). Closed: 409 pull_closed; already merged: 409 pull_merged; branch protection not ' +
-  'satisfied: 409 protection_unsatisfied; conflicting changes: 409 merge_conflict with conflict_paths. When the ' +
-  'source branch has no commits the pull is recorded as merged with merge_commit_sha null. A merged pull also gets ' +
-  'closed_at = merged_at (as GitHub does). An empty body means the default strategy `merge`.';
+  'satisfied: 409 protection_unsatisfied; conflicting changes: 409 merge_conflict with conflict_paths. A merge always ' +
+  'lands commits: a source branch that does not exist (and, from a fork, no kept head) is 409 source_branch_missing; a ' +
+  'source with no commit the target lacks is 409 nothing_to_merge (checked before the strategy, so a fast_forward of a ' +
+  'source behind its target is nothing_to_merge); nothing changes in either case. A pull from a fork merges its head ' +
+  'fetched from the fork into `refs/pull/{number}/head` just before, or its kept head when the fork or its branch is ' +
+  'gone; write access to the target repo is all it needs. The merge commit message names the source branch only ' +
+  "(never a fork's name). A merged pull also gets closed_at = merged_at (as GitHub does). An empty body means the " +
+  'default strategy `merge`.';
 
 type PullPath = RepoParams & { number: number; review_uuid: string };
 
@@ -97,7 +107,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           offset: p.offset,
           limit: p.limit,
         });
-        return pageOf(request, reply, p, await listWithBranchTips(deps, rows));
+        return pageOf(request, reply, p, await listWithBranchTips(deps, ...onRepo(request), rows));
       },
     );
 
@@ -115,7 +125,9 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
       },
       async (request, reply) =>
-        reply.status(201).send(await withBranchTips(deps, await createPull(deps, ...onRepo(request), request.body))),
+        reply
+          .status(201)
+          .send(await withBranchTips(deps, ...onRepo(request), await createPull(deps, ...onRepo(request), request.body))),
     );
 
     r.get(
@@ -134,7 +146,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
       async (request, reply) => {
         if (wantsDiff(request)) return sendPullDiff(deps, ...onPull(request), reply);
-        return withBranchTips(deps, await getPull(deps, ...onPull(request)));
+        return withBranchTips(deps, ...onRepo(request), await getPull(deps, ...onPull(request)));
       },
     );
 
@@ -150,7 +162,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: Pull, ...errors(403, 409) },
         },
       },
-      async (request) => withBranchTips(deps, await updatePull(deps, ...onPull(request), request.body)),
+      async (request) => withBranchTips(deps, ...onRepo(request), await updatePull(deps, ...onPull(request), request.body)),
     );
 
     r.post(
@@ -171,7 +183,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
       async (request) => {
         const result = await mergePull(deps, ...onPull(request), request.body.merge_strategy);
-        return { ...result, pull: await withBranchTips(deps, result.pull) };
+        return { ...result, pull: await withBranchTips(deps, ...onRepo(request), result.pull) };
       },
     );
 

@@ -29,6 +29,18 @@ export const Pull = Type.Object(
     body: Type.String(),
     source_branch: Type.String(),
     target_branch: Type.String(),
+    source_repo: Type.Object(
+      {
+        uuid: NullableString({ description: "the source repo's uuid" }),
+        full_name: NullableString({ description: "the source repo's owner/slug" }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          'the repo the source branch lives in: this repo, or a repo of its fork network. Both fields are null when the ' +
+          'caller cannot read that repo, or once it is deleted (the pull keeps its head: refs/pull/{number}/head).',
+      },
+    ),
     status: literals(PULL_STATUSES),
     author_username: Type.String(),
     author_uuid: Type.String(),
@@ -37,9 +49,13 @@ export const Pull = Type.Object(
     closed_at: { ...NullableTimestamp, description: 'set when closed or merged; cleared on reopen' },
     merged_at: NullableTimestamp,
     merged_by_username: NullableString(),
-    merge_commit_sha: NullableString({ description: 'null until merged, and null when the source branch had no commits' }),
+    merge_commit_sha: NullableString({ description: 'the new target tip once merged; null until then' }),
     merge_strategy: NullableString({ description: 'merge, squash, rebase or fast_forward once merged; else null' }),
-    head_sha: NullableString({ description: 'the source branch tip now; null while the branch does not exist' }),
+    head_sha: NullableString({
+      description:
+        "the source branch tip now; for a pull from another repo whose branch or repo is gone, the pull's kept head " +
+        '(refs/pull/{number}/head); null while there is neither',
+    }),
     base_sha: NullableString({ description: 'the target branch tip now; null while the branch does not exist' }),
   },
   { additionalProperties: false, title: 'Pull' },
@@ -53,7 +69,15 @@ export const CreatePullBody = StrictObject({
   }),
   body: Type.String({ maxLength: BODY_MAX, description: `Markdown, at most ${BODY_MAX} characters; may be empty` }),
   source_branch: BranchName('the branch to merge from'),
-  target_branch: BranchName('the branch to merge into; must differ from source_branch'),
+  target_branch: BranchName('the branch to merge into; must differ from source_branch when both are in this repo'),
+  source_repo: Type.Optional(
+    Type.String({
+      format: 'uuid',
+      description:
+        "the uuid of the repo the source branch lives in (a fork record's repo.uuid or source_repo_uuid): this repo or a " +
+        'repo of its fork network that the caller can read; absent means this repo',
+    }),
+  ),
 });
 
 export const UpdatePullBody = StrictObject({
@@ -110,7 +134,22 @@ export const PullProtection = Type.Object(
       description: "usernames on the protection's approver list; empty means any user with write access",
     }),
     approved_by: Type.Array(Type.String(), { description: 'usernames whose approval counts, in order of approval' }),
-    satisfied: Type.Boolean({ description: 'approved_by has at least required_approvals entries' }),
+    required_status_contexts: Type.Array(Type.String(), {
+      description: 'the status contexts the protection requires, sorted; empty when unprotected',
+    }),
+    status_checks: Type.Array(
+      Type.Object(
+        {
+          context: Type.String(),
+          state: Type.String({ description: 'pending, success, failure, error, or missing when none was reported' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: "each required context's latest status on the pull's head_sha, sorted by context" },
+    ),
+    satisfied: Type.Boolean({
+      description: 'approved_by has at least required_approvals entries and every status check is success',
+    }),
   },
   { additionalProperties: false, title: 'PullProtection' },
 );
@@ -123,7 +162,7 @@ export const MergeResponse = Type.Object(
   {
     pull: Pull,
     merge_strategy: literals(MERGE_STRATEGIES),
-    merge_commit_sha: NullableString({ description: 'null when the source branch has no commits' }),
+    merge_commit_sha: Type.String({ description: 'the new tip of the target branch' }),
     merged_at: Timestamp,
     merged_by_username: Type.String(),
   },

@@ -8,6 +8,7 @@ import {
   type RepoNeed,
   readRepo,
   readRepoPull,
+  repoUuidReadable,
   requireRepoPull,
 } from '../access/index.ts';
 import { compiledOnce, numberArg, numberParam } from '../db/fast-path.ts';
@@ -17,10 +18,20 @@ import { badRequest, conflict, forbidden, notFound } from '../errors.ts';
 import { actorOf } from '../events/service.ts';
 import { command } from '../core/command.ts';
 import { onPull, onRepo } from '../core/targets.ts';
+import { sameForkNetwork } from '../forks/service.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nextRepoNumber } from '../repos/numbers.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
+import {
+  isCrossRepo,
+  pullHeadSha,
+  repoFullNames,
+  type SourceRepoJson,
+  sourceRepoOf,
+  sourceReposFor,
+  syncPullHeads,
+} from './heads.ts';
 import { TITLE_MAX } from './schemas.ts';
 
 export type PullRow = Selectable<PullsTable>;
@@ -34,6 +45,8 @@ export interface PullJson {
   body: string;
   source_branch: string;
   target_branch: string;
+  /** the repo the source branch lives in; its name is filled for the caller at the HTTP edge */
+  source_repo: SourceRepoJson;
   status: PullStatus;
   author_username: string;
   author_uuid: string;
@@ -83,6 +96,7 @@ export function pullToJson(row: PullWithNames): PullJson {
     body: row.body,
     source_branch: row.source_branch,
     target_branch: row.target_branch,
+    source_repo: { uuid: sourceRepoOf(row), full_name: null },
     status: row.status as PullStatus,
     author_username: row.author_username,
     author_uuid: row.author_uuid,
@@ -98,28 +112,56 @@ export function pullToJson(row: PullWithNames): PullJson {
   };
 }
 
-/** The pull with its branch tips read from the bare repository. */
-export async function withBranchTips(deps: Deps, pull: PullJson): Promise<PullJson> {
-  const [head_sha, base_sha] = await Promise.all([
-    deps.git.branchSha(pull.repo_uuid, pull.source_branch),
+/** The fields of a pull JSON that `pullHeadSha` reads. */
+const headFields = (pull: PullJson) => ({
+  repo_uuid: pull.repo_uuid,
+  source_repo_uuid: pull.source_repo.uuid ?? pull.repo_uuid,
+  number: pull.number,
+  source_branch: pull.source_branch,
+});
+
+/**
+ * The pull as `viewer` sees it: its head (the source branch's tip, or a fork pull's kept head)
+ * and base read from the bare repositories, its source repo named or redacted (`sourceReposFor`).
+ */
+export async function withBranchTips(deps: Deps, viewer: Viewer, ref: RepoRef, pull: PullJson): Promise<PullJson> {
+  const [head_sha, base_sha, [source_repo]] = await Promise.all([
+    pullHeadSha(deps, headFields(pull)),
     deps.git.branchSha(pull.repo_uuid, pull.target_branch),
+    sourceReposFor(deps, viewer, ref, [headFields(pull)]),
   ]);
-  return { ...pull, head_sha, base_sha };
+  return { ...pull, source_repo: source_repo!, head_sha, base_sha };
 }
 
-/** A page of one repo's pulls with their branch tips, each distinct branch read once. */
-export async function listWithBranchTips(deps: Deps, pulls: PullJson[]): Promise<PullJson[]> {
+/** A page of one repo's pulls as `withBranchTips` shows them, each distinct branch of the repo read once. */
+export async function listWithBranchTips(deps: Deps, viewer: Viewer, ref: RepoRef, pulls: PullJson[]): Promise<PullJson[]> {
   if (pulls.length === 0) return pulls;
   const repoUuid = pulls[0]!.repo_uuid;
-  const branches = [...new Set(pulls.flatMap((p) => [p.source_branch, p.target_branch]))];
+  const fields = pulls.map(headFields);
+  const own = fields.filter((p) => !isCrossRepo(p));
+  const branches = [...new Set([...own.map((p) => p.source_branch), ...pulls.map((p) => p.target_branch)])];
   const shas = await Promise.all(branches.map((b) => deps.git.branchSha(repoUuid, b)));
   const tips = new Map(branches.map((b, i) => [b, shas[i] ?? null]));
-  return pulls.map((p) => ({ ...p, head_sha: tips.get(p.source_branch) ?? null, base_sha: tips.get(p.target_branch) ?? null }));
+  const heads = await Promise.all(
+    fields.map((p) => (isCrossRepo(p) ? pullHeadSha(deps, p) : Promise.resolve(tips.get(p.source_branch) ?? null))),
+  );
+  const sources = await sourceReposFor(deps, viewer, ref, fields);
+  return pulls.map((p, i) => ({
+    ...p,
+    source_repo: sources[i]!,
+    head_sha: heads[i] ?? null,
+    base_sha: tips.get(p.target_branch) ?? null,
+  }));
 }
 
-/** The pull as JSON, read through `db` (a transaction inside one). */
+/** The pull as JSON, read through `db` (a transaction inside one); a fork pull's source named for events. */
 export async function loadPullJson(db: Kysely<DB>, pullUuid: string): Promise<PullJson> {
-  return pullToJson(await pullsWithNames(db).where('p.uuid', '=', pullUuid).executeTakeFirstOrThrow());
+  const pull = pullToJson(await pullsWithNames(db).where('p.uuid', '=', pullUuid).executeTakeFirstOrThrow());
+  if (pull.source_repo.uuid !== pull.repo_uuid) {
+    const names = await repoFullNames(db, [pull.source_repo.uuid!]);
+    pull.source_repo = { uuid: pull.source_repo.uuid, full_name: names.get(pull.source_repo.uuid!) ?? null };
+  }
+  return pull;
 }
 
 /** The pull with this number in the repo; 404 when there is none. */
@@ -134,7 +176,10 @@ export async function findPull(db: Kysely<DB>, repoUuid: string, number: number)
   return row;
 }
 
-/** The event payload every pull event carries. */
+/**
+ * The event payload every pull event carries; a pull from another repo also names that repo
+ * (`source_repo`, redacted for readers who cannot read it: events/kinds.ts).
+ */
 export function pullEventPayload(pull: PullJson): Record<string, unknown> {
   return {
     repo_uuid: pull.repo_uuid,
@@ -145,10 +190,19 @@ export function pullEventPayload(pull: PullJson): Record<string, unknown> {
     source_branch: pull.source_branch,
     target_branch: pull.target_branch,
     author_username: pull.author_username,
+    ...(isCrossPull(pull) ? { source_repo: pull.source_repo } : {}),
   };
 }
 
-export const pullScopes = (pull: { repo_uuid: string; uuid: string }) => [`repo:${pull.repo_uuid}`, `pull:${pull.uuid}`];
+const isCrossPull = (pull: { repo_uuid: string; source_repo?: SourceRepoJson }) =>
+  pull.source_repo?.uuid != null && pull.source_repo.uuid !== pull.repo_uuid;
+
+/** A pull event's scopes: its repo and itself, and the repo of a fork pull's source branch. */
+export const pullScopes = (pull: { repo_uuid: string; uuid: string; source_repo?: SourceRepoJson }) => [
+  `repo:${pull.repo_uuid}`,
+  `pull:${pull.uuid}`,
+  ...(isCrossPull(pull) ? [`repo:${pull.source_repo!.uuid}`] : []),
+];
 
 function cleanTitle(raw: string): string {
   const title = raw.trim();
@@ -166,17 +220,29 @@ export interface CreatePullInput {
   body: string;
   source_branch: string;
   target_branch: string;
+  /** the uuid of the repo the source branch lives in; absent: this repo */
+  source_repo?: string;
 }
 
 export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input: CreatePullInput): Promise<PullJson> {
   const title = cleanTitle(input.title);
   checkBranch('source_branch', input.source_branch);
   checkBranch('target_branch', input.target_branch);
-  if (input.source_branch === input.target_branch) throw badRequest('source_branch and target_branch must differ.');
-  return command(deps, viewer, onRepo(ref, { level: 'read', write: true }), async (tx) => {
+  const pull = await command(deps, viewer, onRepo(ref, { level: 'read', write: true }), async (tx) => {
     const access = tx.access;
     if (!(await canOpenPull(tx.db, viewer, access))) {
       throw forbidden(`The repo's pull policy (${access.repo.public_repo_pull_policy}) does not let you open pulls.`);
+    }
+    const sourceRepo = input.source_repo ?? access.repo.uuid;
+    if (sourceRepo !== access.repo.uuid) {
+      // another repo: one the caller may read (404 otherwise, as for any repo they cannot see),
+      // of this repo's fork network (400 otherwise)
+      if (!(await repoUuidReadable(tx.db, viewer, sourceRepo))) throw notFound('Repo');
+      if (!(await sameForkNetwork(tx.db, access.repo.uuid, sourceRepo))) {
+        throw badRequest('source_repo must be this repo or a repo of its fork network (its source, its forks, their forks).');
+      }
+    } else if (input.source_branch === input.target_branch) {
+      throw badRequest('source_branch and target_branch must differ.');
     }
     const number = await nextRepoNumber(tx.db, access.repo.uuid, 'pull_seq');
     const now = nowIso();
@@ -191,6 +257,7 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
         body: input.body,
         source_branch: input.source_branch,
         target_branch: input.target_branch,
+        source_repo_uuid: sourceRepo,
         status: 'open',
         author_uuid: viewer.uuid,
         created_at: now,
@@ -207,6 +274,9 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
     await tx.emit({ kind: 'pull-opened', scopes: pullScopes(pull), actor: actorOf(viewer), payload: pullEventPayload(pull) });
     return pull;
   });
+  // its head kept in this repo from the start when the source branch exists already
+  await syncPullHeads(deps, [headFields(pull)]);
+  return pull;
 }
 
 /**

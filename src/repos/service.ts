@@ -27,6 +27,7 @@ import { isUniqueViolation } from '../db/tx.ts';
 import type { Viewer } from '../viewer.ts';
 
 import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from './view.ts';
+import { openPullsFrom, syncPullHeads } from '../pulls/heads.ts';
 
 export function cleanName(raw: string): string {
   const name = raw.trim();
@@ -372,6 +373,8 @@ export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
     });
     return repo;
   });
+  // pulls from this repo into others keep their heads (README "Pulls from forks")
+  await syncPullHeads(deps, await openPullsFrom(deps.db, deleted.uuid));
   await deps.git.remove(deleted);
   await releaseBlobs(deps, blobs);
 }
