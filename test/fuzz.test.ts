@@ -302,6 +302,7 @@ for (const dialect of DIALECTS) {
         branch: 'main',
         hook_uuid: hook.uuid,
         delivery_uuid: '00000000-0000-4000-8000-000000000000',
+        sha: '0'.repeat(40),
       });
       counts = await rowCounts();
     });

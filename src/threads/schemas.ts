@@ -126,7 +126,7 @@ export const ListQuery = Type.Object({ ...PageQuery });
 export const VersionsQuery = Type.Object({
   ...PageQuery,
   after_version: Type.Optional(
-    Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'only versions after this one; page counts from there' }),
+    Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'only versions after this one; page counts from there' }),
   ),
 });
 const Num = Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 });
