@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { gitHttpLimiter } from '../src/git/limits.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, freshStore, isErrorBody, startApp, type TestApp } from './helpers.ts';
+import { waitUntil } from './webhooks-helpers.ts';
 import { SERVER_ADMIN_TOKEN, type ServerProcess, type StoreHandle, startServer, stopServer } from './server-process.ts';
 
 /** git processes that are children of this test process right now. */
@@ -66,6 +67,12 @@ for (const dialect of DIALECTS) {
       pub = `/git/users/${alice.username}/pub.git`;
       const work = await makeWorkTree(g, 'w', [{ 'a.txt': 'a\n' }]);
       await g.run(['-C', work, 'push', '-q', g.url(pub, alice.token), 'main']);
+      // the client sees the push end before the server's receive-pack has exited and given its slot back
+      await waitUntil(
+        () => gitHttpLimiter(t.deps).running === 0 && gitChildren() === 0,
+        30_000,
+        'the push to finish on the server',
+      );
     });
     after(async () => {
       await t.close();
