@@ -95,8 +95,11 @@ for (const dialect of DIALECTS) {
         const okRes = await infoRefs();
         assert.equal(okRes.status, 200);
         await okRes.arrayBuffer();
+        // that request's git gives its slot back when it exits, a moment after the body ended
+        await waitUntil(() => limiter.running === 1, 30_000, 'the info/refs git to exit');
         // The instance cap counts every client.
-        held.push(limiter.acquire('10.0.0.1'), limiter.acquire('10.0.0.2'));
+        held.push(limiter.acquire('10.0.0.1'));
+        held.push(limiter.acquire('10.0.0.2'));
         const full = await infoRefs();
         assert.equal(full.status, 503);
         assert.match((await full.json()).detail, /server/);
