@@ -76,6 +76,12 @@ button{font:inherit;padding:6px 14px;border-radius:6px;border:1px solid var(--mu
 button.primary{background:#1f883d;border-color:#1a7f37;color:#fff}
 button.link{border:0;background:none;color:var(--accent);padding:0;text-decoration:underline}
 .error{border:1px solid var(--bad);background:#ffebe9;color:#82071e;padding:8px 12px;border-radius:6px}
+.field-error{color:#82071e;margin:0;font-size:.9rem}
+[aria-invalid=true]{border-color:var(--bad)!important}
+.check{display:flex;flex-wrap:wrap;gap:6px;align-items:center}
+button.danger{background:#cf222e;border-color:#a40e26;color:#fff}
+form.danger{border:1px solid var(--bad);border-radius:6px;padding:12px}
+input[type=email],input[type=number],input[type=url]{width:100%;font:inherit;padding:6px 8px;border:1px solid var(--muted);border-radius:6px;background:#fff;color:var(--fg)}
 .markdown{overflow-wrap:anywhere}.markdown pre{overflow-x:auto;background:var(--soft);padding:8px}
 pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9rem}
 .feed{list-style:none;padding:0;margin:0}
