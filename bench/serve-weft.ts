@@ -14,11 +14,13 @@ import type { Deps } from '../src/root.ts';
  * a bootstrap admin token and logging off, listening on a free loopback port. `stop` closes it
  * and removes the database. The app modules are imported here, so the parent process (the load
  * generator) never loads them. `prepare` runs before the app listens (bench/run.ts seeds there);
- * what it returns comes back as `prepared` (it also gets the app's `deps`).
+ * what it returns comes back as `prepared` (it also gets the app's `deps`). `env` adds settings
+ * (as environment variables) to the defaults.
  */
 export async function serveWeft<T = undefined>(
   token: string,
   prepare?: (app: FastifyInstance, database: Database, deps: Deps) => Promise<T>,
+  env: Record<string, string> = {},
 ): Promise<{ port: number; dialect: string; database: Database; prepared: T; stop(): Promise<void> }> {
   const { buildApp } = await import('../src/app.ts');
   const { loadConfig } = await import('../src/config.ts');
@@ -35,7 +37,11 @@ export async function serveWeft<T = undefined>(
     await client.end();
   };
   if (schema) await admin(`create schema ${schema}`);
-  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), databaseUrl: pgUrl, bootstrapAdminToken: token };
+  const config = {
+    ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...env }),
+    databaseUrl: pgUrl,
+    bootstrapAdminToken: token,
+  };
   const database = await openDatabase({ url: pgUrl, dataDir, schema });
   const deps = createDeps(config, database);
   await bootstrapAdmin(deps);
