@@ -3,7 +3,7 @@
 # included) and compiles src/ to dist/; the runtime stage keeps production dependencies and
 # dist/ only, runs as a non-root user, and keeps its data in the DATA_DIR volume.
 
-FROM node:24-bookworm-slim AS build
+FROM node:26-trixie-slim AS build
 WORKDIR /app
 # better-sqlite3 builds from source when no prebuilt binary can be fetched
 RUN apt-get update \
@@ -16,7 +16,7 @@ COPY bin ./bin
 COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:24-bookworm-slim AS runtime
+FROM node:26-trixie-slim AS runtime
 # git: the repositories are bare git repositories served through git's smart HTTP backend
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git tini \
