@@ -48,7 +48,9 @@ ${(opts.styles ?? []).map((s) => html`<link rel="stylesheet" href="/static/${s}"
 <nav aria-label="Account">
 ${
   c
-    ? html`<a href="/users/${seg(c.viewer.username)}">${c.viewer.username}</a>
+    ? html`${c.viewer.isStaff ? html`<a href="/admin">Admin</a>` : ''}<a href="/users/${seg(c.viewer.username)}"
+          >${c.viewer.username}</a
+        >
         <form method="post" action="/logout">
           <input type="hidden" name="_csrf" value="${c.csrf}" /><button type="submit" class="link">Sign out</button>
         </form>`
