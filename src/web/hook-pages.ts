@@ -76,7 +76,7 @@ function hookStatus(h: HookJson): Html {
 const secretOnce = (secret: string) =>
   html`<div class="box" role="status">
     <p><strong>The hook's signing secret.</strong> Copy it now: it is not shown again.</p>
-    <p><code id="hook-secret">${secret}</code></p>
+    <p><code id="hook-secret" class="wrap">${secret}</code></p>
   </div>`;
 
 async function listPage(
