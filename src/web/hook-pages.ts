@@ -46,12 +46,17 @@ export const eventsOf = (text: string | undefined): string[] =>
     .map((k) => k.trim())
     .filter(Boolean);
 
-const eventsHint = `Event kinds separated by commas, or * for every kind. Known kinds: ${Object.keys(EVENT_KINDS).join(', ')}.`;
+const eventsHint = 'Event kinds separated by commas (such as branch-pushed, pull-opened), or * for every kind.';
+const knownKinds = html`<details>
+  <summary>Known event kinds</summary>
+  <p class="muted">${Object.keys(EVENT_KINDS).join(', ')}</p>
+</details>`;
 
 /** The fields of a hook's form (new or edit), the typed values kept and errors beside them. */
 function hookFields(state: FormState | undefined, hook: HookJson | null): Html {
   return html`${field(state, { name: 'url', label: 'Payload URL', type: 'url', required: true, value: hook?.url, maxlength: 2048 })}
   ${field(state, { name: 'events', label: 'Events', required: true, value: hook ? hook.events.join(', ') : '*', hint: eventsHint })}
+  ${knownKinds}
   ${field(state, {
     name: 'branch_filter',
     label: 'Branch filter (optional)',
