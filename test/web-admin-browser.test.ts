@@ -58,6 +58,11 @@ for (const dialect of DIALECTS) {
         ok(await t.req('POST', '/api/v1/teams/core/repos', { token: ann.token, body: { name: 'API', slug: 'api' } }));
         // the receiver is on 127.0.0.1: the site setting allows it, as the webhook tests do
         ok(await t.req('PUT', '/api/v1/site-settings', { body: { webhook_allowed_hosts: ['127.0.0.1'] } }), 200);
+        ok(
+          await t.req('POST', '/api/v1/rate-limits', {
+            body: { scope: 'api:create-repo', max_requests: 100, window_seconds: 3600, is_enabled: true },
+          }),
+        );
         browser = await launchBrowser();
         for (const name of ['sam', 'ann']) {
           const { page } = await newPage(browser);
@@ -85,7 +90,6 @@ for (const dialect of DIALECTS) {
         await page.goto(`${base}${hooks}`);
         await page.getByRole('link', { name: rx.url('/ci') }).waitFor();
         await checkPage(page, 'hooks list');
-        await shot(page, 'hooks');
 
         // an event of the repo: a delivery the receiver answers 200
         assert.equal(
@@ -127,6 +131,9 @@ for (const dialect of DIALECTS) {
         await page.goto(`${page.url().replace(/\/deliveries\/.*$/, '')}/deliveries?status=success`);
         assert.equal(await page.locator('li.delivery').count(), 2);
         await checkPage(page, 'deliveries, filtered');
+        await page.goto(`${base}${hooks}`);
+        await page.locator('.badge', { hasText: 'last: success' }).waitFor();
+        await shot(page, 'hooks');
       });
 
       it('staff creates an invite and a new person signs up with it', async () => {

@@ -204,8 +204,11 @@ export async function hookPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const uuid = (request.params as { hook_uuid: string }).hook_uuid;
     const b = request.body as HookFormBody;
     const values = typedForm(b);
-    const result = await attempt(values, HOOK_FIELDS, () => {
-      return updateHook(deps, c.viewer, h.ref, uuid, apiBody(UpdateHookBody, formInput(b)));
+    const result = await attempt(values, HOOK_FIELDS, async () => {
+      // `active` is sent only when the box changed: re-sending true would reset the failure count
+      const { active, ...rest } = formInput(b);
+      const was = (await getHook(deps, c.viewer, h.ref, uuid)).active;
+      return updateHook(deps, c.viewer, h.ref, uuid, apiBody(UpdateHookBody, active === was ? rest : { ...rest, active }));
     });
     if (!result.ok) return sendPage(reply, await hookPage(deps, c, h, uuid, { state: result.state }), result.state.status);
     return seeOther(reply, `${h.base}/${seg(uuid)}`);
