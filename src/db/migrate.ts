@@ -22,6 +22,7 @@ import * as m160 from './migrations/160_sessions_tickets.ts';
 import * as m170 from './migrations/170_storage_lifetimes.ts';
 import * as m180 from './migrations/180_owner_limits.ts';
 import * as m181 from './migrations/181_unique_email.ts';
+import * as m200 from './migrations/200_hook_request_bodies.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -58,6 +59,7 @@ const MIGRATIONS: Migration[] = [
   { name: '170_storage_lifetimes', up: m170.up },
   { name: '180_owner_limits', up: m180.up },
   { name: '181_unique_email', up: m181.up },
+  { name: '200_hook_request_bodies', up: m200.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

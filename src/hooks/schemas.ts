@@ -94,6 +94,10 @@ export const Attempt = Type.Object(
     at: Timestamp,
     duration_ms: Type.Integer({ minimum: 0 }),
     request_headers: Type.Record(Type.String(), Type.String()),
+    request_body: NullableString({
+      description:
+        'the body this attempt sent (`{hook_uuid, event}`); null when nothing was sent (address_not_allowed, event_not_visible) or for attempts recorded before Weft kept bodies',
+    }),
     response_status: NullableInteger(),
     response_headers: Type.Unsafe<Record<string, string> | null>({
       type: ['object', 'null'],

@@ -70,7 +70,13 @@ const GROUP_MS = 50;
  * the hook is recorded; a failure is recorded alone, after the group.
  */
 class SuccessGroup {
-  private items: Array<{ delivery: DeliveryRow; headers: Record<string, string>; outcome: HttpOutcome; at: string }> = [];
+  private items: Array<{
+    delivery: DeliveryRow;
+    headers: Record<string, string>;
+    outcome: HttpOutcome;
+    at: string;
+    body: string;
+  }> = [];
   private since = 0;
 
   constructor(
@@ -78,9 +84,9 @@ class SuccessGroup {
     private readonly hook: HookRow,
   ) {}
 
-  add(delivery: DeliveryRow, headers: Record<string, string>, outcome: HttpOutcome, at: string): void {
+  add(delivery: DeliveryRow, headers: Record<string, string>, outcome: HttpOutcome, at: string, body: string): void {
     if (this.items.length === 0) this.since = Date.now();
-    this.items.push({ delivery, headers, outcome, at });
+    this.items.push({ delivery, headers, outcome, at, body });
   }
 
   due(_now: number): boolean {
@@ -372,17 +378,17 @@ export class HookSender {
     };
     const outcome = await this.http.post(hook.url, headers, body);
     if (batch && n === 1 && isSuccess(outcome)) {
-      batch.group.add(delivery, headers, outcome, this.now().toISOString());
+      batch.group.add(delivery, headers, outcome, this.now().toISOString(), body);
       return 'sent';
     }
     await batch?.group.flush();
-    return this.record(hook, delivery, n, headers, outcome);
+    return this.record(hook, delivery, n, headers, outcome, body);
   }
 
   /** Records a group of successful first attempts in one transaction. */
   async recordSuccesses(
     hook: HookRow,
-    items: Array<{ delivery: DeliveryRow; headers: Record<string, string>; outcome: HttpOutcome; at: string }>,
+    items: Array<{ delivery: DeliveryRow; headers: Record<string, string>; outcome: HttpOutcome; at: string; body: string }>,
   ): Promise<void> {
     await inTransaction(this.deps, async (tx) => {
       const kept = new Set(
@@ -407,6 +413,7 @@ export class HookSender {
           at: i.at,
           duration_ms: i.outcome.durationMs,
           request_headers: JSON.stringify(i.headers),
+          request_body: i.body,
           response_status: i.outcome.status,
           response_headers: i.outcome.headers === null ? null : JSON.stringify(i.outcome.headers),
           response_body: i.outcome.body,
@@ -433,6 +440,7 @@ export class HookSender {
     n: number,
     requestHeaders: Record<string, string>,
     outcome: HttpOutcome,
+    requestBody: string | null = null,
   ): Promise<Result> {
     const { deps } = this;
     const now = this.now();
@@ -460,6 +468,7 @@ export class HookSender {
           at: nowIso,
           duration_ms: outcome.durationMs,
           request_headers: JSON.stringify(requestHeaders),
+          request_body: requestBody,
           response_status: outcome.status,
           response_headers: outcome.headers === null ? null : JSON.stringify(outcome.headers),
           response_body: outcome.body,

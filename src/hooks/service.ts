@@ -288,6 +288,7 @@ export function deliveryToJson(row: DeliveryRow, last: AttemptRow | undefined): 
           at: last.at,
           duration_ms: last.duration_ms,
           request_headers: JSON.parse(last.request_headers) as Record<string, string>,
+          request_body: last.request_body,
           response_status: last.response_status,
           response_headers: last.response_headers === null ? null : (JSON.parse(last.response_headers) as Record<string, string>),
           response_body: last.response_body,

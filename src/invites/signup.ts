@@ -16,7 +16,18 @@ import { inviteStatus } from './service.ts';
  * is 409 invite_used. Two signups racing for one username: the unique index makes the second 409
  * username_taken. Any failure rolls everything back.
  */
-export async function signup(deps: Deps, input: Static<typeof SignupBody>): Promise<{ user: UserJson; token: CreatedToken }> {
+export async function signup(deps: Deps, input: Static<typeof SignupBody>): Promise<{ user: UserJson; token: CreatedToken }>;
+/** The web's signup (src/web/signup-pages.ts) makes no API token: the page starts a session instead. */
+export async function signup(
+  deps: Deps,
+  input: Static<typeof SignupBody>,
+  opts: { token: false },
+): Promise<{ user: UserJson; token: CreatedToken | null }>;
+export async function signup(
+  deps: Deps,
+  input: Static<typeof SignupBody>,
+  opts: { token?: boolean } = {},
+): Promise<{ user: UserJson; token: CreatedToken | null }> {
   // no caller: the rules are the site's settings and the invite, decided below
   return command(deps, null, nothing, async (tx) => {
     const settings = await readSettings(tx.db);
@@ -40,7 +51,7 @@ export async function signup(deps: Deps, input: Static<typeof SignupBody>): Prom
       if (status === 'accepted') throw conflict('invite_used', 'This invite has already been used.');
       if (status === 'expired') throw conflict('invite_expired', 'This invite has expired.');
     }
-    const { user, token } = await createUser(deps, null, input, { name: 'signup' });
+    const { user, token } = await createUser(deps, null, input, opts.token === false ? undefined : { name: 'signup' });
     if (inviteUuid !== null) {
       const res = await tx.db
         .updateTable('signup_invites')
@@ -65,7 +76,7 @@ export async function signup(deps: Deps, input: Static<typeof SignupBody>): Prom
         payload: { invite_uuid: inviteUuid.toLowerCase(), user_uuid: user.uuid, username: user.username },
       });
     }
-    const viewer = { uuid: user.uuid, username: user.username, isStaff: false, tokenUuid: token!.uuid };
-    return { user: userToJson(user, viewer), token: token! };
+    const viewer = { uuid: user.uuid, username: user.username, isStaff: false, tokenUuid: token?.uuid ?? '' };
+    return { user: userToJson(user, viewer), token };
   });
 }

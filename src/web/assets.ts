@@ -106,6 +106,8 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 .reply>header{background:var(--soft);padding:6px 10px;border-bottom:1px solid var(--line);display:flex;flex-wrap:wrap;gap:8px}
 .reply>.markdown{padding:6px 10px}
 details>summary{cursor:pointer}
+input[type=search]{font:inherit;padding:6px 8px;border:1px solid var(--muted);border-radius:6px;min-width:0;flex:1 1 12rem}
+.wrap{overflow-wrap:anywhere;word-break:break-all}pre.wrap{white-space:pre-wrap;background:var(--soft);padding:8px;border-radius:6px;max-height:32rem;overflow:auto}
 @media (max-width:600px){main{padding:10px}h1{font-size:1.25rem}header.top nav{margin-left:0}}
 `;
 

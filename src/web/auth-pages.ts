@@ -7,6 +7,7 @@ import { AppError } from '../errors.ts';
 import { SESSION_COOKIE_NAME } from '../http/auth.ts';
 import { SESSION_TTL_MS, revokeSession, startSession } from '../sessions/service.ts';
 import { checkCredentials } from '../users/service.ts';
+import { readSettings } from '../settings/service.ts';
 import { requirePage, seeOther, sendPage } from './context.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
@@ -35,12 +36,13 @@ const LoginForm = Type.Object(
 );
 const LogoutForm = Type.Object({ _csrf: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false });
 
-export function loginPageFor(
+export async function loginPageFor(
   reply: FastifyReply,
   deps: Deps,
   next: string,
   opts: { error?: string; username?: string; status?: number } = {},
 ) {
+  const canSignUp = (await readSettings(deps.db)).signups_enabled === 1;
   const bound = randomBytes(18).toString('base64url');
   reply.header('set-cookie', cookie(deps, LOGIN_COOKIE, bound, 3600));
   return sendPage(
@@ -57,7 +59,8 @@ export function loginPageFor(
           <label for="password">Password</label>
           <input id="password" name="password" type="password" autocomplete="current-password" required />
           <div><button type="submit" class="primary">Sign in</button></div>
-        </form>`,
+        </form>
+        ${canSignUp ? html`<p>New here? <a href="/signup">Create an account</a></p>` : ''}`,
     ),
     opts.status ?? 200,
   );

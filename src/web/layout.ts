@@ -25,6 +25,9 @@ export interface LayoutOptions {
   styles?: string[];
 }
 
+/** The staff pages' link in the header, for staff only. */
+const staffLink = (c: PageCaller): Html => (c.viewer.isStaff ? html`<a href="/admin">Admin</a>` : html``);
+
 /** The page shell: header with navigation and sign-out, the main content, the scripts. */
 export function layout(opts: LayoutOptions, body: Html): Html {
   const c = opts.caller;
@@ -48,7 +51,8 @@ ${(opts.styles ?? []).map((s) => html`<link rel="stylesheet" href="/static/${s}"
 <nav aria-label="Account">
 ${
   c
-    ? html`<a href="/users/${seg(c.viewer.username)}">${c.viewer.username}</a>
+    ? html`${staffLink(c)}
+        <a href="/users/${seg(c.viewer.username)}">${c.viewer.username}</a>
         <form method="post" action="/logout">
           <input type="hidden" name="_csrf" value="${c.csrf}" /><button type="submit" class="link">Sign out</button>
         </form>`

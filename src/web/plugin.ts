@@ -15,6 +15,12 @@ import { repoPages } from './repo-pages.ts';
 import { threadPages } from './thread-pages.ts';
 import { uploadPages } from './upload-pages.ts';
 import { codePages } from './code-pages.ts';
+import { hookPages } from './hook-pages.ts';
+import { hookDeliveryPages } from './hook-deliveries.ts';
+import { adminUserPages } from './admin-users.ts';
+import { adminInvitePages } from './admin-invites.ts';
+import { adminLimitPages } from './admin-limits.ts';
+import { signupPages } from './signup-pages.ts';
 
 /**
  * The web interface (README "Web interface"): server-rendered pages under `/`, each reading and
@@ -36,7 +42,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   });
 
   // Every state-changing request of a page carries the CSRF token of its session, checked
-  // before anything else is done with it (the sign-in form: the token of its login cookie).
+  // before anything else is done with it (the sign-in and sign-up forms: the token of their login cookie).
   app.addHook('preValidation', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
     // a form field, the header htmx sends, or (a streamed multipart form) the form's address
@@ -44,7 +50,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       (request.body as Record<string, unknown> | undefined)?._csrf ??
       request.headers['x-csrf-token'] ??
       (request.query as Record<string, unknown> | undefined)?._csrf;
-    if (request.routeOptions.url === '/login') {
+    if (request.routeOptions.url === '/login' || request.routeOptions.url === '/signup') {
       const bound = cookieValue(request.headers.cookie, LOGIN_COOKIE);
       if (!bound || given !== bound) throw csrfRefused();
       return;
@@ -80,6 +86,12 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(threadPages, { deps });
   await app.register(uploadPages, { deps });
   await app.register(codePages, { deps });
+  await app.register(hookPages, { deps });
+  await app.register(hookDeliveryPages, { deps });
+  await app.register(adminUserPages, { deps });
+  await app.register(adminInvitePages, { deps });
+  await app.register(adminLimitPages, { deps });
+  await app.register(signupPages, { deps });
 }
 
 const csrfRefused = () =>

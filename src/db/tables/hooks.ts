@@ -54,6 +54,8 @@ export interface HookAttemptsTable {
   at: string;
   duration_ms: number;
   request_headers: string;
+  /** the body sent (migration 200); null for attempts made before it, or that sent nothing */
+  request_body: string | null;
   response_status: number | null;
   response_headers: string | null;
   response_body: string | null;
