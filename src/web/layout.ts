@@ -49,6 +49,7 @@ ${(opts.styles ?? []).map((s) => html`<link rel="stylesheet" href="/static/${s}"
 ${
   c
     ? html`<a href="/users/${seg(c.viewer.username)}">${c.viewer.username}</a>
+        <a href="/settings">Settings</a>
         <form method="post" action="/logout">
           <input type="hidden" name="_csrf" value="${c.csrf}" /><button type="submit" class="link">Sign out</button>
         </form>`

@@ -15,6 +15,9 @@ import { repoPages } from './repo-pages.ts';
 import { threadPages } from './thread-pages.ts';
 import { uploadPages } from './upload-pages.ts';
 import { codePages } from './code-pages.ts';
+import { keySettingsPages } from './settings-keys.ts';
+import { tokenSettingsPages } from './settings-tokens.ts';
+import { userSettingsPages } from './settings-user.ts';
 
 /**
  * The web interface (README "Web interface"): server-rendered pages under `/`, each reading and
@@ -80,6 +83,9 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(threadPages, { deps });
   await app.register(uploadPages, { deps });
   await app.register(codePages, { deps });
+  await app.register(userSettingsPages, { deps });
+  await app.register(tokenSettingsPages, { deps });
+  await app.register(keySettingsPages, { deps });
 }
 
 const csrfRefused = () =>
