@@ -182,7 +182,147 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.req('GET', '/api/v1/user/keys', { token: ann.token })).body.results.length, 0);
     });
 
-    void olgaB;
-    void bob;
+    it('team settings: owners only (403 to a member, 404 to an outsider, as the API), roles changed, last owner refused', async () => {
+      assert.equal((await pageReq(t, 'GET', '/teams/core/settings', { cookie: bobB.cookie })).status, 403);
+      assert.equal((await pageReq(t, 'GET', '/teams/core/settings', { cookie: olgaB.cookie })).status, 404);
+      assert.equal((await post(olgaB, '/teams/core/settings/members', { username: 'olga', role: 'owner' })).status, 404);
+      assert.equal((await post(bobB, '/teams/core/settings/members/bob/role', { role: 'owner' })).status, 403);
+      assert.equal((await pageReq(t, 'GET', '/teams/core/settings/timers', { cookie: bobB.cookie })).status, 403);
+      const page = await pageReq(t, 'GET', '/teams/core/settings', { cookie: annB.cookie });
+      assert.equal(page.status, 200);
+      assert.match(page.text, /href="\/teams\/core\/settings\/hooks"/);
+      // the last owner cannot step down: the API's 409 as a message beside the member
+      const last = await post(annB, '/teams/core/settings/members/ann/role', { role: 'member' });
+      assert.equal(last.status, 409);
+      assert.match(last.text, /<strong>last_owner<\/strong>: A team must keep at least one owner/);
+      const unknown = await post(annB, '/teams/core/settings/members', { username: 'nobody-here', role: 'member' });
+      assert.equal(unknown.status, 404);
+      const dup = await post(annB, '/teams/core/settings/members', { username: 'bob', role: 'reader' });
+      assert.equal(dup.status, 409);
+      assert.equal(valueOf(dup.text, 'add-username'), 'bob');
+      assert.equal((await post(annB, '/teams/core/settings/members', { username: 'olga', role: 'reader' })).status, 303);
+      assert.equal((await post(annB, '/teams/core/settings/members/olga/role', { role: 'member' })).status, 303);
+      const member = await t.req('GET', '/api/v1/teams/core/members/olga', { token: ann.token });
+      assert.equal(member.body.role, 'member');
+      assert.equal((await post(annB, '/teams/core/settings/members/olga/remove', {})).status, 303);
+      assert.equal((await t.req('GET', '/api/v1/teams/core/members/olga', { token: ann.token })).status, 404);
+      const badName = await post(annB, '/teams/core/settings', { name: 'Core', slug: 'Not a slug!' });
+      assert.equal(badName.status, 400);
+      assert.ok(byId(badName.text, 'f-slug-error'));
+      assert.equal(valueOf(badName.text, 'f-slug'), 'Not a slug!');
+    });
+
+    it('team timers: created, a bad schedule refused with the API detail, deleted', async () => {
+      const bad = await post(annB, '/teams/core/settings/timers', { message: 'standup', run_in: 'soon' });
+      assert.equal(bad.status, 400);
+      assert.equal(valueOf(bad.text, 'f-message'), 'standup');
+      const ok = await post(annB, '/teams/core/settings/timers', {
+        message: 'standup',
+        time_of_day: '09:00',
+        days_of_week: 'Mon',
+        timezone: 'UTC',
+      });
+      assert.equal(ok.status, 303);
+      const list = await t.req('GET', '/api/v1/teams/core/timers', { token: ann.token });
+      assert.equal(list.body.results.length, 1);
+      const page = await pageReq(t, 'GET', '/teams/core/settings/timers', { cookie: annB.cookie });
+      assert.match(page.text, /standup/);
+      assert.equal((await post(annB, `/teams/core/settings/timers/${list.body.results[0].uuid}/delete`, {})).status, 303);
+      assert.equal((await t.req('GET', '/api/v1/teams/core/timers', { token: ann.token })).body.results.length, 0);
+    });
+
+    it('repo settings: maintainers only; about saved; a bad branch refused beside its field', async () => {
+      assert.equal((await pageReq(t, 'GET', `${repo}/settings`, { cookie: olgaB.cookie })).status, 404);
+      assert.equal((await pageReq(t, 'GET', `${repo}/settings`, { cookie: bobB.cookie })).status, 403);
+      assert.equal((await pageReq(t, 'GET', `${repo}/settings/protections`, { cookie: olgaB.cookie })).status, 404);
+      assert.equal((await post(olgaB, `${repo}/settings`, { description: 'x' })).status, 404);
+      const page = await pageReq(t, 'GET', `${repo}/settings`, { cookie: annB.cookie });
+      assert.equal(page.status, 200);
+      assert.match(page.text, /href="\/teams\/core\/api\/settings\/hooks"/);
+      const form = {
+        description: 'The API',
+        about: '# About',
+        visibility: 'private',
+        default_branch: 'main',
+        public_repo_pull_policy: 'any',
+      };
+      assert.equal((await post(annB, `${repo}/settings`, form)).status, 303);
+      assert.equal((await t.req('GET', api, { token: ann.token })).body.description, 'The API');
+      const bad = await post(annB, `${repo}/settings`, { ...form, default_branch: 'bad..name' });
+      assert.equal(bad.status, 400);
+      assert.ok(byId(bad.text, 'f-default_branch-error'));
+      assert.equal(valueOf(bad.text, 'f-default_branch'), 'bad..name');
+      const policy = await post(annB, `${repo}/settings`, { ...form, public_repo_pull_policy: 'team' });
+      assert.equal(policy.status, 409);
+      assert.ok(byId(policy.text, 'f-public_repo_pull_policy-error'));
+    });
+
+    it('repo protections: created with approvers and required checks, edited, deleted', async () => {
+      const base = `${repo}/settings/protections`;
+      const bad = await post(annB, base, { branch: 'main', required_approvals: '0', required_status_contexts: '' });
+      assert.equal(bad.status, 400);
+      assert.ok(byId(bad.text, 'new-required_approvals-error'));
+      assert.equal(
+        (await post(annB, base, { branch: 'main', required_approvals: '2', required_status_contexts: 'ci\nlint' })).status,
+        303,
+      );
+      const list = await t.req('GET', `${api}/protections`, { token: ann.token });
+      const p = list.body.results[0];
+      assert.deepEqual(p.required_status_contexts, ['ci', 'lint']);
+      assert.equal(p.required_approvals, 2);
+      const dup = await post(annB, base, { branch: 'main' });
+      assert.equal(dup.status, 409);
+      assert.equal(
+        (await post(annB, `${base}/${p.uuid}`, { branch: 'main', required_approvals: '1', required_status_contexts: 'ci' }))
+          .status,
+        303,
+      );
+      assert.deepEqual((await t.req('GET', `${api}/protections/${p.uuid}`, { token: ann.token })).body.required_status_contexts, [
+        'ci',
+      ]);
+      assert.equal((await post(annB, `${base}/${p.uuid}/approvers`, { username: 'bob' })).status, 303);
+      const noUser = await post(annB, `${base}/${p.uuid}/approvers`, { username: 'nobody-here' });
+      assert.equal(noUser.status, 404);
+      const page = await pageReq(t, 'GET', base, { cookie: annB.cookie });
+      assert.match(page.text, /<li>\s*bob/);
+      assert.equal((await post(annB, `${base}/${p.uuid}/approvers/${bob.uuid}/remove`, {})).status, 303);
+      assert.equal((await post(bobB, `${base}/${p.uuid}/delete`, {})).status, 403);
+      assert.equal((await post(annB, `${base}/${p.uuid}/delete`, {})).status, 303);
+      assert.equal((await t.req('GET', `${api}/protections`, { token: ann.token })).body.results.length, 0);
+    });
+
+    it('repo archive: the settings and the repo pages turn read-only; unarchive; delete needs the typed name', async () => {
+      assert.equal((await t.req('POST', `${api}/threads`, { token: ann.token, body: { title: 'Before' } })).status, 201);
+      assert.match((await pageReq(t, 'GET', `${repo}/threads/1`, { cookie: annB.cookie })).text, /class="primary"/);
+      assert.equal((await post(annB, `${repo}/settings/archive`, { archived: 'true' })).status, 303);
+      assert.equal((await t.req('GET', api, { token: ann.token })).body.is_archived, true);
+      const settings = await pageReq(t, 'GET', `${repo}/settings`, { cookie: annB.cookie });
+      assert.match(settings.text, /archived: it is read-only/);
+      assert.doesNotMatch(settings.text, /action="\/teams\/core\/api\/settings" /);
+      for (const path of [
+        `${repo}/settings/protections`,
+        `${repo}/settings/timers`,
+        `${repo}/threads`,
+        `${repo}/threads/1`,
+        `${repo}/threads/new`,
+        `${repo}/pulls`,
+        `${repo}/pulls/new`,
+      ]) {
+        const res = await pageReq(t, 'GET', path, { cookie: annB.cookie });
+        assert.equal(res.status, 200, path);
+        assert.doesNotMatch(res.text, /class="primary"/, path);
+      }
+      const refused = await post(annB, `${repo}/settings/timers`, { message: 'x', run_in: '1h' });
+      assert.equal(refused.status, 403);
+      assert.match(refused.text, /repo_archived/);
+      assert.equal((await post(annB, `${repo}/settings/archive`, { archived: 'false' })).status, 303);
+      const wrong = await post(annB, `${repo}/settings/delete`, { confirm: 'apx' });
+      assert.equal(wrong.status, 400);
+      assert.ok(byId(wrong.text, 'danger-confirm-error'));
+      assert.equal(valueOf(wrong.text, 'danger-confirm'), 'apx');
+      assert.equal((await t.req('GET', api, { token: ann.token })).status, 200);
+      assert.equal((await post(annB, `${repo}/settings/delete`, { confirm: 'api' })).status, 303);
+      assert.equal((await t.req('GET', api, { token: ann.token })).status, 404);
+    });
   });
 }

@@ -16,6 +16,9 @@ import { threadPages } from './thread-pages.ts';
 import { uploadPages } from './upload-pages.ts';
 import { codePages } from './code-pages.ts';
 import { keySettingsPages } from './settings-keys.ts';
+import { repoProtectionPages } from './settings-protections.ts';
+import { repoSettingsPages } from './settings-repo.ts';
+import { teamSettingsPages } from './settings-team.ts';
 import { tokenSettingsPages } from './settings-tokens.ts';
 import { userSettingsPages } from './settings-user.ts';
 
@@ -86,6 +89,9 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(userSettingsPages, { deps });
   await app.register(tokenSettingsPages, { deps });
   await app.register(keySettingsPages, { deps });
+  await app.register(teamSettingsPages, { deps });
+  await app.register(repoSettingsPages, { deps });
+  await app.register(repoProtectionPages, { deps });
 }
 
 const csrfRefused = () =>
