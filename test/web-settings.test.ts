@@ -6,9 +6,14 @@
  * a refused form shows the API's detail beside its field with what was typed kept.
  */
 import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import type { Browser as Chromium, Page } from 'playwright-core';
+import { type SshServer, startSshServer } from '../src/ssh/server.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
-import { keyDir } from './ssh-fixtures.ts';
+import { gitSshCommand, keyDir } from './ssh-fixtures.ts';
 import { type Browser, PASSWORD, pageReq, signIn } from './web-helpers.ts';
 
 /** The text of the element with this id (a field's error paragraph). */
@@ -323,6 +328,189 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.req('GET', api, { token: ann.token })).status, 200);
       assert.equal((await post(annB, `${repo}/settings/delete`, { confirm: 'api' })).status, 303);
       assert.equal((await t.req('GET', api, { token: ann.token })).status, 404);
+    });
+  });
+}
+
+/** WEFT_SCREENSHOTS=DIR saves the settings pages there (docs/screenshots is made this way). */
+const SHOTS = process.env.WEFT_SCREENSHOTS;
+
+for (const dialect of DIALECTS) {
+  describe(`settings pages in Chromium (${dialect})`, { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' }, () => {
+    let t: TestApp;
+    let g: GitClient;
+    let ssh: SshServer;
+    let browser: Chromium;
+    let page: Page;
+    let alice: { token: string; uuid: string; username: string };
+    const keys = keyDir();
+    const repoPath = '/teams/crew/site';
+    const api = '/api/v1/teams/crew/repos/site';
+
+    const shot = async (name: string) => {
+      if (!SHOTS) return;
+      mkdirSync(SHOTS, { recursive: true });
+      await page.setViewportSize({ width: 1200, height: 900 });
+      await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
+      await page.setViewportSize({ width: 375, height: 800 });
+    };
+    const submit = (name: string, url: string | RegExp) =>
+      Promise.all([page.waitForURL(url), page.getByRole('button', { name, exact: true }).click()]);
+
+    before(async () => {
+      t = await startApp(dialect);
+      g = await gitClient(t);
+      ssh = await startSshServer(t.deps, { port: 0, host: '127.0.0.1' });
+      alice = await t.user('alice');
+      await t.user('bob');
+      const ok = (res: { status: number; text: string }) => assert.ok(res.status < 300, res.text);
+      ok(await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Crew', slug: 'crew' } }));
+      ok(await t.req('POST', '/api/v1/teams/crew/members', { token: alice.token, body: { username: 'bob', role: 'member' } }));
+      ok(
+        await t.req('POST', '/api/v1/teams/crew/repos', {
+          token: alice.token,
+          body: { name: 'Site', slug: 'site', visibility: 'private' },
+        }),
+      );
+      const dir = await makeWorkTree(g, 'work', [{ 'README.md': '# Site\n' }]);
+      await g.run(['-C', dir, 'push', '-q', g.url('/git/teams/crew/site.git', alice.token), 'main']);
+      ok(await t.req('POST', `${api}/threads`, { token: alice.token, body: { title: 'Plans' } }));
+      browser = await launchBrowser();
+      ({ page } = await newPage(browser));
+      await signInPage(page, g.base, 'alice', PASSWORD);
+    });
+    after(async () => {
+      await browser?.close();
+      await ssh?.close();
+      g?.cleanup();
+      keys.cleanup();
+      await t?.close();
+    });
+
+    it('edits the profile; lists the sessions', async () => {
+      await page.getByRole('link', { name: 'Settings', exact: true }).first().click();
+      await page.waitForURL(`${g.base}/settings`);
+      await page.fill('#f-display_name', 'Alice Example');
+      await submit('Save profile', `${g.base}/settings`);
+      assert.equal(await page.inputValue('#f-display_name'), 'Alice Example');
+      await checkPage(page, 'profile settings');
+      await page.fill('#f-email', 'not an email');
+      await page.locator('#f-email').evaluate((el) => el.removeAttribute('type'));
+      await submit('Save email', `${g.base}/settings/email`);
+      await page.locator('#f-email-error').waitFor();
+      await checkPage(page, 'profile settings with an error');
+      await page.goto(`${g.base}/settings/sessions`);
+      await page.getByText('this session').waitFor();
+      await checkPage(page, 'sessions');
+    });
+
+    it('creates a token with a scope: the secret is shown once and a write with it is refused by the API', async () => {
+      await page.goto(`${g.base}/settings/tokens`);
+      await page.fill('#f-name', 'deploy');
+      await page.check('#scope-read\\:repo');
+      await page.fill('#f-repos', repoPath);
+      await submit('Create token', `${g.base}/settings/tokens`);
+      const secret = await page.inputValue('#new-token');
+      assert.match(secret, /^weft_/);
+      await checkPage(page, 'token created');
+      assert.equal((await t.req('GET', api, { token: secret })).status, 200);
+      const write = await t.req('PUT', api, { token: secret, body: { description: 'changed' } });
+      assert.equal(write.status, 403);
+      assert.equal(write.body.error, 'insufficient_scope');
+      assert.match(String(write.headers['www-authenticate']), /scope="write:repo"/);
+      await page.goto(`${g.base}/settings/tokens`);
+      assert.equal(await page.locator('#new-token').count(), 0, 'the secret is not shown again');
+      await shot('settings-tokens');
+      await page.getByText('Revoke…').first().click();
+      await submit('Revoke', `${g.base}/settings/tokens`);
+      await page.getByText('revoked', { exact: true }).waitFor();
+      assert.equal((await t.req('GET', api, { token: secret })).status, 401);
+    });
+
+    it('adds an SSH key and clones with it over SSH', async () => {
+      const key = keys.make('alice', 'ed25519');
+      await page.goto(`${g.base}/settings/keys`);
+      await page.fill('#f-title', 'laptop');
+      await page.fill('#f-key', key.pub);
+      await submit('Add key', `${g.base}/settings/keys`);
+      await page.getByText(key.fingerprint).waitFor();
+      await checkPage(page, 'SSH keys');
+      const dest = `${g.home}/cloned`;
+      await g.run(['clone', '-q', `ssh://git@127.0.0.1:${ssh.port}${repoPath}.git`, dest], {
+        env: { GIT_SSH_COMMAND: gitSshCommand(key.path, ssh.port) },
+      });
+      const log = await g.run(['-C', dest, 'log', '--oneline']);
+      assert.ok(log.stdout.trim().length > 0);
+    });
+
+    it("changes a member's role; the last owner's refusal is shown", async () => {
+      await page.goto(`${g.base}/teams/crew/settings`);
+      await page.selectOption('#m-bob-role', 'maintainer');
+      await page
+        .locator('li', { has: page.locator('#m-bob-role') })
+        .getByRole('button', { name: 'Change role' })
+        .click();
+      await page.waitForURL(`${g.base}/teams/crew/settings`);
+      const member = await t.req('GET', '/api/v1/teams/crew/members/bob', { token: alice.token });
+      assert.equal(member.body.role, 'maintainer');
+      assert.equal(await page.inputValue('#m-bob-role'), 'maintainer');
+      await checkPage(page, 'team settings');
+      await shot('team-settings');
+      await page.selectOption('#m-alice-role', 'member');
+      await page
+        .locator('li', { has: page.locator('#m-alice-role') })
+        .getByRole('button', { name: 'Change role' })
+        .click();
+      await page.getByText('A team must keep at least one owner').waitFor();
+      await checkPage(page, 'team settings with the last-owner refusal');
+      await page.goto(`${g.base}/teams/crew/settings/timers`);
+      await page.fill('#f-message', 'Standup');
+      await page.fill('#f-run_in', '2h');
+      await submit('Create timer', `${g.base}/teams/crew/settings/timers`);
+      await page.getByText('Standup').waitFor();
+      await checkPage(page, 'team timers');
+    });
+
+    it('protects a branch with a required check, then archives the repo and sees its pages read-only', async () => {
+      await page.goto(`${g.base}${repoPath}/settings`);
+      await checkPage(page, 'repo settings');
+      await shot('repo-settings');
+      await page.goto(`${g.base}${repoPath}/settings/protections`);
+      await page.fill('#new-branch', 'main');
+      await page.fill('#new-required_status_contexts', 'ci/build');
+      await submit('Add protection', `${g.base}${repoPath}/settings/protections`);
+      await page.fill('#p1-a-username', 'bob');
+      await submit('Add', `${g.base}${repoPath}/settings/protections`);
+      await page.locator('li', { hasText: 'bob' }).first().waitFor();
+      const list = await t.req('GET', `${api}/protections`, { token: alice.token });
+      assert.deepEqual(list.body.results[0].required_status_contexts, ['ci/build']);
+      await checkPage(page, 'protections');
+      await shot('repo-protections');
+      await page.goto(`${g.base}${repoPath}/settings/timers`);
+      await checkPage(page, 'repo timers');
+      await page.goto(`${g.base}${repoPath}/settings`);
+      await page.getByText('Archive…').click();
+      await submit('Archive', `${g.base}${repoPath}/settings`);
+      await page.getByText('This repo is archived').first().waitFor();
+      assert.equal((await t.req('GET', api, { token: alice.token })).body.is_archived, true);
+      await checkPage(page, 'archived repo settings');
+      for (const path of ['/threads', '/threads/1', '/pulls', '/settings/protections']) {
+        await page.goto(`${g.base}${repoPath}${path}`);
+        await page.getByText('This repo is archived').first().waitFor();
+        assert.equal(await page.locator('main form button.primary').count(), 0, `${path}: no write form`);
+        await checkPage(page, `archived ${path}`);
+      }
+      await page.goto(`${g.base}${repoPath}/settings`);
+      await page.getByText('Unarchive…').click();
+      await submit('Unarchive', `${g.base}${repoPath}/settings`);
+      assert.equal((await t.req('GET', api, { token: alice.token })).body.is_archived, false);
+      await page.fill('#danger-confirm', 'wrong');
+      await submit('Delete this repo', `${g.base}${repoPath}/settings/delete`);
+      await page.locator('#danger-confirm-error').waitFor();
+      await checkPage(page, 'delete refused');
+      await page.fill('#danger-confirm', 'site');
+      await submit('Delete this repo', `${g.base}/teams/crew`);
+      assert.equal((await t.req('GET', api, { token: alice.token })).status, 404);
     });
   });
 }
