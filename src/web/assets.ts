@@ -106,6 +106,8 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 .reply>header{background:var(--soft);padding:6px 10px;border-bottom:1px solid var(--line);display:flex;flex-wrap:wrap;gap:8px}
 .reply>.markdown{padding:6px 10px}
 details>summary{cursor:pointer}
+details.confirm{margin:4px 0}details.confirm form{margin-top:6px}fieldset{border:1px solid var(--line);border-radius:6px;min-width:0}dl dt{font-weight:600}dl dd{margin:0 0 6px}
+form.row select,form.row input[type=text]{width:auto;flex:1 1 10rem;max-width:24rem}.box>h2:first-child{margin-top:0}
 @media (max-width:600px){main{padding:10px}h1{font-size:1.25rem}header.top nav{margin-left:0}}
 `;
 
