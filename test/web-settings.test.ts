@@ -262,6 +262,25 @@ for (const dialect of DIALECTS) {
       assert.ok(byId(policy.text, 'f-public_repo_pull_policy-error'));
     });
 
+    it("repo settings of a user's repo: its owner only", async () => {
+      assert.equal(
+        (
+          await t.req('POST', '/api/v1/users/ann/repos', {
+            token: ann.token,
+            body: { name: 'Mine', slug: 'mine', visibility: 'public' },
+          })
+        ).status,
+        201,
+      );
+      assert.equal((await pageReq(t, 'GET', '/users/ann/mine/settings', { cookie: annB.cookie })).status, 200);
+      assert.equal((await pageReq(t, 'GET', '/users/ann/mine/settings/protections', { cookie: annB.cookie })).status, 200);
+      assert.equal((await pageReq(t, 'GET', '/users/ann/mine/settings', { cookie: bobB.cookie })).status, 403);
+      assert.equal((await post(bobB, '/users/ann/mine/settings/archive', { archived: 'true' })).status, 403);
+      assert.equal((await post(annB, '/users/ann/mine/settings/timers', { message: 'ping', run_in: '1h' })).status, 303);
+      const timers = await t.req('GET', '/api/v1/users/ann/repos/mine/timers', { token: ann.token });
+      assert.equal(timers.body.results.length, 1);
+    });
+
     it('repo protections: created with approvers and required checks, edited, deleted', async () => {
       const base = `${repo}/settings/protections`;
       const bad = await post(annB, base, { branch: 'main', required_approvals: '0', required_status_contexts: '' });
