@@ -102,6 +102,15 @@ for (const dialect of DIALECTS) {
       });
       assert.equal(other.status, 403);
       assert.equal((await t.req('GET', '/api/v1/user', { token: ann.token })).body.display_name, 'Ann Example');
+      for (const [path, form] of [
+        ['/teams/core/settings/members', { username: 'olga', role: 'owner' }],
+        [`${repo}/settings/archive`, { archived: 'true' }],
+        ['/settings/tokens', { name: 'forged' }],
+      ] as const) {
+        assert.equal((await pageReq(t, 'POST', path, { cookie: annB.cookie, form })).status, 403, path);
+      }
+      assert.equal((await t.req('GET', api, { token: ann.token })).body.is_archived, false);
+      assert.equal((await t.req('GET', '/api/v1/teams/core/members/olga', { token: ann.token })).status, 404);
       for (const path of [
         '/settings',
         '/settings/tokens',
