@@ -472,7 +472,11 @@ for (const dialect of DIALECTS) {
     });
 
     it("changes a member's role; the last owner's refusal is shown", async () => {
-      await page.goto(`${g.base}/teams/crew/settings`);
+      await page.goto(`${g.base}/teams/crew`);
+      await Promise.all([
+        page.waitForURL(`${g.base}/teams/crew/settings`),
+        page.getByRole('link', { name: 'Team settings' }).click(),
+      ]);
       await page.selectOption('#m-bob-role', 'maintainer');
       await page
         .locator('li', { has: page.locator('#m-bob-role') })
@@ -500,7 +504,11 @@ for (const dialect of DIALECTS) {
     });
 
     it('protects a branch with a required check, then archives the repo and sees its pages read-only', async () => {
-      await page.goto(`${g.base}${repoPath}/settings`);
+      await page.goto(`${g.base}${repoPath}`);
+      await Promise.all([
+        page.waitForURL(`${g.base}${repoPath}/settings`),
+        page.getByRole('link', { name: 'Settings', exact: true }).last().click(),
+      ]);
       await checkPage(page, 'repo settings');
       await shot('repo-settings');
       await page.goto(`${g.base}${repoPath}/settings/protections`);
