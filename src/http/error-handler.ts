@@ -43,7 +43,8 @@ function isResourceExhaustion(err: unknown): boolean {
 
 export const WWW_AUTHENTICATE = 'Bearer realm="api", Basic realm="api"';
 
-function validationDetail(error: FastifyError): string {
+/** The API's detail of a failed validation (also the settings pages' forms: src/web/settings-common.ts). */
+export function validationDetail(error: Pick<FastifyError, 'validation' | 'validationContext' | 'message'>): string {
   const first = error.validation?.[0];
   const where = error.validationContext ?? 'request';
   if (!first) return error.message;

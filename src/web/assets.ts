@@ -108,6 +108,8 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 details>summary{cursor:pointer}
 input[type=search]{font:inherit;padding:6px 8px;border:1px solid var(--muted);border-radius:6px;min-width:0;flex:1 1 12rem}
 .wrap{overflow-wrap:anywhere;word-break:break-all}pre.wrap{white-space:pre-wrap;background:var(--soft);padding:8px;border-radius:6px;max-height:32rem;overflow:auto}
+details.confirm{margin:4px 0}details.confirm form{margin-top:6px}fieldset{border:1px solid var(--line);border-radius:6px;min-width:0}dl dt{font-weight:600}dl dd{margin:0 0 6px}
+form.row select,form.row input[type=text]{width:auto;flex:1 1 10rem;max-width:24rem}.box>h2:first-child{margin-top:0}
 @media (max-width:600px){main{padding:10px}h1{font-size:1.25rem}header.top nav{margin-left:0}}
 `;
 

@@ -53,6 +53,7 @@ ${
   c
     ? html`${staffLink(c)}
         <a href="/users/${seg(c.viewer.username)}">${c.viewer.username}</a>
+        <a href="/settings">Settings</a>
         <form method="post" action="/logout">
           <input type="hidden" name="_csrf" value="${c.csrf}" /><button type="submit" class="link">Sign out</button>
         </form>`

@@ -21,6 +21,12 @@ import { adminUserPages } from './admin-users.ts';
 import { adminInvitePages } from './admin-invites.ts';
 import { adminLimitPages } from './admin-limits.ts';
 import { signupPages } from './signup-pages.ts';
+import { keySettingsPages } from './settings-keys.ts';
+import { repoProtectionPages } from './settings-protections.ts';
+import { repoSettingsPages } from './settings-repo.ts';
+import { teamSettingsPages } from './settings-team.ts';
+import { tokenSettingsPages } from './settings-tokens.ts';
+import { userSettingsPages } from './settings-user.ts';
 
 /**
  * The web interface (README "Web interface"): server-rendered pages under `/`, each reading and
@@ -92,6 +98,12 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(adminInvitePages, { deps });
   await app.register(adminLimitPages, { deps });
   await app.register(signupPages, { deps });
+  await app.register(userSettingsPages, { deps });
+  await app.register(tokenSettingsPages, { deps });
+  await app.register(keySettingsPages, { deps });
+  await app.register(teamSettingsPages, { deps });
+  await app.register(repoSettingsPages, { deps });
+  await app.register(repoProtectionPages, { deps });
 }
 
 const csrfRefused = () =>

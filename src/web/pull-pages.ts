@@ -68,7 +68,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         <nav class="row" aria-label="Pull states">
           ${PULL_STATUSES.map((s) => html`<a href="${base}?status=${s}" ${s === status ? html` aria-current="page"` : ''}>${s}</a>`)}
         </nav>
-        <a href="${base}/new" class="badge">New pull</a>
+        ${repo.is_archived ? '' : html`<a href="${base}/new" class="badge">New pull</a>`}
       </div>
       ${
         pulls.length
@@ -92,22 +92,26 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const body = html`${repoHeader(repo, 'pulls')}
       <h2>Open a pull</h2>
       ${branches.length < 2 ? html`<p class="muted">Push a branch besides ${repo.default_branch} first.</p>` : ''}
-      <form class="stack" method="post" action="${repoHref(repo)}/pulls/new">
-        ${csrfField(c)}
-        <label for="source_branch">From branch</label>
-        <select id="source_branch" name="source_branch" required>
-          ${options(source ?? branches.find((b) => b.name !== repo.default_branch)?.name)}
-        </select>
-        <label for="target_branch">Into branch</label>
-        <select id="target_branch" name="target_branch" required>
-          ${options(repo.default_branch)}
-        </select>
-        <label for="title">Title</label>
-        <input id="title" name="title" type="text" required maxlength="256" />
-        <label for="body">Description (Markdown)</label>
-        <textarea id="body" name="body"></textarea>
-        <div><button type="submit" class="primary">Open pull</button></div>
-      </form>`;
+      ${
+        repo.is_archived
+          ? ''
+          : html`<form class="stack" method="post" action="${repoHref(repo)}/pulls/new">
+              ${csrfField(c)}
+              <label for="source_branch">From branch</label>
+              <select id="source_branch" name="source_branch" required>
+                ${options(source ?? branches.find((b) => b.name !== repo.default_branch)?.name)}
+              </select>
+              <label for="target_branch">Into branch</label>
+              <select id="target_branch" name="target_branch" required>
+                ${options(repo.default_branch)}
+              </select>
+              <label for="title">Title</label>
+              <input id="title" name="title" type="text" required maxlength="256" />
+              <label for="body">Description (Markdown)</label>
+              <textarea id="body" name="body"></textarea>
+              <div><button type="submit" class="primary">Open pull</button></div>
+            </form>`
+      }`;
     return sendPage(reply, layout({ title: `New pull · ${repo.full_name}`, caller: c }, body));
   });
 
@@ -160,7 +164,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
             <p class="muted">No status checks are reported for this pull.</p>
             ${
-              pull.status === 'open'
+              pull.status === 'open' && !repo.is_archived
                 ? html`<form class="row" method="post" action="${base}/merge">
                     ${csrfField(c)}
                     <label for="merge_strategy">Strategy</label>
@@ -183,7 +187,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             }
             ${pager(base, w.page, reviews.length > w.perPage)}
             ${
-              pull.status !== 'merged'
+              pull.status !== 'merged' && !repo.is_archived
                 ? html`<form class="stack" method="post" action="${base}/reviews">
                     ${csrfField(c)}
                     <label for="review-body">Review (Markdown)</label>

@@ -46,7 +46,7 @@ export function repoRoute(
   }
 }
 
-export type RepoTab = 'code' | 'pulls' | 'threads' | 'commits' | 'branches';
+export type RepoTab = 'code' | 'pulls' | 'threads' | 'commits' | 'branches' | 'settings';
 
 /** The repo's header: its name, visibility and tabs. */
 export function repoHeader(repo: RepoJson, tab: RepoTab): Html {
@@ -63,8 +63,9 @@ export function repoHeader(repo: RepoJson, tab: RepoTab): Html {
       ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Threads', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
         href="${base}/tags"
         >Tags</a
-      >
-    </nav>`;
+      >${item('settings', 'Settings', `${base}/settings`)}
+    </nav>
+    ${repo.is_archived ? html`<p class="muted" role="note">This repo is archived: it is read-only.</p>` : ''}`;
 }
 
 /** An integer path parameter 1..2^31-1 as the API takes it. */

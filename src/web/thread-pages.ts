@@ -48,15 +48,15 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     const threads = await listThreads(deps, c.viewer, ref, w);
     const base = `${repoHref(repo)}/threads`;
     const body = html`${repoHeader(repo, 'threads')}
-      <p><a href="${base}/new" class="badge">New thread</a></p>
-      ${
-        threads.length
-          ? html`<ul class="plain">
-              ${threads.slice(0, w.perPage).map((t) => html`<li><a href="${base}/${t.number}">#${t.number} ${t.title}</a> <span class="muted">by ${t.author_username} ${when(t.created_at)} · ${t.reply_count} replies</span></li>`)}
-            </ul>`
-          : html`<p class="muted">No threads yet.</p>`
-      }
-      ${pager(base, w.page, threads.length > w.perPage)}`;
+    ${repo.is_archived ? '' : html`<p><a href="${base}/new" class="badge">New thread</a></p>`}
+    ${
+      threads.length
+        ? html`<ul class="plain">
+            ${threads.slice(0, w.perPage).map((t) => html`<li><a href="${base}/${t.number}">#${t.number} ${t.title}</a> <span class="muted">by ${t.author_username} ${when(t.created_at)} · ${t.reply_count} replies</span></li>`)}
+          </ul>`
+        : html`<p class="muted">No threads yet.</p>`
+    }
+    ${pager(base, w.page, threads.length > w.perPage)}`;
     return sendPage(reply, layout({ title: `Threads · ${repo.full_name}`, caller: c }, body));
   });
 
@@ -65,11 +65,16 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
     const body = html`${repoHeader(repo, 'threads')}
       <h2>New thread</h2>
-      <form class="stack" method="post" action="${repoHref(repo)}/threads/new">
-        ${csrfField(c)} <label for="title">Title</label><input id="title" name="title" type="text" required maxlength="256" />
-        <label for="body">Text (Markdown)</label><textarea id="body" name="body"></textarea>
-        <div><button type="submit" class="primary">Start thread</button></div>
-      </form>`;
+      ${
+        repo.is_archived
+          ? ''
+          : html`<form class="stack" method="post" action="${repoHref(repo)}/threads/new">
+              ${csrfField(c)} <label for="title">Title</label
+              ><input id="title" name="title" type="text" required maxlength="256" /> <label for="body">Text (Markdown)</label
+              ><textarea id="body" name="body"></textarea>
+              <div><button type="submit" class="primary">Start thread</button></div>
+            </form>`
+      }`;
     return sendPage(reply, layout({ title: `New thread · ${repo.full_name}`, caller: c }, body));
   });
 
@@ -117,7 +122,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
                   <header>
                     <strong>${r.author_username}</strong>
                     ${when(r.created_at)}${r.version > 1 ? html` <a href="${base}/replies/${r.number}/history">edited (version ${r.version})</a>` : ''}
-                    <a href="${base}/replies/${r.number}/edit">Edit</a>
+                    ${repo.is_archived ? '' : html`<a href="${base}/replies/${r.number}/edit">Edit</a>`}
                   </header>
                   <div class="markdown">${trusted(r.body_html)}</div>
                 </article>`,
@@ -125,15 +130,19 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
             ${replies.length === 0 ? html`<p class="muted">No replies yet.</p>` : ''}
             ${pager(base, w.page, replies.length > w.perPage)}
           </section>
-          <form class="row" method="post" action="${base}/attachments?_csrf=${c.csrf}" enctype="multipart/form-data">
-            <label for="attach-file">Attach a file</label><input id="attach-file" name="file" type="file" required />
-            <button type="submit">Attach</button>
-          </form>
-          <form class="stack" method="post" action="${base}/replies">
-            ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
-            ><textarea id="reply-body" name="body" required></textarea>
-            <div><button type="submit" class="primary">Reply</button></div>
-          </form>
+          ${
+            repo.is_archived
+              ? ''
+              : html`<form class="row" method="post" action="${base}/attachments?_csrf=${c.csrf}" enctype="multipart/form-data">
+                    <label for="attach-file">Attach a file</label><input id="attach-file" name="file" type="file" required />
+                    <button type="submit">Attach</button>
+                  </form>
+                  <form class="stack" method="post" action="${base}/replies">
+                    ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
+                    ><textarea id="reply-body" name="body" required></textarea>
+                    <div><button type="submit" class="primary">Reply</button></div>
+                  </form>`
+          }
         </div>
         ${liveFeed({ id: 'thread-feed', label: 'Activity', scopes: [`thread:${thread.uuid}`], after, events })}
       </div>`;
@@ -158,13 +167,17 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     const base = `${repoHref(repo)}/threads/${number}`;
     const body = html`${repoHeader(repo, 'threads')}
       <h2>Edit reply ${reply_number} of <a href="${base}">thread #${number}</a></h2>
-      <form class="stack" method="post" action="${base}/replies/${reply_number}/edit">
-        ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
-        ><textarea id="reply-body" name="body" required>${r.body}</textarea>
-        <div class="row">
-          <button type="submit" class="primary">Save</button> <a href="${base}#reply-${reply_number}">Cancel</a>
-        </div>
-      </form>`;
+      ${
+        repo.is_archived
+          ? ''
+          : html`<form class="stack" method="post" action="${base}/replies/${reply_number}/edit">
+              ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
+              ><textarea id="reply-body" name="body" required>${r.body}</textarea>
+              <div class="row">
+                <button type="submit" class="primary">Save</button> <a href="${base}#reply-${reply_number}">Cancel</a>
+              </div>
+            </form>`
+      }`;
     return sendPage(reply, layout({ title: `Edit reply · #${number}`, caller: c }, body));
   });
 
