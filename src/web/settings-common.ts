@@ -1,9 +1,5 @@
-import { type TSchema, Type } from '@sinclair/typebox';
-import Ajv, { type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
-import type { FastifyError } from 'fastify';
-import { AppError } from '../errors.ts';
-import { validationDetail } from '../http/error-handler.ts';
+import { Type } from '@sinclair/typebox';
+export { checkBody } from './api-body.ts';
 import { type FormState, emptyForm } from './forms.ts';
 import { type Html, html } from './html.ts';
 
@@ -23,28 +19,6 @@ export const FormBody = Type.Object(
   },
 );
 export type FormFields = Record<string, string | string[] | undefined>;
-
-const ajv = addFormats.default(
-  new Ajv.default({ allErrors: false, strict: false, removeAdditional: false, useDefaults: false, coerceTypes: false }),
-);
-const compiled = new WeakMap<TSchema, ValidateFunction>();
-
-/**
- * Checks a service input against the API route's body schema, as the API does before it calls
- * the service: refused with the API's 400 and its detail ("body.email must match format …"),
- * so the page shows the same words beside the field.
- */
-export function checkBody(schema: TSchema, input: unknown): void {
-  let validate = compiled.get(schema);
-  if (!validate) compiled.set(schema, (validate = ajv.compile(schema)));
-  if (validate(input)) return;
-  const detail = validationDetail({
-    validation: validate.errors as FastifyError['validation'],
-    validationContext: 'body',
-    message: 'The form is not valid.',
-  });
-  throw new AppError(400, 'invalid_request', detail);
-}
 
 /** One posted value as text ('' when absent; the first of a repeated name). */
 export const text = (body: FormFields, name: string): string => {
