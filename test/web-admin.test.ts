@@ -332,7 +332,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('hooks pages: 404 to outsiders, the API status to members, the whole life of a hook to maintainers', async () => {
-      for (const path of [hooks, '/teams/core/settings/hooks']) {
+      for (const path of [hooks, '/teams/core/-/settings/hooks']) {
         assert.equal((await pageReq(t, 'GET', path, { cookie: olga.cookie })).status, 404, path);
         assert.equal(
           (await pageReq(t, 'POST', path, { cookie: olga.cookie, form: { _csrf: olga.csrf, url: rx.url(), events: '*' } }))
@@ -456,7 +456,7 @@ for (const dialect of DIALECTS) {
         30_000,
         'the pings',
       );
-      const base = `/teams/core/settings/hooks/${made.body.uuid}/deliveries`;
+      const base = `/teams/core/-/settings/hooks/${made.body.uuid}/deliveries`;
       const first = await pageReq(t, 'GET', `${base}?status=success`, { cookie: owner.cookie });
       assert.equal(first.status, 200);
       assert.equal((first.text.match(/<li class="delivery">/g) ?? []).length, 30);
@@ -487,7 +487,7 @@ for (const dialect of DIALECTS) {
         30_000,
         'the failed ping',
       );
-      const base = `/teams/core/settings/hooks/${made.body.uuid}/deliveries`;
+      const base = `/teams/core/-/settings/hooks/${made.body.uuid}/deliveries`;
       const list = await pageReq(t, 'GET', `${base}?status=failed`, { cookie: owner.cookie });
       assert.match(list.text, /address_not_allowed/);
       const one = /href="([^"]+\/deliveries\/[0-9a-f-]+)"/.exec(list.text)![1]!;

@@ -103,7 +103,7 @@ for (const dialect of DIALECTS) {
       assert.equal(other.status, 403);
       assert.equal((await t.req('GET', '/api/v1/user', { token: ann.token })).body.display_name, 'Ann Example');
       for (const [path, form] of [
-        ['/teams/core/settings/members', { username: 'olga', role: 'owner' }],
+        ['/teams/core/-/settings/members', { username: 'olga', role: 'owner' }],
         [`${repo}/settings/archive`, { archived: 'true' }],
         ['/settings/tokens', { name: 'forged' }],
       ] as const) {
@@ -117,7 +117,7 @@ for (const dialect of DIALECTS) {
         '/settings/sessions',
         '/settings/keys',
         `${repo}/settings`,
-        '/teams/core/settings',
+        '/teams/core/-/settings',
       ]) {
         const anon = await pageReq(t, 'GET', path);
         assert.equal(anon.status, 303, path);
@@ -197,40 +197,40 @@ for (const dialect of DIALECTS) {
     });
 
     it('team settings: owners only (403 to a member, 404 to an outsider, as the API), roles changed, last owner refused', async () => {
-      assert.equal((await pageReq(t, 'GET', '/teams/core/settings', { cookie: bobB.cookie })).status, 403);
-      assert.equal((await pageReq(t, 'GET', '/teams/core/settings', { cookie: olgaB.cookie })).status, 404);
-      assert.equal((await post(olgaB, '/teams/core/settings/members', { username: 'olga', role: 'owner' })).status, 404);
-      assert.equal((await post(bobB, '/teams/core/settings/members/bob/role', { role: 'owner' })).status, 403);
-      assert.equal((await pageReq(t, 'GET', '/teams/core/settings/timers', { cookie: bobB.cookie })).status, 403);
-      const page = await pageReq(t, 'GET', '/teams/core/settings', { cookie: annB.cookie });
+      assert.equal((await pageReq(t, 'GET', '/teams/core/-/settings', { cookie: bobB.cookie })).status, 403);
+      assert.equal((await pageReq(t, 'GET', '/teams/core/-/settings', { cookie: olgaB.cookie })).status, 404);
+      assert.equal((await post(olgaB, '/teams/core/-/settings/members', { username: 'olga', role: 'owner' })).status, 404);
+      assert.equal((await post(bobB, '/teams/core/-/settings/members/bob/role', { role: 'owner' })).status, 403);
+      assert.equal((await pageReq(t, 'GET', '/teams/core/-/settings/timers', { cookie: bobB.cookie })).status, 403);
+      const page = await pageReq(t, 'GET', '/teams/core/-/settings', { cookie: annB.cookie });
       assert.equal(page.status, 200);
-      assert.match(page.text, /href="\/teams\/core\/settings\/hooks"/);
+      assert.match(page.text, /href="\/teams\/core\/-\/settings\/hooks"/);
       // the last owner cannot step down: the API's 409 as a message beside the member
-      const last = await post(annB, '/teams/core/settings/members/ann/role', { role: 'member' });
+      const last = await post(annB, '/teams/core/-/settings/members/ann/role', { role: 'member' });
       assert.equal(last.status, 409);
       assert.match(last.text, /<strong>last_owner<\/strong>: A team must keep at least one owner/);
-      const unknown = await post(annB, '/teams/core/settings/members', { username: 'nobody-here', role: 'member' });
+      const unknown = await post(annB, '/teams/core/-/settings/members', { username: 'nobody-here', role: 'member' });
       assert.equal(unknown.status, 404);
-      const dup = await post(annB, '/teams/core/settings/members', { username: 'bob', role: 'reader' });
+      const dup = await post(annB, '/teams/core/-/settings/members', { username: 'bob', role: 'reader' });
       assert.equal(dup.status, 409);
       assert.equal(valueOf(dup.text, 'add-username'), 'bob');
-      assert.equal((await post(annB, '/teams/core/settings/members', { username: 'olga', role: 'reader' })).status, 303);
-      assert.equal((await post(annB, '/teams/core/settings/members/olga/role', { role: 'member' })).status, 303);
+      assert.equal((await post(annB, '/teams/core/-/settings/members', { username: 'olga', role: 'reader' })).status, 303);
+      assert.equal((await post(annB, '/teams/core/-/settings/members/olga/role', { role: 'member' })).status, 303);
       const member = await t.req('GET', '/api/v1/teams/core/members/olga', { token: ann.token });
       assert.equal(member.body.role, 'member');
-      assert.equal((await post(annB, '/teams/core/settings/members/olga/remove', {})).status, 303);
+      assert.equal((await post(annB, '/teams/core/-/settings/members/olga/remove', {})).status, 303);
       assert.equal((await t.req('GET', '/api/v1/teams/core/members/olga', { token: ann.token })).status, 404);
-      const badName = await post(annB, '/teams/core/settings', { name: 'Core', slug: 'Not a slug!' });
+      const badName = await post(annB, '/teams/core/-/settings', { name: 'Core', slug: 'Not a slug!' });
       assert.equal(badName.status, 400);
       assert.ok(byId(badName.text, 'f-slug-error'));
       assert.equal(valueOf(badName.text, 'f-slug'), 'Not a slug!');
     });
 
     it('team timers: created, a bad schedule refused with the API detail, deleted', async () => {
-      const bad = await post(annB, '/teams/core/settings/timers', { message: 'standup', run_in: 'soon' });
+      const bad = await post(annB, '/teams/core/-/settings/timers', { message: 'standup', run_in: 'soon' });
       assert.equal(bad.status, 400);
       assert.equal(valueOf(bad.text, 'f-message'), 'standup');
-      const ok = await post(annB, '/teams/core/settings/timers', {
+      const ok = await post(annB, '/teams/core/-/settings/timers', {
         message: 'standup',
         time_of_day: '09:00',
         days_of_week: 'Mon',
@@ -239,9 +239,9 @@ for (const dialect of DIALECTS) {
       assert.equal(ok.status, 303);
       const list = await t.req('GET', '/api/v1/teams/core/timers', { token: ann.token });
       assert.equal(list.body.results.length, 1);
-      const page = await pageReq(t, 'GET', '/teams/core/settings/timers', { cookie: annB.cookie });
+      const page = await pageReq(t, 'GET', '/teams/core/-/settings/timers', { cookie: annB.cookie });
       assert.match(page.text, /standup/);
-      assert.equal((await post(annB, `/teams/core/settings/timers/${list.body.results[0].uuid}/delete`, {})).status, 303);
+      assert.equal((await post(annB, `/teams/core/-/settings/timers/${list.body.results[0].uuid}/delete`, {})).status, 303);
       assert.equal((await t.req('GET', '/api/v1/teams/core/timers', { token: ann.token })).body.results.length, 0);
     });
 
@@ -474,7 +474,7 @@ for (const dialect of DIALECTS) {
     it("changes a member's role; the last owner's refusal is shown", async () => {
       await page.goto(`${g.base}/teams/crew`);
       await Promise.all([
-        page.waitForURL(`${g.base}/teams/crew/settings`),
+        page.waitForURL(`${g.base}/teams/crew/-/settings`),
         page.getByRole('link', { name: 'Team settings' }).click(),
       ]);
       await page.selectOption('#m-bob-role', 'maintainer');
@@ -482,7 +482,7 @@ for (const dialect of DIALECTS) {
         .locator('li', { has: page.locator('#m-bob-role') })
         .getByRole('button', { name: 'Change role' })
         .click();
-      await page.waitForURL(`${g.base}/teams/crew/settings`);
+      await page.waitForURL(`${g.base}/teams/crew/-/settings`);
       const member = await t.req('GET', '/api/v1/teams/crew/members/bob', { token: alice.token });
       assert.equal(member.body.role, 'maintainer');
       assert.equal(await page.inputValue('#m-bob-role'), 'maintainer');
@@ -495,10 +495,10 @@ for (const dialect of DIALECTS) {
         .click();
       await page.getByText('A team must keep at least one owner').waitFor();
       await checkPage(page, 'team settings with the last-owner refusal');
-      await page.goto(`${g.base}/teams/crew/settings/timers`);
+      await page.goto(`${g.base}/teams/crew/-/settings/timers`);
       await page.fill('#f-message', 'Standup');
       await page.fill('#f-run_in', '2h');
-      await submit('Create timer', `${g.base}/teams/crew/settings/timers`);
+      await submit('Create timer', `${g.base}/teams/crew/-/settings/timers`);
       await page.getByText('Standup').waitFor();
       await checkPage(page, 'team timers');
     });

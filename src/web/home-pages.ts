@@ -101,7 +101,7 @@ export async function homePages(app: FastifyInstance, { deps }: { deps: Deps }):
       const activity = (await teamActivity(deps, c.viewer, team.slug, { offset: 0, limit: 20 })).events;
       const body = html`<p class="crumbs">Team</p>
         <h1>${team.name}</h1>
-        <p><a href="/teams/${seg(team.slug)}/settings">Team settings</a></p>
+        <p><a href="/teams/${seg(team.slug)}/-/settings">Team settings</a></p>
         <div class="grid">
           <div>
             <section class="box" aria-labelledby="repos-h">

@@ -51,10 +51,10 @@ export const HOOK_SCOPES: HookScopeForm[] = [
     crumbs: repoCrumbs,
   },
   {
-    prefix: '/teams/:team_slug/settings/hooks',
+    prefix: '/teams/:team_slug/-/settings/hooks',
     params: { team_slug: Slug },
     ref: (p) => ({ kind: 'team', teamSlug: p.team_slug! }),
-    base: (p) => `/teams/${seg(p.team_slug!)}/settings/hooks`,
+    base: (p) => `/teams/${seg(p.team_slug!)}/-/settings/hooks`,
     crumbs: async (deps, viewer, p) => {
       const team = await getTeam(deps, viewer, p.team_slug!);
       const href = `/teams/${seg(team.slug)}`;

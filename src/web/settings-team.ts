@@ -33,7 +33,7 @@ const MEMBERS_SHOWN = 500;
 type P = { team_slug: string; username?: string; timer_uuid?: string };
 
 function teamSettingsPage(c: PageCaller, team: { slug: string; name: string }, current: string, body: Html): Html {
-  const base = `/teams/${seg(team.slug)}/settings`;
+  const base = `/teams/${seg(team.slug)}/-/settings`;
   return layout(
     { title: `Settings · ${team.name}`, caller: c },
     html`<p class="crumbs"><a href="/teams/${seg(team.slug)}">${team.name}</a> /</p>
@@ -59,7 +59,7 @@ export async function teamSettingsPages(app: FastifyInstance, { deps }: { deps: 
     // who may change the team's settings may see this page (README "Teams and access")
     const { team } = await requireTeam(deps.db, c.viewer, slug, 'owner');
     const members = await listMembers(deps, c.viewer, team.slug, { offset: 0, limit: MEMBERS_SHOWN });
-    const base = `/teams/${seg(team.slug)}/settings`;
+    const base = `/teams/${seg(team.slug)}/-/settings`;
     const general = stateOf(states, 'general');
     const add = stateOf(states, 'add');
     const body = html`${team.is_active ? '' : html`<p class="error" role="status">The team is inactive: only staff can change it.</p>`}
@@ -113,11 +113,11 @@ export async function teamSettingsPages(app: FastifyInstance, { deps }: { deps: 
   const get = { config: { public: true }, schema: { hide: true, params: TeamParams } };
   const post = (params: TSchema = TeamParams) => ({ config: { public: true }, schema: { hide: true, params, body: FormBody } });
 
-  app.get('/teams/:team_slug/settings', get, async (request, reply) =>
+  app.get('/teams/:team_slug/-/settings', get, async (request, reply) =>
     generalPage(reply, requirePage(request), (request.params as P).team_slug),
   );
 
-  app.post('/teams/:team_slug/settings', post(), async (request, reply) => {
+  app.post('/teams/:team_slug/-/settings', post(), async (request, reply) => {
     const c = requirePage(request);
     const slug = (request.params as P).team_slug;
     const body = request.body as FormFields;
@@ -127,10 +127,10 @@ export async function teamSettingsPages(app: FastifyInstance, { deps }: { deps: 
       return updateTeam(deps, c.viewer, slug, input);
     });
     if (!done.ok) return generalPage(reply, c, slug, { general: done.state });
-    return seeOther(reply, `/teams/${seg(done.value.slug)}/settings`);
+    return seeOther(reply, `/teams/${seg(done.value.slug)}/-/settings`);
   });
 
-  app.post('/teams/:team_slug/settings/members', post(), async (request, reply) => {
+  app.post('/teams/:team_slug/-/settings/members', post(), async (request, reply) => {
     const c = requirePage(request);
     const slug = (request.params as P).team_slug;
     const body = request.body as FormFields;
@@ -140,10 +140,10 @@ export async function teamSettingsPages(app: FastifyInstance, { deps }: { deps: 
       return addMember(deps, c.viewer, slug, input);
     });
     if (!done.ok) return generalPage(reply, c, slug, { add: done.state });
-    return seeOther(reply, `/teams/${seg(slug)}/settings`);
+    return seeOther(reply, `/teams/${seg(slug)}/-/settings`);
   });
 
-  app.post('/teams/:team_slug/settings/members/:username/role', post(MemberParams), async (request, reply) => {
+  app.post('/teams/:team_slug/-/settings/members/:username/role', post(MemberParams), async (request, reply) => {
     const c = requirePage(request);
     const { team_slug, username } = request.params as Required<P>;
     const body = request.body as FormFields;
@@ -153,17 +153,17 @@ export async function teamSettingsPages(app: FastifyInstance, { deps }: { deps: 
       return updateMember(deps, c.viewer, team_slug, username, input);
     });
     if (!done.ok) return generalPage(reply, c, team_slug, { [`member:${username.toLowerCase()}`]: done.state });
-    return seeOther(reply, `/teams/${seg(team_slug)}/settings`);
+    return seeOther(reply, `/teams/${seg(team_slug)}/-/settings`);
   });
 
-  app.post('/teams/:team_slug/settings/members/:username/remove', post(MemberParams), async (request, reply) => {
+  app.post('/teams/:team_slug/-/settings/members/:username/remove', post(MemberParams), async (request, reply) => {
     const c = requirePage(request);
     const { team_slug, username } = request.params as Required<P>;
     const done = await attempt({}, [], () => removeMember(deps, c.viewer, team_slug, username));
     if (!done.ok) return generalPage(reply, c, team_slug, { [`member:${username.toLowerCase()}`]: done.state });
     // leaving the team oneself: its settings are no longer one's own
     if (username.toLowerCase() === c.viewer.username) return seeOther(reply, '/');
-    return seeOther(reply, `/teams/${seg(team_slug)}/settings`);
+    return seeOther(reply, `/teams/${seg(team_slug)}/-/settings`);
   });
 
   // ------------------------------------------------------------------ timers
@@ -178,30 +178,30 @@ export async function teamSettingsPages(app: FastifyInstance, { deps }: { deps: 
     const ref = { kind: 'team', teamSlug: slug } as const;
     const list = await timersOf(deps, c, ref, page);
     const { team } = await requireTeam(deps.db, c.viewer, slug, 'owner');
-    const base = `/teams/${seg(team.slug)}/settings/timers`;
+    const base = `/teams/${seg(team.slug)}/-/settings/timers`;
     const body = timersSection(c, base, list, state, team.is_active !== 1 && !c.viewer.isStaff);
     return sendPage(reply, teamSettingsPage(c, team, base, body), state?.status ?? 200);
   };
 
   app.get(
-    '/teams/:team_slug/settings/timers',
+    '/teams/:team_slug/-/settings/timers',
     { config: { public: true }, schema: { hide: true, params: TeamParams, querystring: PageQuery } },
     async (request, reply) =>
       timersPage(reply, requirePage(request), (request.params as P).team_slug, (request.query as { page?: number }).page ?? 1),
   );
 
-  app.post('/teams/:team_slug/settings/timers', post(), async (request, reply) => {
+  app.post('/teams/:team_slug/-/settings/timers', post(), async (request, reply) => {
     const c = requirePage(request);
     const slug = (request.params as P).team_slug;
     const done = await createTimerFromForm(deps, c, { kind: 'team', teamSlug: slug }, request.body as FormFields);
     if (!done.ok) return timersPage(reply, c, slug, 1, done.state);
-    return seeOther(reply, `/teams/${seg(slug)}/settings/timers`);
+    return seeOther(reply, `/teams/${seg(slug)}/-/settings/timers`);
   });
 
-  app.post('/teams/:team_slug/settings/timers/:timer_uuid/delete', post(TimerParams), async (request, reply) => {
+  app.post('/teams/:team_slug/-/settings/timers/:timer_uuid/delete', post(TimerParams), async (request, reply) => {
     const c = requirePage(request);
     const { team_slug, timer_uuid } = request.params as Required<P>;
     await deleteTimerFromForm(deps, c, { kind: 'team', teamSlug: team_slug }, timer_uuid);
-    return seeOther(reply, `/teams/${seg(team_slug)}/settings/timers`);
+    return seeOther(reply, `/teams/${seg(team_slug)}/-/settings/timers`);
   });
 }
