@@ -205,6 +205,16 @@ for (const dialect of DIALECTS) {
       const page = await pageReq(t, 'GET', '/teams/core/-/settings', { cookie: annB.cookie });
       assert.equal(page.status, 200);
       assert.match(page.text, /href="\/teams\/core\/-\/settings\/hooks"/);
+      // a repo slugged "settings" keeps its own page: the team's settings live under /-/
+      const named = await t.req('POST', '/api/v1/teams/core/repos', {
+        token: ann.token,
+        body: { name: 'Settings', slug: 'settings', visibility: 'private' },
+      });
+      assert.equal(named.status, 201, named.text);
+      const repoPage = await pageReq(t, 'GET', '/teams/core/settings', { cookie: annB.cookie });
+      assert.equal(repoPage.status, 200);
+      assert.match(repoPage.text, /<title>core\/settings · Weft<\/title>/);
+      assert.doesNotMatch(repoPage.text, /name="role"/);
       // the last owner cannot step down: the API's 409 as a message beside the member
       const last = await post(annB, '/teams/core/-/settings/members/ann/role', { role: 'member' });
       assert.equal(last.status, 409);
