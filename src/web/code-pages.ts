@@ -6,7 +6,6 @@ import type { Deps } from '../deps.ts';
 import { notFound } from '../errors.ts';
 import { resolveRefAndPath } from '../git/resolve.ts';
 import { serveRaw } from '../code/files.ts';
-import { createMarkdownRenderer } from '../markdown/render.ts';
 import { getRepo } from '../repos/service.ts';
 import type { RepoJson } from '../repos/view.ts';
 import type { Viewer } from '../viewer.ts';
@@ -16,9 +15,9 @@ import { renderDiff } from './diff.ts';
 import { type Html, html, pager, seg, trusted } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
+import { markdownHtml } from './render-cache.ts';
 import { pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
 
-const markdown = createMarkdownRenderer();
 const Rest = { '*': Type.String({ maxLength: 4096 }) };
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
@@ -68,7 +67,7 @@ export async function treeView(
     const file = await getContents(deps, viewer, ref, readme.path, refName);
     const text = file.body.content ? Buffer.from(file.body.content, 'base64').toString('utf8') : '';
     readmeHtml = html`<section class="box markdown" aria-label="${readme.name}">
-      ${/\.txt$/i.test(readme.name) || !/\./.test(readme.name) ? html`<pre>${text}</pre>` : trusted(markdown.render(text))}
+      ${/\.txt$/i.test(readme.name) || !/\./.test(readme.name) ? html`<pre>${text}</pre>` : markdownHtml(text)}
     </section>`;
   }
   const sorted = [...entries].sort((a, b) => ((a.type === 'dir') === (b.type === 'dir') ? 0 : a.type === 'dir' ? -1 : 1));

@@ -3,12 +3,12 @@ import type { FastifyInstance } from 'fastify';
 import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
 import { listBranches } from '../git-routes/service.ts';
-import { createMarkdownRenderer } from '../markdown/render.ts';
 import { mergePull } from '../pulls/merge.ts';
 import { getPullProtection } from '../pulls/protection-status.ts';
 import { createReview, listReviews } from '../pulls/reviews-service.ts';
 import { MERGE_STRATEGIES, PULL_STATUSES, REVIEW_STATUSES } from '../pulls/schemas.ts';
-import { type PullStatus, createPull, getPull, listPulls, withBranchTips } from '../pulls/service.ts';
+import { type PullJson, type PullStatus, createPull, getPull, listPulls, withBranchTips } from '../pulls/service.ts';
+import { pullHeadSha } from '../pulls/heads.ts';
 import { type StatusJson, combinedState, latestStatuses } from '../statuses/service.ts';
 import type { PullProtectionJson } from '../pulls/protection-status.ts';
 import { getRepo } from '../repos/service.ts';
@@ -22,12 +22,12 @@ import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
 import { type Html, html, pager, seg, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
+import { RenderCache, markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
 import { renderDiff } from './diff.ts';
 import { pullFiles } from '../code/pulls.ts';
 
-const markdown = createMarkdownRenderer();
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
 const union = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
@@ -62,6 +62,10 @@ const ReviewForm = Type.Object(
 const MergeForm = Type.Object({ _csrf: Csrf, merge_strategy: union(MERGE_STRATEGIES) }, { additionalProperties: false });
 const REVIEW_LABELS: Record<string, string> = { approved: 'Approve', changes_requested: 'Request changes', commented: 'Comment' };
 const REVIEWS_PER_PAGE = 100;
+/** Changed files shown on the pull page at most (the API's files route pages through all). */
+const MAX_FILES = 100;
+/** The pull page's rendered diffs, by the shas of the target's tip and the pull's head. */
+const diffCache = new RenderCache(32 * 1024 * 1024, 8 * 1024 * 1024);
 
 /** Pulls list, opening a pull, the pull page, reviewing and merging (README "Web interface"). */
 export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -172,13 +176,12 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const tips = await withBranchTips(deps, c.viewer, ref, pull);
     // the head's statuses (the pull was read above: the caller may read the repo)
     const statuses = tips.head_sha ? await latestStatuses(deps.db, pull.repo_uuid, tips.head_sha) : [];
-    const [reviews, protection, files, attachments] = [
+    const [reviews, protection, changes, attachments] = [
       await listReviews(deps, c.viewer, ref, number, w),
       await getPullProtection(deps, c.viewer, ref, number),
-      await pullFiles(deps, c.viewer, ref, number, { offset: 0, limit: 101 }),
+      await pullChanges(deps, c.viewer, ref, pull, tips),
       await listAttachments(deps, c.viewer, ref, { kind: 'pull', number }, { offset: 0, limit: 100 }),
     ];
-    const diff = renderDiff(files.slice(0, 100), files.length > 100);
     const events = await activityOfScope(deps, c.viewer, `pull:${pull.uuid}`);
     const base = `${repoHref(repo)}/pulls/${pull.number}`;
     const body = html`${repoHeader(repo, 'pulls')}
@@ -195,7 +198,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       <div class="grid">
         <div>
           <section class="box markdown" aria-label="Description">
-            ${pull.body.trim() ? trusted(markdown.render(pull.body)) : html`<p class="muted">No description.</p>`}
+            ${pull.body.trim() ? markdownHtml(pull.body) : html`<p class="muted">No description.</p>`}
           </section>
           <section class="box" aria-labelledby="checks-h">
             <h2 id="checks-h">Protection and checks</h2>
@@ -219,7 +222,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             ${
               reviews.length
                 ? html`<ul class="plain">
-                    ${reviews.slice(0, w.perPage).map((rv) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${trusted(markdown.render(rv.body))}</div>` : ''}</li>`)}
+                    ${reviews.slice(0, w.perPage).map((rv) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${markdownHtml(rv.body)}</div>` : ''}</li>`)}
                   </ul>`
                 : html`<p class="muted">No reviews yet.</p>`
             }
@@ -257,8 +260,8 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: [`pull:${pull.uuid}`], after, events })}
       </div>
       <section aria-labelledby="files-h">
-        <h2 id="files-h">Files changed (${files.length > 100 ? '100+' : files.length})</h2>
-        ${diff}
+        <h2 id="files-h">Files changed (${changes.count > MAX_FILES ? `${MAX_FILES}+` : changes.count})</h2>
+        ${trusted(changes.html)}
       </section>`;
     return sendPage(reply, layout({ title: `#${pull.number} ${pull.title}`, caller: c }, body));
   });
@@ -367,3 +370,35 @@ const notFoundAsNull = (err: unknown): null => {
   if (err instanceof AppError && err.status === 404) return null;
   throw err;
 };
+
+/**
+ * The pull's changed files as the page shows them: read through the API's files service
+ * (`pullFiles`) and rendered, then kept by the two commits they were read at (the target's tip and
+ * the pull's head: a diff between two commits never changes), so the next view of the same pull at
+ * the same commits neither runs git nor renders again.
+ */
+async function pullChanges(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  pull: PullJson,
+  tips: { head_sha: string | null; base_sha: string | null },
+): Promise<{ html: string; count: number }> {
+  const key = tips.head_sha && tips.base_sha ? `${tips.base_sha}...${tips.head_sha}` : null;
+  const hit = key ? diffCache.peek(key) : undefined;
+  if (hit !== undefined) {
+    const cut = hit.indexOf('\n');
+    return { count: Number(hit.slice(0, cut)), html: hit.slice(cut + 1) };
+  }
+  const files = await pullFiles(deps, viewer, ref, pull.number, { offset: 0, limit: MAX_FILES + 1 });
+  const out = { html: renderDiff(files.slice(0, MAX_FILES), files.length > MAX_FILES).text, count: files.length };
+  if (key) {
+    // kept only when nothing moved while it was read (a push in between: the next view reads again)
+    const [head, base] = await Promise.all([
+      pullHeadSha(deps, { ...pull, source_repo_uuid: pull.source_repo.uuid ?? pull.repo_uuid }),
+      deps.git.branchSha(pull.repo_uuid, pull.target_branch),
+    ]);
+    if (`${base}...${head}` === key) diffCache.set(key, `${out.count}\n${out.html}`);
+  }
+  return out;
+}
