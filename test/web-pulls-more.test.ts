@@ -122,6 +122,12 @@ for (const dialect of DIALECTS) {
     });
 
     it('opens a pull from a fork: the head repo chosen among the readable forks, then its branch', async () => {
+      // the fork's pulls list offers a pull into the repo it was forked from
+      const forkPulls = await pageReq(t, 'GET', '/users/bob/proj/pulls', { cookie: bobPage.cookie });
+      assert.match(
+        norm(forkPulls.text),
+        /<a href="\/teams\/core\/proj\/pulls\/new\?source_repo=[0-9a-f-]{36}" class="badge">New pull into core\/proj<\/a>/,
+      );
       let form = await pageReq(t, 'GET', `${repo}/pulls/new`, { cookie: bobPage.cookie });
       assert.equal(form.status, 200);
       const forkUuid = /<option value="([0-9a-f-]{36})" >bob\/proj \(your fork\)<\/option>/.exec(form.text)?.[1];

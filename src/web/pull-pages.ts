@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { NoResultError } from 'kysely';
 import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
 import { listBranches } from '../git-routes/service.ts';
@@ -12,10 +13,10 @@ import { pullHeadSha } from '../pulls/heads.ts';
 import { type StatusJson, combinedState, latestStatuses } from '../statuses/service.ts';
 import type { PullProtectionJson } from '../pulls/protection-status.ts';
 import { getRepo } from '../repos/service.ts';
-import type { RepoJson } from '../repos/view.ts';
+import { type RepoJson, loadRepoJson } from '../repos/view.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
 import { AppError } from '../errors.ts';
-import { getForkIn, listForks } from '../forks/service.ts';
+import { getForkIn, getOwnFork, listForks } from '../forks/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { activityOfScope } from './activity.ts';
 import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
@@ -78,12 +79,15 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const w = pageWindow(q);
     const pulls = await listPulls(deps, c.viewer, ref, { status, offset: w.offset, limit: w.limit });
     const base = `${repoHref(repo)}/pulls`;
+    // a fork offers a pull into the repo it was forked from (when the caller may read that one)
+    const upstream = repo.fork_of_uuid ? await forkSource(deps, c.viewer, ref) : null;
     const body = html`${repoHeader(repo, 'pulls')}
       <div class="row">
         <nav class="row" aria-label="Pull states">
           ${PULL_STATUSES.map((s) => html`<a href="${base}?status=${s}" ${s === status ? html` aria-current="page"` : ''}>${s}</a>`)}
         </nav>
         <a href="${base}/new" class="badge">New pull</a>
+        ${upstream ? html`<a href="${repoHref(upstream)}/pulls/new?source_repo=${repo.uuid}" class="badge">New pull into ${upstream.full_name}</a>` : ''}
       </div>
       ${
         pulls.length
@@ -401,4 +405,15 @@ async function pullChanges(
     if (`${base}...${head}` === key) diffCache.set(key, `${out.count}\n${out.html}`);
   }
   return out;
+}
+
+/** The repo a fork was made from, when the caller may read it (its fork record: `GET {repo}/fork`). */
+async function forkSource(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<RepoJson | null> {
+  const fork = await getOwnFork(deps, viewer, ref).catch(notFoundAsNull);
+  if (!fork) return null;
+  // gone since the record was read: no link
+  return loadRepoJson(deps.db, fork.source_repo_uuid, deps.config).catch((err: unknown) => {
+    if (err instanceof NoResultError) return null;
+    throw err;
+  });
 }
