@@ -8,7 +8,8 @@
  *   dashboard  GET /                         teams, repos, activity
  *
  * Each is reported as p50 and p99 in ms beside GET /healthz measured the same way in the same run
- * (the reference), and as a ratio to it. Knob: BENCH_PAGE_REQUESTS (default 300 per page).
+ * (the reference), and as a ratio to it. Knobs: BENCH_PAGE_REQUESTS (default 300 per page), BENCH_PAGES
+ * (a comma-separated choice of pull,tree,dashboard; default all).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -117,12 +118,15 @@ async function measure(url: string, headers: Record<string, string>): Promise<{ 
   };
 }
 
-const reference = await measure('/healthz', {});
-const rows: Array<[string, { p50: number; p99: number }]> = [
-  ['pull (100 reviews, 50 files)', await measure('/teams/core/api/pulls/1', { cookie })],
-  ['tree (repo page)', await measure('/teams/core/api', { cookie })],
-  ['dashboard', await measure('/', { cookie })],
+const ONLY = process.env.BENCH_PAGES?.split(',');
+const PAGES: Array<[string, string, string]> = [
+  ['pull', 'pull (100 reviews, 50 files)', '/teams/core/api/pulls/1'],
+  ['tree', 'tree (repo page)', '/teams/core/api'],
+  ['dashboard', 'dashboard', '/'],
 ];
+const reference = await measure('/healthz', {});
+const rows: Array<[string, { p50: number; p99: number }]> = [];
+for (const [key, name, url] of PAGES) if (!ONLY || ONLY.includes(key)) rows.push([name, await measure(url, { cookie })]);
 console.log(
   `GET /healthz (reference): p50 ${reference.p50.toFixed(2)} ms, p99 ${reference.p99.toFixed(2)} ms; ${N} requests each, SQLite`,
 );

@@ -117,7 +117,7 @@ for (const dialect of DIALECTS) {
       await checkPage(page, 'file page');
       await shot(page, 'file');
       await page.getByRole('link', { name: 'History' }).click();
-      await page.waitForURL(`${base}${repoPath}/commits/main`);
+      await page.waitForURL(`${base}${repoPath}/commits/main?path=src%2Fapp.ts`);
       await checkPage(page, 'commits page');
       await page.getByRole('link', { name: 'change 1' }).click();
       await page.locator('.diff h3', { hasText: 'README.md' }).waitFor();

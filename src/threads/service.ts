@@ -559,3 +559,45 @@ export async function listReplyVersions(
   }
   return { versions, continueAfter: null };
 }
+
+/**
+ * Where the page of a reply's versions that ends just before `beforeVersion` starts, for a page of
+ * at most `perPage` versions cut as listReplyVersions cuts it (estimated from the bodies' lengths,
+ * their HTML counted as long again): the `afterVersion` to ask for, or undefined for the first
+ * page. The pages of the web interface's history page go back with it ("older").
+ */
+export async function previousVersionPage(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  replyNumber: number,
+  beforeVersion: number,
+  perPage: number,
+): Promise<number | undefined> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const thread = await findThread(deps.db, repo.uuid, number);
+  const reply = await findReply(deps.db, thread.uuid, replyNumber);
+  const rows = await deps.db
+    .selectFrom('reply_versions')
+    .select(['version', sql<number>`length(body)`.as('chars')])
+    .where('reply_uuid', '=', reply.uuid)
+    .where('version', '<', beforeVersion)
+    .orderBy('version', 'desc')
+    .limit(perPage)
+    .execute();
+  let chars = 0;
+  let start: number | undefined;
+  for (const r of rows) {
+    chars += 2 * Number(r.chars);
+    if (start !== undefined && chars > VERSION_PAGE_MAX_CHARS) break;
+    start = r.version;
+  }
+  if (start === undefined) return undefined;
+  const first = await deps.db
+    .selectFrom('reply_versions')
+    .select((eb) => eb.fn.min('version').as('v'))
+    .where('reply_uuid', '=', reply.uuid)
+    .executeTakeFirst();
+  return Number(first?.v ?? start) >= start ? undefined : start - 1;
+}

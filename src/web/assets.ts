@@ -68,6 +68,7 @@ ul.plain>li:last-child{border-bottom:0}
 .badge{display:inline-block;padding:0 8px;border-radius:10px;font-size:.85rem;border:1px solid var(--line);background:var(--soft);color:var(--fg)}
 .badge.open{background:#dafbe1;border-color:#4ac26b;color:#0f5323}.badge.merged{background:#fbefff;border-color:#c297ff;color:#512a97}.badge.closed{background:#ffebe9;border-color:#ff8182;color:#82071e}
 .badge.approved{background:#dafbe1;color:#0f5323}.badge.changes_requested{background:#ffebe9;color:#82071e}
+.badge.success{background:#dafbe1;color:#0f5323}.badge.failure,.badge.error,.badge.missing{background:#ffebe9;color:#82071e}.badge.pending{background:#fff8c5;color:#4d2d00}
 form.stack{display:grid;gap:8px;max-width:640px}
 label{font-weight:600}
 input[type=text],input[type=password],input:not([type]),textarea,select{width:100%;font:inherit;padding:6px 8px;border:1px solid var(--muted);border-radius:6px;background:#fff;color:var(--fg)}

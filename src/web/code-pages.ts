@@ -5,7 +5,7 @@ import { compare, getCommit, getContents, listCommits, listTags, openRepo } from
 import type { Deps } from '../deps.ts';
 import { notFound } from '../errors.ts';
 import { resolveRefAndPath } from '../git/resolve.ts';
-import { createMarkdownRenderer } from '../markdown/render.ts';
+import { serveRaw } from '../code/files.ts';
 import { getRepo } from '../repos/service.ts';
 import type { RepoJson } from '../repos/view.ts';
 import type { Viewer } from '../viewer.ts';
@@ -15,12 +15,19 @@ import { renderDiff } from './diff.ts';
 import { type Html, html, pager, seg, trusted } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
+import { markdownHtml } from './render-cache.ts';
 import { pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
 
-const markdown = createMarkdownRenderer();
 const Rest = { '*': Type.String({ maxLength: 4096 }) };
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
+  { additionalProperties: false },
+);
+const CommitsQuery = Type.Object(
+  {
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    path: Type.Optional(Type.String({ maxLength: 4096 })),
+  },
   { additionalProperties: false },
 );
 /** Files larger than this are not highlighted (shown plain). */
@@ -28,8 +35,8 @@ const MAX_HIGHLIGHT_BYTES = 256 * 1024;
 
 const segPath = (path: string) => path.split('/').map(seg).join('/');
 
-/** Where a ref and a path inside it are: `/tree/{ref}/{path}` or `/blob/{ref}/{path}`. */
-const at = (repo: RepoJson, kind: 'tree' | 'blob', ref: string, path: string) =>
+/** Where a ref and a path inside it are: `/tree/{ref}/{path}`, `/blob/{ref}/{path}` or `/raw/{ref}/{path}`. */
+const at = (repo: RepoJson, kind: 'tree' | 'blob' | 'raw', ref: string, path: string) =>
   `${repoHref(repo)}/${kind}/${segPath(ref)}${path ? `/${segPath(path)}` : ''}`;
 
 /** The path as links, each segment to its directory. */
@@ -60,7 +67,7 @@ export async function treeView(
     const file = await getContents(deps, viewer, ref, readme.path, refName);
     const text = file.body.content ? Buffer.from(file.body.content, 'base64').toString('utf8') : '';
     readmeHtml = html`<section class="box markdown" aria-label="${readme.name}">
-      ${/\.txt$/i.test(readme.name) || !/\./.test(readme.name) ? html`<pre>${text}</pre>` : trusted(markdown.render(text))}
+      ${/\.txt$/i.test(readme.name) || !/\./.test(readme.name) ? html`<pre>${text}</pre>` : markdownHtml(text)}
     </section>`;
   }
   const sorted = [...entries].sort((a, b) => ((a.type === 'dir') === (b.type === 'dir') ? 0 : a.type === 'dir' ? -1 : 1));
@@ -145,21 +152,42 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     const body = html`${repoHeader(repo, 'code')} ${crumbs(repo, found.ref.name, found.path)}
       <p class="row">
         <span class="muted">${file.body.size ?? 0} bytes</span>
-        <a href="${repoHref(repo)}/commits/${segPath(found.ref.name)}">History</a>
+        ${file.body.type === 'file' ? html`<a href="${at(repo, 'raw', found.ref.name, found.path)}">Raw</a>` : ''}
+        <a href="${repoHref(repo)}/commits/${segPath(found.ref.name)}?${new URLSearchParams({ path: found.path }).toString()}"
+          >History</a
+        >
       </p>
       ${content}`;
     return sendPage(reply, layout({ title: `${found.path} · ${repo.full_name}`, caller: c, styles: ['highlight.css'] }, body));
   });
 
-  repoRoute(app, 'GET', '/commits/*', { params: Rest, querystring: PageQuery }, async (request, reply) => {
+  /**
+   * A file's bytes as `GET {repo}/raw/{ref}/{path}` serves them (the same function: ETag, Range,
+   * `X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox`), for the session's caller.
+   */
+  repoRoute(
+    app,
+    'GET',
+    '/raw/*',
+    { params: Rest },
+    async (request, reply) => {
+      const c = requirePage(request);
+      return serveRaw(deps, c.viewer, pageRepoRef(request), (request.params as { '*': string })['*'], request, reply);
+    },
+    { compress: false },
+  );
+
+  repoRoute(app, 'GET', '/commits/*', { params: Rest, querystring: CommitsQuery }, async (request, reply) => {
     const c = requirePage(request);
     const ref = pageRepoRef(request);
     const name = (request.params as { '*': string })['*'];
+    const q = request.query as { page?: number; path?: string };
+    const path = q.path?.replace(/^\/+|\/+$/g, '') || undefined;
     const repo = await getRepo(deps, c.viewer, ref);
-    const w = pageWindow(request.query as { page?: number });
-    const { rows } = await listCommits(deps, c.viewer, ref, { ref: name || undefined }, { ...w, perPage: w.perPage });
+    const w = pageWindow(q);
+    const { rows } = await listCommits(deps, c.viewer, ref, { ref: name || undefined, path }, { ...w, perPage: w.perPage });
     const body = html`${repoHeader(repo, 'commits')}
-      <h2>Commits on <code>${name || repo.default_branch}</code></h2>
+      <h2>Commits on <code>${name || repo.default_branch}</code>${path ? html` touching <code>${path}</code>` : ''}</h2>
       ${
         rows.length
           ? html`<ul class="plain">
@@ -175,7 +203,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
             </ul>`
           : html`<p class="muted">No commits yet.</p>`
       }
-      ${pager(`${repoHref(repo)}/commits/${segPath(name)}`, w.page, rows.length > w.perPage)}`;
+      ${pager(`${repoHref(repo)}/commits/${segPath(name)}`, w.page, rows.length > w.perPage, path ? { path } : {})}`;
     return sendPage(reply, layout({ title: `Commits · ${repo.full_name}`, caller: c }, body));
   });
 

@@ -5,6 +5,10 @@ import { EVENT_KINDS } from '../events/kinds.ts';
 import { readableBound } from '../events/order.ts';
 import type { EventRecord } from '../events/service.ts';
 import { type Html, html, trusted } from './html.ts';
+import { RenderCache } from './render-cache.ts';
+
+/** Events as HTML, by their record as the reader sees it (its payload redacted for the reader or not). */
+const eventCache = new RenderCache(4 * 1024 * 1024);
 
 /** Every event kind: the names htmx's SSE extension listens for. */
 const KINDS = Object.keys(EVENT_KINDS).join(',');
@@ -41,6 +45,8 @@ export function liveFeed(opts: { id: string; scopes: string[]; after: string; ev
   return html`<section class="box" aria-labelledby="${opts.id}-h">
     <h2 id="${opts.id}-h">${opts.label} <span class="badge" id="live-status" role="status">connecting…</span></h2>
     ${streams} ${opts.events.length === 0 ? html`<p class="muted feed-empty">Nothing yet.</p>` : ''}
-    <div id="${opts.id}" class="feed">${opts.events.map((e) => trusted(eventHtml(e)))}</div>
+    <div id="${opts.id}" class="feed">
+      ${opts.events.map((e) => trusted(eventCache.get(JSON.stringify(e), () => eventHtml(e))))}
+    </div>
   </section>`;
 }

@@ -29,6 +29,8 @@ export function repoRoute(
   suffix: string,
   schema: RepoRouteSchema,
   handler: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>,
+  /** more route options (`compress: false` for bytes served as they are) */
+  extra: { compress?: false } = {},
 ): void {
   for (const form of FORMS) {
     app.route({
@@ -42,6 +44,7 @@ export function repoRoute(
         ...(schema.body ? { body: schema.body } : {}),
       },
       handler: handler as RouteHandlerMethod,
+      ...extra,
     });
   }
 }

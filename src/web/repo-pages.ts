@@ -2,18 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../deps.ts';
 import { listBranches } from '../git-routes/service.ts';
-import { createMarkdownRenderer } from '../markdown/render.ts';
 import { getRepo } from '../repos/service.ts';
 import { activityOfScope } from './activity.ts';
 import { treeView } from './code-pages.ts';
 import { pageWindow, requirePage, sendPage } from './context.ts';
-import { html, pager, seg, trusted } from './html.ts';
+import { html, pager, seg } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
+import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
 
-const markdown = createMarkdownRenderer();
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
   { additionalProperties: false },
@@ -54,7 +53,7 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
             }
             ${branches.length > 10 ? html`<p><a href="${repoHref(repo)}/branches">All branches</a></p>` : ''}
           </section>
-          ${repo.about ? html`<section class="box markdown" aria-label="About">${trusted(markdown.render(repo.about))}</section>` : ''}
+          ${repo.about ? html`<section class="box markdown" aria-label="About">${markdownHtml(repo.about)}</section>` : ''}
         </div>
         ${liveFeed({ id: 'repo-feed', label: 'Activity', scopes: [scope], after, events })}
       </div>`;

@@ -11,6 +11,7 @@ import {
   listReplies,
   listReplyVersions,
   listThreads,
+  previousVersionPage,
   updateReply,
 } from '../threads/service.ts';
 import { activityOfScope } from './activity.ts';
@@ -35,6 +36,12 @@ const ReplyForm = Type.Object({ _csrf: Csrf, body: Type.String({ maxLength: 65_5
 const ThreadParams = { number: NumberParam };
 const ReplyParams = { number: NumberParam, reply_number: NumberParam };
 const REPLIES_PER_PAGE = 50;
+/** Versions on one history page at most (fewer when their text passes the API's page size). */
+const VERSIONS_PER_PAGE = 20;
+const HistoryQuery = Type.Object(
+  { after_version: Type.Optional(Type.Integer({ minimum: 1, maximum: 2147483647 })) },
+  { additionalProperties: false },
+);
 
 type Params = { number: number; reply_number?: number };
 
@@ -200,25 +207,49 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     app,
     'GET',
     '/threads/:number/replies/:reply_number/history',
-    { params: ReplyParams, querystring: PageQuery },
+    { params: ReplyParams, querystring: HistoryQuery },
     async (request, reply) => {
       const c = requirePage(request);
       const ref = pageRepoRef(request);
       const { number, reply_number } = request.params as Required<Params>;
-      const w = pageWindow(request.query as { page?: number });
+      const after = (request.query as { after_version?: number }).after_version;
       const repo = await getRepo(deps, c.viewer, ref);
-      const { versions } = await listReplyVersions(deps, c.viewer, ref, number, reply_number, w);
+      // the API's pages of versions: at most VERSIONS_PER_PAGE, cut short by their size
+      // (GET {repo}/threads/{n}/replies/{r}/versions with after_version)
+      const page = await listReplyVersions(deps, c.viewer, ref, number, reply_number, {
+        offset: 0,
+        limit: VERSIONS_PER_PAGE + 1,
+        afterVersion: after,
+      });
+      const shown = page.versions.slice(0, VERSIONS_PER_PAGE);
+      const more = page.continueAfter !== null || page.versions.length > VERSIONS_PER_PAGE;
+      const older =
+        after === undefined || shown.length === 0
+          ? null
+          : await previousVersionPage(deps, c.viewer, ref, number, reply_number, shown[0]!.version, VERSIONS_PER_PAGE);
       const base = `${repoHref(repo)}/threads/${number}`;
+      const here = `${base}/replies/${reply_number}/history`;
+      const link = (afterVersion: number | undefined) =>
+        afterVersion === undefined ? here : `${here}?after_version=${afterVersion}`;
+      const nav = (where: string) =>
+        after !== undefined || more
+          ? html`<nav class="row" aria-label="Versions (${where})">
+              ${after !== undefined ? html`<a href="${link(older ?? undefined)}" rel="prev">Older versions</a>` : ''}
+              ${shown.length ? html`<span class="muted">versions ${shown[0]!.version}–${shown.at(-1)!.version}</span>` : ''}
+              ${more ? html`<a href="${link(shown.at(-1)!.version)}" rel="next">Newer versions</a>` : ''}
+            </nav>`
+          : '';
       const body = html`${repoHeader(repo, 'threads')}
         <h2>History of reply ${reply_number} in <a href="${base}#reply-${reply_number}">thread #${number}</a></h2>
-        ${versions.slice(0, w.perPage).map(
+        ${nav('top')}
+        ${shown.map(
           (v) =>
             html`<article class="reply" id="version-${v.version}">
               <header><strong>Version ${v.version}</strong> by ${v.editor_username} ${when(v.created_at)}</header>
               <div class="markdown">${trusted(v.body_html)}</div>
             </article>`,
         )}
-        ${pager(`${base}/replies/${reply_number}/history`, w.page, versions.length > w.perPage)}`;
+        ${shown.length === 0 ? html`<p class="muted">No versions after version ${after ?? 0}.</p>` : ''} ${nav('bottom')}`;
       return sendPage(reply, layout({ title: `History · reply ${reply_number}`, caller: c }, body));
     },
   );
