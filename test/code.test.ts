@@ -275,6 +275,26 @@ for (const dialect of DIALECTS) {
       const wide = await get(`${api}/contents/wide/`);
       assert.equal(wide.body.entries.length, 40);
       assert.equal(wide.body.entries[0].path, 'wide/f00.txt');
+      // a directory's body is serialized once and sent with a strong ETag; If-None-Match → 304
+      const etag = String(wide.headers.etag);
+      assert.match(etag, /^"[A-Za-z0-9_-]{32}"$/);
+      assert.match(String(wide.headers['content-type']), /^application\/json/);
+      assert.equal(wide.headers['cache-control'], 'private, no-cache');
+      const again = await get(`${api}/contents/wide`);
+      assert.equal(again.headers.etag, etag);
+      assert.equal(again.text, wide.text);
+      const unchanged = await t.req('GET', `${api}/contents/wide`, { token: alice.token, headers: { 'if-none-match': etag } });
+      assert.equal(unchanged.status, 304);
+      assert.equal(unchanged.headers.etag, etag);
+      assert.equal(unchanged.text, '');
+      // the same tree by sha (immutable) and through the team's repo: the same body; outsiders 404
+      const bySha = await get(`${api}/contents/wide?ref=${c.c3}`);
+      assert.equal(bySha.headers['cache-control'], 'private, max-age=31536000, immutable');
+      assert.equal(bySha.headers.etag, etag);
+      assert.equal((await get(`${teamApi}/contents/wide`)).headers.etag, etag);
+      assert.notEqual(root.headers.etag, etag);
+      assert.equal((await get(`${api}/contents/nope`, bob.token)).status, 404);
+      assert.equal((await get(`${api}/contents/wide`, bob.token)).status, 404);
       const spaced = await get(`${api}/contents/dir%20with%20space/x.txt`);
       assert.equal(spaced.status, 200);
       assert.equal(Buffer.from(spaced.body.content, 'base64').toString(), 'spaced\n');

@@ -23,7 +23,7 @@ import {
   TagsQuery,
   Wildcard,
 } from './schemas.ts';
-import { compare, getBranch, getCommit, getContents, listCommits, listTags } from './service.ts';
+import { compare, getBranch, getCommit, getContentsReply, listCommits, listTags } from './service.ts';
 
 type Rest = RepoParams & { '*': string };
 
@@ -125,9 +125,13 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     const contents = async (request: FastifyRequest, reply: FastifyReply) => {
       const { viewer, ref, params } = onRepo<Partial<Rest> & RepoParams>(request);
       const q = request.query as { ref?: string };
-      const { body, cache } = await getContents(deps, viewer, ref, params['*'] ?? '', q.ref);
-      withCache(reply, cache);
-      return body;
+      const answer = await getContentsReply(deps, viewer, ref, params['*'] ?? '', q.ref);
+      withCache(reply, answer.cache);
+      if (!answer.serialized) return answer.body;
+      // a directory, serialized once: its strong ETag is kept by the ETag hook (If-None-Match → 304)
+      reply.header('etag', answer.serialized.etag);
+      reply.type('application/json; charset=utf-8');
+      return reply.send(answer.serialized.bytes);
     };
     const contentsDescription =
       'A file: `{type: "file", name, path, sha, size, encoding: "base64", content}` (`content: null, truncated: true` above ' +

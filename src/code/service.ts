@@ -15,6 +15,7 @@ import {
   checkPath,
   checkRef,
   lookupPath,
+  type PathEntry,
   pathNotFound,
   refNotFound,
   requireCommit,
@@ -22,6 +23,7 @@ import {
   resolveRef,
 } from '../git/resolve.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
+import { cachedBody, type SerializedBody } from './body-cache.ts';
 import type { CommitDetail, Comparison, Contents, DirEntry, Tag } from './schemas.ts';
 
 /**
@@ -153,6 +155,18 @@ export async function compare(
   };
 }
 
+type ContentsBody = Static<typeof Contents>;
+
+/** Where `{path}?ref=` leads: the opened repo, the checked path, its entry and the Cache-Control of the answer. */
+async function locate(deps: Deps, viewer: Viewer, repoRef: RepoRef, rawPath: string, ref: string | undefined) {
+  const path = checkPath(rawPath);
+  const o = await openRepo(deps, viewer, repoRef);
+  const { sha } = await commitOf(o, ref);
+  const entry = await lookupPath(o.readers.objects, o.dir!, sha, path);
+  if (!entry) throw pathNotFound(path);
+  return { o, path, entry, cache: immutableCache(o.repo, ref) };
+}
+
 /** GET {repo}/contents/{path}?ref=: a file, a directory, a symlink or a submodule. */
 export async function getContents(
   deps: Deps,
@@ -160,32 +174,48 @@ export async function getContents(
   repoRef: RepoRef,
   rawPath: string,
   ref: string | undefined,
-): Promise<{ body: Static<typeof Contents>; cache: string | null }> {
-  const path = checkPath(rawPath);
-  const o = await openRepo(deps, viewer, repoRef);
-  const { sha } = await commitOf(o, ref);
+): Promise<{ body: ContentsBody; cache: string | null }> {
+  const { o, path, entry, cache } = await locate(deps, viewer, repoRef, rawPath, ref);
+  return { body: await describe(o, path, entry), cache };
+}
+
+/**
+ * The same answer for the API route: a directory's body comes serialized, with a strong ETag,
+ * from the body cache (src/code/body-cache.ts), keyed by its tree oid and path (nothing else
+ * shapes it); other kinds come as objects, serialized by the route's schema.
+ */
+export async function getContentsReply(
+  deps: Deps,
+  viewer: Viewer,
+  repoRef: RepoRef,
+  rawPath: string,
+  ref: string | undefined,
+): Promise<
+  { body: ContentsBody; serialized?: undefined; cache: string | null } | { serialized: SerializedBody; cache: string | null }
+> {
+  const { o, path, entry, cache } = await locate(deps, viewer, repoRef, rawPath, ref);
+  if (entry.type !== 'dir') return { body: await describe(o, path, entry), cache };
+  const serialized = await cachedBody(`dir\0${entry.oid}\0${path}`, () => describe(o, path, entry));
+  return { serialized, cache };
+}
+
+async function describe(o: OpenedRepo, path: string, entry: PathEntry): Promise<ContentsBody> {
   const { objects } = o.readers;
   const dir = o.dir!;
-  const entry = await lookupPath(objects, dir, sha, path);
-  if (!entry) throw pathNotFound(path);
-  const cache = immutableCache(o.repo, ref);
   const base = { type: entry.type, name: entry.name, path, sha: entry.oid };
-  if (entry.type === 'submodule') return { body: base, cache };
+  if (entry.type === 'submodule') return base;
   if (entry.type === 'symlink') {
     const blob = await objects.one(dir, entry.oid);
-    return { body: { ...base, target: blob ? blob.data.toString('utf8') : '' }, cache };
+    return { ...base, target: blob ? blob.data.toString('utf8') : '' };
   }
-  if (entry.type === 'dir') return { body: { ...base, entries: await directory(o, entry.oid, path) }, cache };
+  if (entry.type === 'dir') return { ...base, entries: await directory(o, entry.oid, path) };
   const info = (await objects.info(dir, [entry.oid]))[0];
   if (!info) throw pathNotFound(path);
   if (info.size > MAX_INLINE_BYTES) {
-    return { body: { ...base, size: info.size, encoding: 'base64', content: null, truncated: true }, cache };
+    return { ...base, size: info.size, encoding: 'base64', content: null, truncated: true };
   }
   const blob = await objects.one(dir, entry.oid);
-  return {
-    body: { ...base, size: info.size, encoding: 'base64', content: blob!.data.toString('base64'), truncated: false },
-    cache,
-  };
+  return { ...base, size: info.size, encoding: 'base64', content: blob!.data.toString('base64'), truncated: false };
 }
 
 /** A tree's entries in byte order, with the size of each file (src/git/trees.ts, cached by tree oid). */

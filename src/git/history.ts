@@ -17,7 +17,11 @@ export interface LogQuery {
 /** Pages up to this deep without a path or date bound are walked in process (no git process). */
 const WALK_MAX = 300;
 
-/** A page of `git log` from commit `sha`, newest first (git's default order). */
+/**
+ * A page of `git log` from commit `sha`, newest first (git's default order). A commit id names
+ * its whole history, so a page is a function of the id and the query: pages are cached (read-
+ * only), least recently used first out, bounded by an estimate of their size.
+ */
 export async function logPage(
   limits: GitLimits,
   objects: ObjectReaders,
@@ -25,6 +29,40 @@ export async function logPage(
   sha: string,
   q: LogQuery,
 ): Promise<Commit[]> {
+  const key = FULL_OID.test(sha) ? `${sha}:${q.offset}:${q.limit}:${q.sinceMs ?? ''}:${q.untilMs ?? ''}:${q.path ?? ''}` : null;
+  const hit = key ? pages.get(key) : undefined;
+  if (hit) {
+    pages.delete(key!);
+    pages.set(key!, hit);
+    return hit.commits;
+  }
+  const commits = await readLogPage(limits, objects, dir, sha, q);
+  if (key) rememberPage(key, commits);
+  return commits;
+}
+
+const FULL_OID = /^[0-9a-f]{40}$/;
+const MAX_PAGE_BYTES = 16 * 1024 * 1024;
+const pages = new Map<string, { commits: Commit[]; bytes: number }>();
+let pageBytes = 0;
+
+function rememberPage(key: string, commits: Commit[]): void {
+  let bytes = 256 + key.length * 2;
+  for (const c of commits) {
+    bytes += 512 + 2 * (c.message.length + c.author.name.length + c.author.email.length);
+    bytes += 2 * (c.committer.name.length + c.committer.email.length);
+  }
+  if (bytes > MAX_PAGE_BYTES / 8) return;
+  pages.set(key, { commits, bytes });
+  pageBytes += bytes;
+  for (const [k, v] of pages) {
+    if (pageBytes <= MAX_PAGE_BYTES) break;
+    pages.delete(k);
+    pageBytes -= v.bytes;
+  }
+}
+
+async function readLogPage(limits: GitLimits, objects: ObjectReaders, dir: string, sha: string, q: LogQuery): Promise<Commit[]> {
   const simple = (q.path === undefined || q.path === '') && q.sinceMs === undefined && q.untilMs === undefined;
   if (simple && q.offset + q.limit <= WALK_MAX) return walk(objects, dir, sha, q.offset, q.limit);
   const args = ['rev-list', `--max-count=${q.limit}`, `--skip=${q.offset}`];
