@@ -127,8 +127,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
       const q = request.query as { ref?: string };
       const answer = await getContentsReply(deps, viewer, ref, params['*'] ?? '', q.ref);
       withCache(reply, answer.cache);
-      if (!answer.serialized) return answer.body;
-      // a directory, serialized once: its strong ETag is kept by the ETag hook (If-None-Match → 304)
+      // serialized once: its strong ETag is kept by the ETag hook (If-None-Match → 304)
       reply.header('etag', answer.serialized.etag);
       reply.type('application/json; charset=utf-8');
       return reply.send(answer.serialized.bytes);

@@ -180,9 +180,9 @@ export async function getContents(
 }
 
 /**
- * The same answer for the API route: a directory's body comes serialized, with a strong ETag,
- * from the body cache (src/code/body-cache.ts), keyed by its tree oid and path (nothing else
- * shapes it); other kinds come as objects, serialized by the route's schema.
+ * The same answer for the API route, serialized: a body is a function of its entry (type and
+ * object id) and its path, nothing else, so it comes from the body cache (src/code/body-cache.ts)
+ * with a strong ETag, serialized once (a directory of 10,000 entries is ~1.7 MB of JSON).
  */
 export async function getContentsReply(
   deps: Deps,
@@ -190,12 +190,9 @@ export async function getContentsReply(
   repoRef: RepoRef,
   rawPath: string,
   ref: string | undefined,
-): Promise<
-  { body: ContentsBody; serialized?: undefined; cache: string | null } | { serialized: SerializedBody; cache: string | null }
-> {
+): Promise<{ serialized: SerializedBody; cache: string | null }> {
   const { o, path, entry, cache } = await locate(deps, viewer, repoRef, rawPath, ref);
-  if (entry.type !== 'dir') return { body: await describe(o, path, entry), cache };
-  const serialized = await cachedBody(`dir\0${entry.oid}\0${path}`, () => describe(o, path, entry));
+  const serialized = await cachedBody(`contents\0${entry.type}\0${entry.oid}\0${path}`, () => describe(o, path, entry));
   return { serialized, cache };
 }
 

@@ -253,21 +253,29 @@ export interface TreeEntry {
 
 /** Entries of a raw tree object (`MODE SP NAME NUL 20-byte-oid`), in byte order of their names. */
 export function parseTree(data: Buffer, oidBytes = 20): TreeEntry[] {
-  const entries: (TreeEntry & { raw: Buffer })[] = [];
+  const entries: TreeEntry[] = [];
+  // each name's bytes as a latin1 string: one char per byte, so `<` on them is byte order
+  const keys: string[] = [];
+  let sorted = true;
   let pos = 0;
   while (pos < data.length) {
     const sp = data.indexOf(32, pos);
     const nul = data.indexOf(0, sp + 1);
     if (sp < 0 || nul < 0) break;
     const mode = data.toString('latin1', pos, sp);
-    const raw = data.subarray(sp + 1, nul);
+    const key = data.toString('latin1', sp + 1, nul);
     const oid = data.toString('hex', nul + 1, nul + 1 + oidBytes);
-    pos = nul + 1 + oidBytes;
     const type = mode === '40000' ? 'dir' : mode === '120000' ? 'symlink' : mode === '160000' ? 'submodule' : 'file';
-    entries.push({ mode: mode.padStart(6, '0'), type, name: raw.toString('utf8'), oid, raw });
+    if (keys.length > 0 && keys[keys.length - 1]! > key) sorted = false;
+    entries.push({ mode: mode.padStart(6, '0'), type, name: data.toString('utf8', sp + 1, nul), oid });
+    keys.push(key);
+    pos = nul + 1 + oidBytes;
   }
-  entries.sort((a, b) => Buffer.compare(a.raw, b.raw));
-  return entries.map(({ raw: _raw, ...e }) => e);
+  // git orders a tree as if each directory's name ended in "/": only then is a sort needed
+  if (sorted) return entries;
+  const order = entries.map((_, i) => i);
+  order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+  return order.map((i) => entries[i]!);
 }
 
 export interface Signature {
