@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { diffTrees } from '../src/git/diff.ts';
+import { DiffReaders } from '../src/git/diff-pool.ts';
 import { GitLimits, Semaphore } from '../src/git/limits.ts';
 import { ObjectReaders, parseTree } from '../src/git/objects.ts';
 import { checkPath, checkRef, lookupPath, resolveRef, resolveRefAndPath } from '../src/git/resolve.ts';
@@ -115,6 +116,48 @@ describe('git object reader and ref resolution', () => {
         ['b..c', 'added', 1, 0, '@@ -0,0 +1 @@\n+dots'],
       ],
     );
+  });
+
+  it('the diff pool answers as a process of its own does: patches, truncation past the cap, a refused tree', async () => {
+    const limits = new GitLimits({
+      maxProcesses: 2,
+      timeoutMs: 10_000,
+      maxOutputBytes: 1 << 20,
+      maxStreamBytes: 1 << 20,
+      streamTimeoutMs: 10_000,
+      queueTimeoutMs: 10_000,
+    });
+    const diffs = new DiffReaders({ perRepo: 1, total: 2, idleMs: 60_000, timeoutMs: 10_000, maxOutputBytes: 1 << 20 });
+    try {
+      const alone = await diffTrees(limits, dir, first, second, { patches: true });
+      // another pair of ids (the root trees), so the diff cache does not answer
+      const trees = (await objects.info(dir, [`${first}^{tree}`, `${second}^{tree}`])).map((i) => i!.oid);
+      const pooled = await Promise.all(
+        [0, 1, 2].map(() => diffTrees(limits, dir, trees[0]!, trees[1]!, { pool: { objects, diffs } })),
+      );
+      for (const d of pooled) assert.deepEqual(d, alone);
+      assert.equal(diffs.processCount, 1);
+      const root = await diffTrees(limits, dir, '4b825dc642cb6eb9a060e54bf8d69288fbee4904', first, { pool: { objects, diffs } });
+      assert.deepEqual(
+        root.files.map((f) => [f.path, f.status, f.patch]),
+        [['a.txt', 'added', '@@ -0,0 +1 @@\n+one']],
+      );
+      const args = ['-r', '--raw', '--numstat', '-p', '-z'];
+      const whole = await diffs.diff(dir, args, trees[0]!, trees[1]!)!;
+      assert.equal(whole.truncated, false);
+      const tiny = new DiffReaders({ perRepo: 1, total: 1, idleMs: 60_000, timeoutMs: 10_000, maxOutputBytes: 40 });
+      const cut = await tiny.diff(dir, args, trees[0]!, trees[1]!)!;
+      assert.deepEqual(cut, { stdout: whole.stdout.subarray(0, 40), truncated: true });
+      // the stopped process is replaced on the next diff
+      assert.equal((await tiny.diff(dir, ['-r', '--name-only', '-z'], trees[0]!, trees[1]!)!).stdout.toString(), 'a.txt\0b..c\0');
+      tiny.close();
+      await assert.rejects(diffs.diff(dir, args, trees[0]!, 'f'.repeat(40))!);
+      assert.equal((await diffs.diff(dir, args, trees[0]!, trees[1]!)!).stdout.toString(), whole.stdout.toString());
+      assert.equal(diffs.diff(dir, args, 'main', trees[1]!), null);
+    } finally {
+      diffs.close();
+    }
+    assert.equal(diffs.processCount, 0);
   });
 
   it('the semaphore caps concurrency and queues in order', async () => {

@@ -104,7 +104,7 @@ export async function getCommit(
   const o = await openRepo(deps, viewer, repoRef);
   const { sha } = await commitOf(o, ref);
   const [commit] = await readCommits(o.readers.objects, o.dir!, [sha]);
-  const diff = await diffTrees(o.readers.limits, o.dir!, commit!.parents[0] ?? EMPTY_TREE, sha);
+  const diff = await diffTrees(o.readers.limits, o.dir!, commit!.parents[0] ?? EMPTY_TREE, sha, { pool: o.readers });
   return {
     body: { ...commit!, stats: diff.stats, files: diff.files, files_truncated: diff.files_truncated },
     cache: immutableCache(o.repo, ref),
@@ -135,7 +135,7 @@ export async function compare(
     commits,
     mergeBase: mb,
   } = await divergence(limits, objects, dir, base.sha, head.sha, MAX_COMPARE_COMMITS);
-  const diff = await diffTrees(limits, dir, mb ?? EMPTY_TREE, head.sha);
+  const diff = await diffTrees(limits, dir, mb ?? EMPTY_TREE, head.sha, { pool: o.readers });
   const status = ahead === 0 && behind === 0 ? 'identical' : behind === 0 ? 'ahead' : ahead === 0 ? 'behind' : 'diverged';
   const bothShas = immutableCache(o.repo, baseName) !== null ? immutableCache(o.repo, headName) : null;
   return {
