@@ -115,7 +115,8 @@ export async function divergence(
     divergences.set(key, hit);
     return hit;
   }
-  const answer = await walkDivergence(limits, objects, dir, base, head, limit);
+  const answer =
+    (await linearDivergence(objects, dir, base, head, limit)) ?? (await walkDivergence(limits, objects, dir, base, head, limit));
   divergences.set(key, answer);
   if (divergences.size > MAX_DIVERGENCES) divergences.delete(divergences.keys().next().value!);
   return answer;
@@ -124,6 +125,87 @@ export async function divergence(
 type Divergence = { ahead: number; behind: number; commits: Commit[]; mergeBase: string | null };
 const MAX_DIVERGENCES = 1000;
 const divergences = new Map<string, Divergence>();
+
+/** Commits a linear walk visits before it leaves the work to `git rev-list`. */
+const LINEAR_MAX = 2000;
+
+/**
+ * `base...head` without a git process when both histories are linear down to where they meet:
+ * the two first-parent chains are walked a commit at a time each (through the object reader,
+ * and the commit cache), and the first commit one side reaches that the other has passed is the
+ * merge base; the commits before it are the two sides, in git's order. Null (rev-list decides)
+ * as soon as a merge commit is met, or past LINEAR_MAX commits.
+ */
+async function linearDivergence(
+  objects: ObjectReaders,
+  dir: string,
+  base: string,
+  head: string,
+  limit: number,
+): Promise<Divergence | null> {
+  const baseChain: string[] = [];
+  const headChain: string[] = [];
+  const onBase = new Map<string, number>();
+  const onHead = new Map<string, number>();
+  let a: string | null = base;
+  let b: string | null = head;
+  const done = (mb: string | null, behind: number, ahead: number): Promise<Divergence> =>
+    commitsOf(objects, dir, headChain.slice(0, ahead).reverse().slice(0, limit)).then((commits) => ({
+      ahead,
+      behind,
+      commits,
+      mergeBase: mb,
+    }));
+  while (a !== null || b !== null) {
+    if (baseChain.length + headChain.length > LINEAR_MAX) return null;
+    const read: Commit[] = await commitsOf(
+      objects,
+      dir,
+      [a, b].filter((x): x is string => x !== null),
+    );
+    const commitA: Commit | undefined = a === null ? undefined : read[0];
+    const commitB: Commit | undefined = a === null ? read[0] : read[1];
+    if (a !== null) {
+      const met = onHead.get(a);
+      if (met !== undefined) return done(a, baseChain.length, met);
+      if (commitA!.parents.length > 1) return null;
+      onBase.set(a, baseChain.length);
+      baseChain.push(a);
+      a = commitA!.parents[0] ?? null;
+    }
+    if (b !== null) {
+      const met = onBase.get(b);
+      if (met !== undefined) return done(b, met, headChain.length);
+      if (commitB!.parents.length > 1) return null;
+      onHead.set(b, headChain.length);
+      headChain.push(b);
+      b = commitB!.parents[0] ?? null;
+    }
+  }
+  // two unrelated histories
+  return done(null, baseChain.length, headChain.length);
+}
+
+/** Parsed commits by id (immutable), least recently used first out. */
+const MAX_CACHED_COMMITS = 20_000;
+const commitCache = new Map<string, Commit>();
+
+/** Commits by sha, from the cache or the object reader in one batch (in the order given). */
+async function commitsOf(objects: ObjectReaders, dir: string, shas: string[]): Promise<Commit[]> {
+  const missing = shas.filter((sha) => !commitCache.has(sha));
+  if (missing.length > 0) {
+    const read = await readCommits(objects, dir, missing);
+    read.forEach((c, i) => {
+      commitCache.set(missing[i]!, c);
+      if (commitCache.size > MAX_CACHED_COMMITS) commitCache.delete(commitCache.keys().next().value!);
+    });
+  }
+  return shas.map((sha) => commitCache.get(sha) ?? null).map((c, i) => c ?? missingCommit(shas[i]!));
+}
+
+function missingCommit(sha: string): never {
+  throw new Error(`commit ${sha} is missing`);
+}
 
 async function walkDivergence(
   limits: GitLimits,
