@@ -16,7 +16,7 @@ export type BodyEncoding = 'br' | 'gzip';
 
 export interface SerializedBody {
   bytes: Buffer;
-  /** a strong entity tag: the body's hash, in double quotes */
+  /** a strong entity tag: the body's SHA-1 (base64url), in double quotes */
   etag: string;
   /** the body compressed, by content coding (made on first use) */
   encoded: Partial<Record<BodyEncoding, Buffer>>;
@@ -41,7 +41,7 @@ const sizeOf = (key: string, body: SerializedBody) =>
 /** JSON bytes and their strong ETag. */
 export function serialize(value: unknown): SerializedBody {
   const bytes = Buffer.from(JSON.stringify(value));
-  return { bytes, etag: `"${hash('sha256', bytes, 'base64url').slice(0, 32)}"`, encoded: {} };
+  return { bytes, etag: `"${hash('sha1', bytes, 'base64url')}"`, encoded: {} };
 }
 
 /** The body of `key`, made by `make` (and kept) when it is not cached. */

@@ -71,7 +71,13 @@ async function readTree(objects: ObjectReaders, dir: string, oid: string): Promi
     if (info) found.set(blob, info.size);
   });
   const sizeOf = (blob: string) => found.get(blob) ?? sizes.get(blob) ?? 0;
-  const listed = entries.map((e) => ({ ...e, size: e.type === 'file' ? sizeOf(e.oid) : null }));
+  const listed = entries.map((e): ListedEntry => ({
+    mode: e.mode,
+    type: e.type,
+    name: e.name,
+    oid: e.oid,
+    size: e.type === 'file' ? sizeOf(e.oid) : null,
+  }));
   for (const [blob, size] of found) rememberSize(blob, size);
   if (listed.length <= MAX_CACHED_ENTRIES / 4) remember(oid, listed);
   return listed;
