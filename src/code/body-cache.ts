@@ -5,7 +5,7 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
  * Serialized JSON bodies of answers that are a pure function of immutable git objects and of
  * nothing about the caller (a contents answer: the entry's type, object id and path), kept ready
  * to send: the bytes, a strong ETag and, once asked for, their brotli and gzip encodings. A large
- * listing (10,000 entries, ~1.7 MB of JSON) otherwise costs every request its serialization, the
+ * listing (10,000 entries, ~1.4 MB of JSON) otherwise costs every request its serialization, the
  * ETag hook's hash and the compression. Bounded by bytes, least recently used first out;
  * concurrent misses of one key share one computation. The key names content only (like the tree
  * cache of src/git/trees.ts), so one entry may serve every repository that holds the same

@@ -182,7 +182,7 @@ export async function getContents(
 /**
  * The same answer for the API route, serialized: a body is a function of its entry (type and
  * object id) and its path, nothing else, so it comes from the body cache (src/code/body-cache.ts)
- * with a strong ETag, serialized once (a directory of 10,000 entries is ~1.7 MB of JSON).
+ * with a strong ETag, serialized once (a directory of 10,000 entries is ~1.4 MB of JSON).
  */
 export async function getContentsReply(
   deps: Deps,
