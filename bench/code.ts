@@ -13,7 +13,9 @@
  * for Weft, a pool of 10 `execFile('git', ...)` loops for the reference, each for BENCH_DURATION
  * seconds (default 5) after a 1 s warm-up. Knobs: BENCH_CODE_COMMITS (default 100000),
  * BENCH_CODE_FILES (default 50000, 10,000 of them in big/), BENCH_CODE_MB (random binary data
- * added in assets/, default 900: with the rest, about 1 GB of objects), BENCH_CODE_DIR.
+ * added in assets/, default 900: with the rest, about 1 GB of objects), BENCH_CODE_DIR, BENCH_CODE_ROWS
+ * (comma-separated words: only the rows whose name holds one), BENCH_CPU_PROF (a directory: the
+ * server writes a V8 CPU profile there).
  */
 import { type ChildProcess, execFile, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -210,7 +212,12 @@ async function main(): Promise<void> {
       `${(stamp.bytes / 1024 ** 2).toFixed(0)} MiB of objects, generated in ${stamp.seconds.toFixed(0)} s`,
   );
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve', dir], {
-    execArgv: ['--import', 'tsx'],
+    // BENCH_CPU_PROF=dir: the server writes a V8 CPU profile there when it stops
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
     stdio: 'inherit',
   });
   const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (m) => resolve(m as { port: number })));
@@ -250,8 +257,11 @@ async function main(): Promise<void> {
     },
   ];
   const rows: string[] = [];
+  // BENCH_CODE_ROWS=dir,commits: only the rows whose name holds one of these words
+  const only = process.env.BENCH_CODE_ROWS?.split(',').filter(Boolean);
   try {
     for (const target of targets) {
+      if (only && !only.some((word) => target.name.includes(word))) continue;
       if (!target.paths) {
         // a loaded machine may shed load (503): retry a few times before giving up
         let check = await fetch(target.url, { headers: { authorization: `Bearer ${TOKEN}` } });

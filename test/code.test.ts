@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { seedTeam } from './fixtures.ts';
 import { buildCodeRepo, type CodeRepo } from './code-fixtures.ts';
@@ -235,6 +236,12 @@ for (const dialect of DIALECTS) {
       assert.equal(Buffer.from(file.body.content, 'base64').toString(), 'export const a = 2;\nexport const b = 3;\n');
       assert.equal(file.body.size, 40);
       assert.equal(file.body.truncated, false);
+      assert.match(String(file.headers.etag), /^"[A-Za-z0-9_-]{27}"$/);
+      const fileAgain = await t.req('GET', `${api}/contents/src/a.ts`, {
+        token: alice.token,
+        headers: { 'if-none-match': String(file.headers.etag) },
+      });
+      assert.equal(fileAgain.status, 304);
       const old = await get(`${api}/contents/src/a.ts?ref=v0`);
       assert.equal(Buffer.from(old.body.content, 'base64').toString(), 'export const a = 1;\n');
       assert.equal(
@@ -275,6 +282,43 @@ for (const dialect of DIALECTS) {
       const wide = await get(`${api}/contents/wide/`);
       assert.equal(wide.body.entries.length, 40);
       assert.equal(wide.body.entries[0].path, 'wide/f00.txt');
+      // a directory's body is serialized once and sent with a strong ETag; If-None-Match → 304
+      const etag = String(wide.headers.etag);
+      assert.match(etag, /^"[A-Za-z0-9_-]{27}"$/);
+      assert.match(String(wide.headers['content-type']), /^application\/json/);
+      assert.equal(wide.headers['cache-control'], 'private, no-cache');
+      const again = await get(`${api}/contents/wide`);
+      assert.equal(again.headers.etag, etag);
+      assert.equal(again.text, wide.text);
+      const unchanged = await t.req('GET', `${api}/contents/wide`, { token: alice.token, headers: { 'if-none-match': etag } });
+      assert.equal(unchanged.status, 304);
+      assert.equal(unchanged.headers.etag, etag);
+      assert.equal(unchanged.text, '');
+      // compressed once per encoding, each with its own tag
+      for (const [accept, encoding, unzip] of [
+        ['gzip, deflate, br', 'br', brotliDecompressSync],
+        ['gzip;q=1, br;q=0.5', 'gzip', gunzipSync],
+      ] as const) {
+        for (let i = 0; i < 2; i++) {
+          const res = await t.app.inject({
+            method: 'GET',
+            url: `${api}/contents/wide`,
+            headers: { authorization: `Bearer ${alice.token}`, 'accept-encoding': accept },
+          });
+          assert.equal(res.headers['content-encoding'], encoding);
+          assert.equal(res.headers.etag, `${etag.slice(0, -1)}-${encoding}"`);
+          assert.match(String(res.headers.vary), /Accept-Encoding/);
+          assert.equal(unzip(res.rawPayload).toString(), wide.text);
+        }
+      }
+      // the same tree by sha (immutable) and through the team's repo: the same body; outsiders 404
+      const bySha = await get(`${api}/contents/wide?ref=${c.c3}`);
+      assert.equal(bySha.headers['cache-control'], 'private, max-age=31536000, immutable');
+      assert.equal(bySha.headers.etag, etag);
+      assert.equal((await get(`${teamApi}/contents/wide`)).headers.etag, etag);
+      assert.notEqual(root.headers.etag, etag);
+      assert.equal((await get(`${api}/contents/nope`, bob.token)).status, 404);
+      assert.equal((await get(`${api}/contents/wide`, bob.token)).status, 404);
       const spaced = await get(`${api}/contents/dir%20with%20space/x.txt`);
       assert.equal(spaced.status, 200);
       assert.equal(Buffer.from(spaced.body.content, 'base64').toString(), 'spaced\n');

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { diffTrees } from '../src/git/diff.ts';
+import { divergence } from '../src/git/history.ts';
+import { DiffReaders } from '../src/git/diff-pool.ts';
 import { GitLimits, Semaphore } from '../src/git/limits.ts';
 import { ObjectReaders, parseTree } from '../src/git/objects.ts';
 import { checkPath, checkRef, lookupPath, resolveRef, resolveRefAndPath } from '../src/git/resolve.ts';
@@ -117,6 +119,48 @@ describe('git object reader and ref resolution', () => {
     );
   });
 
+  it('the diff pool answers as a process of its own does: patches, truncation past the cap, a refused tree', async () => {
+    const limits = new GitLimits({
+      maxProcesses: 2,
+      timeoutMs: 10_000,
+      maxOutputBytes: 1 << 20,
+      maxStreamBytes: 1 << 20,
+      streamTimeoutMs: 10_000,
+      queueTimeoutMs: 10_000,
+    });
+    const diffs = new DiffReaders({ perRepo: 1, total: 2, idleMs: 60_000, timeoutMs: 10_000, maxOutputBytes: 1 << 20 });
+    try {
+      const alone = await diffTrees(limits, dir, first, second, { patches: true });
+      // another pair of ids (the root trees), so the diff cache does not answer
+      const trees = (await objects.info(dir, [`${first}^{tree}`, `${second}^{tree}`])).map((i) => i!.oid);
+      const pooled = await Promise.all(
+        [0, 1, 2].map(() => diffTrees(limits, dir, trees[0]!, trees[1]!, { pool: { objects, diffs } })),
+      );
+      for (const d of pooled) assert.deepEqual(d, alone);
+      assert.equal(diffs.processCount, 1);
+      const root = await diffTrees(limits, dir, '4b825dc642cb6eb9a060e54bf8d69288fbee4904', first, { pool: { objects, diffs } });
+      assert.deepEqual(
+        root.files.map((f) => [f.path, f.status, f.patch]),
+        [['a.txt', 'added', '@@ -0,0 +1 @@\n+one']],
+      );
+      const args = ['-r', '--raw', '--numstat', '-p', '-z'];
+      const whole = await diffs.diff(dir, args, trees[0]!, trees[1]!)!;
+      assert.equal(whole.truncated, false);
+      const tiny = new DiffReaders({ perRepo: 1, total: 1, idleMs: 60_000, timeoutMs: 10_000, maxOutputBytes: 40 });
+      const cut = await tiny.diff(dir, args, trees[0]!, trees[1]!)!;
+      assert.deepEqual(cut, { stdout: whole.stdout.subarray(0, 40), truncated: true });
+      // the stopped process is replaced on the next diff
+      assert.equal((await tiny.diff(dir, ['-r', '--name-only', '-z'], trees[0]!, trees[1]!)!).stdout.toString(), 'a.txt\0b..c\0');
+      tiny.close();
+      await assert.rejects(diffs.diff(dir, args, trees[0]!, 'f'.repeat(40))!);
+      assert.equal((await diffs.diff(dir, args, trees[0]!, trees[1]!)!).stdout.toString(), whole.stdout.toString());
+      assert.equal(diffs.diff(dir, args, 'main', trees[1]!), null);
+    } finally {
+      diffs.close();
+    }
+    assert.equal(diffs.processCount, 0);
+  });
+
   it('the semaphore caps concurrency and queues in order', async () => {
     const s = new Semaphore(2);
     const r1 = await s.acquire(1000);
@@ -131,5 +175,85 @@ describe('git object reader and ref resolution', () => {
     r2();
     r3();
     assert.equal(s.inUse, 0);
+  });
+});
+
+/** `base...head` walked in process for linear histories, by `git rev-list` otherwise: the same answers as git's. */
+describe('divergence of two commits', () => {
+  let work: string;
+  const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: '/nonexistent', LC_ALL: 'C' };
+  const g = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@x', ...args], { cwd: work, env })
+      .toString()
+      .trim();
+  const commit = (name: string) => {
+    writeFileSync(join(work, `${name}.txt`), `${name}\n`);
+    g('add', '-A');
+    g('commit', '-qm', name);
+    return g('rev-parse', 'HEAD');
+  };
+
+  after(() => rmSync(work, { recursive: true, force: true }));
+
+  it('agrees with git on linear, diverged, identical, unrelated and merged histories', async () => {
+    work = mkdtempSync(join(tmpdir(), 'weft-diverge-'));
+    g('init', '-q', '-b', 'main');
+    const root = commit('root');
+    const m1 = commit('m1');
+    const m2 = commit('m2');
+    g('checkout', '-q', '-b', 'side', m1);
+    const s1 = commit('s1');
+    const s2 = commit('s2');
+    const s3 = commit('s3');
+    g('checkout', '-q', '--orphan', 'alone');
+    const o1 = commit('o1');
+    const o2 = commit('o2');
+    g('checkout', '-q', '-b', 'merged', m2);
+    g('merge', '-q', '--no-ff', '-m', 'merge side', s3);
+    const merged = g('rev-parse', 'HEAD');
+    const m3 = commit('m3');
+    const dir = join(work, '.git');
+    const objects = new ObjectReaders({ perRepo: 1, total: 2, idleMs: 60_000, timeoutMs: 10_000 });
+    const limits = new GitLimits({
+      maxProcesses: 2,
+      timeoutMs: 10_000,
+      maxOutputBytes: 1 << 20,
+      maxStreamBytes: 1 << 20,
+      streamTimeoutMs: 10_000,
+      queueTimeoutMs: 10_000,
+    });
+    const count = (range: string) => Number(g('rev-list', '--count', range));
+    try {
+      const pairs = [
+        [m2, s3],
+        [s3, m2],
+        [root, s2],
+        [s2, root],
+        [m2, m2],
+        [m2, o2],
+        [o1, s1],
+        [m2, m3],
+        [s1, m3],
+        [m3, s2],
+        [merged, o2],
+      ];
+      for (const [base, head] of pairs) {
+        const d = await divergence(limits, objects, dir, base!, head!, 2);
+        let mb: string | null = null;
+        try {
+          mb = g('merge-base', base!, head!);
+        } catch {
+          mb = null;
+        }
+        const headSide = g('rev-list', '--reverse', `${base}..${head}`).split('\n').filter(Boolean);
+        assert.deepEqual(
+          { ahead: d.ahead, behind: d.behind, mergeBase: d.mergeBase, commits: d.commits.map((c) => c.sha) },
+          { ahead: count(`${base}..${head}`), behind: count(`${head}..${base}`), mergeBase: mb, commits: headSide.slice(0, 2) },
+          `${base}...${head}`,
+        );
+      }
+    } finally {
+      objects.close();
+    }
   });
 });

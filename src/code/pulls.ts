@@ -45,7 +45,7 @@ export async function pullFiles(
 ): Promise<DiffFile[]> {
   const r = await range(deps, viewer, ref, number);
   if (!r) return [];
-  const diff = await diffTrees(r.readers.limits, r.dir, r.from, r.head);
+  const diff = await diffTrees(r.readers.limits, r.dir, r.from, r.head, { pool: r.readers });
   return diff.files.slice(page.offset, page.offset + page.limit);
 }
 

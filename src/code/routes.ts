@@ -9,6 +9,7 @@ import { onRepo, pagedRepoList } from '../http/repo-routes.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema } from '../http/repo-paths.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
+import { encodedBody, pickEncoding, type SerializedBody } from './body-cache.ts';
 import { createBranch, deleteBranch } from './branches.ts';
 import { serveArchive, serveRaw } from './files.ts';
 import {
@@ -23,7 +24,7 @@ import {
   TagsQuery,
   Wildcard,
 } from './schemas.ts';
-import { compare, getBranch, getCommit, getContents, listCommits, listTags } from './service.ts';
+import { compare, getBranch, getCommit, getContentsReply, listCommits, listTags } from './service.ts';
 
 type Rest = RepoParams & { '*': string };
 
@@ -38,6 +39,27 @@ const BYTES =
 
 function withCache(reply: FastifyReply, cache: string | null): void {
   if (cache) reply.header('cache-control', cache);
+}
+
+/**
+ * A body serialized once (src/code/body-cache.ts): its strong ETag is kept by the ETag hook
+ * (If-None-Match → 304), and a compressed answer is compressed once too (the compression hook
+ * leaves a body that already has a Content-Encoding alone). Each encoding has its own tag.
+ */
+function sendSerialized(request: FastifyRequest, reply: FastifyReply, body: SerializedBody, threshold: number) {
+  reply.type('application/json; charset=utf-8');
+  const encoding =
+    body.bytes.length >= threshold && request.headers['x-no-compression'] === undefined
+      ? pickEncoding(request.headers['accept-encoding'])
+      : null;
+  reply.header('vary', 'Accept-Encoding');
+  if (!encoding) {
+    reply.header('etag', body.etag);
+    return reply.send(body.bytes);
+  }
+  reply.header('etag', `${body.etag.slice(0, -1)}-${encoding}"`);
+  reply.header('content-encoding', encoding);
+  return reply.send(encodedBody(body, encoding));
 }
 
 /** Reading code: commits, compare, contents, raw files, archives, one branch, branch writes, tags. */
@@ -125,14 +147,15 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     const contents = async (request: FastifyRequest, reply: FastifyReply) => {
       const { viewer, ref, params } = onRepo<Partial<Rest> & RepoParams>(request);
       const q = request.query as { ref?: string };
-      const { body, cache } = await getContents(deps, viewer, ref, params['*'] ?? '', q.ref);
-      withCache(reply, cache);
-      return body;
+      const answer = await getContentsReply(deps, viewer, ref, params['*'] ?? '', q.ref);
+      withCache(reply, answer.cache);
+      return sendSerialized(request, reply, answer.serialized, deps.config.compressThreshold);
     };
     const contentsDescription =
       'A file: `{type: "file", name, path, sha, size, encoding: "base64", content}` (`content: null, truncated: true` above ' +
       '1 MiB: use raw). A directory: `{type: "dir", name, path, sha, entries}`, entries sorted by name in byte order. A ' +
       'symlink: `{type: "symlink", name, path, sha, target}`. A submodule: `{type: "submodule", name, path, sha}`. ' +
+      '`ETag` is strong (a hash of the body); If-None-Match → 304. ' +
       REFS;
     r.get(
       `${form.prefix}/contents`,

@@ -15,6 +15,7 @@ import {
   checkPath,
   checkRef,
   lookupPath,
+  type PathEntry,
   pathNotFound,
   refNotFound,
   requireCommit,
@@ -22,6 +23,7 @@ import {
   resolveRef,
 } from '../git/resolve.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
+import { cachedBody, type SerializedBody } from './body-cache.ts';
 import type { CommitDetail, Comparison, Contents, DirEntry, Tag } from './schemas.ts';
 
 /**
@@ -102,7 +104,7 @@ export async function getCommit(
   const o = await openRepo(deps, viewer, repoRef);
   const { sha } = await commitOf(o, ref);
   const [commit] = await readCommits(o.readers.objects, o.dir!, [sha]);
-  const diff = await diffTrees(o.readers.limits, o.dir!, commit!.parents[0] ?? EMPTY_TREE, sha);
+  const diff = await diffTrees(o.readers.limits, o.dir!, commit!.parents[0] ?? EMPTY_TREE, sha, { pool: o.readers });
   return {
     body: { ...commit!, stats: diff.stats, files: diff.files, files_truncated: diff.files_truncated },
     cache: immutableCache(o.repo, ref),
@@ -133,7 +135,7 @@ export async function compare(
     commits,
     mergeBase: mb,
   } = await divergence(limits, objects, dir, base.sha, head.sha, MAX_COMPARE_COMMITS);
-  const diff = await diffTrees(limits, dir, mb ?? EMPTY_TREE, head.sha);
+  const diff = await diffTrees(limits, dir, mb ?? EMPTY_TREE, head.sha, { pool: o.readers });
   const status = ahead === 0 && behind === 0 ? 'identical' : behind === 0 ? 'ahead' : ahead === 0 ? 'behind' : 'diverged';
   const bothShas = immutableCache(o.repo, baseName) !== null ? immutableCache(o.repo, headName) : null;
   return {
@@ -153,6 +155,18 @@ export async function compare(
   };
 }
 
+type ContentsBody = Static<typeof Contents>;
+
+/** Where `{path}?ref=` leads: the opened repo, the checked path, its entry and the Cache-Control of the answer. */
+async function locate(deps: Deps, viewer: Viewer, repoRef: RepoRef, rawPath: string, ref: string | undefined) {
+  const path = checkPath(rawPath);
+  const o = await openRepo(deps, viewer, repoRef);
+  const { sha } = await commitOf(o, ref);
+  const entry = await lookupPath(o.readers.objects, o.dir!, sha, path);
+  if (!entry) throw pathNotFound(path);
+  return { o, path, entry, cache: immutableCache(o.repo, ref) };
+}
+
 /** GET {repo}/contents/{path}?ref=: a file, a directory, a symlink or a submodule. */
 export async function getContents(
   deps: Deps,
@@ -160,32 +174,45 @@ export async function getContents(
   repoRef: RepoRef,
   rawPath: string,
   ref: string | undefined,
-): Promise<{ body: Static<typeof Contents>; cache: string | null }> {
-  const path = checkPath(rawPath);
-  const o = await openRepo(deps, viewer, repoRef);
-  const { sha } = await commitOf(o, ref);
+): Promise<{ body: ContentsBody; cache: string | null }> {
+  const { o, path, entry, cache } = await locate(deps, viewer, repoRef, rawPath, ref);
+  return { body: await describe(o, path, entry), cache };
+}
+
+/**
+ * The same answer for the API route, serialized: a body is a function of its entry (type and
+ * object id) and its path, nothing else, so it comes from the body cache (src/code/body-cache.ts)
+ * with a strong ETag, serialized once (a directory of 10,000 entries is ~1.4 MB of JSON).
+ */
+export async function getContentsReply(
+  deps: Deps,
+  viewer: Viewer,
+  repoRef: RepoRef,
+  rawPath: string,
+  ref: string | undefined,
+): Promise<{ serialized: SerializedBody; cache: string | null }> {
+  const { o, path, entry, cache } = await locate(deps, viewer, repoRef, rawPath, ref);
+  const serialized = await cachedBody(`contents\0${entry.type}\0${entry.oid}\0${path}`, () => describe(o, path, entry));
+  return { serialized, cache };
+}
+
+async function describe(o: OpenedRepo, path: string, entry: PathEntry): Promise<ContentsBody> {
   const { objects } = o.readers;
   const dir = o.dir!;
-  const entry = await lookupPath(objects, dir, sha, path);
-  if (!entry) throw pathNotFound(path);
-  const cache = immutableCache(o.repo, ref);
   const base = { type: entry.type, name: entry.name, path, sha: entry.oid };
-  if (entry.type === 'submodule') return { body: base, cache };
+  if (entry.type === 'submodule') return base;
   if (entry.type === 'symlink') {
     const blob = await objects.one(dir, entry.oid);
-    return { body: { ...base, target: blob ? blob.data.toString('utf8') : '' }, cache };
+    return { ...base, target: blob ? blob.data.toString('utf8') : '' };
   }
-  if (entry.type === 'dir') return { body: { ...base, entries: await directory(o, entry.oid, path) }, cache };
+  if (entry.type === 'dir') return { ...base, entries: await directory(o, entry.oid, path) };
   const info = (await objects.info(dir, [entry.oid]))[0];
   if (!info) throw pathNotFound(path);
   if (info.size > MAX_INLINE_BYTES) {
-    return { body: { ...base, size: info.size, encoding: 'base64', content: null, truncated: true }, cache };
+    return { ...base, size: info.size, encoding: 'base64', content: null, truncated: true };
   }
   const blob = await objects.one(dir, entry.oid);
-  return {
-    body: { ...base, size: info.size, encoding: 'base64', content: blob!.data.toString('base64'), truncated: false },
-    cache,
-  };
+  return { ...base, size: info.size, encoding: 'base64', content: blob!.data.toString('base64'), truncated: false };
 }
 
 /** A tree's entries in byte order, with the size of each file (src/git/trees.ts, cached by tree oid). */

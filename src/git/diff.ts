@@ -1,9 +1,12 @@
+import type { DiffReaders } from './diff-pool.ts';
 import type { GitLimits } from './limits.ts';
+import type { ObjectReaders } from './objects.ts';
 
 /**
  * Changed files between two trees with their patches (commits, compare, a pull's files): one
- * `git diff-tree --raw --numstat -z` for the list and the line counts, one `git diff-tree -p`
- * for the patches, both bounded. The patch output is split per file in the list's order.
+ * `git diff-tree --raw --numstat -p -z` (a long-lived one from the diff pool when the caller
+ * passes it, else a bounded process of its own). The patch output is split per file in the
+ * list's order.
  */
 
 /** Most files described; past it `files_truncated`. */
@@ -39,7 +42,7 @@ export async function diffTrees(
   dir: string,
   from: string,
   to: string,
-  opts: { patches?: boolean } = {},
+  opts: { patches?: boolean; pool?: DiffPool } = {},
 ): Promise<Diff> {
   const patches = opts.patches !== false;
   // Two full object ids name the diff's content in every repository: it is cached (read-only).
@@ -50,7 +53,7 @@ export async function diffTrees(
     diffCache.set(key!, hit);
     return hit.diff;
   }
-  const diff = await computeDiff(limits, dir, from, to, patches);
+  const diff = await computeDiff(limits, dir, from, to, patches, opts.pool);
   if (key) remember(key, diff);
   return diff;
 }
@@ -74,12 +77,41 @@ function remember(key: string, diff: Diff): void {
   }
 }
 
-async function computeDiff(limits: GitLimits, dir: string, from: string, to: string, patches: boolean): Promise<Diff> {
-  const out = await limits.run(
-    dir,
-    ['diff-tree', ...DIFF_OPTS, '--raw', '--numstat', ...(patches ? ['-p'] : []), '-z', from, to, '--'],
-    { truncate: true },
-  );
+/**
+ * What lets a diff go to a long-lived `git diff-tree --stdin` (src/git/diff-pool.ts) instead of
+ * a process of its own: the object reader names the two trees, the pool diffs them.
+ */
+export interface DiffPool {
+  objects: ObjectReaders;
+  diffs: DiffReaders;
+}
+
+async function runDiff(
+  limits: GitLimits,
+  dir: string,
+  from: string,
+  to: string,
+  patches: boolean,
+  pool: DiffPool | undefined,
+): Promise<{ stdout: Buffer; truncated: boolean }> {
+  const args = [...DIFF_OPTS, '--raw', '--numstat', ...(patches ? ['-p'] : []), '-z'];
+  if (pool) {
+    const [a, b] = await pool.objects.info(dir, [`${from}^{tree}`, `${to}^{tree}`]);
+    const asked = a && b ? pool.diffs.diff(dir, args, a.oid, b.oid) : null;
+    if (asked) return asked;
+  }
+  return limits.run(dir, ['diff-tree', ...args, from, to, '--'], { truncate: true });
+}
+
+async function computeDiff(
+  limits: GitLimits,
+  dir: string,
+  from: string,
+  to: string,
+  patches: boolean,
+  pool: DiffPool | undefined,
+): Promise<Diff> {
+  const out = await runDiff(limits, dir, from, to, patches, pool);
   const cut = out.stdout.indexOf('\0\0diff --git ');
   const listing = cut < 0 ? out.stdout : out.stdout.subarray(0, cut + 1);
   const entries = parseRawNumstat(listing.toString('utf8'));

@@ -253,21 +253,55 @@ export interface TreeEntry {
 
 /** Entries of a raw tree object (`MODE SP NAME NUL 20-byte-oid`), in byte order of their names. */
 export function parseTree(data: Buffer, oidBytes = 20): TreeEntry[] {
-  const entries: (TreeEntry & { raw: Buffer })[] = [];
+  const entries: TreeEntry[] = [];
+  // where each name is, to sort by its bytes if git's order is not byte order
+  const starts: number[] = [];
+  const ends: number[] = [];
+  let dirs = false;
   let pos = 0;
   while (pos < data.length) {
     const sp = data.indexOf(32, pos);
     const nul = data.indexOf(0, sp + 1);
     if (sp < 0 || nul < 0) break;
-    const mode = data.toString('latin1', pos, sp);
-    const raw = data.subarray(sp + 1, nul);
-    const oid = data.toString('hex', nul + 1, nul + 1 + oidBytes);
+    // modes are 40000, 100644, 100755, 120000, 160000 (and old 100664): read from their bytes
+    const len = sp - pos;
+    const c0 = data[pos];
+    const c1 = data[pos + 1];
+    let type: TreeEntry['type'];
+    let mode: string;
+    if (len === 5 && c0 === 0x34) {
+      type = 'dir';
+      mode = '040000';
+      dirs = true;
+    } else if (len === 6 && c0 === 0x31 && c1 === 0x30) {
+      type = 'file';
+      mode =
+        data[pos + 3] === 0x36 && data[pos + 4] === 0x34 && data[pos + 5] === 0x34 ? '100644' : data.toString('latin1', pos, sp);
+    } else {
+      mode = data.toString('latin1', pos, sp).padStart(6, '0');
+      type = mode === '040000' ? 'dir' : mode === '120000' ? 'symlink' : mode === '160000' ? 'submodule' : 'file';
+      if (type === 'dir') dirs = true;
+    }
+    entries.push({
+      mode,
+      type,
+      name: data.toString('utf8', sp + 1, nul),
+      oid: data.toString('hex', nul + 1, nul + 1 + oidBytes),
+    });
+    starts.push(sp + 1);
+    ends.push(nul);
     pos = nul + 1 + oidBytes;
-    const type = mode === '40000' ? 'dir' : mode === '120000' ? 'symlink' : mode === '160000' ? 'submodule' : 'file';
-    entries.push({ mode: mode.padStart(6, '0'), type, name: raw.toString('utf8'), oid, raw });
   }
-  entries.sort((a, b) => Buffer.compare(a.raw, b.raw));
-  return entries.map(({ raw: _raw, ...e }) => e);
+  // git orders a tree as if each directory's name ended in "/": without directories that is byte order
+  if (!dirs) return entries;
+  // each name's bytes as a latin1 string: one char per byte, so `<` on them is byte order
+  const keys = starts.map((start, i) => data.toString('latin1', start, ends[i]));
+  let sorted = true;
+  for (let i = 1; i < keys.length && sorted; i++) if (keys[i - 1]! > keys[i]!) sorted = false;
+  if (sorted) return entries;
+  const order = entries.map((_, i) => i);
+  order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+  return order.map((i) => entries[i]!);
 }
 
 export interface Signature {

@@ -158,6 +158,27 @@ export interface PathEntry {
  * so the mode (file, symlink, submodule) is known. Null when there is no such entry.
  */
 export async function lookupPath(objects: ObjectReaders, dir: string, sha: string, path: string): Promise<PathEntry | null> {
+  // a full commit id and a path name one entry forever: found entries are cached (read-only)
+  const key = FULL_SHA.test(sha) ? `${sha}\0${path}` : null;
+  const hit = key ? entries.get(key) : undefined;
+  if (hit) {
+    entries.delete(key!);
+    entries.set(key!, hit);
+    return hit;
+  }
+  const entry = await readPath(objects, dir, sha, path);
+  if (key && entry) {
+    entries.set(key, entry);
+    if (entries.size > MAX_CACHED_PATHS) entries.delete(entries.keys().next().value!);
+  }
+  return entry;
+}
+
+/** Entries found by `lookupPath`, by commit id and path; least recently used first out. */
+const MAX_CACHED_PATHS = 20_000;
+const entries = new Map<string, PathEntry>();
+
+async function readPath(objects: ObjectReaders, dir: string, sha: string, path: string): Promise<PathEntry | null> {
   if (path === '') {
     const root = (await objects.info(dir, [`${sha}^{tree}`]))[0];
     return root ? { path: '', name: '', type: 'dir', mode: '040000', oid: root.oid } : null;

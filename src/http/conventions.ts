@@ -59,8 +59,8 @@ export async function installConventions(app: FastifyInstance, config: Config): 
 }
 
 /**
- * Weak ETag on successful JSON reads by an authenticated caller, with If-None-Match → 304 and
- * `Cache-Control: private, no-cache` (the body depends on who asks; revalidate every time).
+ * Weak ETag on successful JSON reads by an authenticated caller (or the strong one the route set),
+ * with If-None-Match → 304 and `Cache-Control: private, no-cache` (the body depends on who asks; revalidate every time).
  * Streamed bodies (event streams, git) are left alone: only string and Buffer payloads are hashed.
  */
 function installEtag(app: FastifyInstance): void {
@@ -81,7 +81,9 @@ function withEtag(request: FastifyRequest, reply: FastifyReply, payload: unknown
     if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
     const type = String(reply.getHeader('content-type') ?? '');
     if (!type.startsWith('application/json')) return payload;
-    const etag = `W/"${hash('sha1', payload, 'base64url').slice(0, 27)}"`;
+    // a route that knows its body's tag already (a strong one, src/code/body-cache.ts) spares the hash
+    const preset = reply.getHeader('etag');
+    const etag = typeof preset === 'string' ? preset : `W/"${hash('sha1', payload, 'base64url').slice(0, 27)}"`;
     reply.header('etag', etag);
     // a route may have said more (an answer addressed by a full commit sha is immutable)
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'private, no-cache');
