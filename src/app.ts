@@ -21,6 +21,7 @@ import { installPaging } from './http/paging.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
 import { installValidators } from './http/validation.ts';
+import { lazySerializerFactory } from './http/lazy-compilers.ts';
 import { forksRoutes } from './forks/routes.ts';
 import { invitesRoutes } from './invites/routes.ts';
 import { rateLimitsRoutes } from './ratelimits/routes.ts';
@@ -100,6 +101,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     forceCloseConnections: 'idle',
     return503OnClosing: false,
     routerOptions: { maxParamLength: 500 },
+    // Response serializers compile on a route's first response, not at start-up.
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory() } },
     frameworkErrors,
     clientErrorHandler,
     ...serverTimeoutOptions(deps.config),

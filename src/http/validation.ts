@@ -49,15 +49,41 @@ function withDecimalIntegers(schema: unknown, validate: ValidateFunction): Valid
 }
 
 /**
+ * A validator that compiles its schema on its first call (Ajv's compilation of every route's
+ * schemas was a large part of the server's start-up). It carries `schemaEnv` so that Fastify
+ * passes it the parent object, as it does to Ajv's own functions, and its `errors` are those of
+ * the compiled function's last call.
+ */
+function lazyValidator(compile: () => ValidateFunction): ValidateFunction {
+  let validate: ValidateFunction | null = null;
+  const lazy = ((...args: unknown[]) => {
+    validate ??= compile();
+    const ok = (validate as (...a: unknown[]) => boolean)(...args);
+    lazy.errors = validate.errors;
+    return ok;
+  }) as ValidateFunction;
+  Object.assign(lazy, { schemaEnv: true });
+  return lazy;
+}
+
+/**
  * Two validators: bodies are checked strictly (no type coercion, unknown properties rejected,
  * never stripped), while path, query and headers coerce text to the declared types, as they
- * can only be text on the wire (integers only from plain decimal digits).
+ * can only be text on the wire (integers only from plain decimal digits). Each route's
+ * validators compile on first use; Ajv itself is set up on the first compilation.
  */
 export function installValidators(app: FastifyInstance): void {
   const common: Options = { allErrors: false, strict: false, removeAdditional: false, useDefaults: true };
-  const bodyAjv = addFormats.default(new Ajv.default({ ...common, coerceTypes: false }));
-  const textAjv = addFormats.default(new Ajv.default({ ...common, coerceTypes: 'array' }));
+  let bodyAjv: Ajv.default | null = null;
+  let textAjv: Ajv.default | null = null;
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? bodyAjv.compile(schema) : withDecimalIntegers(schema, textAjv.compile(schema)),
+    httpPart === 'body'
+      ? lazyValidator(() => (bodyAjv ??= addFormats.default(new Ajv.default({ ...common, coerceTypes: false }))).compile(schema))
+      : lazyValidator(() =>
+          withDecimalIntegers(
+            schema,
+            (textAjv ??= addFormats.default(new Ajv.default({ ...common, coerceTypes: 'array' }))).compile(schema),
+          ),
+        ),
   );
 }
