@@ -6,7 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type Deps, createDeps, startBackground, stopBackground } from './root.ts';
 import { startMetricsServer } from './http/metrics.ts';
 import { drainAndClose } from './http/shutdown.ts';
-import { type SshServer, startSshServer } from './ssh/server.ts';
+import type { SshServer } from './ssh/server.ts';
 import { bootstrapAdmin } from './users/service.ts';
 
 /** DATA_DIR must be a directory the server can create and write; else one clear line, exit 2. */
@@ -38,7 +38,9 @@ async function main(): Promise<void> {
   assertDataDir(config.dataDir);
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
   const deps = createDeps(config, database);
-  const app = await buildApp(deps);
+  // /readyz answers 503 until the background work runs (started once the server listens)
+  const readiness = { ready: false };
+  const app = await buildApp(deps, { readiness });
   if (await bootstrapAdmin(deps)) app.log.info({ username: config.bootstrapAdminUsername }, 'bootstrap admin created');
   await firstRunHint(deps, app.log);
   const metricsServer = typeof config.metrics === 'number' ? await startMetricsServer(config.metricsHost, config.metrics) : null;
@@ -73,10 +75,14 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 
-  await startBackground(deps);
+  // Listen first, so /healthz answers as soon as the routes are ready; the job workers, timers,
+  // event listeners and crash recovery start right after, and /readyz says ready once they run.
   await app.listen({ port: config.port, host: config.host });
-  // git over SSH (README "Git over SSH"); SSH_PORT=0 turns it off
-  if (config.sshPort !== 0) {
+  await startBackground(deps);
+  readiness.ready = !stopping;
+  // git over SSH (README "Git over SSH"); SSH_PORT=0 turns it off. Its module (and ssh2) loads here.
+  if (config.sshPort !== 0 && !stopping) {
+    const { startSshServer } = await import('./ssh/server.ts');
     sshServer = await startSshServer(deps);
     app.log.info({ sshPort: sshServer.port }, 'git over SSH is serving');
   }

@@ -1,4 +1,8 @@
-import SerializerSelector from '@fastify/fast-json-stringify-compiler';
+import type SerializerSelector from '@fastify/fast-json-stringify-compiler';
+import { lazyRequire } from '../lazy-require.ts';
+
+// fast-json-stringify (and the Ajv it brings) loads with the first serializer compiled.
+const selector = lazyRequire<typeof SerializerSelector>('@fastify/fast-json-stringify-compiler');
 
 /**
  * Fastify compiles every route's response serializers (fast-json-stringify) when the server
@@ -8,12 +12,11 @@ import SerializerSelector from '@fastify/fast-json-stringify-compiler';
  * `schemaController.compilersFactory.buildSerializer`.
  */
 export function lazySerializerFactory(): SerializerSelector.SerializerFactory {
-  const defaultFactory = SerializerSelector();
   return (externalSchemas, options) => {
-    const compile = defaultFactory(externalSchemas, options);
+    let compile: SerializerSelector.SerializerCompiler | null = null;
     return (route) => {
       let serialize: SerializerSelector.Serializer | null = null;
-      return (doc: unknown) => (serialize ??= compile(route))(doc);
+      return (doc: unknown) => (serialize ??= (compile ??= selector()()(externalSchemas, options))(route))(doc);
     };
   };
 }
