@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Weft: multi-stage build. The build stage installs every dependency (native better-sqlite3
-# included) and compiles src/ to dist/; the runtime stage keeps production dependencies and
+# included) and bundles src/ into dist/ (esbuild); the runtime stage keeps production dependencies and
 # dist/ only, runs as a non-root user, and keeps its data in the DATA_DIR volume.
 
 FROM node:26-trixie-slim AS build

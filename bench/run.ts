@@ -6,6 +6,7 @@
  *   BENCH_DATABASE_URL=postgres://…    # the PostgreSQL server (default: the local test server)
  *   BENCH_EVENTS=100000 BENCH_REPOS=1000 BENCH_PULLS=1000 npm run bench   # a smaller seed
  *   BENCH_TARGETS=health,user,repo,pull BENCH_CPU_PROF=/tmp/prof npm run bench   # some targets, CPU profile of the server
+ *   BENCH_STARTUP=0 npm run bench      # without the start-up and idle-memory figures (bench/startup.ts) printed first
  *
  * For each database, a child process serves a raw node:http hello server and Weft (built
  * in-process with buildApp on a fresh database seeded by bench/seed.ts, logging off); this process
@@ -21,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon, { type Result } from 'autocannon';
 import { type Seeded, seed } from './seed.ts';
 import { serveWeft } from './serve-weft.ts';
+import { benchStartup } from './startup.ts';
 
 const TOKEN = 'weft_bench_bootstrap_token_0123456789abc';
 
@@ -195,17 +197,29 @@ async function benchDatabase(url: string | null, connections: number, duration: 
       `\n${ports.dialect}: best of the rounds, the ratio to raw node:http (req/s), and the server process's CPU time per ` +
         "request (user + system, least of the rounds; the database server's own CPU not included):",
     );
-    console.log(`| request | req/s | p50 | p99 | vs raw | server CPU µs/request |\n|---|---:|---:|---:|---:|---:|`);
+    console.log(
+      `| request | req/s | p50 | p99 | vs raw | server CPU µs/request | goal (server CPU) |\n|---|---:|---:|---:|---:|---:|---|`,
+    );
+    const fastifyCpu = best.get('bare Fastify hello')?.cpu;
     for (const target of targets) {
       const row = best.get(target.name)!;
       console.log(
-        `| ${target.name} | ${row.rps.toFixed(0)} | ${row.p50} ms | ${row.p99} ms | ${(row.rps / base.rps).toFixed(2)}x | ${row.cpu.toFixed(1)} |`,
+        `| ${target.name} | ${row.rps.toFixed(0)} | ${row.p50} ms | ${row.p99} ms | ${(row.rps / base.rps).toFixed(2)}x | ${row.cpu.toFixed(1)} | ` +
+          `${goal(target.key, ports.dialect, row.cpu, fastifyCpu)} |`,
       );
     }
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));
   }
+}
+
+/** The issue-31 goals for the server's CPU per request, and whether this run met them. */
+function goal(key: string | undefined, dialect: string, cpu: number, fastifyCpu: number | undefined): string {
+  const mark = (limit: number) => `≤ ${limit.toFixed(1)} µs: ${cpu <= limit ? 'met' : '**not met**'}`;
+  if (key === 'health' && fastifyCpu !== undefined) return `bare Fastify + 8 µs, ${mark(fastifyCpu + 8)}`;
+  if (key === 'user') return mark(dialect === 'postgres' ? 90 : 55);
+  return '';
 }
 
 async function main(): Promise<void> {
@@ -218,6 +232,7 @@ async function main(): Promise<void> {
     `node ${process.version}, ${cpus().length} cores; ${connections} connections, ${duration} s per target (after a 1 s warm-up), ` +
       `${rounds} round(s); the best round per target is kept (the machine is shared)`,
   );
+  if (process.env.BENCH_STARTUP !== '0') await benchStartup();
   for (const name of databases) await benchDatabase(name === 'postgres' ? pgUrl : null, connections, duration, rounds);
 }
 

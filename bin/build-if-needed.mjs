@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// `npm start` runs this first: it compiles src/ to dist/ when dist/ is missing or older than any
+// `npm start` runs this first: it builds dist/ from src/ when dist/ is missing or older than any
 // source file, so `npm install && npm start` works on a fresh clone. An installation without the
-// TypeScript compiler (npm ci --omit=dev, the Docker image) uses the dist/ it was shipped with.
+// bundler (npm ci --omit=dev, the Docker image) uses the dist/ it was shipped with.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,12 +27,12 @@ const sources = Math.max(
   statSync(join(root, 'tsconfig.build.json')).mtimeMs,
 );
 const built = existsSync(entry) ? statSync(entry).mtimeMs : 0;
-const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-if (built === 0 || (sources > built && existsSync(tsc))) {
-  if (!existsSync(tsc)) {
-    console.error('weft: dist/ is missing and the TypeScript compiler is not installed: run `npm install` first');
+const bundler = join(root, 'node_modules', 'esbuild', 'package.json');
+if (built === 0 || (sources > built && existsSync(bundler))) {
+  if (!existsSync(bundler)) {
+    console.error('weft: dist/ is missing and the bundler (esbuild) is not installed: run `npm install` first');
     process.exit(1);
   }
-  console.error('weft: compiling src/ to dist/ ...');
+  console.error('weft: building dist/ from src/ ...');
   execFileSync(process.execPath, [join(root, 'bin', 'build.mjs')], { stdio: 'inherit' });
 }

@@ -20,7 +20,8 @@ import { installTokenScopes } from './http/scopes.ts';
 import { installPaging } from './http/paging.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, installUrlCheck } from './http/request-checks.ts';
-import { installValidators } from './http/validation.ts';
+import { installValidators, validatorFactory } from './http/validation.ts';
+import { lazySerializerFactory } from './http/lazy-compilers.ts';
 import { forksRoutes } from './forks/routes.ts';
 import { invitesRoutes } from './invites/routes.ts';
 import { rateLimitsRoutes } from './ratelimits/routes.ts';
@@ -45,6 +46,11 @@ import { webRoutes } from './web/plugin.ts';
 
 export interface AppOptions {
   logger?: boolean;
+  /**
+   * The server's entry point (main.ts) passes `{ ready: false }` and sets it once the background
+   * work runs; until then `/readyz` is 503. Without it the app is ready when built.
+   */
+  readiness?: { ready: boolean };
 }
 
 /** Each domain's routes, mounted under /api/v1. */
@@ -100,6 +106,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     forceCloseConnections: 'idle',
     return503OnClosing: false,
     routerOptions: { maxParamLength: 500 },
+    // Response serializers compile on a route's first response, not at start-up.
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory(), buildValidator: validatorFactory } },
     frameworkErrors,
     clientErrorHandler,
     ...serverTimeoutOptions(deps.config),
@@ -108,7 +116,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   // Once the server is closing, responses to in-flight requests close their keep-alive
   // connection: otherwise it would stay open (idle) and hold up a graceful shutdown.
   installDrainFlag(app);
+  // One onSend hook for what every response carries (a hook per header costs a step each).
   app.addHook('onSend', (request, reply, payload, done) => {
+    if (app.draining) reply.header('connection', 'close');
     reply.header('x-request-id', request.id);
     // No response may be sniffed into another type (a JSON body as HTML).
     reply.header('x-content-type-options', 'nosniff');
@@ -140,6 +150,11 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {
+    if (opts.readiness && !opts.readiness.ready) {
+      return reply
+        .status(503)
+        .send({ error: 'service_unavailable', detail: 'The server is starting: its background work is not running yet.' });
+    }
     const ok = await pingDatabase(deps.database);
     return reply
       .status(ok ? 200 : 503)

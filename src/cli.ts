@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
@@ -12,11 +12,9 @@ import { inTransaction } from './core/transaction.ts';
 import { nowIso } from './time.ts';
 import { hashPassword } from './users/password.ts';
 import { createUser, findUserByUsername } from './users/service.ts';
+import { weftVersion } from './version.ts';
 
-/** The package version (package.json sits one level above both src/ and dist/). */
-export function weftVersion(): string {
-  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-}
+export { weftVersion };
 
 const USAGE = `usage: weft <command> [options]
 

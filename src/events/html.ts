@@ -1,13 +1,17 @@
-import sanitizeHtml from 'sanitize-html';
+import type SanitizeHtml from 'sanitize-html';
+import { lazyRequire } from '../lazy-require.ts';
 import { createMarkdownRenderer } from '../markdown/render.ts';
 import type { EventRecord } from './service.ts';
 
 const markdown = createMarkdownRenderer();
+// sanitize-html is loaded with the first fragment
+const sanitizer = lazyRequire<typeof SanitizeHtml>('sanitize-html');
+let FRAGMENT: SanitizeHtml.IOptions | null = null;
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 // The fragment's own markup plus what the Markdown renderer allows.
-const FRAGMENT: sanitizeHtml.IOptions = {
+const fragmentOptions = (sanitizeHtml: typeof SanitizeHtml): SanitizeHtml.IOptions => ({
   ...sanitizeHtml.defaults,
   allowedTags: [...sanitizeHtml.defaults.allowedTags, 'article', 'header', 'span', 'time', 'dl', 'dt', 'dd', 'img', 'del', 's'],
   allowedAttributes: {
@@ -24,7 +28,7 @@ const FRAGMENT: sanitizeHtml.IOptions = {
   },
   allowedSchemes: ['http', 'https', 'mailto'],
   allowProtocolRelative: false,
-};
+});
 
 /** The Markdown text an event carries, by the payload fields the event kinds use. */
 function markdownOf(payload: Record<string, unknown>): string | null {
@@ -63,5 +67,6 @@ export function eventHtml(event: EventRecord): string {
     lines.push('</dl>');
   }
   lines.push('</article>');
-  return sanitizeHtml(lines.join('\n'), FRAGMENT);
+  const sanitizeHtml = sanitizer();
+  return sanitizeHtml(lines.join('\n'), (FRAGMENT ??= fragmentOptions(sanitizeHtml)));
 }

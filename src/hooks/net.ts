@@ -6,8 +6,13 @@
  */
 import { lookup as dnsLookup } from 'node:dns';
 import { isIP } from 'node:net';
-import { Agent, buildConnector, request } from 'undici';
+import type * as Undici from 'undici';
+import type { Agent, buildConnector } from 'undici';
 import { type AllowList, EMPTY_ALLOW_LIST, addressAllowed, hostAllowed } from './allow-list.ts';
+import { lazyRequire } from '../lazy-require.ts';
+
+/** undici is loaded with the first delivery, not when the server starts. */
+const undici = lazyRequire<typeof Undici>('undici');
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 export const MAX_RESPONSE_BODY = 64 * 1024;
@@ -64,11 +69,24 @@ class Semaphore {
 export class HookHttp {
   /** The site's allow-list as last read (the sender refreshes it before it sends). */
   allow: AllowList = EMPTY_ALLOW_LIST;
-  private readonly agent: Agent;
+  private agentOrNull: Agent | null = null;
   private readonly limit: Semaphore;
 
   constructor(maxConcurrency: number) {
     this.limit = new Semaphore(maxConcurrency);
+    this.maxConcurrency = maxConcurrency;
+  }
+
+  private readonly maxConcurrency: number;
+
+  /** The Agent, made with the first delivery. */
+  private get agent(): Agent {
+    return (this.agentOrNull ??= this.createAgent());
+  }
+
+  private createAgent(): Agent {
+    const { Agent, buildConnector } = undici();
+    const maxConcurrency = this.maxConcurrency;
     const base = buildConnector({
       timeout: DELIVERY_TIMEOUT_MS,
       // every address a name resolves to is checked here, when the connection is made
@@ -84,7 +102,7 @@ export class HookHttp {
         });
       },
     } as buildConnector.BuildOptions);
-    this.agent = new Agent({
+    return new Agent({
       connections: maxConcurrency,
       headersTimeout: DELIVERY_TIMEOUT_MS,
       bodyTimeout: DELIVERY_TIMEOUT_MS,
@@ -106,7 +124,7 @@ export class HookHttp {
       const started = performance.now();
       const signal = AbortSignal.timeout(DELIVERY_TIMEOUT_MS);
       try {
-        const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal });
+        const res = await undici().request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal });
         const chunks: Buffer[] = [];
         let size = 0;
         for await (const chunk of res.body) {
@@ -141,6 +159,6 @@ export class HookHttp {
   }
 
   async close(): Promise<void> {
-    await this.agent.close().catch(() => undefined);
+    await this.agentOrNull?.close().catch(() => undefined);
   }
 }

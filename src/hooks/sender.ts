@@ -8,7 +8,6 @@
  * successful first attempts in groups (SuccessGroup: up to 25, within 50 ms).
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { hookCreator } from '../access/hooks.ts';
 import { type EventViewer, eventViewer } from '../access/events.ts';
 import type { Deps } from '../deps.ts';
@@ -20,6 +19,7 @@ import { compileAllowList } from './allow-list.ts';
 import { ADDRESS_NOT_ALLOWED, DELIVERY_TIMEOUT_MS, type HookHttp, type HttpOutcome } from './net.ts';
 import { DELIVERY_RETENTION_MS, type DeliveryRow, type HookRow, JOB_RETRY, JOB_SEND, emitHookEvent } from './service.ts';
 import { hubSignature, standardSignature } from './signing.ts';
+import { weftVersion } from '../version.ts';
 
 /** Delays before retries 1..8, in seconds (then the delivery is failed). */
 export const RETRY_DELAYS_S = [10, 60, 300, 1800, 7200, 21600, 43200, 86400];
@@ -32,9 +32,7 @@ const BATCH = 50;
 /** How long a batch may reuse its check of the creator's access. */
 const CREATOR_TTL_MS = 1000;
 
-/** The package version (package.json sits one level above both src/ and dist/). */
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-const USER_AGENT = `Weft-Hookshot/${VERSION}`;
+const USER_AGENT = `Weft-Hookshot/${weftVersion()}`;
 
 type Result = 'sent' | 'disabled';
 

@@ -11,19 +11,62 @@ import type { QueryObserver } from '../db/query-timing.ts';
 export const metricsRegistry = new client.Registry();
 client.collectDefaultMetrics({ register: metricsRegistry, prefix: 'weft_' });
 
+const HTTP_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * The per-request figures, by method, route pattern and status: plain numbers the request's
+ * onResponse hook adds to (a counter increment and a bucket increment, no label hashing), handed
+ * to prom-client when /metrics is read (the two metrics' `collect`).
+ */
+interface HttpTally {
+  labels: { method: string; route: string; status: string };
+  count: number;
+  sum: number;
+  /** per bucket of HTTP_BUCKETS, not cumulative; the last slot is over the largest bound */
+  buckets: number[];
+}
+const httpTallies = new Map<string, HttpTally>();
+
 export const httpRequests = new client.Counter({
   name: 'weft_http_requests_total',
   help: 'HTTP requests answered, by method, route pattern and status',
   labelNames: ['method', 'route', 'status'] as const,
   registers: [metricsRegistry],
+  collect() {
+    this.reset();
+    for (const t of httpTallies.values()) this.inc(t.labels, t.count);
+  },
 });
+
+/** prom-client's own record of one label set (its `hashMap` values), written at collection. */
+interface HistogramEntry {
+  labels: Record<string, string>;
+  sum: number;
+  count: number;
+  bucketValues: Record<number, number>;
+}
 
 export const httpDuration = new client.Histogram({
   name: 'weft_http_request_duration_seconds',
   help: 'HTTP request latency, by method, route pattern and status',
   labelNames: ['method', 'route', 'status'] as const,
-  buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  buckets: HTTP_BUCKETS,
   registers: [metricsRegistry],
+  collect() {
+    this.reset();
+    const map = (this as unknown as { hashMap: Record<string, HistogramEntry> }).hashMap;
+    for (const t of httpTallies.values()) {
+      // creates prom-client's entry for the label set, which then takes the tally's figures
+      this.observe(t.labels, 0);
+      const entry = Object.values(map).find(
+        (e) => e.labels.method === t.labels.method && e.labels.route === t.labels.route && e.labels.status === t.labels.status,
+      );
+      if (!entry) continue;
+      entry.sum = t.sum;
+      entry.count = t.count;
+      HTTP_BUCKETS.forEach((bound, i) => (entry.bucketValues[bound] = t.buckets[i]!));
+    }
+  },
 });
 
 /** Open live event streams; the event-stream route increments and decrements it. */
@@ -90,25 +133,29 @@ export function installMetrics(app: FastifyInstance, database: Database, timeQue
     pools.delete(database);
     database.queryObservers.delete(observeQuery);
   });
-  // The label values are bounded (route patterns, methods, statuses): each combination's
-  // children are looked up once, not hashed from a labels object on every request.
-  const children = new Map<
-    string,
-    { count: ReturnType<typeof httpRequests.labels>; duration: ReturnType<typeof httpDuration.labels> }
-  >();
+  // The label values are bounded (route patterns, methods, statuses). The hot path is a few
+  // number increments; prom-client sees the tallies when /metrics is read.
   app.addHook('onResponse', (request, reply, done) => {
     const method = request.method;
     const route = request.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;
     const key = `${method} ${status} ${route}`;
-    let child = children.get(key);
-    if (!child) {
-      const labels = { method, route, status: String(status) };
-      child = { count: httpRequests.labels(labels), duration: httpDuration.labels(labels) };
-      children.set(key, child);
+    let tally = httpTallies.get(key);
+    if (!tally) {
+      tally = {
+        labels: { method, route, status: String(status) },
+        count: 0,
+        sum: 0,
+        buckets: new Array<number>(HTTP_BUCKETS.length + 1).fill(0),
+      };
+      httpTallies.set(key, tally);
     }
-    child.count.inc();
-    child.duration.observe(reply.elapsedTime / 1000);
+    const seconds = reply.elapsedTime / 1000;
+    let i = 0;
+    while (i < HTTP_BUCKETS.length && seconds > HTTP_BUCKETS[i]!) i++;
+    tally.count++;
+    tally.sum += seconds;
+    tally.buckets[i]!++;
     done();
   });
 }

@@ -16,10 +16,7 @@ export function installDrainFlag(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     app.draining = true;
   });
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (app.draining) reply.header('connection', 'close');
-    done(null, payload);
-  });
+  // the responses' `Connection: close` while draining is set by app.ts's one onSend hook
 }
 
 /**

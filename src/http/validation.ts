@@ -1,6 +1,12 @@
-import Ajv, { type ErrorObject, type Options, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
-import type { FastifyInstance } from 'fastify';
+import type Ajv from 'ajv';
+import type { ErrorObject, Options, ValidateFunction } from 'ajv';
+import type addFormats from 'ajv-formats';
+import type { FastifyInstance, FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
+import { lazyRequire } from '../lazy-require.ts';
+
+// Ajv loads with the first validator compiled (the first request with a schema).
+const ajvModule = lazyRequire<typeof Ajv>('ajv');
+const ajvFormats = lazyRequire<typeof addFormats>('ajv-formats');
 
 /** How an integer must look on the wire (query string, path): decimal digits, maybe a minus. */
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
@@ -49,15 +55,48 @@ function withDecimalIntegers(schema: unknown, validate: ValidateFunction): Valid
 }
 
 /**
+ * A validator that compiles its schema on its first call (Ajv's compilation of every route's
+ * schemas was a large part of the server's start-up). It carries `schemaEnv` so that Fastify
+ * passes it the parent object, as it does to Ajv's own functions, and its `errors` are those of
+ * the compiled function's last call.
+ */
+function lazyValidator(compile: () => ValidateFunction): ValidateFunction {
+  let validate: ValidateFunction | null = null;
+  const lazy = ((...args: unknown[]) => {
+    validate ??= compile();
+    const ok = (validate as (...a: unknown[]) => boolean)(...args);
+    lazy.errors = validate.errors;
+    return ok;
+  }) as ValidateFunction;
+  Object.assign(lazy, { schemaEnv: true });
+  return lazy;
+}
+
+/**
  * Two validators: bodies are checked strictly (no type coercion, unknown properties rejected,
  * never stripped), while path, query and headers coerce text to the declared types, as they
- * can only be text on the wire (integers only from plain decimal digits).
+ * can only be text on the wire (integers only from plain decimal digits). Each route's
+ * validators compile on first use; Ajv itself is set up on the first compilation.
  */
+const common: Options = { allErrors: false, strict: false, removeAdditional: false, useDefaults: true };
+let bodyAjv: InstanceType<typeof Ajv.default> | null = null;
+let textAjv: InstanceType<typeof Ajv.default> | null = null;
+const newAjv = (options: Options) => ajvFormats().default(new (ajvModule().default)({ ...common, ...options }));
+
+/** Weft's validator compiler (installValidators sets it; app.ts also hands it to Fastify's schema controller). */
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
+  httpPart === 'body'
+    ? lazyValidator(() => (bodyAjv ??= newAjv({ coerceTypes: false })).compile(schema as object))
+    : lazyValidator(() => withDecimalIntegers(schema, (textAjv ??= newAjv({ coerceTypes: 'array' })).compile(schema as object)));
+
+type ValidatorFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator'];
+
+/**
+ * For Fastify's schema controller: without it Fastify loads its own Ajv compiler (and Ajv) when
+ * the server starts, although installValidators replaces it.
+ */
+export const validatorFactory = (() => validatorCompiler) as unknown as ValidatorFactory;
+
 export function installValidators(app: FastifyInstance): void {
-  const common: Options = { allErrors: false, strict: false, removeAdditional: false, useDefaults: true };
-  const bodyAjv = addFormats.default(new Ajv.default({ ...common, coerceTypes: false }));
-  const textAjv = addFormats.default(new Ajv.default({ ...common, coerceTypes: 'array' }));
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? bodyAjv.compile(schema) : withDecimalIntegers(schema, textAjv.compile(schema)),
-  );
+  app.setValidatorCompiler(validatorCompiler);
 }

@@ -1,6 +1,16 @@
-import MarkdownIt from 'markdown-it';
+import type MarkdownIt from 'markdown-it';
 import type { StateInline } from 'markdown-it';
-import sanitizeHtml from 'sanitize-html';
+import type SanitizeHtml from 'sanitize-html';
+import { lazyRequire } from '../lazy-require.ts';
+
+// Both are loaded with the first text rendered, not when the server starts.
+const markdownIt = lazyRequire<typeof MarkdownIt>('markdown-it');
+const sanitizer = lazyRequire<typeof SanitizeHtml>('sanitize-html');
+let sanitizeWith: SanitizeHtml.IOptions | null = null;
+const sanitize = (dirty: string) => {
+  const sanitizeHtml = sanitizer();
+  return sanitizeHtml(dirty, (sanitizeWith ??= sanitizeOptions(sanitizeHtml)));
+};
 
 /**
  * The one Markdown renderer (thread and reply bodies, ping bodies, timer messages, event HTML).
@@ -34,54 +44,57 @@ function mentionRule(mentionHref: (username: string) => string) {
   };
 }
 
-const SANITIZE: sanitizeHtml.IOptions = {
-  allowedTags: [
-    'p',
-    'br',
-    'hr',
-    'h1',
-    'h2',
-    'h3',
-    'h4',
-    'h5',
-    'h6',
-    'blockquote',
-    'pre',
-    'code',
-    'em',
-    'strong',
-    's',
-    'del',
-    'ul',
-    'ol',
-    'li',
-    'a',
-    'table',
-    'thead',
-    'tbody',
-    'tr',
-    'th',
-    'td',
-    'img',
-  ],
-  allowedAttributes: {
-    a: ['href', 'class', 'title'],
-    img: ['src', 'alt', 'title'],
-    code: ['class'],
-    th: ['style'],
-    td: ['style'],
-    ol: ['start'],
-  },
-  allowedSchemes: ['http', 'https', 'mailto'],
-  allowedSchemesAppliedToAttributes: ['href', 'src'],
-  allowProtocolRelative: false,
-  allowedStyles: { th: { 'text-align': [/^(left|right|center)$/] }, td: { 'text-align': [/^(left|right|center)$/] } },
-  transformTags: { a: sanitizeHtml.simpleTransform('a', { rel: 'nofollow noopener' }, true) },
-};
-SANITIZE.allowedAttributes = {
-  ...(SANITIZE.allowedAttributes as Record<string, string[]>),
-  a: ['href', 'class', 'title', 'rel'],
-};
+function sanitizeOptions(sanitizeHtml: typeof SanitizeHtml): SanitizeHtml.IOptions {
+  const SANITIZE: SanitizeHtml.IOptions = {
+    allowedTags: [
+      'p',
+      'br',
+      'hr',
+      'h1',
+      'h2',
+      'h3',
+      'h4',
+      'h5',
+      'h6',
+      'blockquote',
+      'pre',
+      'code',
+      'em',
+      'strong',
+      's',
+      'del',
+      'ul',
+      'ol',
+      'li',
+      'a',
+      'table',
+      'thead',
+      'tbody',
+      'tr',
+      'th',
+      'td',
+      'img',
+    ],
+    allowedAttributes: {
+      a: ['href', 'class', 'title'],
+      img: ['src', 'alt', 'title'],
+      code: ['class'],
+      th: ['style'],
+      td: ['style'],
+      ol: ['start'],
+    },
+    allowedSchemes: ['http', 'https', 'mailto'],
+    allowedSchemesAppliedToAttributes: ['href', 'src'],
+    allowProtocolRelative: false,
+    allowedStyles: { th: { 'text-align': [/^(left|right|center)$/] }, td: { 'text-align': [/^(left|right|center)$/] } },
+    transformTags: { a: sanitizeHtml.simpleTransform('a', { rel: 'nofollow noopener' }, true) },
+  };
+  SANITIZE.allowedAttributes = {
+    ...(SANITIZE.allowedAttributes as Record<string, string[]>),
+    a: ['href', 'class', 'title', 'rel'],
+  };
+  return SANITIZE;
+}
 
 export interface MarkdownRenderer {
   /** Sanitised HTML for a Markdown text. */
@@ -90,15 +103,19 @@ export interface MarkdownRenderer {
 
 export function createMarkdownRenderer(opts: { mentionHref?: (username: string) => string } = {}): MarkdownRenderer {
   const href = opts.mentionHref ?? ((u: string) => `/users/${encodeURIComponent(u)}`);
-  const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
-  md.inline.ruler.after('emphasis', 'mention', mentionRule(href));
-  return { render: (markdown) => sanitizeHtml(md.render(markdown), SANITIZE) };
+  let md: InstanceType<typeof MarkdownIt> | null = null;
+  const build = () => {
+    const built = new (markdownIt())({ html: false, linkify: true, breaks: false });
+    built.inline.ruler.after('emphasis', 'mention', mentionRule(href));
+    return built;
+  };
+  return { render: (markdown) => sanitize((md ??= build()).render(markdown)) };
 }
 
 /** The distinct usernames mentioned as `@username` (lowercase, first-seen order), outside code. */
 export function extractMentions(markdown: string): string[] {
   const seen = new Set<string>();
-  const md = new MarkdownIt({ html: false });
+  const md = new (markdownIt())({ html: false });
   md.inline.ruler.after(
     'emphasis',
     'mention',

@@ -9,7 +9,16 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import ssh2 from 'ssh2';
+import type Ssh2 from 'ssh2';
+import { lazyRequire } from '../lazy-require.ts';
+
+// ssh2 is loaded when first needed, not when the server starts
+const ssh2 = {
+  get utils() {
+    return loadSsh2().utils;
+  },
+};
+const loadSsh2 = lazyRequire<typeof Ssh2>('ssh2');
 
 export const hostKeyPath = (dataDir: string): string => join(dataDir, 'ssh', 'host_ed25519_key');
 

@@ -3,8 +3,17 @@
  * type and strength the server accepts, and fingerprinted as `ssh-keygen -lf` prints it.
  */
 import { createHash, createPublicKey } from 'node:crypto';
-import ssh2 from 'ssh2';
+import type Ssh2 from 'ssh2';
+import { lazyRequire } from '../lazy-require.ts';
 import { badRequest } from '../errors.ts';
+
+// ssh2 is loaded when first needed, not when the server starts
+const ssh2 = {
+  get utils() {
+    return loadSsh2().utils;
+  },
+};
+const loadSsh2 = lazyRequire<typeof Ssh2>('ssh2');
 
 /** The key types accepted: ed25519, ECDSA on the NIST curves, RSA of at least MIN_RSA_BITS. */
 export const KEY_TYPES = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'ssh-rsa'];

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import hljs from 'highlight.js';
+import type HighlightJs from 'highlight.js';
 import { compare, getCommit, getContents, listCommits, listTags, openRepo } from '../code/service.ts';
 import type { Deps } from '../deps.ts';
 import { notFound } from '../errors.ts';
@@ -8,6 +8,10 @@ import { resolveRefAndPath } from '../git/resolve.ts';
 import { serveRaw } from '../code/files.ts';
 import { getRepo } from '../repos/service.ts';
 import type { RepoJson } from '../repos/view.ts';
+import { lazyRequire } from '../lazy-require.ts';
+
+/** highlight.js (all its languages) is loaded with the first highlighted file. */
+const highlighter = lazyRequire<typeof HighlightJs>('highlight.js');
 import type { Viewer } from '../viewer.ts';
 import type { RepoRef } from '../access/index.ts';
 import { pageWindow, requirePage, sendPage } from './context.ts';
@@ -93,6 +97,7 @@ function fileView(path: string, bytes: Buffer): Html {
   if (bytes.includes(0)) return html`<p class="muted">Binary file (${bytes.length} bytes).</p>`;
   const text = bytes.toString('utf8');
   const ext = /\.([A-Za-z0-9+]+)$/.exec(path)?.[1]?.toLowerCase();
+  const hljs = highlighter();
   const language = ext && hljs.getLanguage(ext) ? ext : null;
   const code =
     language && bytes.length <= MAX_HIGHLIGHT_BYTES
