@@ -237,6 +237,42 @@ for (const dialect of DIALECTS) {
       await t.req('DELETE', `${base}/${hook.uuid}`, { token: bob.token });
     });
 
+    it('a 503 or 429 with Retry-After waits at least that long before the retry; a shorter one does not hurry it', async () => {
+      const hook = await newHook({ events: ['repo-updated'] });
+      const answers: Array<[number, Record<string, string>]> = [
+        [503, { 'retry-after': '600' }],
+        [429, { 'retry-after': new Date(Date.now() + 3_600_000).toUTCString() }],
+        [503, { 'retry-after': '1' }],
+      ];
+      rx.respond = (r, res) => {
+        if (r.headers['x-weft-hook'] !== hook.uuid) return void res.writeHead(200).end('ok');
+        const [status, headers] = answers[rx.forHook(hook.uuid).length - 1]!;
+        res.writeHead(status, headers).end('busy');
+      };
+      for (let i = 0; i < answers.length; i++) await repoEvent({ n: i });
+      await rx.waitFor(() => rx.forHook(hook.uuid).length >= 3, 20_000, 'three first attempts');
+      await waitUntil(
+        async () => (await deliveries(hook.uuid, '?status=pending')).filter((d) => d.next_attempt_at).length === 3,
+        10_000,
+        'three failures recorded',
+      );
+      // the first attempts go out in event order, so the answers above match events 0, 1, 2
+      const pending = (await deliveries(hook.uuid, '?status=pending')).sort(
+        (a, b) => Date.parse(a.last_attempt.at) - Date.parse(b.last_attempt.at),
+      );
+      const waits = pending.map((d) => Date.parse(d.next_attempt_at) - Date.parse(d.last_attempt.at));
+      assert.deepEqual(
+        pending.map((d) => d.last_attempt.response_status),
+        [503, 429, 503],
+      );
+      assert.ok(waits[0]! >= 600_000 && waits[0]! < 601_000, `Retry-After: 600 → ${waits[0]} ms`);
+      assert.ok(waits[1]! >= 3_590_000 && waits[1]! <= 3_601_000, `Retry-After as a date an hour on → ${waits[1]} ms`);
+      assert.ok(waits[2]! >= 8000 && waits[2]! <= 12_000, `Retry-After: 1 keeps the schedule's 10 s ±20 % → ${waits[2]} ms`);
+      assert.equal(rx.forHook(hook.uuid).length, 3, 'no early retry');
+      rx.respond = (_r, res) => res.writeHead(200).end('ok');
+      await t.req('DELETE', `${base}/${hook.uuid}`, { token: bob.token });
+    });
+
     it('records the first 64 KiB of an answer; a redirect is a failure and is not followed', async () => {
       const hook = await newHook({ events: ['repo-updated'] });
       rx.respond = (r, res) => {
