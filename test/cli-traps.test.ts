@@ -2,6 +2,7 @@
  * Issue 30, item 7: the traps a new user met with the CLI, passwords and emails.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,6 +97,28 @@ describe('CLI traps (spawned)', () => {
       assert.ok(res.stderr.includes(bad), res.stderr);
       assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a read-only DATA_DIR stops start-up with one line naming it and the variable', async (ctx) => {
+    // a read-only tmpfs: root writes through file modes, not through a read-only mount
+    const dir = mkdtempSync(join(tmpdir(), 'weft-ro-'));
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', dir], { stdio: 'ignore' });
+    } catch {
+      rmSync(dir, { recursive: true, force: true });
+      return ctx.skip('cannot mount a tmpfs here (needs root)');
+    }
+    try {
+      const res = await runTs('src/main.ts', [], { DATA_DIR: dir, LOG_LEVEL: 'silent', PORT: '0' });
+      assert.equal(res.code, 2, res.stderr);
+      assert.match(res.stderr, /DATA_DIR/);
+      assert.match(res.stderr, /EROFS/);
+      assert.ok(res.stderr.includes(dir), res.stderr);
+      assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
+    } finally {
+      execFileSync('umount', [dir], { stdio: 'ignore' });
       rmSync(dir, { recursive: true, force: true });
     }
   });
