@@ -135,6 +135,8 @@ async function benchDatabase(url: string | null, connections: number, duration: 
       '--import',
       'tsx',
       ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      // BENCH_NODE_ARGS: more Node options for the server process (`--v8-pool-size=1`, say)
+      ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
     ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, BENCH_DATABASE_URL: url ?? '' },

@@ -1,5 +1,5 @@
 /**
- * Start-up and idle memory: the built server (`node dist/main.js`, what `npm start` runs) against
+ * Start-up and idle memory: the built server (`node --v8-pool-size=1 dist/main.js`, what `npm start` runs) against
  * a raw node:http hello server started the same way, alternating within each run; the CLI; and
  * the memory 1,000 idle keep-alive connections hold.
  *
@@ -24,10 +24,14 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RAW = `require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')`;
 const RAW_NAME = 'raw node:http hello';
-const WEFT_NAME = 'node dist/main.js';
+/** What `npm start`, the Dockerfile and the systemd unit run: one V8 helper thread (README "Deploying"). */
+const WEFT_NAME = 'node --v8-pool-size=1 dist/main.js';
+/** The same with V8's default of four helper threads (GC, compilation), for comparison. */
+const DEFAULT_POOL_NAME = 'node dist/main.js';
 const MODES: Array<{ name: string; args: string[] }> = [
   { name: RAW_NAME, args: ['-e', RAW] },
-  { name: WEFT_NAME, args: ['dist/main.js'] },
+  { name: WEFT_NAME, args: ['--v8-pool-size=1', 'dist/main.js'] },
+  { name: DEFAULT_POOL_NAME, args: ['dist/main.js'] },
 ];
 
 export const STARTUP_GOALS = { startMs: 1000, startVsRaw: 3, cliMs: 500, idleRssMb: 90 };
@@ -165,6 +169,11 @@ export async function benchStartup(runs = Number(process.env.BENCH_RUNS ?? 3)): 
     );
     console.log(
       `| idle RSS | ${rawMb.toFixed(0)} MB | ${mb.toFixed(0)} MB | ${(mb / rawMb).toFixed(1)}x | < ${g.idleRssMb} MB | ${mark(mb < g.idleRssMb)} |`,
+    );
+    const defaultPool = results.get(DEFAULT_POOL_NAME)!;
+    console.log(
+      `| the same with V8's default pool (\`node dist/main.js\`): start, idle RSS | | ` +
+        `${median(defaultPool.map((r) => r.ms)).toFixed(0)} ms, ${median(defaultPool.map((r) => r.rssMb)).toFixed(0)} MB | | | |`,
     );
     console.log(
       `| RSS added by 1,000 idle keep-alive connections | ${raw[0]!.keepAliveMb.toFixed(1)} MB | ${weft[0]!.keepAliveMb.toFixed(1)} MB | | (a figure) | |`,

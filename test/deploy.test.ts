@@ -32,10 +32,10 @@ describe('deployment files', () => {
     assert.ok(instructions.some((l) => /^VOLUME .*"\/data"/.test(l)));
     assert.ok(instructions.some((l) => /^ENV .*DATA_DIR=\/data/.test(l)));
     assert.ok(instructions.some((l) => /^HEALTHCHECK .*\/readyz/.test(l)));
-    assert.ok(instructions.some((l) => l === 'CMD ["node", "dist/main.js"]'));
+    assert.ok(instructions.some((l) => l === 'CMD ["node", "--v8-pool-size=1", "dist/main.js"]'));
     // what the build stage compiles into is what the start script and the CLI run
     const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string>; bin: Record<string, string> };
-    assert.equal(pkg.scripts.start, 'exec node dist/main.js');
+    assert.equal(pkg.scripts.start, 'exec node --v8-pool-size=1 dist/main.js');
     assert.match(read(pkg.bin.weft!), /dist/);
   });
 
@@ -92,7 +92,7 @@ describe('deployment files', () => {
 
   it('systemd unit runs the compiled server as its own user, with SIGTERM for a drained stop', () => {
     const unit = read('deploy/weft.service');
-    assert.match(unit, /^ExecStart=\/usr\/bin\/node \/opt\/weft\/dist\/main\.js$/m);
+    assert.match(unit, /^ExecStart=\/usr\/bin\/node --v8-pool-size=1 \/opt\/weft\/dist\/main\.js$/m);
     assert.match(unit, /^User=weft$/m);
     assert.match(unit, /^KillSignal=SIGTERM$/m);
     assert.match(unit, /^Environment=DATA_DIR=\/var\/lib\/weft$/m);

@@ -45,7 +45,7 @@ async function usersPage(deps: Deps, c: PageCaller, q: { search?: string; page?:
                 </li>`,
             )}
           </ul>`
-        : html`<p class="muted">No users${search ? html` match “${search}”` : ''}.</p>`
+        : html`<p class="muted">No users${search ? html` match &ldquo;${search}&rdquo;` : ''}.</p>`
     }
     ${pager('/admin/users', w.page, rows.length > w.perPage, search ? { search } : {})}
     <h2 id="new-user-h">Create a user</h2>

@@ -231,7 +231,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
           ${commit.author.date.slice(0, 16).replace('T', ' ')}${commit.parents.length ? html` · parent ${commit.parents.map((p) => html`<a href="${repoHref(repo)}/commit/${p}"><code>${p.slice(0, 10)}</code></a> `)}` : ''}
         </p>
         <p>
-          ${commit.files.length} files changed, +${commit.stats.additions} −${commit.stats.deletions} ·
+          ${commit.files.length} files changed, +${commit.stats.additions} &minus;${commit.stats.deletions} ·
           <a href="${at(repo, 'tree', commit.sha, '')}">Browse files</a>
         </p>
         ${renderDiff(commit.files, commit.files_truncated)}`;

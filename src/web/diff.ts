@@ -69,7 +69,7 @@ export function renderDiff(files: PatchedFile[], truncated: boolean): Html {
         </tbody>
       </table>`;
     return html`<div class="diff">
-      <h3>${title} <span class="muted">(${f.status}, +${f.additions} −${f.deletions})</span></h3>
+      <h3>${title} <span class="muted">(${f.status}, +${f.additions} &minus;${f.deletions})</span></h3>
       ${body}
     </div>`;
   })}${truncated ? html`<p class="muted">More files changed than are shown.</p>` : ''}`;

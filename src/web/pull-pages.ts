@@ -92,7 +92,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       ${
         pulls.length
           ? html`<ul class="plain">
-              ${pulls.slice(0, w.perPage).map((p) => html`<li><a href="${base}/${p.number}">#${p.number} ${p.title}</a> <span class="badge ${p.status}">${p.status}</span> <span class="muted">${p.source_branch} → ${p.target_branch}, by ${p.author_username} ${when(p.created_at)}</span></li>`)}
+              ${pulls.slice(0, w.perPage).map((p) => html`<li><a href="${base}/${p.number}">#${p.number} ${p.title}</a> <span class="badge ${p.status}">${p.status}</span> <span class="muted">${p.source_branch} &rarr; ${p.target_branch}, by ${p.author_username} ${when(p.created_at)}</span></li>`)}
             </ul>`
           : html`<p class="muted">No ${status} pulls.</p>`
       }

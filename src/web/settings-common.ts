@@ -58,7 +58,7 @@ export function tabs(label: string, items: ReadonlyArray<readonly [string, strin
  */
 export function confirmButton(o: { action: string; csrf: string; label: string; question: string; fields?: Html }): Html {
   return html`<details class="confirm">
-    <summary>${o.label}…</summary>
+    <summary>${o.label}&hellip;</summary>
     <form method="post" action="${o.action}" class="row">
       <input type="hidden" name="_csrf" value="${o.csrf}" />${o.fields ?? ''} <span>${o.question}</span>
       <button type="submit" class="danger">${o.label}</button>

@@ -235,7 +235,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
         after !== undefined || more
           ? html`<nav class="row" aria-label="Versions (${where})">
               ${after !== undefined ? html`<a href="${link(older ?? undefined)}" rel="prev">Older versions</a>` : ''}
-              ${shown.length ? html`<span class="muted">versions ${shown[0]!.version}–${shown.at(-1)!.version}</span>` : ''}
+              ${shown.length ? html`<span class="muted">versions ${shown[0]!.version}&ndash;${shown.at(-1)!.version}</span>` : ''}
               ${more ? html`<a href="${link(shown.at(-1)!.version)}" rel="next">Newer versions</a>` : ''}
             </nav>`
           : '';
