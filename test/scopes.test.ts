@@ -136,6 +136,51 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(narrower.scopes, ['read:repo']);
     });
 
+    it('a restricted token sets no password and adds no SSH key (each would give the whole account), changing nothing', async () => {
+      const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBh7rhDJbW0ISGqAV6L2jgTYvlMNt5plCDeDjuD9Ym0k t@laptop';
+      const restricted = [
+        await token(alice.token, { scopes: ['write:user'] }),
+        await token(alice.token, { repos: [repos.a.uuid] }),
+        await token(alice.token, { scopes: ['write:user', 'read:repo'], repos: [repos.a.uuid] }),
+      ];
+      const before = await eventCount();
+      for (const r of restricted) {
+        const pw = await t.req('PUT', `/api/v1/users/${alice.username}`, {
+          token: r.token,
+          body: { password: 'a-new-password-1' },
+        });
+        assert.equal(pw.status, 403, pw.text);
+        assert.ok(isErrorBody(pw.body, 'forbidden'));
+        assert.match(pw.body.detail, /Setting a password needs a token without scopes or repos/);
+        const k = await t.req('POST', '/api/v1/user/keys', { token: r.token, body: { title: 'laptop', key } });
+        assert.equal(k.status, 403, k.text);
+        assert.ok(isErrorBody(k.body, 'forbidden'));
+        assert.match(k.body.detail, /Adding an SSH key needs a token without scopes or repos/);
+        // what such a token may still change on its own account
+        const name = await t.req('PUT', `/api/v1/users/${alice.username}`, {
+          token: r.token,
+          body: { display_name: 'Alice' },
+        });
+        assert.equal(name.status, 200, name.text);
+      }
+      const login = await t.req('POST', '/api/v1/auth/login', {
+        body: { username: alice.username, password: 'a-new-password-1', token_name: 'x' },
+      });
+      assert.equal(login.status, 401, 'no password was set');
+      const keys = await t.req('GET', '/api/v1/user/keys', { token: alice.token });
+      assert.equal(keys.body.length ?? keys.body.results?.length, 0, 'no key was added');
+      assert.equal(await eventCount(), before + restricted.length, 'only the display_name updates emitted');
+      // an unrestricted token may do both
+      const pw = await t.req('PUT', `/api/v1/users/${alice.username}`, {
+        token: alice.token,
+        body: { password: 'a-new-password-1' },
+      });
+      assert.equal(pw.status, 200, pw.text);
+      const k = await t.req('POST', '/api/v1/user/keys', { token: alice.token, body: { title: 'laptop', key } });
+      assert.equal(k.status, 201, k.text);
+      assert.equal((await t.req('DELETE', `/api/v1/user/keys/${k.body.uuid}`, { token: alice.token })).status, 204);
+    });
+
     it('a read-only token is refused with 403 insufficient_scope on every write route, before any lookup, changing nothing', async () => {
       const reader = await token(alice.token, { scopes: ['read:user', 'read:repo', 'read:team', 'read:events'] });
       assert.equal((await t.req('GET', '/api/v1/user', { token: reader.token })).status, 200);

@@ -32,12 +32,26 @@ export function assertUserVisible<T extends { is_active: number }>(viewer: Viewe
 export function assertCanEditUser(
   viewer: Viewer,
   targetUuid: string,
-  changes: { is_staff?: unknown; is_active?: unknown },
+  changes: { is_staff?: unknown; is_active?: unknown; password?: unknown },
 ): void {
   if (!viewer.isStaff && viewer.uuid !== targetUuid) throw forbidden('You can only change your own account.');
   if (!viewer.isStaff && (changes.is_staff !== undefined || changes.is_active !== undefined)) {
     throw forbidden('Only staff can change is_staff or is_active.');
   }
+  if (changes.password !== undefined) assertUnrestrictedCredential(viewer, 'Setting a password');
+}
+
+/**
+ * README "Scoped tokens": a password (a login makes an unrestricted token) and an SSH key (git
+ * over SSH is unrestricted) each give their holder a user's whole access, so only a credential
+ * that has it already may set one: a token without scopes or repos, or a web session. Otherwise a
+ * restricted token could turn itself into an unrestricted one. 403, before anything changes.
+ */
+export function assertUnrestrictedCredential(viewer: Viewer, what: string): void {
+  if ((viewer.scopes ?? null) === null && (viewer.repos ?? null) === null) return;
+  throw forbidden(
+    `${what} needs a token without scopes or repos (or a web session): it would give more access than this token has.`,
+  );
 }
 
 /**

@@ -36,9 +36,9 @@ export async function sshKeysRoutes(app: FastifyInstance, { deps }: { deps: Deps
         tags,
         summary: 'Register an SSH public key for git over SSH',
         description:
-          'Accepts ed25519, ECDSA (nistp256/384/521) and RSA of at least 2048 bits; a malformed, private, DSA or shorter RSA key is 400. The same key material registered by anyone (whatever its comment) is 409 conflict. Emits ssh-key-added in the user scope.',
+          'Accepts ed25519, ECDSA (nistp256/384/521) and RSA of at least 2048 bits; a malformed, private, DSA or shorter RSA key is 400. The same key material registered by anyone (whatever its comment) is 409 conflict. A key gives git over SSH the whole account, so it needs a token without scopes or repos (or a web session): a restricted token gets 403 forbidden. Emits ssh-key-added in the user scope.',
         body: CreateSshKeyBody,
-        response: { 201: SshKey, ...errors(409) },
+        response: { 201: SshKey, ...errors(403, 409) },
       },
     },
     async (request, reply) => reply.status(201).send(await addSshKey(deps, requireViewer(request), request.body)),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import { requireOwnSshKey } from '../access/index.ts';
+import { assertUnrestrictedCredential, requireOwnSshKey } from '../access/index.ts';
 import { command } from '../core/command.ts';
 import { decide, nothing } from '../core/targets.ts';
 import { isUniqueViolation } from '../db/tx.ts';
@@ -38,6 +38,7 @@ const duplicate = () => conflict('conflict', 'This key is already registered (by
 
 /** Registers a key for the caller: 400 malformed or weak, 409 when anyone registered the same key material. */
 export async function addSshKey(deps: Deps, viewer: Viewer, input: { title: string; key: string }): Promise<SshKeyJson> {
+  assertUnrestrictedCredential(viewer, 'Adding an SSH key');
   const title = input.title.trim();
   if (!title) throw badRequest('title must not be blank.');
   const parsed = parsePublicKey(input.key);

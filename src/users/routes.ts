@@ -90,7 +90,7 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         tags,
         summary: 'Update a user (self or staff; is_staff and is_active by staff only)',
         description:
-          "Another user's account is 403 for non-staff. Setting is_staff or is_active without staff is 403, even on oneself and even to the current value. A deactivated user's tokens get 401 and the user is 404 to non-staff. Emits user-updated listing the changed fields (never the password).",
+          "Another user's account is 403 for non-staff. Setting is_staff or is_active without staff is 403, even on oneself and even to the current value. A deactivated user's tokens get 401 and the user is 404 to non-staff. Emits user-updated listing the changed fields (never the password). Setting a password needs a token without scopes or repos (or a web session): a restricted token gets 403 forbidden, since a password logs in to an unrestricted token.",
         params: UsernameParams,
         body: UpdateUserBody,
         response: { 200: User, ...errors(403) },
