@@ -308,6 +308,16 @@ for (const dialect of DIALECTS) {
       assert.ok(isErrorBody(create.body, 'forbidden'));
       assert.equal((await t.req('POST', `${repos.a.api}/forks?team=${team.slug}`, { token: only.token })).status, 403);
       assert.equal(await eventCount(), before);
+      // nor does it learn which slugs repos outside its list hold: the slug check is for creating
+      for (const path of [`/api/v1/users/${alice.username}`, `/api/v1/teams/${team.slug}`]) {
+        for (const slug of ['b', 'c', 'fresh']) {
+          const check = await t.req('GET', `${path}/check-repo-slug?slug=${slug}`, { token: only.token });
+          assert.equal(check.status, 403, `${path} ${slug}: ${check.text}`);
+          assert.ok(isErrorBody(check.body, 'forbidden'));
+        }
+      }
+      const unrestricted = await t.req('GET', `/api/v1/users/${alice.username}/check-repo-slug?slug=b`, { token: alice.token });
+      assert.deepEqual([unrestricted.status, unrestricted.body.available], [409, false]);
     });
 
     it('a staff token restricted to repos is restricted too', async () => {

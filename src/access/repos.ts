@@ -213,6 +213,15 @@ export async function namespaceReadFilter(
 }
 
 /**
+ * The repo slug check (`GET …/check-repo-slug`) is for creating a repo: a token restricted to
+ * repos creates none (requireRepoCreation), and the answer would tell it which slugs the repos
+ * outside its list hold. 403 for such a token.
+ */
+export function assertMayCheckRepoSlugs(viewer: Viewer): void {
+  if (viewer.repos) throw forbidden('A token restricted to repos cannot create repos, so it checks no repo slugs.');
+}
+
+/**
  * Who may create a repo in a namespace (docs/behaviour.md "Repos and forks"): a team's maintainers and owners (the team
  * is invisible, 404, to non-members; an inactive team refuses with 403 team_inactive), or the
  * user themself; staff anywhere.

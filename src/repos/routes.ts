@@ -92,7 +92,7 @@ export async function reposRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         schema: {
           tags,
           summary: 'Is a repo slug available in this namespace? 200 when free, 409 with a free suggestion when taken',
-          description: `For ${form.checkWho}. A missing or malformed slug is 400.`,
+          description: `For ${form.checkWho}. A missing or malformed slug is 400. A token restricted to repos (README "Scoped tokens") creates no repos and gets 403 forbidden here.`,
           params: form.params,
           querystring: CheckRepoSlugQuery,
           response: { 200: Availability, 409: Availability, ...errors(403) },

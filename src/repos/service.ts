@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import {
   assertCanSetDiskQuota,
+  assertMayCheckRepoSlugs,
   hideUnreadableForkSources,
   type RepoRef,
   type RepoRow,
@@ -387,6 +388,7 @@ export async function checkRepoSlug(
   ownerName: string,
   raw: string,
 ): Promise<{ available: boolean; suggestion: string | null }> {
+  assertMayCheckRepoSlugs(viewer);
   const slug = raw.trim().toLowerCase();
   const problem = nameRuleError('repo slug', slug);
   if (problem) throw badRequest(problem);
