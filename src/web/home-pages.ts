@@ -13,12 +13,12 @@ import { html, pager, seg, when } from './html.ts';
 import { layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { loginPageFor } from './auth-pages.ts';
+import { PageSlug as Slug } from './page-route.ts';
 
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
   { additionalProperties: false },
 );
-const Slug = Type.String({ minLength: 1, maxLength: 100 });
 
 /** A repo's page address: `/teams/{t}/{slug}` or `/users/{u}/{slug}`. */
 export const repoHref = (repo: RepoJson): string =>

@@ -8,8 +8,8 @@ import { getTeam } from '../teams/service.ts';
 import type { Viewer } from '../viewer.ts';
 import { type Html, html, seg } from './html.ts';
 import { repoHref } from './home-pages.ts';
+import { PageSlug as Slug, pageRoute, type PageRouteSchema } from './page-route.ts';
 
-const Slug = Type.String({ minLength: 1, maxLength: 100 });
 /** A hook's or delivery's uuid in a page address (an unknown one is the service's 404). */
 export const UuidParam = Type.String({ minLength: 1, maxLength: 100 });
 
@@ -82,7 +82,7 @@ export function hookRoute(
   app: FastifyInstance,
   method: 'GET' | 'POST',
   suffix: string,
-  schema: { params?: Record<string, TSchema>; querystring?: TSchema; body?: TSchema },
+  schema: PageRouteSchema,
   handler: (request: FastifyRequest, reply: FastifyReply, h: HookPageContext) => Promise<FastifyReply>,
 ): void {
   for (const form of HOOK_SCOPES) {
@@ -90,17 +90,6 @@ export function hookRoute(
       const params = request.params as Params;
       return handler(request, reply, { form, params, ref: form.ref(params), base: form.base(params) });
     };
-    app.route({
-      method,
-      url: `${form.prefix}${suffix}`,
-      config: { public: true },
-      schema: {
-        hide: true,
-        params: Type.Object({ ...form.params, ...(schema.params ?? {}) }),
-        ...(schema.querystring ? { querystring: schema.querystring } : {}),
-        ...(schema.body ? { body: schema.body } : {}),
-      },
-      handler: run,
-    });
+    pageRoute(app, method, `${form.prefix}${suffix}`, form.params, schema, run);
   }
 }

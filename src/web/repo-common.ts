@@ -5,18 +5,14 @@ import { repoRef } from '../http/repo-paths.ts';
 import type { RepoJson } from '../repos/view.ts';
 import { type Html, html, seg } from './html.ts';
 import { repoHref } from './home-pages.ts';
+import { PageSlug, pageRoute, type PageRouteSchema } from './page-route.ts';
 
-const Slug = Type.String({ minLength: 1, maxLength: 100 });
 const FORMS: Array<{ prefix: string; params: Record<string, TSchema> }> = [
-  { prefix: '/teams/:team_slug/:repo_slug', params: { team_slug: Slug, repo_slug: Slug } },
-  { prefix: '/users/:username/:repo_slug', params: { username: Slug, repo_slug: Slug } },
+  { prefix: '/teams/:team_slug/:repo_slug', params: { team_slug: PageSlug, repo_slug: PageSlug } },
+  { prefix: '/users/:username/:repo_slug', params: { username: PageSlug, repo_slug: PageSlug } },
 ];
 
-export interface RepoRouteSchema {
-  params?: Record<string, TSchema>;
-  querystring?: TSchema;
-  body?: TSchema;
-}
+export type RepoRouteSchema = PageRouteSchema;
 
 /** The repo a page's path names (`/teams/{t}/{slug}` or `/users/{u}/{slug}`). */
 export const pageRepoRef = (request: FastifyRequest): RepoRef =>
@@ -33,19 +29,7 @@ export function repoRoute(
   extra: { compress?: false } = {},
 ): void {
   for (const form of FORMS) {
-    app.route({
-      method,
-      url: `${form.prefix}${suffix}`,
-      config: { public: true },
-      schema: {
-        hide: true,
-        params: Type.Object({ ...form.params, ...(schema.params ?? {}) }),
-        ...(schema.querystring ? { querystring: schema.querystring } : {}),
-        ...(schema.body ? { body: schema.body } : {}),
-      },
-      handler: handler as RouteHandlerMethod,
-      ...extra,
-    });
+    pageRoute(app, method, `${form.prefix}${suffix}`, form.params, schema, handler as RouteHandlerMethod, extra);
   }
 }
 

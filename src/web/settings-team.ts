@@ -21,8 +21,8 @@ import {
   text,
 } from './settings-common.ts';
 import { createTimerFromForm, deleteTimerFromForm, timersOf, timersSection } from './settings-timers.ts';
+import { PageSlug as Slug } from './page-route.ts';
 
-const Slug = Type.String({ minLength: 1, maxLength: 100 });
 const TeamParams = Type.Object({ team_slug: Slug });
 const MemberParams = Type.Object({ team_slug: Slug, username: Slug });
 const TimerParams = Type.Object({ team_slug: Slug, timer_uuid: Type.String({ maxLength: 100 }) });
