@@ -48,7 +48,7 @@ export function assertCanEditUser(
  * restricted token could turn itself into an unrestricted one. 403, before anything changes.
  */
 export function assertUnrestrictedCredential(viewer: Viewer, what: string): void {
-  if ((viewer.scopes ?? null) === null && (viewer.repos ?? null) === null) return;
+  if (!viewer.scopes && !viewer.repos) return;
   throw forbidden(
     `${what} needs a token without scopes or repos (or a web session): it would give more access than this token has.`,
   );

@@ -12,8 +12,6 @@ const FORMS: Array<{ prefix: string; params: Record<string, TSchema> }> = [
   { prefix: '/users/:username/:repo_slug', params: { username: PageSlug, repo_slug: PageSlug } },
 ];
 
-export type RepoRouteSchema = PageRouteSchema;
-
 /** The repo a page's path names (`/teams/{t}/{slug}` or `/users/{u}/{slug}`). */
 export const pageRepoRef = (request: FastifyRequest): RepoRef =>
   repoRef(request.params as { team_slug?: string; username?: string; repo_slug: string });
@@ -23,7 +21,7 @@ export function repoRoute(
   app: FastifyInstance,
   method: 'GET' | 'POST',
   suffix: string,
-  schema: RepoRouteSchema,
+  schema: PageRouteSchema,
   handler: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>,
   /** more route options (`compress: false` for bytes served as they are) */
   extra: { compress?: false } = {},
