@@ -61,6 +61,15 @@ describe('deployment files', () => {
     assert.deepEqual(missing, []);
   });
 
+  it('every production dependency is used at run time: src/ names it (an import, a lazy load or a pino transport)', () => {
+    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    const text = sourceFiles(join(ROOT, 'src'))
+      .map((file) => read(relative(ROOT, file)))
+      .join('\n');
+    const unused = Object.keys(pkg.dependencies).filter((name) => !new RegExp(`['"]${name}(/[^'"]*)?['"]`).test(text));
+    assert.deepEqual(unused, [], 'a package only types or tests need belongs in devDependencies');
+  });
+
   it('compose.yaml: PostgreSQL and two Weft instances behind one published port', () => {
     const compose = parse(read('compose.yaml'), { merge: true }) as {
       services: Record<string, { image?: string; build?: string; ports?: string[]; environment?: Record<string, string> }>;

@@ -217,6 +217,26 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    it('a source that shares no commit with the target is 409 unrelated_histories under every strategy, and nothing changes', async () => {
+      const r = await setup();
+      // an orphan branch: its own root commit, no history in common with main
+      await g.run(['-C', r.work, 'checkout', '-q', '--orphan', 'lonely']);
+      await g.run(['-C', r.work, 'rm', '-rq', '--cached', '.']);
+      await commitFiles(g, r.work, [{ 'other.txt': 'other\n' }], 'lonely');
+      await g.run(['-C', r.work, 'push', '-q', r.url, 'lonely']);
+      await g.run(['-C', r.work, 'checkout', '-qf', 'main']);
+      const pull = await openPull(r.api, bob.token, 'lonely', 'main');
+      const before = await t.req('GET', `${r.api}/pulls/${pull.number}`);
+      const mainBefore = await remoteSha(r.url, 'main');
+      for (const strategy of ['merge', 'squash', 'rebase', 'fast_forward']) {
+        const res = await merge(r.api, pull.number, strategy);
+        assert.equal(res.status, 409, `${strategy}: ${res.text}`);
+        assert.ok(isErrorBody(res.body, 'unrelated_histories'), res.text);
+      }
+      assert.deepEqual((await t.req('GET', `${r.api}/pulls/${pull.number}`)).body, before.body, 'nothing changed');
+      assert.equal(await remoteSha(r.url, 'main'), mainBefore);
+    });
+
     it('a merge racing a push to the target, and two merges into one target, never lose a commit', async () => {
       const r = await setup();
       await g.run(['-C', r.work, 'checkout', '-q', '-b', 'feature2', r.base]);

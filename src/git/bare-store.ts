@@ -209,6 +209,12 @@ export class BareGitStore implements GitStore {
     return out.code === 0;
   }
 
+  async sharesHistory(uuid: string, a: string, b: string): Promise<boolean> {
+    if (!this.exists(uuid)) return false;
+    const out = await git(this.pathOf(uuid), ['merge-base', a, b], { okCodes: [1] });
+    return out.code === 0;
+  }
+
   async setHead(uuid: string, branch: string): Promise<void> {
     if (!this.exists(uuid)) return;
     await git(this.pathOf(uuid), ['symbolic-ref', 'HEAD', `refs/heads/${branch}`]);
@@ -356,6 +362,8 @@ export class BareGitStore implements GitStore {
       (await git(dir, ['merge-base', '--is-ancestor', a, b], { okCodes: [1] })).code === 0;
     // Before any strategy: a source with no commit the target lacks lands nothing.
     if (await isAncestor(source, target)) return { nothingToMerge: true };
+    // No common commit: merge-tree refuses unrelated histories, and no strategy has a base to work from.
+    if ((await git(dir, ['merge-base', target, source], { okCodes: [1] })).code !== 0) return { unrelatedHistories: true };
     if (strategy === 'fast_forward') {
       if (!(await isAncestor(target, source))) return { notFastForward: true };
       return { sha: source };

@@ -7,11 +7,16 @@ export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
 
 /**
  * The new target tip, the conflicting paths, a refused fast-forward, `nothingToMerge` when the
- * source has no commit the target lacks (README "Pulls from forks"), or `busy` when the target
- * kept moving.
+ * source has no commit the target lacks (README "Pulls from forks"), `unrelatedHistories` when
+ * source and target share no commit, or `busy` when the target kept moving.
  */
 export type MergeOutcome =
-  { sha: string } | { conflictPaths: string[] } | { notFastForward: true } | { nothingToMerge: true } | { busy: true };
+  | { sha: string }
+  | { conflictPaths: string[] }
+  | { notFastForward: true }
+  | { nothingToMerge: true }
+  | { unrelatedHistories: true }
+  | { busy: true };
 
 export interface CommitInfo {
   sha: string;
@@ -73,6 +78,8 @@ export interface GitStore {
   hasCommit(uuid: string, sha: string): Promise<boolean>;
   /** Whether commit `sha` is `tip` or one of its ancestors. */
   contains(uuid: string, tip: string, sha: string): Promise<boolean>;
+  /** Whether commits `a` and `b` have a common ancestor (false for unrelated histories). */
+  sharesHistory(uuid: string, a: string, b: string): Promise<boolean>;
   /** Every ref under `prefix` (default `refs/heads/`), sorted by name. */
   refs(uuid: string, prefix?: string): Promise<{ ref: string; sha: string }[]>;
   /** Commits of `head` not in `base`, oldest first. */
@@ -107,6 +114,9 @@ export class EmptyGitStore implements GitStore {
     return false;
   }
   async hasCommit(): Promise<boolean> {
+    return false;
+  }
+  async sharesHistory(): Promise<boolean> {
     return false;
   }
   async refs(): Promise<{ ref: string; sha: string }[]> {

@@ -44,6 +44,7 @@ export const ERROR_CODES = [
   'merge_conflict',
   'source_branch_missing',
   'nothing_to_merge',
+  'unrelated_histories',
   'checks_unsatisfied',
   'pull_closed',
   'pull_merged',

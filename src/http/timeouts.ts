@@ -27,7 +27,7 @@ declare module 'fastify' {
  * Paths that are long-lived whatever their route config says: a route added here (or flagged
  * `config: { longLived: true }`) gets the longer limits. Matched against the path (no query).
  */
-export const LONG_LIVED_PATHS: RegExp[] = [/^\/api\/v1\/tail-events$/, /^\/api\/v1\/events\/stream$/, /^\/git\//];
+export const LONG_LIVED_PATHS: RegExp[] = [/^\/api\/v1\/tail-events$/, /^\/git\//];
 
 export type TimeoutConfig = Pick<
   Config,

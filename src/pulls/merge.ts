@@ -37,7 +37,8 @@ const RECOVERY_EVERY_MS = 30_000;
  *    pull is open again, with the branch unmoved.
  * Before the claim, an open pull's head is brought into the target repo (a fork pull's kept
  * head, `refs/pull/N/head`) and checked: no head is 409 source_branch_missing, a head the target
- * already contains 409 nothing_to_merge, and nothing changes (README "Pulls from forks").
+ * already contains 409 nothing_to_merge, a head sharing no commit with the target 409
+ * unrelated_histories, and nothing changes (README "Pulls from forks").
  * A claim left by a crash is recovered by `recoverMergeClaims`: each claim names the instance
  * that holds it (`merge_claim_instance`, whose lease is src/db/instance-lease.ts), and a claim
  * whose instance no longer holds its lease is finished or released at once.
@@ -142,6 +143,7 @@ export async function mergePull(
       throw conflict('not_fast_forward', 'The target branch is not an ancestor of the source branch: it cannot fast-forward.');
     }
     if ('nothingToMerge' in outcome) throw nothingToMerge();
+    if ('unrelatedHistories' in outcome) throw unrelatedHistories();
     if ('busy' in outcome) {
       throw conflict('target_moved', 'The target branch kept moving during the merge: try again.');
     }
@@ -157,10 +159,13 @@ export async function mergePull(
 const nothingToMerge = () =>
   conflict('nothing_to_merge', 'The source has no commit that the target branch lacks: merging would land nothing.');
 
+const unrelatedHistories = () =>
+  conflict('unrelated_histories', 'The source and target branches share no commit: they have no base to merge from.');
+
 /**
  * The pull's head as a commit of the target repo (synced first), when merging it would land
  * something: 409 source_branch_missing when there is no head, 409 nothing_to_merge when the
- * target branch already contains it.
+ * target branch already contains it, 409 unrelated_histories when the two share no commit.
  */
 async function mergeableHead(deps: Deps, repo: RepoRow, pull: PullRow): Promise<string> {
   const head = await syncedPullHead(deps, pull);
@@ -169,6 +174,7 @@ async function mergeableHead(deps: Deps, repo: RepoRow, pull: PullRow): Promise<
   }
   const target = await deps.git.branchSha(repo.uuid, pull.target_branch);
   if (target !== null && (await deps.git.contains(repo.uuid, target, head))) throw nothingToMerge();
+  if (target !== null && !(await deps.git.sharesHistory(repo.uuid, target, head))) throw unrelatedHistories();
   return head;
 }
 

@@ -60,7 +60,8 @@ const MERGE_RULES =
   'satisfied: 409 protection_unsatisfied; conflicting changes: 409 merge_conflict with conflict_paths. A merge always ' +
   'lands commits: a source branch that does not exist (and, from a fork, no kept head) is 409 source_branch_missing; a ' +
   'source with no commit the target lacks is 409 nothing_to_merge (checked before the strategy, so a fast_forward of a ' +
-  'source behind its target is nothing_to_merge); nothing changes in either case. A pull from a fork merges its head ' +
+  'source behind its target is nothing_to_merge); a source that shares no commit with its target is 409 ' +
+  'unrelated_histories (under every strategy); nothing changes in any of these cases. A pull from a fork merges its head ' +
   'fetched from the fork into `refs/pull/{number}/head` just before, or its kept head when the fork or its branch is ' +
   'gone; write access to the target repo is all it needs. The merge commit message names the source branch only ' +
   "(never a fork's name). A merged pull also gets closed_at = merged_at (as GitHub does). An empty body means the " +
