@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm start` runs this first: it builds dist/ from src/ when dist/ is missing or older than any
-// source file, so `npm install && npm start` works on a fresh clone. An installation without the
+// `npm start` runs this first (so do `npm test` and `npm run test:files`: tests spawn dist/): it
+// builds dist/ from src/ when dist/ is missing or older than any source file, so
+// `npm install && npm start` works on a fresh clone. An installation without the
 // bundler (npm ci --omit=dev, the Docker image) uses the dist/ it was shipped with.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';

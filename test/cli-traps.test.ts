@@ -7,8 +7,9 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { runTs, snapshot } from './foundation-helpers.ts';
+import { snapshot } from './foundation-helpers.ts';
 import { DIALECTS, type TestApp, freshStore, isErrorBody, startApp } from './helpers.ts';
+import { runWeft } from './server-process.ts';
 
 describe('CLI traps (spawned)', () => {
   it('commands other than migrate refuse a database that does not exist, and create nothing', async () => {
@@ -16,7 +17,7 @@ describe('CLI traps (spawned)', () => {
     try {
       const env = { DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent' };
       for (const args of [['create-user', 'zed', '--email', 'zed@example.com'], ['list-users'], ['create-token', 'zed']]) {
-        const res = await runTs('src/cli.ts', args, env);
+        const res = await runWeft('cli', args, env);
         assert.equal(res.code, 1, `${args.join(' ')}: ${res.stderr}`);
         assert.match(res.stderr, /no database at .*weft\.sqlite/);
         assert.match(res.stderr, /DATA_DIR/);
@@ -24,12 +25,12 @@ describe('CLI traps (spawned)', () => {
         assert.equal(res.stdout, '');
       }
       assert.equal(existsSync(join(dir, 'data', 'weft.sqlite')), false, 'no database file was created');
-      const sqliteUrl = await runTs('src/cli.ts', ['list-users'], { ...env, DATABASE_URL: `sqlite:${join(dir, 'other.db')}` });
+      const sqliteUrl = await runWeft('cli', ['list-users'], { ...env, DATABASE_URL: `sqlite:${join(dir, 'other.db')}` });
       assert.equal(sqliteUrl.code, 1);
       assert.equal(existsSync(join(dir, 'other.db')), false);
       // migrate creates it; then the others work
-      assert.equal((await runTs('src/cli.ts', ['migrate'], env)).code, 0);
-      assert.equal((await runTs('src/cli.ts', ['list-users'], env)).code, 0);
+      assert.equal((await runWeft('cli', ['migrate'], env)).code, 0);
+      assert.equal((await runWeft('cli', ['list-users'], env)).code, 0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -38,7 +39,7 @@ describe('CLI traps (spawned)', () => {
   it('help, extra arguments, exit codes, list-tokens, create-token of a deactivated user, passwords 8-256', async () => {
     const store = await freshStore('sqlite');
     const env = { DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' };
-    const cli = (args: string[], input?: string) => runTs('src/cli.ts', args, env, 30_000, input);
+    const cli = (args: string[], input?: string) => runWeft('cli', args, env, 30_000, input);
     try {
       assert.equal((await cli(['migrate'])).code, 0);
       const help = await cli(['help']);
@@ -91,7 +92,7 @@ describe('CLI traps (spawned)', () => {
     try {
       writeFileSync(join(dir, 'a-file'), '');
       const bad = join(dir, 'a-file', 'data');
-      const res = await runTs('src/main.ts', [], { DATA_DIR: bad, LOG_LEVEL: 'silent', PORT: '0' });
+      const res = await runWeft('main', [], { DATA_DIR: bad, LOG_LEVEL: 'silent', PORT: '0' });
       assert.equal(res.code, 2, res.stderr);
       assert.match(res.stderr, /DATA_DIR/);
       assert.ok(res.stderr.includes(bad), res.stderr);
@@ -111,7 +112,7 @@ describe('CLI traps (spawned)', () => {
       return ctx.skip('cannot mount a tmpfs here (needs root)');
     }
     try {
-      const res = await runTs('src/main.ts', [], { DATA_DIR: dir, LOG_LEVEL: 'silent', PORT: '0' });
+      const res = await runWeft('main', [], { DATA_DIR: dir, LOG_LEVEL: 'silent', PORT: '0' });
       assert.equal(res.code, 2, res.stderr);
       assert.match(res.stderr, /DATA_DIR/);
       assert.match(res.stderr, /EROFS/);
@@ -126,7 +127,7 @@ describe('CLI traps (spawned)', () => {
   it('an unreachable PostgreSQL is one line, not a stack trace', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'weft-cli-'));
     try {
-      const res = await runTs('src/cli.ts', ['list-users'], {
+      const res = await runWeft('cli', ['list-users'], {
         DATA_DIR: dir,
         LOG_LEVEL: 'silent',
         DATABASE_URL: 'postgres://postgres@127.0.0.1:9/weft',

@@ -59,3 +59,13 @@ export async function eventResults(t: TestApp, scope: string, token?: string, ki
   assert.equal(res.status, 200, res.text);
   return res.body.results as EventJson[];
 }
+
+/** Polls `pred` until it holds, or fails after `ms` naming `what`. */
+export async function waitUntil(pred: () => boolean | Promise<boolean>, ms = 20_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await pred()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -17,7 +17,8 @@ import { makeWorkTree, gitClient, seedCommit } from './git-fixtures.ts';
 import { DIALECTS, type Res, type TestApp, startApp } from './helpers.ts';
 import { eventFrames, listen, openSse } from './sse-client.ts';
 import { ManualClock } from './timers-helpers.ts';
-import { Receiver, waitUntil } from './webhooks-helpers.ts';
+import { waitUntil } from './common.ts';
+import { Receiver } from './webhooks-helpers.ts';
 
 type Role = 'owner' | 'maintainer' | 'member' | 'reader';
 const LEVEL: Record<Role, number> = { reader: 1, member: 2, maintainer: 3, owner: 4 };

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { gitHttpLimiter } from '../src/git/limits.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, freshStore, isErrorBody, startApp, type TestApp } from './helpers.ts';
-import { waitUntil } from './webhooks-helpers.ts';
+import { waitUntil } from './common.ts';
 import { SERVER_ADMIN_TOKEN, type ServerProcess, type StoreHandle, startServer, stopServer } from './server-process.ts';
 
 /** git processes that are children of this test process right now. */

@@ -5,6 +5,7 @@ import { type Database, openDatabase } from '../src/db/index.ts';
 import { withTransaction } from '../src/db/tx.ts';
 import { DbJobQueue, type JobQueueOptions } from '../src/jobs/queue.ts';
 import type { Clock } from '../src/time.ts';
+import { waitUntil } from './common.ts';
 import { DIALECTS, type DialectName, freshStore } from './helpers.ts';
 
 /** The job queue on a database of its own (no app): each test opens and drops one. */
@@ -21,14 +22,6 @@ async function withDb(dialect: DialectName, fn: (database: Database) => Promise<
 
 function queue(database: Database, opts: Partial<JobQueueOptions> = {}): DbJobQueue {
   return new DbJobQueue(database.db, { dialect: database.dialect, clock: { now: () => new Date() }, pollMs: 50, ...opts });
-}
-
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 const jobRows = (database: Database) => database.db.selectFrom('jobs').selectAll().orderBy('id').execute();
@@ -68,8 +61,8 @@ for (const dialect of DIALECTS) {
         q.register('k', async (payload, job) => void seen.push({ payload, attempts: job.attempts }));
         q.start();
         await withTransaction(database.db, (tx) => q.enqueue(tx.trx, { kind: 'k', payload: { n: 7, s: 'x' } }));
-        await waitFor('the job to run', () => seen.length === 1);
-        await waitFor('the row to go', async () => (await jobRows(database)).length === 0);
+        await waitUntil(() => seen.length === 1, 10_000, 'the job to run');
+        await waitUntil(async () => (await jobRows(database)).length === 0, 10_000, 'the row to go');
         await sleep(200);
         assert.deepEqual(seen, [{ payload: { n: 7, s: 'x' }, attempts: 1 }]);
         await q.stop();
@@ -99,7 +92,7 @@ for (const dialect of DIALECTS) {
         });
         await q.enqueue(database.db, { kind: 'flaky', payload: {} });
         q.start();
-        await waitFor('the first failure', async () => (await jobRows(database))[0]?.last_error === 'boom 1');
+        await waitUntil(async () => (await jobRows(database))[0]?.last_error === 'boom 1', 10_000, 'the first failure');
         let [row] = await jobRows(database);
         assert.equal(row!.attempts, 1);
         assert.equal(row!.locked_until, null);
@@ -111,14 +104,14 @@ for (const dialect of DIALECTS) {
 
         clock.advance(1000);
         q.wake();
-        await waitFor('the second failure', async () => (await jobRows(database))[0]?.last_error === 'boom 2');
+        await waitUntil(async () => (await jobRows(database))[0]?.last_error === 'boom 2', 10_000, 'the second failure');
         [row] = await jobRows(database);
         assert.equal(row!.attempts, 2);
         assert.equal(row!.run_at, new Date(clock.now().getTime() + 2000).toISOString(), 'the second back-off doubles');
 
         clock.advance(2000);
         q.wake();
-        await waitFor('the job to succeed', async () => (await jobRows(database)).length === 0);
+        await waitUntil(async () => (await jobRows(database)).length === 0, 10_000, 'the job to succeed');
         assert.equal(calls, 3);
         assert.deepEqual(errors, ['boom 1', 'boom 2']);
         await q.stop();
@@ -133,7 +126,7 @@ for (const dialect of DIALECTS) {
         });
         await q.enqueue(database.db, { kind: 'bad', payload: {}, dedupeKey: 'key' });
         q.start();
-        await waitFor('the job to give up', async () => (await jobRows(database))[0]?.failed_at != null);
+        await waitUntil(async () => (await jobRows(database))[0]?.failed_at != null, 10_000, 'the job to give up');
         await q.stop();
         const [row] = await jobRows(database);
         assert.equal(row!.dedupe_key, null);
@@ -156,7 +149,7 @@ for (const dialect of DIALECTS) {
         });
         await stuck.enqueue(database.db, { kind: 'k', payload: {} });
         stuck.start();
-        await waitFor('the first claim', () => stuckRuns === 1);
+        await waitUntil(() => stuckRuns === 1, 10_000, 'the first claim');
 
         const rescuer = queue(database);
         let rescued = 0;
@@ -167,8 +160,8 @@ for (const dialect of DIALECTS) {
         rescuer.start();
         await sleep(100);
         assert.equal(rescued, 0, 'not while the lease holds');
-        await waitFor('the takeover', () => rescued === 1);
-        await waitFor('the row to go', async () => (await jobRows(database)).length === 0);
+        await waitUntil(() => rescued === 1, 10_000, 'the takeover');
+        await waitUntil(async () => (await jobRows(database)).length === 0, 10_000, 'the row to go');
         release();
         await stuck.stop();
         await rescuer.stop();
@@ -189,7 +182,7 @@ for (const dialect of DIALECTS) {
         });
         await late.enqueue(database.db, { kind: 'k', payload: {} });
         late.start();
-        await waitFor('the first claim', () => lateRuns === 1);
+        await waitUntil(() => lateRuns === 1, 10_000, 'the first claim');
         await sleep(250);
         // Another worker's lease, as a takeover writes it.
         const theirs = new Date(Date.now() + 60_000).toISOString();
@@ -247,7 +240,7 @@ for (const dialect of DIALECTS) {
         }
         a.start();
         b.start();
-        await waitFor('every job to run', async () => (await jobRows(database)).length === 0, 60_000);
+        await waitUntil(async () => (await jobRows(database)).length === 0, 60_000, 'every job to run');
         await a.stop();
         await b.stop();
         if (second !== database) await second.close();

@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ROOT, freePort } from './foundation-helpers.ts';
+import { ROOT } from './foundation-helpers.ts';
+import { freePort } from './server-process.ts';
 
 async function up(port: number, deadlineMs: number): Promise<boolean> {
   const deadline = Date.now() + deadlineMs;

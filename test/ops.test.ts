@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { type AddressInfo, createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
 import { createDeps } from '../src/root.ts';
-import { ROOT, freePort, runTs } from './foundation-helpers.ts';
+import { freePort, runWeft, spawnWeft } from './server-process.ts';
 import { DIALECTS, freshStore, isErrorBody, startApp, testConfig } from './helpers.ts';
 
 const BOOT = 'weft_ops_bootstrap_token_0123456789abcd';
@@ -20,22 +20,15 @@ interface Server {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
 }
 
-/** Spawns `node --import tsx src/main.ts` on a free port and waits until it serves. */
+/** Spawns the built server (dist/main.js) on a free port and waits until it serves. */
 async function startServer(env: Record<string, string>): Promise<Server> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
-      SSH_PORT: '0',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnWeft(
+    'main',
+    [],
+    { HOME: process.env.HOME ?? '', PORT: String(port), HOST: '127.0.0.1', ...env },
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stdout = '';
   let stderr = '';
   const waiters: Array<() => void> = [];
@@ -158,8 +151,8 @@ describe('operations', () => {
     const busyPort = (busy.address() as AddressInfo).port;
     try {
       const [res, inUse] = await Promise.all([
-        runTs('src/main.ts', [], { DATA_DIR: store.dataDir, PORT: 'eighty' }),
-        runTs('src/main.ts', [], { DATA_DIR: store.dataDir, PORT: String(busyPort), LOG_LEVEL: 'silent' }),
+        runWeft('main', [], { DATA_DIR: store.dataDir, PORT: 'eighty' }),
+        runWeft('main', [], { DATA_DIR: store.dataDir, PORT: String(busyPort), LOG_LEVEL: 'silent' }),
       ]);
       assert.equal(res.code, 2);
       assert.match(res.stderr, /weft: configuration error: PORT must be a whole number, got "eighty"/);
@@ -226,19 +219,12 @@ describe('operations', () => {
     try {
       // at warn, not even "weft is serving" is logged: wait on HTTP instead
       const port = await freePort();
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH ?? '',
-          DATA_DIR: store.dataDir,
-          PORT: String(port),
-          SSH_PORT: '0',
-          BOOTSTRAP_ADMIN_TOKEN: BOOT,
-          LOG_LEVEL: 'warn',
-          LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = spawnWeft(
+        'main',
+        [],
+        { DATA_DIR: store.dataDir, PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: BOOT, LOG_LEVEL: 'warn' },
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let out = '';
       child.stdout!.on('data', (d) => {
         out += d;
@@ -246,7 +232,7 @@ describe('operations', () => {
       const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
       try {
         let me: Response | null = null;
-        // tsx start-up takes seconds, and many more on a loaded machine: wait up to 60 s
+        // start-up takes seconds on a loaded machine: wait up to 60 s
         const deadline = Date.now() + 60_000;
         while (!me && Date.now() < deadline) {
           me = await fetch(`http://127.0.0.1:${port}/api/v1/user`, { headers: { authorization: `Bearer ${BOOT}` } }).catch(

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { ROOT, freePort } from './foundation-helpers.ts';
+import { ROOT } from './foundation-helpers.ts';
 import { DIALECTS, type TestApp, freshStore, isErrorBody, startApp } from './helpers.ts';
+import { freePort, spawnWeft } from './server-process.ts';
 
 // Production conventions (README "Deploying"): ETag/304, Cache-Control, 405 + Allow, CORS,
 // compression, metrics, Link rel="last", the CLI's --version and a graceful shutdown under load.
@@ -184,21 +185,19 @@ describe('runtime', () => {
     const store = await freshStore('sqlite');
     const port = await freePort();
     const token = 'weft_prod_shutdown_token_0123456789abcdef';
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
+    // zero failed requests is the claim: spawnWeft turns load shedding off (no 503 on a loaded machine)
+    const child = spawnWeft(
+      'main',
+      [],
+      {
         DATA_DIR: store.dataDir,
         PORT: String(port),
-        SSH_PORT: '0',
         BOOTSTRAP_ADMIN_TOKEN: token,
         LOG_LEVEL: 'warn',
         SHUTDOWN_TIMEOUT_MS: '8000',
-        // zero failed requests is the claim: no 503 from load shedding on a loaded machine
-        LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));

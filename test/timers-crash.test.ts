@@ -1,37 +1,22 @@
 /**
- * A real crash: a server process (src/main.ts) is killed with SIGKILL while it holds a batch of
+ * A real crash: a server process (dist/main.js) is killed with SIGKILL while it holds a batch of
  * claimed timers inside its firing transaction, then restarted on the same database. Each
  * occurrence fires exactly once: not twice, not never (README "Timers").
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { type Database, openDatabase } from '../src/db/index.ts';
 import { DIALECTS, freshStore } from './helpers.ts';
+import { type StoreHandle, spawnWeft, storeEnv } from './server-process.ts';
 import { firedTimerUuids, insertDueTimers, insertUserRow } from './timers-helpers.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const N = 60;
-type StoreHandle = Awaited<ReturnType<typeof freshStore>>;
 
-/** Starts `node --import tsx src/main.ts` on the store; resolves once `marker` appears on stderr (or the process is up). */
+/** Starts the built server (dist/main.js) on the store, on any free port. */
 function startServer(store: StoreHandle, env: Record<string, string>): ChildProcess {
-  const url = store.url && store.schema ? `${store.url}?options=${encodeURIComponent(`-c search_path=${store.schema}`)}` : null;
-  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      PORT: '0',
-      SSH_PORT: '0',
-      DATA_DIR: store.dataDir,
-      LOG_LEVEL: 'warn',
-      ...(url ? { DATABASE_URL: url } : {}),
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  return spawnWeft('main', [], { PORT: '0', LOG_LEVEL: 'warn', ...storeEnv(store), ...env });
 }
 
 function waitForStderr(child: ChildProcess, pattern: RegExp, ms: number): Promise<void> {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bootstrapAdmin } from '../src/users/service.ts';
-import { ISO_MS, TOKEN_SECRET, runTs, snapshot } from './foundation-helpers.ts';
+import { ISO_MS, TOKEN_SECRET, snapshot } from './foundation-helpers.ts';
+import { runWeft } from './server-process.ts';
 import { ADMIN_TOKEN, DIALECTS, type TestApp, freshStore, isErrorBody, startApp } from './helpers.ts';
 import { assertRefused } from './common.ts';
 import type { RequestOptions } from './helpers.ts';
@@ -411,21 +412,17 @@ describe('CLI (spawned against a temp DATA_DIR)', () => {
     const store = await freshStore('sqlite');
     const env = { DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' };
     try {
-      const migrate = await runTs('src/cli.ts', ['migrate'], env);
+      const migrate = await runWeft('cli', ['migrate'], env);
       assert.equal(migrate.code, 0, migrate.stderr);
       assert.match(migrate.stdout, /applied: 001_foundation, 002_teams_repos_pulls/);
 
       const [created, usage, badEmail, unknownCmd, badFlag, badConfig] = await Promise.all([
-        runTs(
-          'src/cli.ts',
-          ['create-user', 'Grace', '--email', 'grace@example.com', '--staff', '--display-name', 'Grace H'],
-          env,
-        ),
-        runTs('src/cli.ts', ['create-user', 'nomail'], env),
-        runTs('src/cli.ts', ['create-user', 'x', '--email', 'nope'], env),
-        runTs('src/cli.ts', ['frobnicate'], env),
-        runTs('src/cli.ts', ['create-token', 'grace', '--bogus'], env),
-        runTs('src/cli.ts', ['migrate'], { ...env, LOG_LEVEL: 'loud' }),
+        runWeft('cli', ['create-user', 'Grace', '--email', 'grace@example.com', '--staff', '--display-name', 'Grace H'], env),
+        runWeft('cli', ['create-user', 'nomail'], env),
+        runWeft('cli', ['create-user', 'x', '--email', 'nope'], env),
+        runWeft('cli', ['frobnicate'], env),
+        runWeft('cli', ['create-token', 'grace', '--bogus'], env),
+        runWeft('cli', ['migrate'], { ...env, LOG_LEVEL: 'loud' }),
       ]);
       assert.equal(created.code, 0, created.stderr);
       const token = created.stdout.trim();
@@ -443,10 +440,10 @@ describe('CLI (spawned against a temp DATA_DIR)', () => {
       assert.match(badConfig.stderr, /configuration error: LOG_LEVEL must be one of/);
 
       const [second, dup, noUser, reserved] = await Promise.all([
-        runTs('src/cli.ts', ['create-token', 'grace', '--name', 'deploy'], env),
-        runTs('src/cli.ts', ['create-user', 'grace', '--email', 'g2@example.com'], env),
-        runTs('src/cli.ts', ['create-token', 'nobody'], env),
-        runTs('src/cli.ts', ['create-user', 'admin', '--email', 'a@example.com'], env),
+        runWeft('cli', ['create-token', 'grace', '--name', 'deploy'], env),
+        runWeft('cli', ['create-user', 'grace', '--email', 'g2@example.com'], env),
+        runWeft('cli', ['create-token', 'nobody'], env),
+        runWeft('cli', ['create-user', 'admin', '--email', 'a@example.com'], env),
       ]);
       assert.equal(second.code, 0, second.stderr);
       const token2 = second.stdout.trim();
@@ -457,7 +454,7 @@ describe('CLI (spawned against a temp DATA_DIR)', () => {
       assert.match(noUser.stderr, /no such user: nobody/);
       assert.equal(reserved.code, 2);
 
-      const again = await runTs('src/cli.ts', ['migrate'], env);
+      const again = await runWeft('cli', ['migrate'], env);
       assert.match(again.stdout, /migrations are up to date/);
 
       // The server on the same DATA_DIR accepts both tokens.
@@ -482,7 +479,7 @@ describe('CLI (spawned against a temp DATA_DIR)', () => {
   it('set-password, list-users, revoke-token, deactivate-user: each changes what the server accepts; bad input exits non-zero', async () => {
     const store = await freshStore('sqlite');
     const env = { DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' };
-    const cli = (args: string[], input?: string) => runTs('src/cli.ts', args, env, 30_000, input);
+    const cli = (args: string[], input?: string) => runWeft('cli', args, env, 30_000, input);
     try {
       assert.equal((await cli(['migrate'])).code, 0);
       const created = await cli(['create-user', 'ada', '--email', 'ada@example.com']);

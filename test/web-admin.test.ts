@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
 import { type Browser, pageReq, signIn } from './web-helpers.ts';
-import { Receiver, waitUntil } from './webhooks-helpers.ts';
+import { waitUntil } from './common.ts';
+import { Receiver } from './webhooks-helpers.ts';
 
 const csrfOf = (text: string) => /name="_csrf" value="([^"]+)"/.exec(text)?.[1] ?? '';
 const cookieOf = (setCookie: unknown, name: string) =>

@@ -5,33 +5,20 @@
  * shows every reply's event exactly once, in order, without a reload.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { type Database, openDatabase } from '../src/db/index.ts';
 import { createDeps } from '../src/root.ts';
 import { createReply } from '../src/threads/service.ts';
 import { hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { waitUntil } from './common.ts';
 import { ADMIN_TOKEN, DIALECTS, freshStore, testConfig } from './helpers.ts';
+import { type StoreHandle, freePort, spawnWeft, storeEnv } from './server-process.ts';
 import { PASSWORD } from './web-helpers.ts';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-type StoreHandle = Awaited<ReturnType<typeof freshStore>>;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as AddressInfo).port;
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 /** A reverse proxy to 127.0.0.1:`port` that answers 502 when nothing listens there. */
 async function startProxy(port: number): Promise<{ base: string; close(): Promise<void> }> {
@@ -60,30 +47,14 @@ async function startProxy(port: number): Promise<{ base: string; close(): Promis
 }
 
 function startServer(store: StoreHandle, port: number, publicUrl: string): ChildProcess {
-  const url = store.url && store.schema ? `${store.url}?options=${encodeURIComponent(`-c search_path=${store.schema}`)}` : null;
-  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      PORT: String(port),
-      DATA_DIR: store.dataDir,
-      LOG_LEVEL: 'warn',
-      PUBLIC_URL: publicUrl,
-      BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN,
-      LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
-      ...(url ? { DATABASE_URL: url } : {}),
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-async function waitUntil(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const env = {
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    PUBLIC_URL: publicUrl,
+    BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN,
+    ...storeEnv(store),
+  };
+  return spawnWeft('main', [], env, { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 for (const dialect of DIALECTS) {
@@ -105,7 +76,16 @@ for (const dialect of DIALECTS) {
         });
         return { status: res.status, body: (await res.json().catch(() => null)) as Record<string, unknown> };
       };
-      const up = () => waitUntil('the server', async () => (await fetch(`${proxy.base}/readyz`)).status === 200);
+      const up = () =>
+        waitUntil(
+          () =>
+            fetch(`${proxy.base}/readyz`).then(
+              (r) => r.status === 200,
+              () => false,
+            ),
+          30_000,
+          'the server',
+        );
       const kill = async () => {
         if (!server || server.exitCode !== null || server.signalCode !== null) return;
         const exited = once(server, 'exit');
@@ -143,7 +123,15 @@ for (const dialect of DIALECTS) {
         const live = page.locator('#thread-feed article[data-kind="reply-created"]');
 
         assert.equal((await reply('before the restart')).status, 201);
-        await waitUntil('the first reply, live', async () => (await live.count()) === 1);
+        await waitUntil(
+          () =>
+            live.count().then(
+              (n) => n === 1,
+              () => false,
+            ),
+          30_000,
+          'the first reply, live',
+        );
 
         // The server dies; the proxy answers 502 meanwhile.
         await kill();
@@ -170,9 +158,25 @@ for (const dialect of DIALECTS) {
 
         server = startServer(store, port, proxy.base);
         await up();
-        await waitUntil('the replies written while down', async () => (await live.count()) >= 3, 60_000);
+        await waitUntil(
+          () =>
+            live.count().then(
+              (n) => n >= 3,
+              () => false,
+            ),
+          60_000,
+          'the replies written while down',
+        );
         assert.equal((await reply('after the restart')).status, 201);
-        await waitUntil('the reply after the restart', async () => (await live.count()) >= 4, 30_000);
+        await waitUntil(
+          () =>
+            live.count().then(
+              (n) => n >= 4,
+              () => false,
+            ),
+          30_000,
+          'the reply after the restart',
+        );
         await new Promise((r) => setTimeout(r, 1000)); // a duplicate, were there one, would show now
 
         const ids = await page.locator('#thread-feed article.weft-event').evaluateAll((els) => els.map((e) => e.id));

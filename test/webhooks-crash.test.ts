@@ -5,43 +5,19 @@
  * first attempts in event order.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { inTransaction } from '../src/core/transaction.ts';
 import { type Database, openDatabase } from '../src/db/index.ts';
 import { ADMIN_TOKEN, DIALECTS, type TestApp, freshStore, startApp } from './helpers.ts';
-import { Receiver, waitUntil } from './webhooks-helpers.ts';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-type StoreHandle = Awaited<ReturnType<typeof freshStore>>;
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
+import { type StoreHandle, freePort, spawnWeft, storeEnv } from './server-process.ts';
+import { waitUntil } from './common.ts';
+import { Receiver } from './webhooks-helpers.ts';
 
 function startServer(store: StoreHandle, port: number): ChildProcess {
-  const url = store.url && store.schema ? `${store.url}?options=${encodeURIComponent(`-c search_path=${store.schema}`)}` : null;
-  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      PORT: String(port),
-      SSH_PORT: '0',
-      DATA_DIR: store.dataDir,
-      LOG_LEVEL: 'warn',
-      BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN,
-      LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
-      ...(url ? { DATABASE_URL: url } : {}),
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const env = { PORT: String(port), LOG_LEVEL: 'warn', BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN, ...storeEnv(store) };
+  return spawnWeft('main', [], env, { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 async function api(port: number, method: string, path: string, body?: unknown) {

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitUntil } from './common.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -55,14 +56,5 @@ export class Receiver {
   async close(): Promise<void> {
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
-  }
-}
-
-export async function waitUntil(pred: () => boolean | Promise<boolean>, ms = 20_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await pred()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
   }
 }

@@ -12,7 +12,8 @@ import { inTransaction } from '../src/core/transaction.ts';
 import type { Person } from './common.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
-import { Receiver, waitUntil } from './webhooks-helpers.ts';
+import { waitUntil } from './common.ts';
+import { Receiver } from './webhooks-helpers.ts';
 
 for (const dialect of DIALECTS) {
   describe(`webhooks (${dialect})`, () => {

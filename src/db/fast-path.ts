@@ -11,8 +11,8 @@
  *
  * `WEFT_FAST_PATH=off` (src/config.ts; set by the composition root) turns all of it off: each
  * query is built and run through Kysely, SQLite statements are prepared anew with better-sqlite3's
- * own rows, and the token lookup reads the token alone. The answers are the same (CI runs the
- * suite once with it off; test/fast-path.test.ts compares both); only the cost differs.
+ * own rows, and the token lookup reads the token alone. The answers are the same
+ * (test/fast-path.test.ts compares each fast path both ways); only the cost differs.
  */
 import type { Statement } from 'better-sqlite3';
 import type SQLite from 'better-sqlite3';
