@@ -9,15 +9,20 @@ import { after, before, describe, it } from 'node:test';
 import ssh2 from 'ssh2';
 import { hostKeyPath, loadOrCreateHostKey } from '../src/ssh/host-key.ts';
 import { type SshServer, startSshServer } from '../src/ssh/server.ts';
+import { gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, freshStore, startApp, type TestApp } from './helpers.ts';
+import { gitSshCommand, keyDir } from './ssh-fixtures.ts';
 import { freePort, startServer, stopServer } from './server-process.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Opens a raw TCP connection; resolves with what the server sent before closing it (or after `holdMs`). */
-function rawConnection(port: number): { banner: Promise<string>; closed: Promise<number>; end(): void } {
+function rawConnection(
+  port: number,
+  localAddress?: string,
+): { banner: Promise<string>; closed: Promise<number>; end(): void; write(s: string): void } {
   const started = Date.now();
-  const socket = connect(port, '127.0.0.1');
+  const socket = connect({ port, host: '127.0.0.1', localAddress });
   let seen = '';
   const banner = new Promise<string>((resolve) => {
     socket.on('data', (d) => {
@@ -28,7 +33,7 @@ function rawConnection(port: number): { banner: Promise<string>; closed: Promise
   });
   socket.on('error', () => undefined);
   const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - started)));
-  return { banner, closed, end: () => socket.destroy() };
+  return { banner, closed, end: () => socket.destroy(), write: (s) => socket.write(s) };
 }
 
 /** ssh-keyscan's host key line of a server (type and base64). */
@@ -161,8 +166,8 @@ for (const dialect of DIALECTS) {
       assert.ok(ms >= 1000, `closed after ${ms} ms`);
     });
 
-    it('at most SSH_MAX_SESSIONS connections per instance: more are closed at once', async () => {
-      const held = [rawConnection(one.port), rawConnection(one.port)];
+    it('connections not yet authenticated get three quarters of SSH_MAX_SESSIONS: more are closed at once', async () => {
+      const held = [rawConnection(one.port)];
       await Promise.all(held.map((c) => c.banner));
       const extra = rawConnection(one.port);
       assert.equal(await extra.banner, '', 'no banner: closed at once');
@@ -176,6 +181,85 @@ for (const dialect of DIALECTS) {
         if (banner.startsWith('SSH-2.0-')) break;
         assert.ok(i < 50, 'the slots were not released');
         await new Promise((r) => setTimeout(r, 100));
+      }
+    });
+  });
+}
+
+for (const dialect of DIALECTS) {
+  describe(`SSH slots under a flood of connections that never log in (${dialect})`, () => {
+    let t: TestApp;
+    let ssh: SshServer;
+    const keys = keyDir();
+    const LOGIN_MS = 1000;
+
+    before(async () => {
+      t = await startApp(dialect, { config: { sshLoginTimeoutMs: LOGIN_MS } });
+      ssh = await startSshServer(t.deps, { port: 0, host: '127.0.0.1' });
+    });
+    after(async () => {
+      await ssh.close();
+      await t.close();
+      keys.cleanup();
+    });
+
+    it('200 idle and trickling connections from one address: each is closed at the login deadline, real clones succeed', async () => {
+      const g = await gitClient(t);
+      try {
+        const alice = await t.user(`flood${dialect}`);
+        const key = keys.make('flood', 'ed25519');
+        assert.equal(
+          (await t.req('POST', '/api/v1/user/keys', { token: alice.token, body: { title: 'k', key: key.pub } })).status,
+          201,
+        );
+        const repo = await t.req('POST', `/api/v1/users/${alice.username}/repos`, {
+          token: alice.token,
+          body: { name: 'f', slug: 'f', visibility: 'private' },
+        });
+        assert.equal(repo.status, 201, repo.text);
+        const url = `ssh://git@127.0.0.1:${ssh.port}/users/${alice.username}/f.git`;
+        const env = { env: { GIT_SSH_COMMAND: gitSshCommand(key.path, ssh.port) } };
+        const work = await makeWorkTree(g, 'w', [{ 'a.txt': 'one\n' }]);
+        await g.run(['-C', work, 'push', '-q', url, 'main'], env);
+
+        // the flood, from 127.0.0.2: half send nothing, half trickle a byte every 100 ms; each
+        // connects again 300 ms after it is closed
+        let flooding = true;
+        let open = 0;
+        let mostOpen = 0;
+        const lifetimes: number[] = [];
+        const attacker = async (trickle: boolean) => {
+          while (flooding) {
+            const c = rawConnection(ssh.port, '127.0.0.2');
+            const timer = trickle ? setInterval(() => c.write('S'), 100) : null;
+            const banner = await c.banner;
+            if (banner) mostOpen = Math.max(mostOpen, ++open);
+            const ms = await c.closed;
+            if (timer) clearInterval(timer);
+            if (banner) {
+              open--;
+              if (flooding) lifetimes.push(ms);
+            }
+            await new Promise((r) => setTimeout(r, 300));
+          }
+        };
+        const attackers = Array.from({ length: 200 }, (_, i) => attacker(i % 2 === 1));
+        await new Promise((r) => setTimeout(r, 2 * LOGIN_MS));
+        try {
+          for (let i = 0; i < 4; i++) {
+            const dest = g.tmp(`c${i}`);
+            await g.run(['clone', '-q', url, dest], env);
+            assert.equal((await g.run(['-C', dest, 'show', 'HEAD:a.txt'])).stdout, 'one\n');
+          }
+        } finally {
+          flooding = false;
+        }
+        await Promise.all(attackers);
+        assert.ok(mostOpen <= t.deps.config.sshMaxUnauthenticatedPerAddress, `${mostOpen} open at once`);
+        assert.ok(lifetimes.length > 0);
+        for (const ms of lifetimes) assert.ok(ms < LOGIN_MS + 1000, `a connection lived ${ms} ms`);
+      } finally {
+        g.cleanup();
       }
     });
   });
