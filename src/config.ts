@@ -58,6 +58,10 @@ export interface Config {
   sshMaxSessionsPerUser: number;
   /** SSH_IDLE_TIMEOUT_MS: an SSH connection with no traffic either way for this long is closed. */
   sshIdleTimeoutMs: number;
+  /** SSH_LOGIN_TIMEOUT_MS: a connection not authenticated this long after it opened is closed. */
+  sshLoginTimeoutMs: number;
+  /** SSH_MAX_UNAUTHENTICATED_PER_ADDRESS: connections of one client address not yet authenticated; more are closed at once. */
+  sshMaxUnauthenticatedPerAddress: number;
   /** WEFT_FAST_PATH (on|off): the fast read path of src/db/fast-path.ts; off gives the same answers through plain Kysely. */
   fastPath: boolean;
   /** GIT_MAX_PROCESSES: concurrent git processes for reading code (default twice the cores). */
@@ -216,6 +220,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const sshMaxSessions = intVar(env, 'SSH_MAX_SESSIONS', 64, 1, 100_000);
   const sshMaxSessionsPerUser = intVar(env, 'SSH_MAX_SESSIONS_PER_USER', 8, 1, 100_000);
   const sshIdleTimeoutMs = intVar(env, 'SSH_IDLE_TIMEOUT_MS', 300_000, 100, 86_400_000);
+  const sshLoginTimeoutMs = intVar(env, 'SSH_LOGIN_TIMEOUT_MS', 20_000, 100, 600_000);
+  const sshMaxUnauthenticatedPerAddress = intVar(env, 'SSH_MAX_UNAUTHENTICATED_PER_ADDRESS', 8, 1, 100_000);
   const fastPathRaw = (env.WEFT_FAST_PATH || 'on').toLowerCase();
   if (fastPathRaw !== 'on' && fastPathRaw !== 'off')
     throw new ConfigError(`WEFT_FAST_PATH must be on or off, got "${env.WEFT_FAST_PATH}"`);
@@ -258,6 +264,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sshMaxSessions,
     sshMaxSessionsPerUser,
     sshIdleTimeoutMs,
+    sshLoginTimeoutMs,
+    sshMaxUnauthenticatedPerAddress,
     fastPath: fastPathRaw === 'on',
     gitMaxProcesses,
     gitTimeoutMs,

@@ -82,13 +82,14 @@ async function main(): Promise<void> {
   await app.listen({ port: config.port, host: config.host });
   startupDone();
   await startBackground(deps);
-  readiness.ready = !stopping;
-  // git over SSH (README "Git over SSH"); SSH_PORT=0 turns it off. Its module (and ssh2) loads here.
+  // git over SSH (README "Git over SSH"); SSH_PORT=0 turns it off. Its module (and ssh2) loads here,
+  // before /readyz says ready, so a host key that cannot be used fails the start, not a later one.
   if (config.sshPort !== 0 && !stopping) {
     const { startSshServer } = await import('./ssh/server.ts');
     sshServer = await startSshServer(deps);
     app.log.info({ sshPort: sshServer.port }, 'git over SSH is serving');
   }
+  readiness.ready = !stopping;
   app.log.info({ dialect: database.dialect, publicUrl: config.publicUrl }, 'weft is serving');
 }
 

@@ -1,21 +1,28 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { hostKeyPath } from '../src/ssh/host-key.ts';
+import ssh2 from 'ssh2';
+import { hostKeyPath, loadOrCreateHostKey } from '../src/ssh/host-key.ts';
 import { type SshServer, startSshServer } from '../src/ssh/server.ts';
-import { DIALECTS, startApp, type TestApp } from './helpers.ts';
+import { gitClient, makeWorkTree } from './git-fixtures.ts';
+import { DIALECTS, freshStore, startApp, type TestApp } from './helpers.ts';
+import { gitSshCommand, keyDir } from './ssh-fixtures.ts';
+import { freePort, startServer, stopServer } from './server-process.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Opens a raw TCP connection; resolves with what the server sent before closing it (or after `holdMs`). */
-function rawConnection(port: number): { banner: Promise<string>; closed: Promise<number>; end(): void } {
+function rawConnection(
+  port: number,
+  localAddress?: string,
+): { banner: Promise<string>; closed: Promise<number>; end(): void; write(s: string): void } {
   const started = Date.now();
-  const socket = connect(port, '127.0.0.1');
+  const socket = connect({ port, host: '127.0.0.1', localAddress });
   let seen = '';
   const banner = new Promise<string>((resolve) => {
     socket.on('data', (d) => {
@@ -26,7 +33,7 @@ function rawConnection(port: number): { banner: Promise<string>; closed: Promise
   });
   socket.on('error', () => undefined);
   const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - started)));
-  return { banner, closed, end: () => socket.destroy() };
+  return { banner, closed, end: () => socket.destroy(), write: (s) => socket.write(s) };
 }
 
 /** ssh-keyscan's host key line of a server (type and base64). */
@@ -78,6 +85,49 @@ describe('SSH host key', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('every key written parses again (1,000 new data dirs)', () => {
+    const root = mkdtempSync(join(tmpdir(), 'weft-hostkeys-'));
+    try {
+      for (let i = 0; i < 1000; i++) {
+        const dir = join(root, String(i));
+        const key = loadOrCreateHostKey(dir);
+        const parsed = ssh2.utils.parseKey(readFileSync(hostKeyPath(dir), 'utf8'));
+        assert.ok(!(parsed instanceof Error), `key ${i}: ${parsed instanceof Error ? parsed.message : ''}`);
+        assert.equal(loadOrCreateHostKey(dir), key, 'read back unchanged');
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('a data dir whose key does not parse starts: a new key, the old one moved aside, a loud warning', async () => {
+    // a key as ssh2's writer makes about 1 in 300 times: written, but not readable again
+    let broken = '';
+    while (!broken) {
+      const { private: key } = ssh2.utils.generateKeyPairSync('ed25519');
+      if (ssh2.utils.parseKey(key) instanceof Error) broken = key;
+    }
+    const store = await freshStore('sqlite');
+    mkdirSync(join(store.dataDir, 'ssh'), { mode: 0o700 });
+    writeFileSync(hostKeyPath(store.dataDir), broken, { mode: 0o600 });
+    const sshPort = await freePort();
+    const server = await startServer(store, { SSH_PORT: String(sshPort) });
+    try {
+      // ready means SSH serves too
+      assert.match(await keyscan(sshPort), /^ssh-ed25519 \S+$/);
+      assert.match(server.stderr(), /WARNING: the SSH host key .* could not be read/);
+      const key = readFileSync(hostKeyPath(store.dataDir), 'utf8');
+      assert.ok(!(ssh2.utils.parseKey(key) instanceof Error));
+      const aside = readdirSync(join(store.dataDir, 'ssh')).filter((f) => f.startsWith('host_ed25519_key.broken-'));
+      assert.equal(aside.length, 1);
+      assert.equal(readFileSync(join(store.dataDir, 'ssh', aside[0]!), 'utf8'), broken);
+    } finally {
+      await stopServer(server, 'SIGTERM');
+      await store.drop();
+    }
+    assert.ok(!existsSync(store.dataDir));
+  });
 });
 
 for (const dialect of DIALECTS) {
@@ -116,8 +166,8 @@ for (const dialect of DIALECTS) {
       assert.ok(ms >= 1000, `closed after ${ms} ms`);
     });
 
-    it('at most SSH_MAX_SESSIONS connections per instance: more are closed at once', async () => {
-      const held = [rawConnection(one.port), rawConnection(one.port)];
+    it('connections not yet authenticated get three quarters of SSH_MAX_SESSIONS: more are closed at once', async () => {
+      const held = [rawConnection(one.port)];
       await Promise.all(held.map((c) => c.banner));
       const extra = rawConnection(one.port);
       assert.equal(await extra.banner, '', 'no banner: closed at once');
@@ -131,6 +181,85 @@ for (const dialect of DIALECTS) {
         if (banner.startsWith('SSH-2.0-')) break;
         assert.ok(i < 50, 'the slots were not released');
         await new Promise((r) => setTimeout(r, 100));
+      }
+    });
+  });
+}
+
+for (const dialect of DIALECTS) {
+  describe(`SSH slots under a flood of connections that never log in (${dialect})`, () => {
+    let t: TestApp;
+    let ssh: SshServer;
+    const keys = keyDir();
+    const LOGIN_MS = 1000;
+
+    before(async () => {
+      t = await startApp(dialect, { config: { sshLoginTimeoutMs: LOGIN_MS } });
+      ssh = await startSshServer(t.deps, { port: 0, host: '127.0.0.1' });
+    });
+    after(async () => {
+      await ssh.close();
+      await t.close();
+      keys.cleanup();
+    });
+
+    it('200 idle and trickling connections from one address: each is closed at the login deadline, real clones succeed', async () => {
+      const g = await gitClient(t);
+      try {
+        const alice = await t.user(`flood${dialect}`);
+        const key = keys.make('flood', 'ed25519');
+        assert.equal(
+          (await t.req('POST', '/api/v1/user/keys', { token: alice.token, body: { title: 'k', key: key.pub } })).status,
+          201,
+        );
+        const repo = await t.req('POST', `/api/v1/users/${alice.username}/repos`, {
+          token: alice.token,
+          body: { name: 'f', slug: 'f', visibility: 'private' },
+        });
+        assert.equal(repo.status, 201, repo.text);
+        const url = `ssh://git@127.0.0.1:${ssh.port}/users/${alice.username}/f.git`;
+        const env = { env: { GIT_SSH_COMMAND: gitSshCommand(key.path, ssh.port) } };
+        const work = await makeWorkTree(g, 'w', [{ 'a.txt': 'one\n' }]);
+        await g.run(['-C', work, 'push', '-q', url, 'main'], env);
+
+        // the flood, from 127.0.0.2: half send nothing, half trickle a byte every 100 ms; each
+        // connects again 300 ms after it is closed
+        let flooding = true;
+        let open = 0;
+        let mostOpen = 0;
+        const lifetimes: number[] = [];
+        const attacker = async (trickle: boolean) => {
+          while (flooding) {
+            const c = rawConnection(ssh.port, '127.0.0.2');
+            const timer = trickle ? setInterval(() => c.write('S'), 100) : null;
+            const banner = await c.banner;
+            if (banner) mostOpen = Math.max(mostOpen, ++open);
+            const ms = await c.closed;
+            if (timer) clearInterval(timer);
+            if (banner) {
+              open--;
+              if (flooding) lifetimes.push(ms);
+            }
+            await new Promise((r) => setTimeout(r, 300));
+          }
+        };
+        const attackers = Array.from({ length: 200 }, (_, i) => attacker(i % 2 === 1));
+        await new Promise((r) => setTimeout(r, 2 * LOGIN_MS));
+        try {
+          for (let i = 0; i < 4; i++) {
+            const dest = g.tmp(`c${i}`);
+            await g.run(['clone', '-q', url, dest], env);
+            assert.equal((await g.run(['-C', dest, 'show', 'HEAD:a.txt'])).stdout, 'one\n');
+          }
+        } finally {
+          flooding = false;
+        }
+        await Promise.all(attackers);
+        assert.ok(mostOpen <= t.deps.config.sshMaxUnauthenticatedPerAddress, `${mostOpen} open at once`);
+        assert.ok(lifetimes.length > 0);
+        for (const ms of lifetimes) assert.ok(ms < LOGIN_MS + 1000, `a connection lived ${ms} ms`);
+      } finally {
+        g.cleanup();
       }
     });
   });

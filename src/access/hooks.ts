@@ -9,7 +9,7 @@ import type { Deps } from '../deps.ts';
 import { forbidden } from '../errors.ts';
 import { canReadScope } from '../events/scopes.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
-import { requireRepo } from './repos.ts';
+import { itemWrite, requireRepo } from './repos.ts';
 import { requireTeam, requireTeamManager } from './teams.ts';
 
 export type HookScopeRef = { kind: 'repo'; repo: RepoRef } | { kind: 'team'; teamSlug: string } | { kind: 'site' };
@@ -18,6 +18,8 @@ export interface HookOwner {
   scope: 'repo' | 'team' | 'site';
   /** the repo or team uuid; null for the site */
   uuid: string | null;
+  /** an archived repo, named by a change of one hook: refuse with `assertNotArchived` once the hook is found */
+  archived?: true;
 }
 
 /**
@@ -25,7 +27,14 @@ export interface HookOwner {
  * write's transaction) locks what it read: the repo row (refusing archived repos and inactive
  * teams) or the team row and the viewer's membership.
  */
-export async function requireHookScope(db: Kysely<DB>, viewer: Viewer, ref: HookScopeRef, write: boolean): Promise<HookOwner> {
+export async function requireHookScope(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  ref: HookScopeRef,
+  write: boolean,
+  /** the write names one hook: an archived repo is refused after the hook is found (404 first) */
+  item = false,
+): Promise<HookOwner> {
   if (ref.kind === 'site') {
     if (!viewer.isStaff) throw forbidden('Only staff can manage site hooks.');
     return { scope: 'site', uuid: null };
@@ -35,6 +44,10 @@ export async function requireHookScope(db: Kysely<DB>, viewer: Viewer, ref: Hook
       ? await requireTeamManager(db, viewer, ref.teamSlug)
       : await requireTeam(db, viewer, ref.teamSlug, 'owner');
     return { scope: 'team', uuid: team.uuid };
+  }
+  if (write && item) {
+    const { repo } = await requireRepo(db, viewer, ref.repo, itemWrite({ level: 'maintain', write }));
+    return { scope: 'repo', uuid: repo.uuid, ...(repo.is_archived === 1 ? { archived: true } : {}) };
   }
   const { repo } = await requireRepo(db, viewer, ref.repo, { level: 'maintain', write });
   return { scope: 'repo', uuid: repo.uuid };

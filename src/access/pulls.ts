@@ -5,7 +5,7 @@ import type { DB, PullsTable } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
 import { type RepoRow, type RepoLevel, levelAtLeast } from './levels.ts';
-import { type RepoAccess, type RepoNeed, repoAccessLevel, requireRepo } from './repos.ts';
+import { type RepoAccess, type RepoNeed, assertNotArchived, itemWrite, repoAccessLevel, requireRepo } from './repos.ts';
 
 export interface PullAccess {
   access: RepoAccess;
@@ -24,10 +24,13 @@ export async function requireRepoPull(
   number: number,
   need: RepoNeed = { level: 'read' },
 ): Promise<PullAccess> {
-  const access = await requireRepo(db, viewer, ref, need);
+  // a missing pull is 404 before 403 repo_archived (a caller passing `itemWrite(need)` checks
+  // the archive itself, after a lookup of its own)
+  const access = await requireRepo(db, viewer, ref, need.write ? itemWrite(need) : need);
   const query = db.selectFrom('pulls').selectAll().where('repo_uuid', '=', access.repo.uuid).where('number', '=', number);
   const pull = await withRowLock(db, query, need.write || need.lock ? 'update' : undefined).executeTakeFirst();
   if (!pull) throw notFound('Pull');
+  if (need.write && !need.allowArchived) assertNotArchived(access);
   return { access, pull };
 }
 

@@ -182,6 +182,19 @@ export function assertRepoNeed(access: RepoAccess, need: RepoNeed): void {
 }
 
 /**
+ * A write to a sub-resource of the repo (a protection, a pull, a hook, ...), which must answer
+ * 404 for a missing sub-resource before 403 repo_archived (docs/behaviour.md "Errors"): resolve
+ * the repo with `itemWrite(need)` (every check but the archive one), find the sub-resource, then
+ * call `assertNotArchived`.
+ */
+export const itemWrite = <N extends RepoNeed>(need: N): N => ({ ...need, allowArchived: true });
+
+/** 403 repo_archived on an archived repo (the check `itemWrite` leaves for after the lookup). */
+export function assertNotArchived(access: { repo: { is_archived: number } }): void {
+  if (access.repo.is_archived === 1) throw forbidden('The repo is archived and read-only.', 'repo_archived');
+}
+
+/**
  * The repo uuids a list must keep to for this viewer (a token restricted to `repos`), or null
  * when the token is not restricted. Lists filtered by `namespaceReadFilter` add it themselves.
  */

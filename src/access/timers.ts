@@ -8,7 +8,7 @@ import type { DB } from '../db/types.ts';
 import { notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
 import { levelAtLeast, roleAtLeast, teamRole } from './levels.ts';
-import { type RepoRef, repoAccessLevel, requireRepo } from './repos.ts';
+import { type RepoRef, itemWrite, repoAccessLevel, requireRepo } from './repos.ts';
 import { assertTeamManageable, requireTeam } from './teams.ts';
 
 export type TimerScopeRef =
@@ -17,6 +17,8 @@ export type TimerScopeRef =
 export interface TimerOwner {
   scope: 'user' | 'team' | 'repo';
   uuid: string;
+  /** an archived repo, named by a change of one timer: refuse with `assertNotArchived` once the timer is found */
+  archived?: true;
 }
 
 /**
@@ -46,6 +48,11 @@ export async function requireTimerScope(
     const { team } = await requireTeam(db, viewer, ref.teamSlug, 'owner');
     if (manage) assertTeamManageable(team, viewer);
     return { scope: 'team', uuid: team.uuid };
+  }
+  if (manage && item) {
+    // one timer: a missing one is 404 before 403 repo_archived (the caller checks `archived` after its lookup)
+    const { repo } = await requireRepo(db, viewer, ref.repo, itemWrite({ level: 'maintain', write: true }));
+    return { scope: 'repo', uuid: repo.uuid, ...(repo.is_archived === 1 ? { archived: true } : {}) };
   }
   const { repo } = await requireRepo(db, viewer, ref.repo, manage ? { level: 'maintain', write: true } : { level: 'read' });
   return { scope: 'repo', uuid: repo.uuid };

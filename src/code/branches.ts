@@ -1,4 +1,4 @@
-import { levelAtLeast } from '../access/index.ts';
+import { assertNotArchived, itemWrite, levelAtLeast } from '../access/index.ts';
 import { command } from '../core/command.ts';
 import { onRepo } from '../core/targets.ts';
 import type { Deps } from '../deps.ts';
@@ -67,11 +67,12 @@ export async function createBranch(
 export async function deleteBranch(deps: Deps, viewer: Viewer, ref: RepoRef, name: string): Promise<void> {
   if (!isValidBranchName(name)) throw badRequest('Not a valid branch name.');
   const readers = codeReaders(deps);
-  await command(deps, viewer, onRepo(ref, { level: 'write', write: true }), async (tx) => {
+  await command(deps, viewer, onRepo(ref, itemWrite({ level: 'write', write: true })), async (tx) => {
     const { repo } = tx.access;
     const dir = readers.dirOf(repo.uuid);
     const [tip] = dir ? await readers.objects.info(dir, [`refs/heads/${name}`]) : [null];
     if (!tip) throw notFound('Branch');
+    assertNotArchived(tx.access);
     if (name === repo.default_branch) throw forbidden(`"${name}" is the repo's default branch: change default_branch first.`);
     const patterns = await tx.db.selectFrom('protections').select('branch').where('repo_uuid', '=', repo.uuid).execute();
     const match = patterns.find((p) => branchMatchesPattern(p.branch, name));

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NullableString, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, NullableString, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const Event = Type.Object(
   {
@@ -56,7 +56,9 @@ export const TailQuery = Type.Object({
 
 export const TicketBody = StrictObject({
   scope: EventsQuery.properties.scope,
-  kind: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'the stream keeps only this kind' })),
+  kind: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 100, pattern: NoControl.pattern, description: 'the stream keeps only this kind' }),
+  ),
 });
 
 export const Ticket = Type.Object(

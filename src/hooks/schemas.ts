@@ -1,5 +1,13 @@
 import { Type } from '@sinclair/typebox';
-import { NullableInteger, NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import {
+  NoControl,
+  NullableInteger,
+  NullableString,
+  NullableTimestamp,
+  PageQuery,
+  StrictObject,
+  Timestamp,
+} from '../http/schemas.ts';
 
 const Enum = <T extends string>(values: readonly T[], description?: string) =>
   Type.Union(
@@ -23,8 +31,9 @@ const Events = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
 const BranchFilter = NullableString({
   minLength: 1,
   maxLength: 255,
+  pattern: NoControl.pattern,
   description:
-    'a glob (`*` within a path segment, `**` across segments, `?`, `{a,b}`) matched against the branch of branch-pushed events, ' +
+    'no control characters; a glob (`*` within a path segment, `**` across segments, `?`, `{a,b}`) matched against the branch of branch-pushed events, ' +
     "a pull event's target branch and any branch of a status event; other events are not filtered; null: every branch",
 });
 

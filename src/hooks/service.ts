@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
 import { type Kysely, type Selectable, sql } from 'kysely';
-import { type HookOwner, type HookScopeRef, requireHookScope } from '../access/index.ts';
+import { type HookOwner, type HookScopeRef, assertNotArchived, requireHookScope } from '../access/index.ts';
 import type { HookAttemptsTable, HookDeliveriesTable, HooksTable } from '../db/tables/hooks.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
@@ -130,7 +130,7 @@ async function sinceEventId(tx: TxContext): Promise<number> {
 }
 
 /** The write target of a hooks path: its owner, decided and locked in the write's transaction. */
-const hookTarget = (ref: HookScopeRef) => decide((db, viewer) => requireHookScope(db, viewer, ref, true));
+const hookTarget = (ref: HookScopeRef, item = false) => decide((db, viewer) => requireHookScope(db, viewer, ref, true, item));
 
 export async function listHooks(deps: Deps, viewer: Viewer, ref: HookScopeRef, p: PageParams): Promise<HookJson[]> {
   const owner = await requireHookScope(deps.db, viewer, ref, false);
@@ -203,7 +203,7 @@ export async function updateHook(
   const url = input.url === undefined ? undefined : checkUrl(input.url);
   const events = input.events === undefined ? undefined : checkEvents(input.events);
   const branchFilter = checkBranchFilter(input.branch_filter);
-  return command(deps, viewer, hookTarget(ref), async (tx) => {
+  return command(deps, viewer, hookTarget(ref, true), async (tx) => {
     const owner = tx.access;
     const row = await lockHook(tx, owner, uuid);
     const changes: Partial<HookRow> = {};
@@ -229,18 +229,22 @@ export async function updateHook(
   });
 }
 
-/** The hook row, locked for the rest of the transaction (PostgreSQL; SQLite runs one writer at a time). */
-async function lockHook(tx: TxContext, owner: HookOwner, uuid: string): Promise<HookRow> {
+/**
+ * The hook row, locked for the rest of the transaction (PostgreSQL; SQLite runs one writer at a
+ * time); then 403 repo_archived on an archived repo unless `archivedLater` (404 before 403).
+ */
+async function lockHook(tx: TxContext, owner: HookOwner, uuid: string, archivedLater = false): Promise<HookRow> {
   let q = tx.db.selectFrom('hooks').selectAll().where('uuid', '=', uuid).where('scope', '=', owner.scope);
   q = owner.uuid === null ? q.where('owner_uuid', 'is', null) : q.where('owner_uuid', '=', owner.uuid);
   if (tx.dialect === 'postgres') q = q.forUpdate();
   const row = await q.executeTakeFirst();
   if (!row) throw notFound('Hook');
+  if (owner.archived && !archivedLater) assertNotArchived({ repo: { is_archived: 1 } });
   return row;
 }
 
 export async function deleteHook(deps: Deps, viewer: Viewer, ref: HookScopeRef, uuid: string): Promise<void> {
-  await command(deps, viewer, hookTarget(ref), async (tx) => {
+  await command(deps, viewer, hookTarget(ref, true), async (tx) => {
     const owner = tx.access;
     const row = await lockHook(tx, owner, uuid);
     const deliveries = tx.db.selectFrom('hook_deliveries').select('uuid').where('hook_uuid', '=', row.uuid);
@@ -252,7 +256,7 @@ export async function deleteHook(deps: Deps, viewer: Viewer, ref: HookScopeRef, 
 }
 
 export async function rotateSecret(deps: Deps, viewer: Viewer, ref: HookScopeRef, uuid: string): Promise<{ secret: string }> {
-  return command(deps, viewer, hookTarget(ref), async (tx) => {
+  return command(deps, viewer, hookTarget(ref, true), async (tx) => {
     const owner = tx.access;
     const row = await lockHook(tx, owner, uuid);
     const now = deps.clock.now();
@@ -363,11 +367,12 @@ export async function redeliver(
   uuid: string,
   deliveryUuid: string,
 ): Promise<{ delivery_uuid: string }> {
-  return command(deps, viewer, hookTarget(ref), async (tx) => {
+  return command(deps, viewer, hookTarget(ref, true), async (tx) => {
     const owner = tx.access;
-    const hook = await lockHook(tx, owner, uuid);
-    if (hook.active !== 1) throw hookInactive();
+    const hook = await lockHook(tx, owner, uuid, true);
     const delivery = await findDelivery(tx.db, hook.uuid, deliveryUuid);
+    if (owner.archived) assertNotArchived({ repo: { is_archived: 1 } });
+    if (hook.active !== 1) throw hookInactive();
     const now = deps.clock.now().toISOString();
     await tx.db
       .updateTable('hook_deliveries')
@@ -381,7 +386,7 @@ export async function redeliver(
 
 /** A delivery of a `ping` event, in line with the hook's other first attempts. */
 export async function ping(deps: Deps, viewer: Viewer, ref: HookScopeRef, uuid: string): Promise<{ delivery_uuid: string }> {
-  return command(deps, viewer, hookTarget(ref), async (tx) => {
+  return command(deps, viewer, hookTarget(ref, true), async (tx) => {
     const owner = tx.access;
     const hook = await lockHook(tx, owner, uuid);
     if (hook.active !== 1) throw hookInactive();

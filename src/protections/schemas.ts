@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const Protection = Type.Object(
   {
@@ -29,10 +29,10 @@ const Branch = Type.String({
 });
 const RequiredApprovals = Type.Integer({ minimum: 1, maximum: 100, description: 'integer 1-100; default 1' });
 
-const RequiredContexts = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+const RequiredContexts = Type.Array(Type.String({ minLength: 1, maxLength: 255, ...NoControl }), {
   maxItems: 50,
   description:
-    'status contexts (1-255 characters each, at most 50; duplicates dropped) whose latest status on the pull head must be ' +
+    'status contexts (1-255 characters each, no control characters, at most 50; duplicates dropped) whose latest status on the pull head must be ' +
     '`success` for a merge (409 checks_unsatisfied otherwise); default []. On update, the whole list is replaced.',
 });
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { type RepoRef, type RepoRow, requireRepo } from '../access/index.ts';
+import { type RepoRef, type RepoRow, assertNotArchived, itemWrite, requireRepo } from '../access/index.ts';
 import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
@@ -170,9 +170,10 @@ export async function updateProtection(
   uuid: string,
   input: { branch?: string; required_approvals?: number; required_status_contexts?: string[] },
 ): Promise<ProtectionJson> {
-  return command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+  return command(deps, viewer, onRepo(ref, itemWrite(MANAGE)), async (tx) => {
     const { repo } = tx.access;
     const row = await findProtection(tx.db, repo, uuid);
+    assertNotArchived(tx.access);
     const changes: Partial<ProtectionRow> = {};
     if (input.branch !== undefined && input.branch !== row.branch) {
       const branch = checkPattern(input.branch);
@@ -210,9 +211,10 @@ export async function updateProtection(
 }
 
 export async function deleteProtection(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<void> {
-  await command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+  await command(deps, viewer, onRepo(ref, itemWrite(MANAGE)), async (tx) => {
     const { repo } = tx.access;
     const row = await findProtection(tx.db, repo, uuid);
+    assertNotArchived(tx.access);
     await tx.db.deleteFrom('protections').where('uuid', '=', row.uuid).execute();
     await emitProtectionEvent(tx, viewer, repo, 'protection-deleted', { protection_uuid: row.uuid, branch: row.branch });
   });
@@ -255,9 +257,10 @@ export async function addApprover(
   uuid: string,
   username: string,
 ): Promise<ApproverJson> {
-  return command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+  return command(deps, viewer, onRepo(ref, itemWrite(MANAGE)), async (tx) => {
     const { repo } = tx.access;
     const protection = await findProtection(tx.db, repo, uuid);
+    assertNotArchived(tx.access);
     const user = await requireActiveUser(tx.db, username.trim());
     const already = () => conflict('conflict', `${user.username} is already an approver of this protection.`);
     const existing = await tx.db
@@ -285,7 +288,7 @@ export async function addApprover(
 }
 
 export async function removeApprover(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string, userUuid: string): Promise<void> {
-  await command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+  await command(deps, viewer, onRepo(ref, itemWrite(MANAGE)), async (tx) => {
     const { repo } = tx.access;
     const protection = await findProtection(tx.db, repo, uuid);
     const listed = await tx.db
@@ -296,6 +299,7 @@ export async function removeApprover(deps: Deps, viewer: Viewer, ref: RepoRef, u
       .where('a.user_uuid', '=', userUuid)
       .executeTakeFirst();
     if (!listed) throw notFound('Approver');
+    assertNotArchived(tx.access);
     await tx.db
       .deleteFrom('protection_approvers')
       .where('protection_uuid', '=', protection.uuid)

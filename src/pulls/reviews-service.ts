@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { assertCanRemoveReview, assertCanReview, type RepoRef } from '../access/index.ts';
+import { assertCanRemoveReview, assertCanReview, assertNotArchived, itemWrite, type RepoRef } from '../access/index.ts';
 import type { DB, ReviewsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
@@ -162,9 +162,10 @@ export async function getReview(
 
 /** Soft removal: the review stays readable with removed_at set and stops counting. Idempotent. */
 export async function removeReview(deps: Deps, viewer: Viewer, ref: RepoRef, number: number, reviewUuid: string): Promise<void> {
-  await command(deps, viewer, onPull(ref, number, { level: 'read', write: true }), async (tx) => {
+  await command(deps, viewer, onPull(ref, number, itemWrite({ level: 'read', write: true })), async (tx) => {
     const { access, pull } = tx.access;
     const review = await findReview(tx.db, pull, reviewUuid);
+    assertNotArchived(access);
     assertCanRemoveReview(viewer, access, review);
     // the pull's row is locked by the target: a concurrent merge waits, or is seen here
     if (pull.status === 'merged') throw MERGED();

@@ -8,6 +8,10 @@
  * - bounded: at most SSH_MAX_SESSIONS connections per instance (more are closed at once), at
  *   most SSH_MAX_SESSIONS_PER_USER per user (more get a message), SSH_IDLE_TIMEOUT_MS without
  *   traffic closes a connection, and git runs with the same limits as over HTTP (src/git/run.ts);
+ * - a connection that has not authenticated yet is closed SSH_LOGIN_TIMEOUT_MS after it opened
+ *   (however it trickles), such connections hold at most SSH_MAX_UNAUTHENTICATED_PER_ADDRESS
+ *   slots per client address and at most three quarters of SSH_MAX_SESSIONS in all, so the
+ *   last quarter is for authenticated users (see `unauthenticatedCap`);
  * - the host key is shared through DATA_DIR (src/ssh/host-key.ts).
  */
 import { type Server as NetServer, type Socket, createServer } from 'node:net';
@@ -35,13 +39,21 @@ export interface SshServerOptions {
 export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): Promise<SshServer> {
   const { config } = deps;
   const ssh = new ssh2.Server({ hostKeys: [loadOrCreateHostKey(config.dataDir)] });
-  ssh.maxConnections = config.sshMaxSessions;
   ssh.on('error', (err: Error) => console.error('weft: ssh server error:', err.message));
   const perUser = new Map<string, number>();
   const clients = new Set<Connection>();
 
-  ssh.on('connection', (client: Connection, connection: { ip: string }) => {
+  // The slots, counted on our own listener's sockets (ssh2 sees a connection only once the client
+  // has sent its version line, which a trickling client never finishes).
+  const slots = { total: 0, unauthenticated: 0 };
+  const unauthenticatedOf = new Map<string, number>();
+  const pending = new Map<string, () => void>(); // `ip|port` -> marks that socket authenticated
+  const unauthenticatedCap = unauthenticatedCapOf(config.sshMaxSessions);
+
+  ssh.on('connection', (client: Connection, connection: { ip: string; port: number }) => {
     clients.add(client);
+    const authenticated = pending.get(`${connection.ip}|${connection.port}`);
+    if (authenticated) client.once('ready', authenticated);
     let keyUuid: string | null = null;
     let userUuid: string | null = null;
     let overLimit = false;
@@ -119,8 +131,38 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
 
   // Our own listener, so each socket gets the idle timeout before ssh2 takes it over.
   const listener: NetServer = createServer((socket: Socket) => {
-    socket.setTimeout(config.sshIdleTimeoutMs, () => socket.destroy());
     socket.on('error', () => undefined);
+    const ip = socket.remoteAddress ?? '';
+    const peer = `${ip}|${socket.remotePort}`;
+    if (
+      slots.total >= config.sshMaxSessions ||
+      slots.unauthenticated >= unauthenticatedCap ||
+      (unauthenticatedOf.get(ip) ?? 0) >= config.sshMaxUnauthenticatedPerAddress
+    ) {
+      socket.destroy();
+      return;
+    }
+    slots.total++;
+    slots.unauthenticated++;
+    unauthenticatedOf.set(ip, (unauthenticatedOf.get(ip) ?? 0) + 1);
+    let waiting = true;
+    const leaveUnauthenticated = () => {
+      if (!waiting) return;
+      waiting = false;
+      clearTimeout(deadline);
+      pending.delete(peer);
+      slots.unauthenticated--;
+      const n = (unauthenticatedOf.get(ip) ?? 1) - 1;
+      if (n <= 0) unauthenticatedOf.delete(ip);
+      else unauthenticatedOf.set(ip, n);
+    };
+    const deadline = setTimeout(() => socket.destroy(), config.sshLoginTimeoutMs);
+    pending.set(peer, leaveUnauthenticated);
+    socket.once('close', () => {
+      leaveUnauthenticated();
+      slots.total--;
+    });
+    socket.setTimeout(config.sshIdleTimeoutMs, () => socket.destroy());
     ssh.injectSocket(socket);
   });
   await new Promise<void>((resolve, reject) => {
@@ -139,3 +181,6 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
     },
   };
 }
+
+/** Connections not yet authenticated may hold three quarters of the slots (at least one). */
+export const unauthenticatedCapOf = (maxSessions: number): number => Math.max(1, maxSessions - Math.ceil(maxSessions / 4));

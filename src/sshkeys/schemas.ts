@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
+import { NoControl, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const SshKey = Type.Object(
   {
@@ -15,7 +15,7 @@ export const SshKey = Type.Object(
 );
 
 export const CreateSshKeyBody = StrictObject({
-  title: Type.String({ minLength: 1, maxLength: 100 }),
+  title: Type.String({ minLength: 1, maxLength: 100, ...NoControl }),
   key: Type.String({
     minLength: 1,
     maxLength: 16384,

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NullableString, StrictObject, Timestamp, UserRef } from '../http/schemas.ts';
+import { NoControl, NullableString, StrictObject, Timestamp, UserRef } from '../http/schemas.ts';
 
 export const STATUS_STATES = ['pending', 'success', 'failure', 'error'] as const;
 export type StatusState = (typeof STATUS_STATES)[number];
@@ -25,7 +25,14 @@ export const CommitStatus = Type.Object(
 
 export const CreateStatusBody = StrictObject({
   state: State,
-  context: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: '1-255 characters; default "default"' })),
+  context: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: NoControl.pattern,
+      description: '1-255 characters, no control characters; default "default"',
+    }),
+  ),
   description: Type.Optional(Type.String({ maxLength: 1000, description: 'at most 1,000 characters' })),
   target_url: Type.Optional(
     Type.String({ maxLength: 2048, pattern: '^[hH][tT][tT][pP][sS]?://[^\\s]+$', description: 'an http(s) URL' }),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
 import { type Kysely, type Selectable, sql } from 'kysely';
-import { type TimerOwner, type TimerScopeRef, requireTimerScope } from '../access/index.ts';
+import { type TimerOwner, type TimerScopeRef, assertNotArchived, requireTimerScope } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { TimersTable } from '../db/tables/timers.ts';
 import type { Deps } from '../deps.ts';
@@ -280,6 +280,7 @@ export async function updateTimer(
   return command(deps, viewer, changeableScope(ref, true), async (tx) => {
     const owner = tx.access;
     const row = await findTimer(tx.db, owner, uuid);
+    if (owner.archived) assertNotArchived({ repo: { is_archived: 1 } });
     if (row.status === 'completed' || row.status === 'cancelled') {
       throw conflict('timer_finished', `The timer is ${row.status}; it can no longer be changed.`);
     }
@@ -312,6 +313,7 @@ export async function deleteTimer(deps: Deps, viewer: Viewer, ref: TimerScopeRef
   await command(deps, viewer, changeableScope(ref, true), async (tx) => {
     const owner = tx.access;
     const row = await findTimer(tx.db, owner, uuid);
+    if (owner.archived) assertNotArchived({ repo: { is_archived: 1 } });
     await tx.db.deleteFrom('timers').where('uuid', '=', row.uuid).execute();
     await emitTimerEvent(tx, viewer, row, 'timer-deleted');
   });

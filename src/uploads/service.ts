@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Kysely, Selectable } from 'kysely';
-import { assertCanRemoveUpload, CONTRIBUTE, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import {
+  assertCanRemoveUpload,
+  assertNotArchived,
+  CONTRIBUTE,
+  itemWrite,
+  type RepoAccess,
+  type RepoRef,
+  requireRepo,
+} from '../access/index.ts';
 import { holdBlob, releaseBlobs } from '../blobs/lifetime.ts';
 import { BlobTooLargeError, type StoredBlob } from '../blobs/store.ts';
 import type { DB } from '../db/types.ts';
@@ -331,10 +339,11 @@ export async function uploadForDownload(deps: Deps, viewer: Viewer, ref: RepoRef
  * content-addressed blob is deleted unless another active upload (or one in progress) shares it.
  */
 export async function removeUpload(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<void> {
-  const sha256 = await command(deps, viewer, onRepo(ref, { level: 'read', write: true }), async (tx) => {
+  const sha256 = await command(deps, viewer, onRepo(ref, itemWrite({ level: 'read', write: true })), async (tx) => {
     const access = tx.access;
     const row = await findUpload(tx.db, access.repo.uuid, uuid);
     assertCanRemoveUpload(access, viewer, row.created_by_uuid);
+    assertNotArchived(access);
     if (row.status !== 'active') return null;
     const now = nowIso();
     const res = await tx.db
@@ -390,10 +399,11 @@ export async function getGroup(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: s
  * made from it are untouched. A deleted group is 404 from then on.
  */
 export async function deleteGroup(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<void> {
-  await command(deps, viewer, onRepo(ref, { level: 'read', write: true }), async (tx) => {
+  await command(deps, viewer, onRepo(ref, itemWrite({ level: 'read', write: true })), async (tx) => {
     const access = tx.access;
     const group = await findGroup(tx.db, access.repo.uuid, uuid);
     assertCanRemoveUpload(access, viewer, group.created_by_uuid);
+    assertNotArchived(access);
     const res = await tx.db
       .updateTable('upload_groups')
       .set({ removed_at: nowIso() })

@@ -50,7 +50,7 @@ export const CheckUsernameQuery = Type.Object({ username: Type.String({ minLengt
 export const LoginBody = StrictObject({
   username: Type.String({ minLength: 1, maxLength: 200 }),
   password: Type.String({ minLength: 1, maxLength: 256 }),
-  token_name: Type.String({ minLength: 1, maxLength: 100 }),
+  token_name: Type.String({ minLength: 1, maxLength: 100, ...NoControl }),
 });
 
 export const PingBody = StrictObject(
