@@ -353,5 +353,63 @@ for (const dialect of DIALECTS) {
       assert.ok(isErrorBody(res.body, 'invalid_request'));
       assert.equal(res.body.detail, 'body.merge_strategy must be one of "merge", "squash", "rebase", "fast_forward".');
     });
+
+    it('compare {base}...{owner}:{slug}:{branch}: a fork’s head against the upstream; unreadable 404, unrelated 400', async () => {
+      const s = await setup();
+      const tip = await pushFix(s, 'cmp', 'cmp.txt');
+      const base = await sha(s.work, 'main');
+      const res = ok(
+        await t.req('GET', `${s.up.api}/compare/main...${bob.username}:${s.fk.full_name.split('/')[1]}:cmp`, {
+          token: carol.token,
+        }),
+        200,
+      );
+      assert.equal(res.body.head_sha, tip);
+      assert.equal(res.body.base_sha, base);
+      assert.equal(res.body.merge_base_sha, base);
+      assert.equal(res.body.status, 'ahead');
+      assert.equal(res.body.ahead_by, 1);
+      assert.deepEqual(
+        res.body.files.map((f: { path: string }) => f.path),
+        ['cmp.txt'],
+      );
+      // the other way round too: from the fork, the upstream's main as head
+      const back = ok(
+        await t.req('GET', `${s.fk.api}/compare/cmp...${alice.username}:${s.up.full_name.split('/')[1]}:main`, {
+          token: bob.token,
+        }),
+        200,
+      );
+      assert.equal(back.body.status, 'behind');
+      // a missing branch of the fork is 404; a malformed form 400
+      assert.equal(
+        (
+          await t.req('GET', `${s.up.api}/compare/main...${bob.username}:${s.fk.full_name.split('/')[1]}:nope`, {
+            token: carol.token,
+          })
+        ).status,
+        404,
+      );
+      assert.equal((await t.req('GET', `${s.up.api}/compare/main...${bob.username}:cmp`, { token: carol.token })).status, 400);
+      // a private fork is 404 to a reader of the upstream
+      ok(await t.req('PUT', s.fk.api, { token: bob.token, body: { visibility: 'private' } }), 200);
+      const hidden = await t.req('GET', `${s.up.api}/compare/main...${bob.username}:${s.fk.full_name.split('/')[1]}:cmp`, {
+        token: carol.token,
+      });
+      assert.equal(hidden.status, 404);
+      // a readable repo outside the network is 400
+      const other = ok(
+        await t.req('POST', `/api/v1/users/${carol.username}/repos`, {
+          token: carol.token,
+          body: { name: `other${n}`, slug: `other${n}`, visibility: 'public' },
+        }),
+        201,
+      );
+      await g.run(['-C', s.work, 'push', '-q', g.url(`/git/users/${carol.username}/other${n}.git`, carol.token), 'main']);
+      const unrelated = await t.req('GET', `${s.up.api}/compare/main...${carol.username}:${other.body.slug}:main`, {
+        token: carol.token,
+      });
+      assert.equal(unrelated.status, 400, unrelated.text);
+    });
   });
 }

@@ -130,7 +130,8 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
           description:
             'As GitHub’s three-dot compare: `files` are the changes from the merge base to head; `commits` are those of head not ' +
             'in base, oldest first, at most 250 (then `commits_truncated`). Two unrelated histories have `merge_base_sha: null` ' +
-            'and files against the empty tree. ' +
+            'and files against the empty tree. `{head}` may be `{owner}:{slug}:{branch}`: a ref of another repo of the fork ' +
+            'network (owner a team slug, else a username; 404 when unreadable, 400 outside the network). ' +
             REFS,
           params: RestPath,
           response: { 200: Comparison, ...errors(400) },

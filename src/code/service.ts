@@ -24,6 +24,7 @@ import {
 } from '../git/resolve.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
 import { cachedBody, type SerializedBody } from './body-cache.ts';
+import { sameForkNetwork } from '../forks/service.ts';
 import type { CommitDetail, Comparison, Contents, DirEntry, Tag } from './schemas.ts';
 
 /**
@@ -123,10 +124,11 @@ export async function compare(
   const baseName = spec.slice(0, dots);
   const headName = spec.slice(dots + 3);
   checkRef(baseName, 'base');
-  checkRef(headName, 'head');
+  const forkHead = parseForkHead(headName);
+  if (!forkHead) checkRef(headName, 'head');
   const o = await openRepo(deps, viewer, repoRef);
   const base = await commitOf(o, baseName);
-  const head = await commitOf(o, headName);
+  const head = forkHead ? await headFromFork(deps, viewer, o, forkHead) : await commitOf(o, headName);
   const { limits, objects } = o.readers;
   const dir = o.dir!;
   const {
@@ -153,6 +155,43 @@ export async function compare(
     },
     cache: bothShas,
   };
+}
+
+/** `{owner}:{slug}:{branch}`: a head in another repo of the fork network (`:` is no ref character). */
+function parseForkHead(head: string): { owner: string; slug: string; ref: string } | null {
+  if (!head.includes(':')) return null;
+  const m = /^([^:/]+):([^:/]+):(.+)$/.exec(head);
+  if (!m) throw badRequest('A head in another repo is {owner}:{slug}:{branch}.');
+  checkRef(m[3]!, 'head');
+  return { owner: m[1]!, slug: m[2]!, ref: m[3]! };
+}
+
+/**
+ * The head of a compare named in another repo of `o`'s fork network: that repo must be readable
+ * (404 otherwise) and of the same network (400 otherwise); its commit is brought into `o`'s
+ * objects (no ref moves) so the compare runs in `o` as for its own branches. The owner is a team
+ * slug, else a username.
+ */
+async function headFromFork(
+  deps: Deps,
+  viewer: Viewer,
+  o: OpenedRepo,
+  head: { owner: string; slug: string; ref: string },
+): Promise<ResolvedRef> {
+  const team = await deps.db.selectFrom('teams').select('uuid').where('slug', '=', head.owner.toLowerCase()).executeTakeFirst();
+  const other = await openRepo(deps, viewer, {
+    ownerKind: team ? 'team' : 'user',
+    ownerName: head.owner,
+    repoSlug: head.slug,
+  });
+  if (!(await sameForkNetwork(deps.db, o.repo.uuid, other.repo.uuid))) {
+    throw badRequest('The head repo must be this repo or a repo of its fork network (its source, its forks, their forks).');
+  }
+  const resolved = await commitOf(other, head.ref);
+  if (other.repo.uuid !== o.repo.uuid && !(await deps.git.borrowCommit(o.repo.uuid, other.repo.uuid, resolved.sha))) {
+    throw refNotFound(head.ref);
+  }
+  return resolved;
 }
 
 type ContentsBody = Static<typeof Contents>;

@@ -36,6 +36,21 @@ export interface ApiTokensTable {
 }
 
 /** A registered SSH public key (migration 150). */
+/** A repo's deploy key (README "Deploy keys"); its fingerprint is in no `ssh_keys` row. */
+export interface DeployKeysTable {
+  uuid: string;
+  repo_uuid: string;
+  title: string;
+  key_type: string;
+  public_key: string;
+  fingerprint: string;
+  /** 1: fetch only; 0: push too */
+  read_only: number;
+  created_by_uuid: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
 export interface SshKeysTable {
   uuid: string;
   user_uuid: string;
@@ -214,5 +229,6 @@ export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTable
   pulls: PullsTable;
   reviews: ReviewsTable;
   ssh_keys: SshKeysTable;
+  deploy_keys: DeployKeysTable;
   commit_statuses: CommitStatusesTable;
 }

@@ -110,6 +110,8 @@ export const EVENT_KINDS = {
   'token-revoked': ofScopes(),
   'ssh-key-added': ofScopes(),
   'ssh-key-deleted': ofScopes(),
+  'deploy-key-added': ofRepo(),
+  'deploy-key-deleted': ofRepo(),
   'invite-created': ofScopes(),
   'invite-updated': ofScopes(),
   'invite-deleted': ofScopes(),

@@ -197,6 +197,20 @@ export class BareGitStore implements GitStore {
     return this.refSha(target, ref);
   }
 
+  async borrowCommit(target: string, source: string, sha: string): Promise<boolean> {
+    if (!this.exists(target) || !this.exists(source)) return false;
+    if (await this.hasCommit(target, sha)) return true;
+    const sizeBefore = await this.size(target);
+    // unreferenced until gc's prune expiry (two weeks); a later read finds them in place
+    await git(
+      this.pathOf(target),
+      ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--end-of-options', this.pathOf(source), sha],
+      { okCodes: [1, 128], timeoutMs: 600_000 },
+    );
+    if (this.db) await addDiskUsage({ db: this.db }, target, (await this.size(target)) - sizeBefore);
+    return this.hasCommit(target, sha);
+  }
+
   async hasCommit(uuid: string, sha: string): Promise<boolean> {
     if (!this.exists(uuid)) return false;
     const out = await git(this.pathOf(uuid), ['cat-file', '-e', `${sha}^{commit}`], { okCodes: [1, 128] });

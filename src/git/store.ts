@@ -74,6 +74,11 @@ export interface GitStore {
    * repo or branch leaves the kept head as it is. Returns the kept head (null when there is none).
    */
   syncPullHead(target: string, number: number, source: string, branch: string): Promise<string | null>;
+  /**
+   * Brings commit `sha` of repo `source` (and what it needs) into the objects of `target`, without
+   * a ref (a read across a fork network: compare with a fork's head). True when `target` holds it.
+   */
+  borrowCommit(target: string, source: string, sha: string): Promise<boolean>;
   /** Whether the repo holds commit `sha` (a full sha). */
   hasCommit(uuid: string, sha: string): Promise<boolean>;
   /** Whether commit `sha` is `tip` or one of its ancestors. */
@@ -117,6 +122,9 @@ export class EmptyGitStore implements GitStore {
     return false;
   }
   async sharesHistory(): Promise<boolean> {
+    return false;
+  }
+  async borrowCommit(): Promise<boolean> {
     return false;
   }
   async refs(): Promise<{ ref: string; sha: string }[]> {

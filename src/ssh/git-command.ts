@@ -10,6 +10,7 @@ import { gitRefusal, gitRepoAccess } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { BareGitStore } from '../git/bare-store.ts';
+import type { DeployKeyGrant } from '../sshkeys/deploy-keys.ts';
 import { protocolEnv, runReceivePack, startLimitedGit } from '../git/receive.ts';
 import type { Viewer } from '../viewer.ts';
 
@@ -56,10 +57,19 @@ export async function runGitCommand(
   env: Record<string, string>,
   client: string,
   channel: ServerChannel,
+  deploy: DeployKeyGrant | null = null,
 ): Promise<void> {
   const write = command.service === 'git-receive-pack';
-  const access = await gitRepoAccess(deps.db, viewer, command.kind, command.owner, command.slug);
-  const refusal = gitRefusal(viewer, access, write);
+  let access = await gitRepoAccess(deps.db, deploy ? null : viewer, command.kind, command.owner, command.slug);
+  if (deploy && access) {
+    // a deploy key reaches its own repo only: fetch, and push when it is not read-only
+    const level = access.repo.uuid !== deploy.repoUuid ? 'none' : deploy.readOnly ? 'read' : 'write';
+    access = { ...access, level };
+  }
+  const refusal =
+    deploy && write && access?.level === 'read'
+      ? { detail: 'This deploy key is read-only: it cannot push.' }
+      : gitRefusal(viewer, access, write);
   if (refusal) return refuse(channel, refusal.detail);
   const store = deps.git instanceof BareGitStore ? deps.git : null;
   if (!store || !store.exists(access!.repo.uuid)) return refuse(channel, 'The repo has no git storage.');

@@ -19,7 +19,8 @@ import type { AddressInfo } from 'node:net';
 import ssh2, { type Connection, type ServerChannel } from 'ssh2';
 import type { Deps } from '../deps.ts';
 import { fingerprintOf } from '../sshkeys/parse.ts';
-import { keyOwner, touchSshKey } from '../sshkeys/service.ts';
+import { type DeployKeyGrant, deployKeyGrant, touchDeployKey } from '../sshkeys/deploy-keys.ts';
+import { type KeyOwner, keyOwner, touchSshKey } from '../sshkeys/service.ts';
 import { loadOrCreateHostKey } from './host-key.ts';
 import { ONLY_GIT, parseGitCommand, refuse, runGitCommand } from './git-command.ts';
 
@@ -55,6 +56,7 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
     const authenticated = pending.get(`${connection.ip}|${connection.port}`);
     if (authenticated) client.once('ready', authenticated);
     let keyUuid: string | null = null;
+    let deployKey = false;
     let userUuid: string | null = null;
     let overLimit = false;
     client.on('error', () => undefined); // a client that vanishes mid-handshake
@@ -70,7 +72,7 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
     client.on('authentication', (ctx) => {
       if (ctx.method !== 'publickey') return ctx.reject(['publickey']);
       const fingerprint = fingerprintOf(ctx.key.data);
-      keyOwner(deps, { fingerprint }).then(
+      findPrincipal(deps, { fingerprint }).then(
         async (owner) => {
           if (!owner) return ctx.reject(['publickey']);
           // without a signature the client only asks whether this key would do
@@ -86,7 +88,8 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
             overLimit = n > config.sshMaxSessionsPerUser;
           }
           keyUuid = owner.keyUuid;
-          await touchSshKey(deps, owner).catch(() => undefined);
+          deployKey = owner.deploy !== null;
+          await (owner.deploy ? touchDeployKey(deps, owner.deploy) : touchSshKey(deps, owner)).catch(() => undefined);
           ctx.accept();
         },
         () => ctx.reject(['publickey']),
@@ -115,10 +118,10 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
           if (overLimit) {
             return refuse(channel, `too many concurrent SSH sessions for this user (at most ${config.sshMaxSessionsPerUser}).`);
           }
-          keyOwner(deps, { keyUuid: keyUuid! })
+          findPrincipal(deps, { keyUuid: keyUuid! }, deployKey)
             .then((owner) => {
               if (!owner) return refuse(channel, 'this key is no longer registered, or its user is inactive.');
-              return runGitCommand(deps, owner.viewer, command, env, connection.ip, channel);
+              return runGitCommand(deps, owner.viewer, command, env, connection.ip, channel, owner.deploy);
             })
             .catch((err) => {
               console.error('weft: an SSH git command failed:', err);
@@ -184,3 +187,27 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
 
 /** Connections not yet authenticated may hold three quarters of the slots (at least one). */
 export const unauthenticatedCapOf = (maxSessions: number): number => Math.max(1, maxSessions - Math.ceil(maxSessions / 4));
+
+/** Who a key signs in as: a user's key (their whole access), else a deploy key (one repo). */
+type Principal = KeyOwner & { deploy: DeployKeyGrant | null };
+
+async function findPrincipal(
+  deps: Deps,
+  by: { fingerprint: string } | { keyUuid: string },
+  deploy?: boolean,
+): Promise<Principal | null> {
+  if (deploy !== true) {
+    const owner = await keyOwner(deps, by);
+    if (owner || deploy === false) return owner && { ...owner, deploy: null };
+  }
+  const grant = await deployKeyGrant(deps, by);
+  return (
+    grant && {
+      keyUuid: grant.keyUuid,
+      publicKey: grant.publicKey,
+      lastUsedAt: grant.lastUsedAt,
+      viewer: grant.viewer,
+      deploy: grant,
+    }
+  );
+}

@@ -5,8 +5,21 @@ import { requireViewer } from '../http/auth.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
-import { CreateSshKeyBody, ListSshKeysQuery, SshKey, SshKeyParams } from './schemas.ts';
+import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { pagedRepoList } from '../http/repo-routes.ts';
+import { addDeployKey, deleteDeployKey, getDeployKey, listDeployKeys } from './deploy-keys.ts';
+import {
+  CreateDeployKeyBody,
+  CreateSshKeyBody,
+  DeployKey,
+  DeployKeyParam,
+  ListSshKeysQuery,
+  SshKey,
+  SshKeyParams,
+} from './schemas.ts';
 import { addSshKey, deleteSshKey, getSshKey, listSshKeys } from './service.ts';
+
+type DeployKeyParams = RepoParams & { key_uuid: string };
 
 /** The caller's SSH public keys (README "Git over SSH"): the SSH server finds the user by key. */
 export async function sshKeysRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -75,4 +88,79 @@ export async function sshKeysRoutes(app: FastifyInstance, { deps }: { deps: Deps
       return reply.status(204).send();
     },
   );
+
+  // deploy keys (README "Deploy keys"): maintain level on the repo, every route
+  const manage = 'Maintain level (404 to readers who cannot see the repo, 403 to other readers).';
+  for (const form of REPO_FORMS) {
+    const base = `${form.prefix}/keys`;
+    const keyParams = repoParamsSchema(form, DeployKeyParam);
+    r.get(
+      base,
+      {
+        schema: {
+          tags,
+          summary: "The repo's deploy keys, oldest first",
+          description: manage,
+          params: repoParamsSchema(form),
+          querystring: ListSshKeysQuery,
+          response: { 200: Page(DeployKey), ...errors(403) },
+        },
+      },
+      pagedRepoList(({ viewer, ref }, p) => listDeployKeys(deps, viewer, ref, p)),
+    );
+    r.post(
+      base,
+      {
+        schema: {
+          tags,
+          summary: 'Add a deploy key: an SSH key that reaches this repo only',
+          description:
+            `${manage} Git over SSH with the key fetches this repo and no other; it pushes too when \`read_only\` is false ` +
+            '(default true), under the same push rules, recorded as pushed by the maintainer who added the key. Key types as for ' +
+            'user keys (400 otherwise); key material already registered as a user key or a deploy key is 409 conflict. Emits ' +
+            'deploy-key-added in the repo scope.',
+          params: repoParamsSchema(form),
+          body: CreateDeployKeyBody,
+          response: { 201: DeployKey, ...errors(403, 409) },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .status(201)
+          .send(await addDeployKey(deps, requireViewer(request), repoRef(request.params as RepoParams), request.body)),
+    );
+    r.get(
+      `${base}/:key_uuid`,
+      {
+        schema: {
+          tags,
+          summary: 'One deploy key',
+          description: manage,
+          params: keyParams,
+          response: { 200: DeployKey, ...errors(403) },
+        },
+      },
+      async (request) => {
+        const params = request.params as DeployKeyParams;
+        return getDeployKey(deps, requireViewer(request), repoRef(params), params.key_uuid);
+      },
+    );
+    r.delete(
+      `${base}/:key_uuid`,
+      {
+        schema: {
+          tags,
+          summary: 'Delete a deploy key; it stops working at its next git command',
+          description: `${manage} Emits deploy-key-deleted in the repo scope.`,
+          params: keyParams,
+          response: { 204: { type: 'null' }, ...errors(403) },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as DeployKeyParams;
+        await deleteDeployKey(deps, requireViewer(request), repoRef(params), params.key_uuid);
+        return reply.status(204).send();
+      },
+    );
+  }
 }

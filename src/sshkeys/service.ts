@@ -10,6 +10,7 @@ import { badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf } from '../events/service.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
+import { fingerprintTaken } from './deploy-keys.ts';
 import { parsePublicKey } from './parse.ts';
 
 type KeyRow = Selectable<SshKeysTable>;
@@ -44,12 +45,8 @@ export async function addSshKey(deps: Deps, viewer: Viewer, input: { title: stri
   const parsed = parsePublicKey(input.key);
   // the caller's own namespace: no target to lock, the key's uniqueness is the index's
   return command(deps, viewer, nothing, async (tx) => {
-    const taken = await tx.db
-      .selectFrom('ssh_keys')
-      .select('uuid')
-      .where('fingerprint', '=', parsed.fingerprint)
-      .executeTakeFirst();
-    if (taken) throw duplicate();
+    // a deploy key of some repo (src/sshkeys/deploy-keys.ts) has the same key material too
+    if (await fingerprintTaken(tx.db, parsed.fingerprint)) throw duplicate();
     const row: KeyRow = {
       uuid: randomUUID(),
       user_uuid: viewer.uuid,
