@@ -74,6 +74,8 @@ export interface Config {
   gitMaxStreamBytes?: number;
   /** WEBHOOK_MAX_CONCURRENCY: webhook deliveries in flight at once on this instance (src/hooks). */
   webhookMaxConcurrency: number;
+  /** WEBHOOK_TIMEOUT_MS: how long one delivery attempt may take before it fails as a timeout (default 10 s). */
+  webhookTimeoutMs: number;
   /** GIT_HTTP_MAX_PROCESSES: git processes one instance runs for clients at once; beyond, 503 with Retry-After. */
   gitHttpMaxProcesses: number;
   /** GIT_HTTP_MAX_PROCESSES_PER_CLIENT: the same per client address. */
@@ -230,6 +232,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const gitMaxOutputBytes = intVar(env, 'GIT_MAX_OUTPUT_BYTES', 32 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
   const gitMaxStreamBytes = intVar(env, 'GIT_MAX_STREAM_BYTES', 4 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER);
   const webhookMaxConcurrency = intVar(env, 'WEBHOOK_MAX_CONCURRENCY', 32, 1, 10_000);
+  const webhookTimeoutMs = intVar(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000);
   const gitHttpMaxProcesses = intVar(env, 'GIT_HTTP_MAX_PROCESSES', 32, 1, 10_000);
   const gitHttpMaxProcessesPerClient = intVar(env, 'GIT_HTTP_MAX_PROCESSES_PER_CLIENT', 8, 1, 10_000);
   const gitMaxRequestBytes = intVar(env, 'GIT_MAX_REQUEST_BYTES', 16 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
@@ -272,6 +275,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     gitMaxOutputBytes,
     gitMaxStreamBytes,
     webhookMaxConcurrency,
+    webhookTimeoutMs,
     gitHttpMaxProcesses,
     gitHttpMaxProcessesPerClient,
     gitMaxRequestBytes,

@@ -17,7 +17,8 @@ export class Receiver {
   private server: Server | null = null;
   port = 0;
 
-  async start(): Promise<this> {
+  /** `keepAliveMs`: how long the receiver keeps an idle connection open (1 s by default). */
+  async start(opts: { keepAliveMs?: number } = {}): Promise<this> {
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -34,7 +35,7 @@ export class Receiver {
         this.respond(r, res);
       });
     });
-    this.server.keepAliveTimeout = 1000;
+    this.server.keepAliveTimeout = opts.keepAliveMs ?? 1000;
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.port = (this.server.address() as AddressInfo).port;
     return this;
@@ -51,6 +52,34 @@ export class Receiver {
 
   async waitFor(pred: () => boolean, ms = 20_000, what = 'condition'): Promise<void> {
     await waitUntil(pred, ms, what);
+  }
+
+  async close(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+}
+
+/** Tests of hooks wait on deliveries with the shared helper. */
+export { waitUntil };
+
+/** A receiver that takes every request and never answers (until closed). */
+export class HungReceiver {
+  private server: Server | null = null;
+  port = 0;
+  requests = 0;
+
+  async start(): Promise<this> {
+    this.server = createServer(() => {
+      this.requests++;
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  url(path = '/hung'): string {
+    return `http://127.0.0.1:${this.port}${path}`;
   }
 
   async close(): Promise<void> {

@@ -253,7 +253,9 @@ for (const dialect of DIALECTS) {
       for (let i = 0; i < answers.length; i++) await repoEvent({ n: i });
       await rx.waitFor(() => rx.forHook(hook.uuid).length >= 3, 20_000, 'three first attempts');
       await waitUntil(
-        async () => (await deliveries(hook.uuid, '?status=pending')).filter((d) => d.next_attempt_at).length === 3,
+        // a first attempt not yet recorded is pending too (with its first next_attempt_at): wait for the three records
+        async () =>
+          (await deliveries(hook.uuid, '?status=pending')).filter((d) => d.last_attempt && d.next_attempt_at).length === 3,
         10_000,
         'three failures recorded',
       );

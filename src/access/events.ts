@@ -13,6 +13,8 @@
  *   repo, team, timer and repo-part scope the caller may not read; an event about a readable repo
  *   keeps the repo's parts (pull, review, thread, reply) and its owner's scope, which the repo
  *   record names anyway.
+ * - A token restricted to repos sees no event whose repo scopes are all outside its list, a
+ *   deleted repo's included (whose `repo-deleted` has its owner as subject).
  * - Users are not hidden things: a username is shown by the resource routes the caller can read
  *   (pull authors, reviewers, team members), a deactivated user's included; so `user:` scopes and
  *   user fields stay (reading a user's scope is still for that user and staff only). Staff see
@@ -71,6 +73,17 @@ function setAt(payload: Record<string, unknown>, path: string, value: unknown): 
   }
 }
 
+/** Whether an event names repos (in its scopes) and none of them is in a restricted token's list. */
+function outsideRepos(repos: readonly string[], scopes: string[]): boolean {
+  let named = false;
+  for (const scope of scopes) {
+    if (!scope.startsWith('repo:')) continue;
+    if (repos.includes(scope.slice('repo:'.length))) return false;
+    named = true;
+  }
+  return named;
+}
+
 async function someReadable(canRead: (scope: string) => Promise<boolean>, scopes: string[]): Promise<boolean> {
   for (const scope of scopes) if (await canRead(scope)) return true;
   return false;
@@ -113,6 +126,9 @@ function showFor(deps: Deps, viewer: Viewer, canRead: (scope: string) => Promise
     return async (event) => (!privateToOther(event) && (await someReadable(canRead, event.scopes)) ? event : null);
   return async (event) => {
     if (privateToOther(event)) return null;
+    // A token restricted to repos sees no event about other repos, a deleted one's included
+    // (whose scope no longer resolves, and whose subject may be its owner: repo-deleted).
+    if (viewer.repos && outsideRepos(viewer.repos, event.scopes)) return null;
     // A kind without a rule (none is recorded since kinds.ts: see assertDeclaredKind) is hidden.
     const rule = isEventKind(event.kind) ? KIND_RULES[event.kind] : NO_RULE;
     const subject = rule.subject(event);

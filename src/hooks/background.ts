@@ -19,7 +19,7 @@ export class Webhooks {
   private sweepTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: Deps) {
-    this.http = new HookHttp(deps.config.webhookMaxConcurrency);
+    this.http = new HookHttp(deps.config.webhookMaxConcurrency, deps.config.webhookTimeoutMs);
     this.dispatcher = new HookDispatcher(deps);
     this.sender = new HookSender(deps, this.http);
     this.sender.register();

@@ -4,7 +4,9 @@
  * events (events/order.ts), and writes a delivery for every active hook an event matches, in the
  * same transaction that moves the cursor: an event is matched exactly once, across restarts,
  * crashes and instances (the cursor row is locked; on PostgreSQL another instance skips it). It
- * then asks the job queue to send each touched hook's first attempts (sender.ts).
+ * then asks the job queue to send each touched hook's first attempts (sender.ts). A hook Weft
+ * disabled (failures, gone) still gets a delivery of each matching event, `skipped` with the
+ * reason, so nothing is lost: a bulk redelivery sends them once the receiver is back.
  */
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../deps.ts';
@@ -24,7 +26,12 @@ interface ActiveHook {
   owner_uuid: string | null;
   since: number;
   filter: HookFilter;
+  /** why Weft disabled it (failures, gone): its deliveries are written as skipped; null when active */
+  skipReason: string | null;
 }
+
+/** The disabled reasons under which a hook still records (as skipped) what it would have sent. */
+const SKIPPING = ['failures', 'gone'];
 
 export class HookDispatcher {
   private running: Promise<void> | null = null;
@@ -88,7 +95,12 @@ export class HookDispatcher {
   async dispatchOnce(): Promise<'more' | 'unsettled' | 'idle'> {
     const { deps } = this;
     // no active hook: nothing to match, and no write (the cursor catches up when one is made)
-    const any = await deps.db.selectFrom('hooks').select('uuid').where('active', '=', 1).limit(1).executeTakeFirst();
+    const any = await deps.db
+      .selectFrom('hooks')
+      .select('uuid')
+      .where((eb) => eb.or([eb('active', '=', 1), eb('disabled_reason', 'in', SKIPPING)]))
+      .limit(1)
+      .executeTakeFirst();
     if (!any) return 'idle';
     return inTransaction(deps, async (tx) => {
       let cursorQuery = tx.db.selectFrom('hook_dispatch').select('last_event_id').where('id', '=', 1);
@@ -126,8 +138,9 @@ export class HookDispatcher {
         ping: null;
         status: string;
         attempts: number;
-        next_attempt_at: string;
+        next_attempt_at: string | null;
         locked_until: null;
+        skip_reason: string | null;
         created_at: string;
       }> = [];
       {
@@ -170,10 +183,11 @@ export class HookDispatcher {
               event_id: Number(e.id),
               event_kind: e.kind,
               ping: null,
-              status: 'pending',
+              status: h.skipReason === null ? 'pending' : 'skipped',
               attempts: 0,
-              next_attempt_at: now,
+              next_attempt_at: h.skipReason === null ? now : null,
               locked_until: null,
+              skip_reason: h.skipReason,
               created_at: now,
             });
           }
@@ -186,7 +200,7 @@ export class HookDispatcher {
           .execute();
       }
       await tx.db.updateTable('hook_dispatch').set({ last_event_id: last }).where('id', '=', 1).execute();
-      for (const hookUuid of new Set(deliveries.map((d) => d.hook_uuid))) {
+      for (const hookUuid of new Set(deliveries.filter((d) => d.skip_reason === null).map((d) => d.hook_uuid))) {
         await deps.jobs.enqueue(tx.db, { kind: JOB_SEND, payload: { hook_uuid: hookUuid } });
       }
       return events.length === BATCH ? 'more' : 'idle';
@@ -196,8 +210,8 @@ export class HookDispatcher {
   private async activeHooks(db: Deps['db']): Promise<ActiveHook[]> {
     const rows = await db
       .selectFrom('hooks')
-      .select(['uuid', 'scope', 'owner_uuid', 'since_event_id', 'events', 'branch_filter'])
-      .where('active', '=', 1)
+      .select(['uuid', 'scope', 'owner_uuid', 'since_event_id', 'events', 'branch_filter', 'active', 'disabled_reason'])
+      .where((eb) => eb.or([eb('active', '=', 1), eb('disabled_reason', 'in', SKIPPING)]))
       .execute();
     const out: ActiveHook[] = [];
     for (const r of rows) {
@@ -208,6 +222,7 @@ export class HookDispatcher {
           owner_uuid: r.owner_uuid,
           since: Number(r.since_event_id),
           filter: hookFilter(JSON.parse(r.events) as string[], r.branch_filter),
+          skipReason: r.active === 1 ? null : r.disabled_reason,
         });
       } catch {
         // a stored filter that no longer compiles matches nothing

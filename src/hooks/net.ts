@@ -1,20 +1,20 @@
 /**
  * The HTTP side of deliveries (README "Webhooks", safety): one undici Agent per instance whose
  * connector checks every address when the connection is made, after DNS resolution (a name that
- * resolves, or later re-resolves, to a refused address cannot be reached); no redirects; 10 s
- * for the whole exchange; answers read up to 64 KiB; at most `maxConcurrency` requests at once.
+ * resolves, or later re-resolves, to a refused address cannot be reached), made again when the
+ * allow-list changes; no redirects; WEBHOOK_TIMEOUT_MS (10 s) for the whole exchange; answers read
+ * up to 64 KiB; at most `maxConcurrency` requests at once, shared fairly between hooks (FairSlots).
  */
 import { lookup as dnsLookup } from 'node:dns';
 import { isIP } from 'node:net';
 import type * as Undici from 'undici';
 import type { Agent, buildConnector } from 'undici';
-import { type AllowList, EMPTY_ALLOW_LIST, addressAllowed, hostAllowed } from './allow-list.ts';
+import { type AllowList, EMPTY_ALLOW_LIST, addressAllowed, compileAllowList, hostAllowed } from './allow-list.ts';
 import { lazyRequire } from '../lazy-require.ts';
 
 /** undici is loaded with the first delivery, not when the server starts. */
 const undici = lazyRequire<typeof Undici>('undici');
 
-export const DELIVERY_TIMEOUT_MS = 10_000;
 export const MAX_RESPONSE_BODY = 64 * 1024;
 export const ADDRESS_NOT_ALLOWED = 'address_not_allowed';
 
@@ -48,36 +48,103 @@ function describe(err: unknown): string {
   return `connection_error: ${detail}`.slice(0, 500);
 }
 
-/** A counting semaphore: at most `n` holders. */
-class Semaphore {
+/** At most this many attempts of one hook are in flight at once on an instance. */
+export const HOOK_MAX_IN_FLIGHT = 2;
+
+/** Whose attempt this is: the hook, and whether it is degraded (its last attempts failed or timed out). */
+export interface Lane {
+  hook: string;
+  degraded: boolean;
+}
+
+/**
+ * The delivery slots of one instance, shared fairly between hooks: `max` attempts at once, at
+ * most HOOK_MAX_IN_FLIGHT of one hook, and at most a quarter of the slots (at least one) for
+ * degraded hooks, so hooks whose receiver hangs cannot hold the slots a healthy hook needs.
+ * A freed slot goes to the oldest waiter that may take it.
+ */
+class FairSlots {
   private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(private readonly n: number) {}
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.n) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.active++;
+  private degradedActive = 0;
+  private readonly perHook = new Map<string, number>();
+  private readonly waiting: Array<{ lane: Lane; start: () => void }> = [];
+  private readonly degradedMax: number;
+
+  constructor(private readonly max: number) {
+    this.degradedMax = Math.max(1, Math.floor(max / 4));
+  }
+
+  private mayTake(lane: Lane): boolean {
+    return (
+      this.active < this.max &&
+      (this.perHook.get(lane.hook) ?? 0) < HOOK_MAX_IN_FLIGHT &&
+      (!lane.degraded || this.degradedActive < this.degradedMax)
+    );
+  }
+
+  private take(lane: Lane): void {
+    this.active++;
+    if (lane.degraded) this.degradedActive++;
+    this.perHook.set(lane.hook, (this.perHook.get(lane.hook) ?? 0) + 1);
+  }
+
+  private give(lane: Lane): void {
+    this.active--;
+    if (lane.degraded) this.degradedActive--;
+    const n = (this.perHook.get(lane.hook) ?? 1) - 1;
+    if (n === 0) this.perHook.delete(lane.hook);
+    else this.perHook.set(lane.hook, n);
+    for (let i = 0; i < this.waiting.length; i++) {
+      const w = this.waiting[i]!;
+      if (!this.mayTake(w.lane)) continue;
+      this.waiting.splice(i, 1);
+      this.take(w.lane);
+      w.start();
+      if (this.active >= this.max) return;
+      i--;
+    }
+  }
+
+  async run<T>(lane: Lane, fn: () => Promise<T>): Promise<T> {
+    if (this.mayTake(lane)) this.take(lane);
+    else await new Promise<void>((start) => this.waiting.push({ lane, start }));
     try {
       return await fn();
     } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
+      this.give(lane);
     }
   }
 }
 
 export class HookHttp {
-  /** The site's allow-list as last read (the sender refreshes it before it sends). */
-  allow: AllowList = EMPTY_ALLOW_LIST;
+  /** The site's allow-list in force (the sender sets it before every attempt: setAllowList). */
+  private allow: AllowList = EMPTY_ALLOW_LIST;
+  private allowKey = '[]';
   private agentOrNull: Agent | null = null;
-  private readonly limit: Semaphore;
+  private readonly slots: FairSlots;
 
-  constructor(maxConcurrency: number) {
-    this.limit = new Semaphore(maxConcurrency);
-    this.maxConcurrency = maxConcurrency;
+  constructor(
+    private readonly maxConcurrency: number,
+    readonly timeoutMs: number,
+  ) {
+    this.slots = new FairSlots(maxConcurrency);
   }
 
-  private readonly maxConcurrency: number;
+  /**
+   * The allow-list read for this attempt. When it changed, the pooled connections (each checked
+   * against the list in force when it was made) are dropped with their Agent, so no attempt
+   * reuses a connection the new list would refuse.
+   */
+  setAllowList(entries: string[]): void {
+    const key = JSON.stringify(entries);
+    if (key === this.allowKey) return;
+    this.allowKey = key;
+    this.allow = compileAllowList(entries);
+    const old = this.agentOrNull;
+    this.agentOrNull = null;
+    // in-flight attempts end on the old Agent; its idle connections are closed now
+    if (old) void old.close().catch(() => undefined);
+  }
 
   /** The Agent, made with the first delivery. */
   private get agent(): Agent {
@@ -87,15 +154,14 @@ export class HookHttp {
   private createAgent(): Agent {
     const { Agent, buildConnector } = undici();
     const maxConcurrency = this.maxConcurrency;
+    const allow = this.allow;
     const base = buildConnector({
-      timeout: DELIVERY_TIMEOUT_MS,
+      timeout: this.timeoutMs,
       // every address a name resolves to is checked here, when the connection is made
       lookup: (hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
         dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
           if (err) return callback(err);
-          const allowed = hostAllowed(hostname, this.allow)
-            ? addresses
-            : addresses.filter((a) => addressAllowed(a.address, this.allow));
+          const allowed = hostAllowed(hostname, allow) ? addresses : addresses.filter((a) => addressAllowed(a.address, allow));
           if (allowed.length === 0) return callback(new AddressNotAllowed(addresses[0]?.address ?? hostname));
           if (options.all) callback(null, allowed);
           else callback(null, allowed[0]!.address, allowed[0]!.family);
@@ -104,12 +170,12 @@ export class HookHttp {
     } as buildConnector.BuildOptions);
     return new Agent({
       connections: maxConcurrency,
-      headersTimeout: DELIVERY_TIMEOUT_MS,
-      bodyTimeout: DELIVERY_TIMEOUT_MS,
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
       connect: (opts, callback) => {
         // an IP literal is not looked up: it is checked as it stands
         const host = opts.hostname.replace(/^\[|\]$/g, '');
-        if (isIP(host) && !hostAllowed(host, this.allow) && !addressAllowed(host, this.allow)) {
+        if (isIP(host) && !hostAllowed(host, allow) && !addressAllowed(host, allow)) {
           callback(new AddressNotAllowed(host), null);
           return;
         }
@@ -118,11 +184,16 @@ export class HookHttp {
     });
   }
 
-  /** POSTs one attempt; never throws: a failure is in `error`. */
-  async post(url: string, headers: Record<string, string>, body: string): Promise<HttpOutcome> {
-    return this.limit.run(async () => {
+  /** Runs `fn` (which prepares and sends one attempt) holding a delivery slot of the hook's lane. */
+  inSlot<T>(lane: Lane, fn: () => Promise<T>): Promise<T> {
+    return this.slots.run(lane, fn);
+  }
+
+  /** POSTs one attempt (called inside `inSlot`); never throws: a failure is in `error`. */
+  async send(url: string, headers: Record<string, string>, body: string): Promise<HttpOutcome> {
+    {
       const started = performance.now();
-      const signal = AbortSignal.timeout(DELIVERY_TIMEOUT_MS);
+      const signal = AbortSignal.timeout(this.timeoutMs);
       try {
         const res = await undici().request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal });
         const chunks: Buffer[] = [];
@@ -155,7 +226,7 @@ export class HookHttp {
           durationMs: Math.round(performance.now() - started),
         };
       }
-    });
+    }
   }
 
   async close(): Promise<void> {

@@ -15,6 +15,8 @@ import {
   Delivery,
   Hook,
   ListDeliveriesQuery,
+  RedeliverManyAccepted,
+  RedeliverManyBody,
   SecretBody,
   UpdateHookBody,
 } from './schemas.ts';
@@ -27,6 +29,7 @@ import {
   listHooks,
   ping,
   redeliver,
+  redeliverMany,
   rotateSecret,
   updateHook,
 } from './service.ts';
@@ -223,6 +226,24 @@ export async function hooksRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           hookOf(request.params),
           (request.params as { delivery_uuid: string }).delivery_uuid,
         ),
+    );
+
+    r.post(
+      `${base}/:hook_uuid/deliveries/redeliver`,
+      {
+        schema: {
+          tags,
+          summary: "Send a hook's failed or skipped deliveries again, in order",
+          description: `${form.who} 202 with how many deliveries were put back in line: those in \`status\` (created at or after \`since\` when given), the oldest 1,000 at most; they are sent with the hook's first attempts, in event order, each as a new attempt of the same delivery (the same webhook-id). A delivery written while the hook was disabled (failures or gone) is \`skipped\`; this sends it once the receiver is back. 409 hook_inactive when the hook is not active (re-enable it first).`,
+          params: one,
+          body: RedeliverManyBody,
+          response: { 202: RedeliverManyAccepted, ...errors(403, 409) },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .status(202)
+          .send(await redeliverMany(deps, requireViewer(request), refOf(request.params), hookOf(request.params), request.body)),
     );
 
     r.post(

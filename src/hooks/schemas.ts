@@ -16,7 +16,7 @@ const Enum = <T extends string>(values: readonly T[], description?: string) =>
   );
 
 export const DISABLED_REASONS = ['failures', 'gone', 'creator_lost_access'] as const;
-export const DELIVERY_STATUSES = ['pending', 'success', 'failed'] as const;
+export const DELIVERY_STATUSES = ['pending', 'success', 'failed', 'skipped'] as const;
 
 const Url = Type.String({
   minLength: 1,
@@ -126,7 +126,11 @@ export const Delivery = Type.Object(
     uuid: Type.String({ description: 'also the `webhook-id` header of every attempt' }),
     event_id: NullableString({ description: 'the event delivered; null for a ping' }),
     event_kind: Type.String(),
-    status: Enum(DELIVERY_STATUSES),
+    status: Enum(
+      DELIVERY_STATUSES,
+      'skipped: written while the hook was disabled (failures or gone), not sent; POST …/deliveries/redeliver sends it',
+    ),
+    skip_reason: NullableString({ description: "a skipped delivery's reason: the hook's disabled_reason then; else null" }),
     attempts: Type.Integer({ minimum: 0 }),
     next_attempt_at: NullableTimestamp,
     created_at: Timestamp,
@@ -143,4 +147,14 @@ export const ListDeliveriesQuery = Type.Object(
 export const Accepted = Type.Object(
   { delivery_uuid: Type.String({ description: 'the delivery that will be attempted' }) },
   { additionalProperties: false, 'x-response-description': 'Accepted: the attempt is queued' },
+);
+
+export const RedeliverManyBody = StrictObject({
+  status: Enum(['failed', 'skipped'] as const, 'which deliveries to send again'),
+  since: Type.Optional(Type.String({ format: 'date-time', description: 'only deliveries created at or after this time' })),
+});
+
+export const RedeliverManyAccepted = Type.Object(
+  { count: Type.Integer({ minimum: 0, description: 'how many deliveries were put back in line (at most 1,000)' }) },
+  { additionalProperties: false, 'x-response-description': 'Accepted: the deliveries are queued' },
 );

@@ -6,6 +6,14 @@
  * per attempt, each claiming its delivery (`locked_until`) so two workers never send it at once.
  * A failure is recorded at once, in one transaction with the delivery's and the hook's state;
  * successful first attempts in groups (SuccessGroup: up to 25, within 50 ms).
+ *
+ * Fairness (one hung receiver must not delay another hook): attempts take a slot of the
+ * instance's FairSlots (net.ts: two per hook, a quarter of the slots for degraded hooks); a retry
+ * job hands its attempt over and returns at once, so attempts never hold the job queue; and a
+ * hook whose first attempt timed out pauses its first attempts for a back-off (its sender lease
+ * is kept until then, with no holder) instead of sending the next one into the same timeout.
+ * Every attempt reads the allow-list and the creator's access in force at that moment: no cache
+ * outlives a visibility, membership or setting change.
  */
 import { randomUUID } from 'node:crypto';
 import { hookCreator } from '../access/hooks.ts';
@@ -15,8 +23,7 @@ import { inTransaction } from '../core/transaction.ts';
 import { type EventRecord, type EventRow, eventFromRow, getEventRow } from '../events/service.ts';
 import { readSettings } from '../settings/service.ts';
 import type { Viewer } from '../viewer.ts';
-import { compileAllowList } from './allow-list.ts';
-import { ADDRESS_NOT_ALLOWED, DELIVERY_TIMEOUT_MS, type HookHttp, type HttpOutcome } from './net.ts';
+import { ADDRESS_NOT_ALLOWED, type HookHttp, type HttpOutcome, type Lane } from './net.ts';
 import { DELIVERY_RETENTION_MS, type DeliveryRow, type HookRow, JOB_RETRY, JOB_SEND, emitHookEvent } from './service.ts';
 import { hubSignature, standardSignature } from './signing.ts';
 import { weftVersion } from '../version.ts';
@@ -26,15 +33,14 @@ export const RETRY_DELAYS_S = [10, 60, 300, 1800, 7200, 21600, 43200, 86400];
 export const MAX_ATTEMPTS = RETRY_DELAYS_S.length + 1;
 /** Failed attempts in a row (since the last success) that disable a hook. */
 export const DISABLE_AFTER_FAILURES = 20;
-/** A claim outlives the longest attempt (the 10 s timeout) with room to record it. */
-const LEASE_MS = DELIVERY_TIMEOUT_MS + 5_000;
 const BATCH = 50;
-/** How long a batch may reuse its check of the creator's access. */
-const CREATOR_TTL_MS = 1000;
+/** The pause of a hook's first attempts after a timeout: doubling from 10 s up to 5 min (±20 %). */
+const PAUSE_BASE_MS = 10_000;
+const PAUSE_MAX_MS = 300_000;
 
 const USER_AGENT = `Weft-Hookshot/${weftVersion()}`;
 
-type Result = 'sent' | 'disabled';
+type Result = 'sent' | 'disabled' | 'timeout';
 
 /** A hook's creator and the event viewer that shows events as they may see them. */
 interface Creator {
@@ -54,6 +60,20 @@ export function retryDelayMs(n: number, outcome: HttpOutcome, now: number): numb
     }
   }
   return Math.round(delay);
+}
+
+/**
+ * The secrets a delivery is signed with now: the current one, then every retired one still
+ * inside its 24-hour overlap (newest first).
+ */
+export function signingSecrets(hook: HookRow, now: Date): string[] {
+  const nowIso = now.toISOString();
+  const out = [hook.secret];
+  if (hook.previous_secret && hook.previous_secret_until && hook.previous_secret_until > nowIso) out.push(hook.previous_secret);
+  for (const r of JSON.parse(hook.retired_secrets || '[]') as Array<{ secret: string; until: string }>) {
+    if (r.until > nowIso && !out.includes(r.secret)) out.push(r.secret);
+  }
+  return out;
 }
 
 const isSuccess = (o: HttpOutcome): boolean => o.error === null && o.status !== null && o.status >= 200 && o.status < 300;
@@ -102,26 +122,49 @@ class SuccessGroup {
 export class HookSender {
   /** Set on shutdown: a sending loop stops between attempts (what is left is sent later). */
   stopping = false;
+  /** A claim outlives the longest attempt (WEBHOOK_TIMEOUT_MS) with room to record it. */
+  private readonly leaseMs: number;
+  /** Hooks whose last attempt on this instance timed out, with how many in a row. */
+  private readonly timeouts = new Map<string, number>();
 
   constructor(
     private readonly deps: Deps,
     private readonly http: HookHttp,
-  ) {}
+  ) {
+    this.leaseMs = http.timeoutMs + 5_000;
+  }
 
   register(): void {
-    // the job only starts the drain: a slow receiver must not hold the job queue's batch (and every
-    // other job behind it); the hook's lease and the sweep carry a drain across a crash
+    // the jobs only start the work: a slow receiver must not hold the job queue's batch (and every
+    // other job behind it); the hook's lease, the delivery's claim and the sweep carry it across a crash
     this.deps.jobs.register(JOB_SEND, async (payload) => this.kick(String(payload.hook_uuid)));
-    this.deps.jobs.register(JOB_RETRY, async (payload) => this.retry(String(payload.delivery_uuid)));
+    this.deps.jobs.register(JOB_RETRY, async (payload) => this.retrySoon(String(payload.delivery_uuid)));
   }
 
   private now(): Date {
     return this.deps.clock.now();
   }
 
+  /** The allow-list in force now, for the attempt about to be made. */
   private async refreshAllowList(): Promise<void> {
     const settings = await readSettings(this.deps.db);
-    this.http.allow = compileAllowList(JSON.parse(settings.webhook_allowed_hosts) as string[]);
+    this.http.setAllowList(JSON.parse(settings.webhook_allowed_hosts) as string[]);
+  }
+
+  /** A hook is degraded while its last attempts failed: it then shares a quarter of the slots (net.ts). */
+  private laneOf(hook: HookRow): Lane {
+    return { hook: hook.uuid, degraded: hook.consecutive_failures > 0 || this.timeouts.has(hook.uuid) };
+  }
+
+  private readonly retrying = new Map<string, Promise<void>>();
+
+  /** Starts a retry on this instance without waiting for it (once at a time per delivery). */
+  retrySoon(deliveryUuid: string): void {
+    if (this.retrying.has(deliveryUuid) || this.stopping) return;
+    const run = this.retry(deliveryUuid)
+      .catch((err) => console.error(`weft: retrying webhook delivery ${deliveryUuid} failed`, err))
+      .finally(() => this.retrying.delete(deliveryUuid));
+    this.retrying.set(deliveryUuid, run);
   }
 
   private readonly draining = new Map<string, Promise<void>>();
@@ -150,7 +193,7 @@ export class HookSender {
 
   /** Waits for the drains running on this instance (after `stopping` is set they end between attempts). */
   async settle(): Promise<void> {
-    while (this.draining.size) await Promise.all([...this.draining.values()]);
+    while (this.draining.size || this.retrying.size) await Promise.all([...this.draining.values(), ...this.retrying.values()]);
   }
 
   /** Sends a hook's pending first attempts in order while this worker holds its sender lease. */
@@ -161,7 +204,7 @@ export class HookSender {
       const now = this.now();
       const taken = await db
         .updateTable('hooks')
-        .set({ sender_until: new Date(now.getTime() + LEASE_MS).toISOString(), sender_token: token })
+        .set({ sender_until: new Date(now.getTime() + this.leaseMs).toISOString(), sender_token: token })
         .where('uuid', '=', hookUuid)
         .where('active', '=', 1)
         .where((eb) => eb.or([eb('sender_until', 'is', null), eb('sender_until', '<', now.toISOString())]))
@@ -183,17 +226,20 @@ export class HookSender {
         .select('id')
         .where('hook_uuid', '=', hookUuid)
         .where('status', '=', 'pending')
-        .where('attempts', '=', 0)
+        .where((eb) => eb.or([eb('attempts', '=', 0), eb('next_attempt_at', 'is', null)]))
         .limit(1)
         .executeTakeFirst();
       if (!more || this.stopping) return;
     }
   }
 
+  /**
+   * Sends, in delivery order, the hook's deliveries in line: first attempts, and deliveries a
+   * bulk redelivery put back in line (pending with no `next_attempt_at`).
+   */
   private async sendFirstAttempts(hookUuid: string, token: string): Promise<void> {
     const { db } = this.deps;
-    let creator: { who: Creator | null; at: number } | null = null;
-    let leaseUntil = this.now().getTime() + LEASE_MS - 1000;
+    let leaseUntil = this.now().getTime() + this.leaseMs - 1000;
     for (;;) {
       const hook = await db.selectFrom('hooks').selectAll().where('uuid', '=', hookUuid).executeTakeFirst();
       if (this.stopping || !hook || hook.active !== 1 || hook.sender_token !== token) return;
@@ -202,16 +248,15 @@ export class HookSender {
         .selectAll()
         .where('hook_uuid', '=', hookUuid)
         .where('status', '=', 'pending')
-        .where('attempts', '=', 0)
+        .where((eb) => eb.or([eb('attempts', '=', 0), eb('next_attempt_at', 'is', null)]))
         .orderBy('id')
         .limit(BATCH)
         .execute();
       if (batch.length === 0) return;
-      await this.refreshAllowList();
       const current: HookRow = hook;
       // the whole batch claimed, and its events read, at once
       let now = this.now();
-      let claimUntil = now.getTime() + LEASE_MS;
+      let claimUntil = now.getTime() + this.leaseMs;
       const claimed = new Set(
         (
           await db
@@ -239,17 +284,19 @@ export class HookSender {
         for (const [i, delivery] of batch.entries()) {
           if (this.stopping) return;
           if (!claimed.has(delivery.uuid)) continue;
-          now = this.now();
-          // keep the hook's lease and the claims longer than one attempt can take (extended every few seconds only)
-          if (Math.min(leaseUntil, claimUntil) - now.getTime() < DELIVERY_TIMEOUT_MS + 1000) {
-            leaseUntil = claimUntil = now.getTime() + LEASE_MS;
+          // inside the slot, just before sending: keep the hook's lease and the claims longer than
+          // one attempt can take (extended every few seconds only); false when the lease was lost
+          const keep = async (): Promise<boolean> => {
+            now = this.now();
+            if (Math.min(leaseUntil, claimUntil) - now.getTime() >= this.http.timeoutMs + 1000) return true;
+            leaseUntil = claimUntil = now.getTime() + this.leaseMs;
             const kept = await db
               .updateTable('hooks')
               .set({ sender_until: new Date(leaseUntil).toISOString() })
               .where('uuid', '=', hookUuid)
               .where('sender_token', '=', token)
               .executeTakeFirst();
-            if (Number(kept.numUpdatedRows) === 0) return;
+            if (Number(kept.numUpdatedRows) === 0) return false;
             await db
               .updateTable('hook_deliveries')
               .set({ locked_until: new Date(claimUntil).toISOString() })
@@ -260,11 +307,16 @@ export class HookSender {
               )
               .where('status', '=', 'pending')
               .execute();
+            return true;
+          };
+          const result = await this.attempt(current, delivery, keep, { events, group });
+          if (result === 'disabled' || result === null) return;
+          if (result === 'timeout') {
+            await group.flush();
+            await this.pause(hookUuid, token);
+            return;
           }
-          if (!creator || now.getTime() - creator.at > CREATOR_TTL_MS) creator = await this.creatorOf(current, now);
-          const result = await this.attempt(current, delivery, creator.who, { events, group });
-          if (result === 'disabled') return;
-          if (group.due(now.getTime())) await group.flush();
+          if (group.due(this.now().getTime())) await group.flush();
         }
       } finally {
         await group.flush();
@@ -272,10 +324,25 @@ export class HookSender {
     }
   }
 
-  /** The hook's creator with their event viewer (its scope checks memoized for a second), or null when they lost access. */
-  private async creatorOf(hook: HookRow, now: Date): Promise<{ who: Creator | null; at: number }> {
+  /**
+   * After a timeout the hook's first attempts wait a back-off holding no slot: its sender lease is
+   * kept until then with no holder, and the sweep asks for the hook again when it ends.
+   */
+  private async pause(hookUuid: string, token: string): Promise<void> {
+    const n = this.timeouts.get(hookUuid) ?? 1;
+    const ms = Math.min(PAUSE_MAX_MS, PAUSE_BASE_MS * 2 ** Math.min(n - 1, 10)) * (0.8 + Math.random() * 0.4);
+    await this.deps.db
+      .updateTable('hooks')
+      .set({ sender_until: new Date(this.now().getTime() + Math.round(ms)).toISOString(), sender_token: null })
+      .where('uuid', '=', hookUuid)
+      .where('sender_token', '=', token)
+      .execute();
+  }
+
+  /** The hook's creator as they are now, with a fresh event viewer; null when they lost access. */
+  private async creatorOf(hook: HookRow): Promise<Creator | null> {
     const viewer = await hookCreator(this.deps, hook);
-    return { who: viewer && { viewer, show: eventViewer(this.deps, viewer) }, at: now.getTime() };
+    return viewer && { viewer, show: eventViewer(this.deps, viewer) };
   }
 
   /** Claims a delivery for one attempt; `due` also requires it to be due (a retry job). */
@@ -291,11 +358,11 @@ export class HookSender {
     return Number(r.numUpdatedRows) === 1;
   }
 
-  /** A retry or redelivery of one delivery (job `hook-retry`). */
+  /** A retry or redelivery of one delivery (job `hook-retry`, run by retrySoon). */
   async retry(deliveryUuid: string): Promise<void> {
     const { db } = this.deps;
     const now = this.now();
-    const lease = new Date(now.getTime() + LEASE_MS).toISOString();
+    let lease = new Date(now.getTime() + this.leaseMs).toISOString();
     if (!(await this.claim(deliveryUuid, lease, now, true))) return;
     const delivery = await db.selectFrom('hook_deliveries').selectAll().where('uuid', '=', deliveryUuid).executeTakeFirst();
     const hook = delivery && (await db.selectFrom('hooks').selectAll().where('uuid', '=', delivery.hook_uuid).executeTakeFirst());
@@ -308,8 +375,20 @@ export class HookSender {
         .execute();
       return;
     }
-    await this.refreshAllowList();
-    await this.attempt(hook, delivery, (await this.creatorOf(hook, now)).who);
+    // inside the slot: the claim renewed from this worker's own lease (a lost claim sends nothing)
+    const keep = async (): Promise<boolean> => {
+      const next = new Date(this.now().getTime() + this.leaseMs).toISOString();
+      const r = await db
+        .updateTable('hook_deliveries')
+        .set({ locked_until: next })
+        .where('uuid', '=', deliveryUuid)
+        .where('status', '=', 'pending')
+        .where('locked_until', '=', lease)
+        .executeTakeFirst();
+      lease = next;
+      return Number(r.numUpdatedRows) === 1;
+    };
+    await this.attempt(hook, delivery, keep);
   }
 
   /** The event as the hook's creator may see it now; null when it is hidden from them. */
@@ -325,21 +404,57 @@ export class HookSender {
     return shown as unknown as Record<string, unknown> | null;
   }
 
-  /** One attempt of a claimed delivery, recorded. */
+  /**
+   * One attempt of a claimed delivery, made in a slot of the hook's lane and recorded; null when
+   * `keep` found the claim lost while it waited for the slot (nothing sent, nothing recorded).
+   * The creator's access, the event and the allow-list are read in the slot, just before sending.
+   */
   private async attempt(
     hook: HookRow,
     delivery: DeliveryRow,
-    creator: Creator | null,
+    keep: () => Promise<boolean>,
     batch?: { events: Map<number, EventRow>; group: SuccessGroup },
-  ): Promise<Result> {
-    if (creator === null) {
+  ): Promise<Result | null> {
+    const n = delivery.attempts + 1;
+    type Made =
+      | { kind: 'lost' }
+      | { kind: 'creator_lost_access' }
+      | { kind: 'hidden' }
+      | { kind: 'sent'; headers: Record<string, string>; outcome: HttpOutcome; body: string };
+    const made = await this.http.inSlot(this.laneOf(hook), async (): Promise<Made> => {
+      if (!(await keep())) return { kind: 'lost' };
+      const creator = await this.creatorOf(hook);
+      if (creator === null) return { kind: 'creator_lost_access' };
+      const event = await this.eventFor(delivery, creator, batch?.events);
+      if (event === null) return { kind: 'hidden' };
+      await this.refreshAllowList();
+      const body = JSON.stringify({ hook_uuid: hook.uuid, event });
+      const now = this.now();
+      const timestamp = Math.floor(now.getTime() / 1000);
+      const signatures = signingSecrets(hook, now).map((secret) => standardSignature(secret, delivery.uuid, timestamp, body));
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        'webhook-id': delivery.uuid,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signatures.join(' '),
+        'x-weft-event': delivery.event_kind,
+        'x-weft-hook': hook.uuid,
+        'x-weft-attempt': String(n),
+        'x-hub-signature-256': hubSignature(hook.secret, body),
+      };
+      const outcome = await this.http.send(hook.url, headers, body);
+      if (outcome.error === 'timeout') this.timeouts.set(hook.uuid, (this.timeouts.get(hook.uuid) ?? 0) + 1);
+      else this.timeouts.delete(hook.uuid);
+      return { kind: 'sent', headers, outcome, body };
+    });
+    if (made.kind === 'lost') return null;
+    if (made.kind === 'creator_lost_access') {
       await batch?.group.flush();
       await inTransaction(this.deps, (tx) => this.disableIn(tx, hook, 'creator_lost_access'));
       return 'disabled';
     }
-    const n = delivery.attempts + 1;
-    const event = await this.eventFor(delivery, creator, batch?.events);
-    if (event === null) {
+    if (made.kind === 'hidden') {
       await batch?.group.flush();
       await this.record(
         hook,
@@ -356,31 +471,14 @@ export class HookSender {
       );
       return 'sent';
     }
-    const body = JSON.stringify({ hook_uuid: hook.uuid, event });
-    const now = this.now();
-    const timestamp = Math.floor(now.getTime() / 1000);
-    const signatures = [standardSignature(hook.secret, delivery.uuid, timestamp, body)];
-    if (hook.previous_secret && hook.previous_secret_until && hook.previous_secret_until > now.toISOString()) {
-      signatures.push(standardSignature(hook.previous_secret, delivery.uuid, timestamp, body));
-    }
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'user-agent': USER_AGENT,
-      'webhook-id': delivery.uuid,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signatures.join(' '),
-      'x-weft-event': delivery.event_kind,
-      'x-weft-hook': hook.uuid,
-      'x-weft-attempt': String(n),
-      'x-hub-signature-256': hubSignature(hook.secret, body),
-    };
-    const outcome = await this.http.post(hook.url, headers, body);
+    const { headers, outcome, body } = made;
     if (batch && n === 1 && isSuccess(outcome)) {
       batch.group.add(delivery, headers, outcome, this.now().toISOString(), body);
       return 'sent';
     }
     await batch?.group.flush();
-    return this.record(hook, delivery, n, headers, outcome, body);
+    const result = await this.record(hook, delivery, n, headers, outcome, body);
+    return result === 'sent' && outcome.error === 'timeout' ? 'timeout' : result;
   }
 
   /** Records a group of successful first attempts in one transaction. */
@@ -524,7 +622,11 @@ export class HookSender {
     await emitHookEvent(tx, null, hook, 'hook-disabled', { reason });
   }
 
-  /** Asks for the first attempts of hooks whose sender lease ran out with work left (a crashed worker). */
+  /**
+   * Asks for the first attempts of hooks whose sender lease ran out with work left (a crashed
+   * worker, or the end of a pause), and for retries that are due and unclaimed (a retry job runs
+   * its attempt after the job has ended, so a crash there leaves the delivery to this sweep).
+   */
   async sweep(): Promise<void> {
     const nowIso = this.now().toISOString();
     const stuck = await this.deps.db
@@ -539,7 +641,7 @@ export class HookSender {
             .select('d.id')
             .whereRef('d.hook_uuid', '=', 'h.uuid')
             .where('d.status', '=', 'pending')
-            .where('d.attempts', '=', 0)
+            .where((e) => e.or([e('d.attempts', '=', 0), e('d.next_attempt_at', 'is', null)]))
             .where((e) => e.or([e('d.locked_until', 'is', null), e('d.locked_until', '<', nowIso)])),
         ),
       )
@@ -549,6 +651,26 @@ export class HookSender {
         kind: JOB_SEND,
         payload: { hook_uuid: h.uuid },
         dedupeKey: `hook-kick:${h.uuid}`,
+      });
+    }
+    // a retry is due a few seconds after its job would have run it
+    const late = new Date(this.now().getTime() - 5000).toISOString();
+    const retries = await this.deps.db
+      .selectFrom('hook_deliveries as d')
+      .innerJoin('hooks as h', 'h.uuid', 'd.hook_uuid')
+      .select(['d.uuid', 'd.attempts'])
+      .where('h.active', '=', 1)
+      .where('d.status', '=', 'pending')
+      .where('d.attempts', '>', 0)
+      .where('d.next_attempt_at', '<', late)
+      .where((e) => e.or([e('d.locked_until', 'is', null), e('d.locked_until', '<', nowIso)]))
+      .limit(500)
+      .execute();
+    for (const d of retries) {
+      await this.deps.jobs.enqueue(this.deps.db, {
+        kind: JOB_RETRY,
+        payload: { delivery_uuid: d.uuid },
+        dedupeKey: `hook-retry:${d.uuid}:${d.attempts}`,
       });
     }
   }

@@ -175,6 +175,7 @@ export async function createHook(
       secret,
       previous_secret: null,
       previous_secret_until: null,
+      retired_secrets: '[]',
       created_by_uuid: viewer.uuid,
       since_event_id: 0,
       last_delivery_at: null,
@@ -212,9 +213,11 @@ export async function updateHook(
     if (branchFilter !== undefined && branchFilter !== row.branch_filter) changes.branch_filter = branchFilter;
     if (input.active === true && (row.active !== 1 || row.disabled_reason !== null || row.consecutive_failures !== 0)) {
       Object.assign(changes, { active: 1, disabled_reason: null, consecutive_failures: 0 });
+      // a pause after timeouts (a sender lease with no holder: sender.ts) ends with the re-enabling
+      if (row.sender_token === null) changes.sender_until = null;
     }
     if (input.active === false && row.active !== 0) changes.active = 0;
-    const fields = Object.keys(changes);
+    const fields = Object.keys(changes).filter((f) => f !== 'sender_until');
     if (fields.length === 0) return hookToJson(row, await usernameOf(tx.db, row.created_by_uuid));
     const updated: HookRow = { ...row, ...changes, updated_at: deps.clock.now().toISOString() };
     await tx.db
@@ -260,14 +263,22 @@ export async function rotateSecret(deps: Deps, viewer: Viewer, ref: HookScopeRef
     const owner = tx.access;
     const row = await lockHook(tx, owner, uuid);
     const now = deps.clock.now();
+    const nowIso = now.toISOString();
     const secret = generateSecret();
+    // every secret still inside its overlap keeps signing until its own end (a second rotation drops none)
+    const retired = (JSON.parse(row.retired_secrets || '[]') as Array<{ secret: string; until: string }>).filter(
+      (r) => r.until > nowIso,
+    );
+    if (row.previous_secret && row.previous_secret_until && row.previous_secret_until > nowIso)
+      retired.unshift({ secret: row.previous_secret, until: row.previous_secret_until });
     await tx.db
       .updateTable('hooks')
       .set({
         secret,
         previous_secret: row.secret,
         previous_secret_until: new Date(now.getTime() + ROTATION_OVERLAP_MS).toISOString(),
-        updated_at: now.toISOString(),
+        retired_secrets: JSON.stringify(retired),
+        updated_at: nowIso,
       })
       .where('uuid', '=', row.uuid)
       .execute();
@@ -284,6 +295,7 @@ export function deliveryToJson(row: DeliveryRow, last: AttemptRow | undefined): 
     event_id: row.event_id === null ? null : String(row.event_id),
     event_kind: row.event_kind,
     status: row.status as DeliveryJson['status'],
+    skip_reason: row.skip_reason,
     attempts: row.attempts,
     next_attempt_at: row.next_attempt_at,
     created_at: row.created_at,
@@ -381,6 +393,58 @@ export async function redeliver(
       .execute();
     await deps.jobs.enqueue(tx.db, { kind: JOB_RETRY, payload: { delivery_uuid: delivery.uuid } });
     return { delivery_uuid: delivery.uuid };
+  });
+}
+
+/** The most deliveries one bulk redelivery puts back in line (the oldest first). */
+export const BULK_REDELIVER_MAX = 1000;
+
+/**
+ * Puts a hook's failed or skipped deliveries (created at or after `since`) back in line: they
+ * become pending with no `next_attempt_at`, and the hook's sender sends them with its first
+ * attempts, in delivery (event) order, as one job (`hook-send`). At most BULK_REDELIVER_MAX per call.
+ */
+export async function redeliverMany(
+  deps: Deps,
+  viewer: Viewer,
+  ref: HookScopeRef,
+  uuid: string,
+  input: { status: 'failed' | 'skipped'; since?: string | undefined },
+): Promise<{ count: number }> {
+  let since: string | undefined;
+  if (input.since !== undefined) {
+    const at = Date.parse(input.since);
+    if (!Number.isFinite(at)) throw badRequest('since must be a date-time such as 2026-01-31T12:00:00Z.');
+    since = new Date(at).toISOString();
+  }
+  return command(deps, viewer, hookTarget(ref), async (tx) => {
+    const owner = tx.access;
+    const hook = await lockHook(tx, owner, uuid);
+    if (hook.active !== 1) throw hookInactive();
+    let q = tx.db
+      .selectFrom('hook_deliveries')
+      .select('id')
+      .where('hook_uuid', '=', hook.uuid)
+      .where('status', '=', input.status);
+    if (since !== undefined) q = q.where('created_at', '>=', since);
+    const ids = (await q.orderBy('id').limit(BULK_REDELIVER_MAX).execute()).map((r) => r.id);
+    if (ids.length === 0) return { count: 0 };
+    // a pause after timeouts (sender.ts) ends: the receiver is said to be back
+    await tx.db
+      .updateTable('hooks')
+      .set({ sender_until: null })
+      .where('uuid', '=', hook.uuid)
+      .where('sender_token', 'is', null)
+      .execute();
+    for (let i = 0; i < ids.length; i += 500) {
+      await tx.db
+        .updateTable('hook_deliveries')
+        .set({ status: 'pending', next_attempt_at: null, locked_until: null })
+        .where('id', 'in', ids.slice(i, i + 500))
+        .execute();
+    }
+    await deps.jobs.enqueue(tx.db, { kind: JOB_SEND, payload: { hook_uuid: hook.uuid } });
+    return { count: ids.length };
   });
 }
 

@@ -86,6 +86,7 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'post /teams/{team_slug}/hooks/{hook_uuid}/rotate-secret': 'write:team',
   'get /teams/{team_slug}/hooks/{hook_uuid}/deliveries': 'read:team',
   'get /teams/{team_slug}/hooks/{hook_uuid}/deliveries/{delivery_uuid}': 'read:team',
+  'post /teams/{team_slug}/hooks/{hook_uuid}/deliveries/redeliver': 'write:team',
   'post /teams/{team_slug}/hooks/{hook_uuid}/deliveries/{delivery_uuid}/redeliver': 'write:team',
   'post /teams/{team_slug}/hooks/{hook_uuid}/pings': 'write:team',
   // staff
@@ -105,6 +106,7 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'post /hooks/{hook_uuid}/rotate-secret': 'admin',
   'get /hooks/{hook_uuid}/deliveries': 'admin',
   'get /hooks/{hook_uuid}/deliveries/{delivery_uuid}': 'admin',
+  'post /hooks/{hook_uuid}/deliveries/redeliver': 'admin',
   'post /hooks/{hook_uuid}/deliveries/{delivery_uuid}/redeliver': 'admin',
   'post /hooks/{hook_uuid}/pings': 'admin',
   // repos: listing, creating, slugs
@@ -179,6 +181,7 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'post {repo}/hooks/{hook_uuid}/rotate-secret': 'write:repo',
   'get {repo}/hooks/{hook_uuid}/deliveries': 'read:repo',
   'get {repo}/hooks/{hook_uuid}/deliveries/{delivery_uuid}': 'read:repo',
+  'post {repo}/hooks/{hook_uuid}/deliveries/redeliver': 'write:repo',
   'post {repo}/hooks/{hook_uuid}/deliveries/{delivery_uuid}/redeliver': 'write:repo',
   'post {repo}/hooks/{hook_uuid}/pings': 'write:repo',
   'get {repo}/timers': 'read:repo',

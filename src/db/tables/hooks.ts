@@ -17,6 +17,8 @@ export interface HooksTable {
   /** the secret before the last rotation, also signing until previous_secret_until */
   previous_secret: string | null;
   previous_secret_until: string | null;
+  /** older secrets still inside their overlap, JSON `[{secret, until}]` (migration 330) */
+  retired_secrets: Generated<string>;
   created_by_uuid: string;
   /** events with ids at or below this were committed before the hook existed */
   since_event_id: number;
@@ -39,12 +41,14 @@ export interface HookDeliveriesTable {
   event_kind: string;
   /** a ping's event as JSON; null for a stored event */
   ping: string | null;
-  /** 'pending' | 'success' | 'failed' */
+  /** 'pending' | 'success' | 'failed' | 'skipped' (written while the hook was disabled) */
   status: string;
   attempts: number;
   next_attempt_at: string | null;
   /** the lease of the worker making an attempt now */
   locked_until: string | null;
+  /** why a skipped delivery was not sent: the hook's disabled_reason then (migration 330) */
+  skip_reason: string | null;
   created_at: string;
 }
 
