@@ -36,6 +36,7 @@ import { timersRoutes } from './timers/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
 import { teamsRoutes } from './teams/routes.ts';
 import { threadsRoutes } from './threads/routes.ts';
+import { trackerRoutes } from './tracker/routes.ts';
 import { uploadsRoutes } from './uploads/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { sshKeysRoutes } from './sshkeys/routes.ts';
@@ -70,6 +71,7 @@ const MODULES = [
   invitesRoutes,
   timersRoutes,
   threadsRoutes,
+  trackerRoutes,
   uploadsRoutes,
   attachmentsRoutes,
   gitRoutes,

@@ -4,15 +4,23 @@ import { buildWorld, eventsOf, setRepoFlags, type World } from './pulls-fixtures
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
 
 const THREAD_KEYS = [
+  'assignees',
   'author_username',
   'author_uuid',
   'body',
   'body_html',
+  'closed_at',
+  'closed_by',
   'created_at',
+  'labels',
+  'locked',
+  'milestone',
   'number',
   'removed_at',
   'reply_count',
   'repo_uuid',
+  'state',
+  'state_reason',
   'title',
   'updated_at',
   'uuid',
@@ -89,7 +97,7 @@ for (const dialect of DIALECTS) {
           assert.equal(second.number, th.number + 1);
           const got = await t.req('GET', `${base()}/threads/${th.number}`, { token: writer().token });
           assert.deepEqual(got.body, th);
-          const list = await t.req('GET', `${base()}/threads?per_page=1`, { token: writer().token });
+          const list = await t.req('GET', `${base()}/threads?per_page=1&direction=asc`, { token: writer().token });
           assert.equal(list.status, 200);
           assert.equal(list.body.results.length, 1);
           assert.equal(list.body.results[0].number, 1);

@@ -19,3 +19,4 @@ export * from './limits.ts';
 export * from './git.ts';
 export * from './ssh-keys.ts';
 export * from './hooks.ts';
+export * from './tracker.ts';

@@ -176,6 +176,9 @@ export interface PullsTable {
   source_repo_uuid: string | null;
   /** the instance holding the pending merge (migration 170): recovered once its lease is gone */
   merge_claim_instance: string | null;
+  /** the issue tracker (migration 310) */
+  draft: Generated<number>;
+  milestone_uuid: string | null;
 }
 
 export interface CommitStatusesTable {

@@ -100,6 +100,12 @@ const ofRepo = (...names: NamedRef[]): KindRule => ({ subject: field('repo', 're
 const ofTeam = (...names: NamedRef[]): KindRule => ({ subject: field('team', 'team_uuid'), names });
 const ofScopes = (...names: NamedRef[]): KindRule => ({ subject: anyScope, names });
 
+/** A label's events are its repo's, or its team's (team labels). */
+const labelRule: KindRule = {
+  subject: (e) => (typeof e.payload.team_uuid === 'string' ? `team:${e.payload.team_uuid}` : field('repo', 'repo_uuid')(e)),
+  names: [],
+};
+
 export const EVENT_KINDS = {
   // users, tokens, invites, settings, rate limits: events in users' own scopes
   'user-created': ofScopes(user('user_uuid', 'username')),
@@ -159,6 +165,35 @@ export const EVENT_KINDS = {
   'thread-created': ofRepo(),
   'thread-updated': ofRepo(),
   'thread-removed': ofRepo(),
+  // the issue tracker (README "Issue tracker"): a thread's or pull's state, labels, assignees,
+  // milestone, lock, references; labels (of a repo or a team) and milestones
+  'thread-closed': ofRepo(user('closed_by.uuid', 'closed_by.username')),
+  'thread-reopened': ofRepo(),
+  'thread-labeled': ofRepo(),
+  'thread-unlabeled': ofRepo(),
+  'thread-assigned': ofRepo(user('assignee.uuid', 'assignee.username')),
+  'thread-unassigned': ofRepo(user('assignee.uuid', 'assignee.username')),
+  'thread-milestoned': ofRepo(),
+  'thread-demilestoned': ofRepo(),
+  'thread-locked': ofRepo(),
+  'thread-unlocked': ofRepo(),
+  'label-created': labelRule,
+  'label-updated': labelRule,
+  'label-deleted': labelRule,
+  'milestone-created': ofRepo(),
+  'milestone-updated': ofRepo(),
+  'milestone-closed': ofRepo(),
+  'milestone-deleted': ofRepo(),
+  'pull-labeled': ofRepo(pullSource),
+  'pull-unlabeled': ofRepo(pullSource),
+  'pull-assigned': ofRepo(pullSource, user('assignee.uuid', 'assignee.username')),
+  'pull-unassigned': ofRepo(pullSource, user('assignee.uuid', 'assignee.username')),
+  'pull-milestoned': ofRepo(pullSource),
+  'pull-demilestoned': ofRepo(pullSource),
+  'pull-ready-for-review': ofRepo(pullSource),
+  'pull-converted-to-draft': ofRepo(pullSource),
+  'review-requested': ofRepo(pullSource, user('reviewer.uuid', 'reviewer.username')),
+  'review-request-removed': ofRepo(pullSource, user('reviewer.uuid', 'reviewer.username')),
   'reply-created': ofRepo(),
   'reply-edited': ofRepo(),
   'reply-removed': ofRepo(),

@@ -7,10 +7,15 @@ import { type OnRepo, onRepo, pagedRepoList } from '../http/repo-routes.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
+import { Type } from '@sinclair/typebox';
 import {
   CreateReplyBody,
   CreateThreadBody,
   ListQuery,
+  NamesBody,
+  ThreadListQuery,
+  TimelineEntry,
+  UsernamesBody,
   VersionsQuery,
   Participant,
   Reply,
@@ -31,6 +36,9 @@ import {
   listReplyVersions,
   VERSION_PAGE_MAX_CHARS,
   listThreads,
+  threadTimeline,
+  changeThreadSet,
+  type ThreadFilters,
   removeReply,
   removeThread,
   updateReply,
@@ -38,6 +46,15 @@ import {
 } from './service.ts';
 
 type ThreadParams = RepoParams & { number: number };
+
+/** The list filters out of a parsed query (the page fields are ignored). */
+const FILTER_KEYS = ['state', 'labels', 'assignee', 'milestone', 'author', 'mentioned', 'q', 'sort', 'direction'] as const;
+function filtersOf(query: unknown): ThreadFilters {
+  const q = query as Record<string, string | undefined>;
+  const out: Record<string, string> = {};
+  for (const k of FILTER_KEYS) if (q[k] !== undefined) out[k] = q[k];
+  return out as ThreadFilters;
+}
 type ReplyParams = ThreadParams & { reply_number: number };
 
 export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -58,13 +75,21 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
       {
         schema: {
           tags,
-          summary: "The repo's threads by number (removed ones left out; read access)",
+          summary: "The repo's threads, filtered and sorted (removed ones left out; read access)",
+          description:
+            'Filters (README "Issue tracker"): state (open default, closed, all), labels (comma-separated, every one on it), ' +
+            'assignee and milestone (a value, none or *), author, mentioned, q (words in the title, body or replies); ' +
+            'sort created (default), updated or replies; direction desc (default) or asc. An unknown value, label, milestone or user is 400.',
           params: repoParams,
-          querystring: ListQuery,
+          querystring: ThreadListQuery,
           response: { 200: Page(Thread) },
         },
       },
-      pagedRepoList(({ viewer, ref }, p) => listThreads(deps, viewer, ref, p)),
+      async (request, reply) => {
+        const { viewer, ref } = onRepo(request);
+        const p = pageParams(request.query);
+        return pageOf(request, reply, p, await listThreads(deps, viewer, ref, p, filtersOf(request.query)));
+      },
     );
 
     r.post(
@@ -107,8 +132,12 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
       {
         schema: {
           tags,
-          summary: "Change a thread's title or body; omitted fields stay unchanged",
-          description: edit,
+          summary: "Change a thread's title, body, state, labels, assignees, milestone or lock; omitted fields stay unchanged",
+          description:
+            `${edit} The author may also close and reopen their own thread; others' state, labels (names, replacing the set), ` +
+            'assignees (usernames with write access, replacing the set), milestone (a number or null) and locked need write access. ' +
+            'state_reason (completed default, not_planned, duplicate) goes only with state closed. Unknown labels, milestones or assignees are 400 naming them; ' +
+            'more than 10 assignees or 50 labels is 400.',
           params: threadParams,
           body: UpdateThreadBody,
           response: { 200: Thread, ...errors(403, 409) },
@@ -136,6 +165,81 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         await removeThread(deps, requireViewer(request), repoRef(params), params.number);
         return reply.status(204).send();
       },
+    );
+
+    for (const [what, body, key] of [
+      ['labels', NamesBody, 'names'],
+      ['assignees', UsernamesBody, 'usernames'],
+    ] as const) {
+      r.post(
+        `${base}/:number/${what}`,
+        {
+          schema: {
+            tags,
+            summary: `Add ${what} to a thread (keeping every other, also a concurrent change): 200 with the thread`,
+            description: 'Write access. Those already on it stay; an unknown one is 400 naming it.',
+            params: threadParams,
+            body,
+            response: { 200: Thread, ...errors(403, 409) },
+          },
+        },
+        async (request) => {
+          const { viewer, ref, params } = onRepo<ThreadParams>(request);
+          const names = (request.body as Record<string, string[]>)[key]!;
+          return changeThreadSet(deps, viewer, ref, params.number, what, 'add', names);
+        },
+      );
+    }
+    r.delete(
+      `${base}/:number/labels/:name`,
+      {
+        schema: {
+          tags,
+          summary: 'Remove a label from a thread: 200 with the thread',
+          description: 'Write access. A label the repo does not have is 404; one not on the thread changes nothing.',
+          params: repoParamsSchema(form, { ...ThreadParam, name: Type.String({ minLength: 1, maxLength: 50 }) }),
+          response: { 200: Thread, ...errors(403, 409) },
+        },
+      },
+      async (request) => {
+        const { viewer, ref, params } = onRepo<ThreadParams & { name: string }>(request);
+        return changeThreadSet(deps, viewer, ref, params.number, 'labels', 'remove', [params.name]);
+      },
+    );
+    r.delete(
+      `${base}/:number/assignees`,
+      {
+        schema: {
+          tags,
+          summary: 'Remove assignees from a thread: 200 with the thread',
+          description: 'Write access. A user not assigned changes nothing.',
+          params: threadParams,
+          body: UsernamesBody,
+          response: { 200: Thread, ...errors(403, 409) },
+        },
+      },
+      async (request) => {
+        const { viewer, ref, params } = onRepo<ThreadParams>(request);
+        return changeThreadSet(deps, viewer, ref, params.number, 'assignees', 'remove', request.body.usernames);
+      },
+    );
+
+    r.get(
+      `${base}/:number/timeline`,
+      {
+        schema: {
+          tags,
+          summary: "The thread's timeline, oldest first, built from its events",
+          description:
+            'Entries {kind, actor, created_at, ...}: reply, closed, reopened, renamed {from, to}, labeled/unlabeled {label}, ' +
+            'assigned/unassigned {assignee}, milestoned/demilestoned {milestone}, locked/unlocked, referenced. Read access; ' +
+            'an entry the caller may not see (README "Event privacy") is left out.',
+          params: threadParams,
+          querystring: ListQuery,
+          response: { 200: Page(TimelineEntry) },
+        },
+      },
+      pagedRepoList(({ viewer, ref, params }: OnRepo<ThreadParams>, p) => threadTimeline(deps, viewer, ref, params.number, p)),
     );
 
     r.get(

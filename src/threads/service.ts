@@ -1,7 +1,33 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import { type Kysely, type Selectable, sql } from 'kysely';
-import { assertCanEditPost, assertRepoNeed, DISCUSS, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
+import {
+  assertCanChangeState,
+  assertCanEditPost,
+  assertCanTriage,
+  assertMayReply,
+  assertRepoNeed,
+  DISCUSS,
+  type RepoAccess,
+  type RepoRef,
+  requireRepo,
+} from '../access/index.ts';
+import { containsText } from '../db/like.ts';
+import { timelinePage } from '../tracker/timeline.ts';
+import {
+  changeAssignees,
+  changeLabels,
+  type Decorations,
+  decorations,
+  emitItemChanges,
+  type ItemChanges,
+  type MilestoneRef,
+  milestoneRefs,
+  resolveAssignees,
+  resolveLabels,
+  resolveMilestone,
+  usableLabels,
+} from '../tracker/items.ts';
 import type { DB } from '../db/types.ts';
 import type { RepliesTable, ThreadsTable } from '../db/tables/threads.ts';
 import type { Deps } from '../deps.ts';
@@ -52,14 +78,19 @@ function cleanReplyBody(raw: string): string {
 
 // ---------------------------------------------------------------- threads
 
-type ThreadWithNames = ThreadRow & { author_username: string; reply_count: number | string };
+type ThreadWithNames = ThreadRow & {
+  author_username: string;
+  reply_count: number | string;
+  closed_by_username: string | null;
+};
 
 function threadsWithNames(db: Kysely<DB>) {
   return db
     .selectFrom('threads as t')
     .innerJoin('users as a', 'a.uuid', 't.author_uuid')
+    .leftJoin('users as c', 'c.uuid', 't.closed_by_uuid')
     .selectAll('t')
-    .select('a.username as author_username')
+    .select(['a.username as author_username', 'c.username as closed_by_username'])
     .select((eb) =>
       eb
         .selectFrom('replies as r')
@@ -70,7 +101,7 @@ function threadsWithNames(db: Kysely<DB>) {
     );
 }
 
-function threadToJson(row: ThreadWithNames): ThreadJson {
+function threadToJson(row: ThreadWithNames, deco: Decorations, milestone: MilestoneRef | null): ThreadJson {
   return {
     uuid: row.uuid,
     repo_uuid: row.repo_uuid,
@@ -81,14 +112,47 @@ function threadToJson(row: ThreadWithNames): ThreadJson {
     author_uuid: row.author_uuid,
     author_username: row.author_username,
     reply_count: Number(row.reply_count ?? 0),
+    state: row.state as ThreadJson['state'],
+    state_reason: (row.state_reason ?? null) as ThreadJson['state_reason'],
+    closed_at: row.closed_at,
+    closed_by:
+      row.state === 'closed' && row.closed_by_username !== null
+        ? {
+            username: row.closed_by_username,
+            pull_number: row.closed_by_pull_number ?? null,
+            commit_sha: row.closed_by_commit_sha ?? null,
+          }
+        : null,
+    labels: deco.labels,
+    assignees: deco.assignees,
+    milestone,
+    locked: row.locked === 1,
     created_at: row.created_at,
     updated_at: row.updated_at,
     removed_at: row.removed_at,
   };
 }
 
-async function loadThreadJson(db: Kysely<DB>, uuid: string): Promise<ThreadJson> {
-  return threadToJson((await threadsWithNames(db).where('t.uuid', '=', uuid).executeTakeFirstOrThrow()) as ThreadWithNames);
+/** Rows as JSON, with their labels, assignees and milestones read in two more statements. */
+async function threadsToJson(db: Kysely<DB>, rows: ThreadWithNames[]): Promise<ThreadJson[]> {
+  const [deco, milestones] = await Promise.all([
+    decorations(
+      db,
+      rows.map((r) => r.uuid),
+    ),
+    milestoneRefs(
+      db,
+      rows.map((r) => r.milestone_uuid),
+    ),
+  ]);
+  return rows.map((r) =>
+    threadToJson(r, deco.get(r.uuid)!, r.milestone_uuid === null ? null : (milestones.get(r.milestone_uuid) ?? null)),
+  );
+}
+
+export async function loadThreadJson(db: Kysely<DB>, uuid: string): Promise<ThreadJson> {
+  const row = (await threadsWithNames(db).where('t.uuid', '=', uuid).executeTakeFirstOrThrow()) as ThreadWithNames;
+  return (await threadsToJson(db, [row]))[0]!;
 }
 
 export const threadScopes = (thread: ThreadRow, access: RepoAccess) => [...repoScopes(access.repo), `thread:${thread.uuid}`];
@@ -105,7 +169,7 @@ export async function findThread(db: Kysely<DB>, repoUuid: string, number: numbe
   return row;
 }
 
-function threadPayload(thread: ThreadJson): Record<string, unknown> {
+export function threadPayload(thread: Pick<ThreadJson, 'repo_uuid' | 'uuid' | 'number' | 'title'>): Record<string, unknown> {
   return { repo_uuid: thread.repo_uuid, thread_uuid: thread.uuid, number: thread.number, title: thread.title };
 }
 
@@ -118,53 +182,306 @@ async function emitThread(tx: TxContext, viewer: Viewer, access: RepoAccess, thr
   });
 }
 
+/** Labels, assignees and milestone set on a thread (creation, PATCH), with the events of what changed. */
+async function setTracking(
+  tx: TxContext,
+  viewer: Viewer,
+  access: RepoAccess,
+  thread: ThreadRow,
+  input: { labels?: string[]; assignees?: string[]; milestone?: number | null },
+): Promise<ItemChanges> {
+  const changes: ItemChanges = {};
+  if (input.labels !== undefined) {
+    const { added, removed } = await changeLabels(
+      tx.db,
+      thread.uuid,
+      await resolveLabels(tx.db, access.repo, input.labels),
+      'replace',
+    );
+    changes.labeled = added;
+    changes.unlabeled = removed;
+  }
+  if (input.assignees !== undefined) {
+    const users = await resolveAssignees(tx.db, access.repo, input.assignees);
+    const { added, removed } = await changeAssignees(tx.db, thread.uuid, users, 'replace');
+    changes.assigned = added;
+    changes.unassigned = removed;
+  }
+  if (input.milestone !== undefined) {
+    const next = await resolveMilestone(tx.db, access.repo.uuid, input.milestone);
+    if ((next?.uuid ?? null) !== thread.milestone_uuid) {
+      await tx.db
+        .updateTable('threads')
+        .set({ milestone_uuid: next?.uuid ?? null })
+        .where('uuid', '=', thread.uuid)
+        .execute();
+      if (thread.milestone_uuid !== null) {
+        changes.demilestoned = await tx.db
+          .selectFrom('milestones')
+          .selectAll()
+          .where('uuid', '=', thread.milestone_uuid)
+          .executeTakeFirst();
+      }
+      if (next) changes.milestoned = next;
+    }
+  }
+  return changes;
+}
+
+const changedAny = (c: ItemChanges) =>
+  Boolean(
+    c.labeled?.length || c.unlabeled?.length || c.assigned?.length || c.unassigned?.length || c.milestoned || c.demilestoned,
+  );
+
 export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, input: CreateThreadInput): Promise<ThreadJson> {
   const title = cleanTitle(input.title);
   return command(deps, viewer, onRepo(ref, DISCUSS), async (tx) => {
     const access = tx.access;
+    const tracking = input.labels !== undefined || input.assignees !== undefined || input.milestone !== undefined;
+    if (tracking) assertCanTriage(access);
     const number = await nextRepoNumber(tx.db, access.repo.uuid, 'thread_seq');
     const now = nowIso();
     const uuid = randomUUID();
-    await tx.db
-      .insertInto('threads')
-      .values({
-        uuid,
-        repo_uuid: access.repo.uuid,
-        number,
-        title,
-        body: input.body ?? '',
-        author_uuid: viewer.uuid,
-        reply_seq: 0,
-        created_at: now,
-        updated_at: now,
-        removed_at: null,
-      })
-      .execute();
+    const row = {
+      uuid,
+      repo_uuid: access.repo.uuid,
+      number,
+      title,
+      body: input.body ?? '',
+      author_uuid: viewer.uuid,
+      reply_seq: 0,
+      created_at: now,
+      updated_at: now,
+      removed_at: null,
+    };
+    await tx.db.insertInto('threads').values(row).execute();
+    const changes = tracking
+      ? await setTracking(tx, viewer, access, { ...row, ...NEW_THREAD_TRACKING }, input)
+      : ({} as ItemChanges);
     const thread = await loadThreadJson(tx.db, uuid);
     await emitThread(tx, viewer, access, thread, 'thread-created');
+    await emitItemChanges(tx, viewer, 'thread', threadScopes(row as ThreadRow, access), threadPayload(thread), changes);
     return thread;
   });
 }
 
-export async function listThreads(deps: Deps, viewer: Viewer, ref: RepoRef, page: PageArgs): Promise<ThreadJson[]> {
+const NEW_THREAD_TRACKING = {
+  state: 'open',
+  state_reason: null,
+  closed_at: null,
+  closed_by_uuid: null,
+  closed_by_pull_number: null,
+  closed_by_commit_sha: null,
+  locked: 0,
+  milestone_uuid: null,
+};
+
+/** The list filters of GET {repo}/threads (README "Issue tracker"), already checked by the route schema. */
+export interface ThreadFilters {
+  state?: 'open' | 'closed' | 'all';
+  labels?: string;
+  assignee?: string;
+  milestone?: string;
+  author?: string;
+  mentioned?: string;
+  q?: string;
+  sort?: 'created' | 'updated' | 'replies';
+  direction?: 'asc' | 'desc';
+}
+
+/** A username named by a filter; an unknown one is 400 naming it. */
+async function filterUser(db: Kysely<DB>, field: string, username: string): Promise<string> {
+  const row = await db.selectFrom('users').select('uuid').where('username', '=', username.toLowerCase()).executeTakeFirst();
+  if (!row) throw badRequest(`${field}: no user named ${JSON.stringify(username)}.`);
+  return row.uuid;
+}
+
+/**
+ * The page's keys with the filters applied, in the list's order, from one of the list indexes of
+ * migration 310 (repo, state, sort key, number), then their rows: a deep page skips index entries
+ * only. Labels and assignees are existence checks on their primary keys.
+ */
+export async function listThreads(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  page: PageArgs,
+  filters?: ThreadFilters,
+): Promise<ThreadJson[]> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
-  // The page's keys from threads_repo_list_idx (index entries only), then their rows with names
-  // and reply counts: a deep page neither joins nor counts the threads it skips.
-  const keys = deps.db
-    .selectFrom('threads')
-    .select('uuid')
-    .where('repo_uuid', '=', repo.uuid)
-    .where('removed_at', 'is', null)
-    .orderBy('number')
-    .offset(page.offset)
-    .limit(page.limit);
-  const rows = await threadsWithNames(deps.db).where('t.uuid', 'in', keys).orderBy('t.number').execute();
-  return rows.map((r) => threadToJson(r as ThreadWithNames));
+  const db = deps.db;
+  if (!filters) {
+    // the legacy order (web pages): every thread not removed, by number
+    const keys = db
+      .selectFrom('threads')
+      .select('uuid')
+      .where('repo_uuid', '=', repo.uuid)
+      .where('removed_at', 'is', null)
+      .orderBy('number')
+      .offset(page.offset)
+      .limit(page.limit);
+    const rows = await threadsWithNames(db).where('t.uuid', 'in', keys).orderBy('t.number').execute();
+    return threadsToJson(db, rows as ThreadWithNames[]);
+  }
+  let keys = db
+    .selectFrom('threads as t')
+    .select('t.uuid')
+    .where('t.repo_uuid', '=', repo.uuid)
+    .where('t.removed_at', 'is', null);
+  const state = filters.state ?? 'open';
+  if (state !== 'all') keys = keys.where('t.state', '=', state);
+  if (filters.labels !== undefined) {
+    const names = filters.labels
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean);
+    for (const label of await resolveLabels(db, repo, names)) {
+      keys = keys.where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('item_labels as il')
+            .select('il.item_uuid')
+            .whereRef('il.item_uuid', '=', 't.uuid')
+            .where('il.label_uuid', '=', label.uuid),
+        ),
+      );
+    }
+  }
+  if (filters.assignee !== undefined) {
+    const a = filters.assignee;
+    const assigned = (eb: ExpressionBuilder<DB & { t: ThreadsTable }, 't'>) =>
+      eb.selectFrom('item_assignees as ia').select('ia.item_uuid').whereRef('ia.item_uuid', '=', 't.uuid');
+    if (a === '*') keys = keys.where((eb) => eb.exists(assigned(eb)));
+    else if (a === 'none') keys = keys.where((eb) => eb.not(eb.exists(assigned(eb))));
+    else {
+      const uuid = await filterUser(db, 'assignee', a);
+      keys = keys.where((eb) => eb.exists(assigned(eb).where('ia.user_uuid', '=', uuid)));
+    }
+  }
+  if (filters.milestone !== undefined) {
+    const m = filters.milestone;
+    if (m === '*') keys = keys.where('t.milestone_uuid', 'is not', null);
+    else if (m === 'none') keys = keys.where('t.milestone_uuid', 'is', null);
+    else {
+      if (!/^[1-9][0-9]{0,9}$/.test(m)) throw badRequest('milestone: a milestone number, "none" or "*".');
+      const row = await resolveMilestone(db, repo.uuid, Number(m));
+      keys = keys.where('t.milestone_uuid', '=', row!.uuid);
+    }
+  }
+  if (filters.author !== undefined) keys = keys.where('t.author_uuid', '=', await filterUser(db, 'author', filters.author));
+  if (filters.mentioned !== undefined) {
+    const name = filters.mentioned.toLowerCase();
+    await filterUser(db, 'mentioned', name);
+    keys = keys.where((eb) =>
+      eb.or([
+        containsText('t.body', `@${name}`),
+        eb.exists(
+          eb
+            .selectFrom('replies as r')
+            .select('r.uuid')
+            .whereRef('r.thread_uuid', '=', 't.uuid')
+            .where('r.removed_at', 'is', null)
+            .where(containsText('r.body', `@${name}`)),
+        ),
+      ]),
+    );
+  }
+  for (const word of (filters.q ?? '').split(/\s+/).filter(Boolean)) {
+    keys = keys.where((eb) =>
+      eb.or([
+        containsText('t.title', word),
+        containsText('t.body', word),
+        eb.exists(
+          eb
+            .selectFrom('replies as r')
+            .select('r.uuid')
+            .whereRef('r.thread_uuid', '=', 't.uuid')
+            .where('r.removed_at', 'is', null)
+            .where(containsText('r.body', word)),
+        ),
+      ]),
+    );
+  }
+  const dir = filters.direction ?? 'desc';
+  const sort = filters.sort ?? 'created';
+  const replyCount = sql`(select count(*) from replies r where r.thread_uuid = t.uuid and r.removed_at is null)`;
+  const ordered =
+    sort === 'replies' ? keys.orderBy(replyCount, dir) : keys.orderBy(sort === 'updated' ? 't.updated_at' : 't.created_at', dir);
+  const pageKeys = await ordered.orderBy('t.number', dir).offset(page.offset).limit(page.limit).execute();
+  if (pageKeys.length === 0) return [];
+  const rows = (await threadsWithNames(db)
+    .where(
+      't.uuid',
+      'in',
+      pageKeys.map((k) => k.uuid),
+    )
+    .execute()) as ThreadWithNames[];
+  const at = new Map(pageKeys.map((k, i) => [k.uuid, i]));
+  rows.sort((a, b) => at.get(a.uuid)! - at.get(b.uuid)!);
+  return threadsToJson(db, rows);
+}
+
+/** GET {repo}/threads/{n}/timeline: its events as timeline entries, oldest first (tracker/timeline.ts). */
+export async function threadTimeline(deps: Deps, viewer: Viewer, ref: RepoRef, number: number, page: PageArgs) {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const thread = await findThread(deps.db, repo.uuid, number);
+  return timelinePage(deps, viewer, `thread:${thread.uuid}`, 'thread', page);
 }
 
 export async function getThread(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<ThreadJson> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
   return loadThreadJson(deps.db, (await findThread(deps.db, repo.uuid, number)).uuid);
+}
+
+/** Who closes a thread and how (`closed_by`): a person, or a merged pull or pushed commit of theirs. */
+export interface Closer {
+  uuid: string;
+  username: string;
+  pull_number?: number | null;
+  commit_sha?: string | null;
+}
+
+/** Closes an open thread (nothing when it is closed already); emits thread-closed. */
+export async function closeThreadRow(
+  tx: TxContext,
+  scopes: string[],
+  thread: ThreadRow,
+  reason: string,
+  closer: Closer,
+  actor: { uuid: string; username: string },
+): Promise<boolean> {
+  const now = nowIso();
+  const res = await tx.db
+    .updateTable('threads')
+    .set({
+      state: 'closed',
+      state_reason: reason,
+      closed_at: now,
+      closed_by_uuid: closer.uuid,
+      closed_by_pull_number: closer.pull_number ?? null,
+      closed_by_commit_sha: closer.commit_sha ?? null,
+      updated_at: now,
+    })
+    .where('uuid', '=', thread.uuid)
+    .where('state', '=', 'open')
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) === 0) return false;
+  await tx.emit({
+    kind: 'thread-closed',
+    scopes,
+    actor: actorOf(actor),
+    payload: {
+      ...threadPayload(thread),
+      state_reason: reason,
+      closed_by: {
+        uuid: closer.uuid,
+        username: closer.username,
+        pull_number: closer.pull_number ?? null,
+        commit_sha: closer.commit_sha ?? null,
+      },
+    },
+  });
+  return true;
 }
 
 export async function updateThread(
@@ -175,25 +492,143 @@ export async function updateThread(
   input: UpdateThreadInput,
 ): Promise<ThreadJson> {
   const title = input.title === undefined ? undefined : cleanTitle(input.title);
+  if (input.state_reason !== undefined && input.state !== 'closed') {
+    throw badRequest('state_reason goes only with state "closed".');
+  }
   return command(deps, viewer, onRepo(ref, READ), async (tx) => {
     // read level first: a missing thread or reply is 404 before the 403 of DISCUSS
     const access = tx.access;
     const row = await findThread(tx.db, access.repo.uuid, number);
     assertRepoNeed(access, DISCUSS);
-    assertCanEditPost(access, viewer, row.author_uuid);
+    const triage =
+      input.labels !== undefined || input.assignees !== undefined || input.milestone !== undefined || input.locked !== undefined;
+    const edits = input.title !== undefined || input.body !== undefined;
+    if (edits || (!triage && input.state === undefined)) assertCanEditPost(access, viewer, row.author_uuid);
+    if (input.state !== undefined) assertCanChangeState(access, viewer, row.author_uuid);
+    if (triage) assertCanTriage(access);
     if (row.removed_at) throw readOnly('thread');
     const changes: Partial<ThreadRow> = {};
     if (title !== undefined && title !== row.title) changes.title = title;
     if (input.body !== undefined && input.body !== row.body) changes.body = input.body;
-    if (Object.keys(changes).length === 0) return loadThreadJson(tx.db, row.uuid);
-    await tx.db
-      .updateTable('threads')
-      .set({ ...changes, updated_at: nowIso() })
-      .where('uuid', '=', row.uuid)
-      .execute();
-    const thread = await loadThreadJson(tx.db, row.uuid);
-    await emitThread(tx, viewer, access, thread, 'thread-updated', { fields: Object.keys(changes) });
-    return thread;
+    const scopes = threadScopes(row, access);
+    const now = nowIso();
+    if (Object.keys(changes).length) {
+      await tx.db
+        .updateTable('threads')
+        .set({ ...changes, updated_at: now })
+        .where('uuid', '=', row.uuid)
+        .execute();
+      const renamed = changes.title === undefined ? {} : { renamed: { from: row.title, to: changes.title } };
+      await emitThread(tx, viewer, access, await loadThreadJson(tx.db, row.uuid), 'thread-updated', {
+        fields: Object.keys(changes),
+        ...renamed,
+      });
+    }
+    const current = { ...row, ...changes };
+    let touched = Object.keys(changes).length > 0;
+    if (input.state === 'closed') {
+      const reason = input.state_reason ?? 'completed';
+      if (row.state === 'open') {
+        touched = await closeThreadRow(tx, scopes, current, reason, viewer, viewer);
+      } else if (input.state_reason !== undefined && input.state_reason !== row.state_reason) {
+        await tx.db.updateTable('threads').set({ state_reason: reason, updated_at: now }).where('uuid', '=', row.uuid).execute();
+        touched = true;
+      }
+    } else if (input.state === 'open' && row.state === 'closed') {
+      await tx.db
+        .updateTable('threads')
+        .set({
+          state: 'open',
+          state_reason: null,
+          closed_at: null,
+          closed_by_uuid: null,
+          closed_by_pull_number: null,
+          closed_by_commit_sha: null,
+          updated_at: now,
+        })
+        .where('uuid', '=', row.uuid)
+        .execute();
+      await tx.emit({ kind: 'thread-reopened', scopes, actor: actorOf(viewer), payload: threadPayload(current) });
+      touched = true;
+    }
+    const tracked = await setTracking(tx, viewer, access, row, input);
+    if (changedAny(tracked)) {
+      touched = true;
+      await emitItemChanges(tx, viewer, 'thread', scopes, threadPayload(current), tracked);
+    }
+    if (input.locked !== undefined && (input.locked ? 1 : 0) !== row.locked) {
+      await tx.db
+        .updateTable('threads')
+        .set({ locked: input.locked ? 1 : 0 })
+        .where('uuid', '=', row.uuid)
+        .execute();
+      await tx.emit({
+        kind: input.locked ? 'thread-locked' : 'thread-unlocked',
+        scopes,
+        actor: actorOf(viewer),
+        payload: threadPayload(current),
+      });
+      touched = true;
+    }
+    if (touched) await tx.db.updateTable('threads').set({ updated_at: now }).where('uuid', '=', row.uuid).execute();
+    return loadThreadJson(tx.db, row.uuid);
+  });
+}
+
+/** POST/DELETE {repo}/threads/{n}/labels and .../assignees: one change that keeps every concurrent one. */
+export async function changeThreadSet(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  what: 'labels' | 'assignees',
+  mode: 'add' | 'remove',
+  names: string[],
+): Promise<ThreadJson> {
+  return command(deps, viewer, onRepo(ref, READ), async (tx) => {
+    const access = tx.access;
+    const row = await findThread(tx.db, access.repo.uuid, number);
+    assertRepoNeed(access, DISCUSS);
+    assertCanTriage(access);
+    if (row.removed_at) throw readOnly('thread');
+    const tracked: ItemChanges = {};
+    if (what === 'labels') {
+      const labels =
+        mode === 'add'
+          ? await resolveLabels(tx.db, access.repo, names)
+          : await usableLabels(tx.db, access.repo)
+              .where(
+                'name_key',
+                'in',
+                names.map((n) => n.toLowerCase()),
+              )
+              .execute();
+      if (mode === 'remove' && labels.length === 0) throw notFound('Label');
+      const { added, removed } = await changeLabels(tx.db, row.uuid, labels, mode);
+      tracked.labeled = added;
+      tracked.unlabeled = removed;
+    } else {
+      const users =
+        mode === 'add'
+          ? await resolveAssignees(tx.db, access.repo, names)
+          : await tx.db
+              .selectFrom('users')
+              .select(['uuid', 'username'])
+              .where(
+                'username',
+                'in',
+                names.map((n) => n.toLowerCase()),
+              )
+              .execute();
+      const { added, removed } = await changeAssignees(tx.db, row.uuid, users, mode);
+      tracked.assigned = added;
+      tracked.unassigned = removed;
+    }
+    if (changedAny(tracked)) {
+      await tx.db.updateTable('threads').set({ updated_at: nowIso() }).where('uuid', '=', row.uuid).execute();
+      await emitItemChanges(tx, viewer, 'thread', threadScopes(row, access), threadPayload(row), tracked);
+    }
+    return loadThreadJson(tx.db, row.uuid);
   });
 }
 
@@ -356,6 +791,7 @@ export async function createReply(
     const thread = await findThread(tx.db, access.repo.uuid, number);
     assertRepoNeed(access, DISCUSS);
     if (thread.removed_at) throw readOnly('thread');
+    assertMayReply(access, thread);
     const seq = await tx.db
       .updateTable('threads')
       .set((eb) => ({ reply_seq: eb('reply_seq', '+', 1) }))

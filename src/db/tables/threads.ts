@@ -1,3 +1,4 @@
+import type { Generated } from 'kysely';
 export interface ThreadsTable {
   uuid: string;
   repo_uuid: string;
@@ -11,6 +12,16 @@ export interface ThreadsTable {
   created_at: string;
   updated_at: string;
   removed_at: string | null;
+  /** the issue tracker (migration 310): open | closed */
+  state: Generated<string>;
+  /** completed | not_planned | duplicate; null while open */
+  state_reason: string | null;
+  closed_at: string | null;
+  closed_by_uuid: string | null;
+  closed_by_pull_number: number | null;
+  closed_by_commit_sha: string | null;
+  locked: Generated<number>;
+  milestone_uuid: string | null;
 }
 
 export interface RepliesTable {
@@ -83,4 +94,56 @@ export interface ThreadsTables {
   upload_groups: UploadGroupsTable;
   uploads: UploadsTable;
   attachments: AttachmentsTable;
+  labels: LabelsTable;
+  milestones: MilestonesTable;
+  item_labels: ItemLabelsTable;
+  item_assignees: ItemAssigneesTable;
+  review_requests: ReviewRequestsTable;
+}
+
+/** A repo's or a team's label (migration 310): exactly one of repo_uuid and team_uuid is set. */
+export interface LabelsTable {
+  uuid: string;
+  repo_uuid: string | null;
+  team_uuid: string | null;
+  name: string;
+  /** lower-cased name: unique per repo or team */
+  name_key: string;
+  color: string;
+  description: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MilestonesTable {
+  uuid: string;
+  repo_uuid: string;
+  number: number;
+  title: string;
+  title_key: string;
+  description: string;
+  due_on: string | null;
+  state: string;
+  created_at: string;
+  updated_at: string;
+  closed_at: string | null;
+}
+
+/** A label on a thread or a pull (item_uuid is the thread's or pull's uuid). */
+export interface ItemLabelsTable {
+  item_uuid: string;
+  label_uuid: string;
+  created_at: string;
+}
+
+export interface ItemAssigneesTable {
+  item_uuid: string;
+  user_uuid: string;
+  created_at: string;
+}
+
+export interface ReviewRequestsTable {
+  pull_uuid: string;
+  user_uuid: string;
+  created_at: string;
 }

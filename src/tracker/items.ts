@@ -1,0 +1,256 @@
+/**
+ * What threads and pulls share in the issue tracker (README "Issue tracker"): their labels,
+ * assignees and milestone. Each label and assignee is one row (item_labels, item_assignees), so
+ * adding one inserts a row and never rewrites a set a concurrent change also wrote.
+ */
+import type { Kysely, Selectable } from 'kysely';
+import { levelAtLeast, type RepoRow, storedUserRepoLevel } from '../access/index.ts';
+import type { LabelsTable, MilestonesTable } from '../db/tables/threads.ts';
+import type { DB } from '../db/types.ts';
+import { badRequest } from '../errors.ts';
+import type { TxContext } from '../core/command.ts';
+import type { EventKind } from '../events/kinds.ts';
+import { actorOf } from '../events/service.ts';
+import { nowIso } from '../time.ts';
+import type { Viewer } from '../viewer.ts';
+
+export type LabelRow = Selectable<LabelsTable>;
+export type MilestoneRow = Selectable<MilestonesTable>;
+export type ItemKind = 'thread' | 'pull';
+
+export const MAX_LABELS = 50;
+export const MAX_ASSIGNEES = 10;
+
+export interface LabelRef {
+  uuid: string;
+  name: string;
+  color: string;
+}
+export interface UserRef {
+  uuid: string;
+  username: string;
+}
+export interface MilestoneRef {
+  number: number;
+  title: string;
+  state: string;
+}
+
+export interface Decorations {
+  labels: LabelRef[];
+  assignees: UserRef[];
+}
+
+const byName = (a: { name: string }, b: { name: string }) => (a.name.toLowerCase() < b.name.toLowerCase() ? -1 : 1);
+
+/** The labels and assignees of some threads or pulls, sorted (labels by name, assignees by username). */
+export async function decorations(db: Kysely<DB>, itemUuids: string[]): Promise<Map<string, Decorations>> {
+  const out = new Map<string, Decorations>(itemUuids.map((u) => [u, { labels: [], assignees: [] }]));
+  if (itemUuids.length === 0) return out;
+  const [labels, assignees] = await Promise.all([
+    db
+      .selectFrom('item_labels as il')
+      .innerJoin('labels as l', 'l.uuid', 'il.label_uuid')
+      .select(['il.item_uuid', 'l.uuid', 'l.name', 'l.color'])
+      .where('il.item_uuid', 'in', itemUuids)
+      .execute(),
+    db
+      .selectFrom('item_assignees as ia')
+      .innerJoin('users as u', 'u.uuid', 'ia.user_uuid')
+      .select(['ia.item_uuid', 'u.uuid', 'u.username'])
+      .where('ia.item_uuid', 'in', itemUuids)
+      .execute(),
+  ]);
+  for (const l of labels) out.get(l.item_uuid)!.labels.push({ uuid: l.uuid, name: l.name, color: l.color });
+  for (const a of assignees) out.get(a.item_uuid)!.assignees.push({ uuid: a.uuid, username: a.username });
+  for (const d of out.values()) {
+    d.labels.sort(byName);
+    d.assignees.sort((a, b) => (a.username < b.username ? -1 : 1));
+  }
+  return out;
+}
+
+/** The milestones named by some rows, by uuid. */
+export async function milestoneRefs(db: Kysely<DB>, uuids: Array<string | null>): Promise<Map<string, MilestoneRef>> {
+  const wanted = [...new Set(uuids.filter((u): u is string => u !== null))];
+  if (wanted.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('milestones')
+    .select(['uuid', 'number', 'title', 'state'])
+    .where('uuid', 'in', wanted)
+    .execute();
+  return new Map(rows.map((r) => [r.uuid, { number: r.number, title: r.title, state: r.state }]));
+}
+
+/** The labels usable in a repo: its own, and its team's when a team owns it. */
+export function usableLabels(db: Kysely<DB>, repo: Pick<RepoRow, 'uuid' | 'owner_kind' | 'owner_uuid'>) {
+  return db
+    .selectFrom('labels')
+    .selectAll()
+    .where((eb) =>
+      repo.owner_kind === 'team'
+        ? eb.or([eb('repo_uuid', '=', repo.uuid), eb('team_uuid', '=', repo.owner_uuid)])
+        : eb('repo_uuid', '=', repo.uuid),
+    );
+}
+
+/** Labels by name (case-insensitive) among those usable in the repo; an unknown name is 400 naming it. */
+export async function resolveLabels(db: Kysely<DB>, repo: RepoRow, names: string[]): Promise<LabelRow[]> {
+  const keys = [...new Set(names.map((n) => n.trim().toLowerCase()))];
+  if (keys.length > MAX_LABELS) throw badRequest(`labels: at most ${MAX_LABELS}.`);
+  if (keys.length === 0) return [];
+  const rows = await usableLabels(db, repo).where('name_key', 'in', keys).execute();
+  const found = new Set(rows.map((r) => r.name_key));
+  const missing = names.find((n) => !found.has(n.trim().toLowerCase()));
+  if (missing !== undefined) throw badRequest(`labels: no label named ${JSON.stringify(missing)} in this repo.`);
+  return rows;
+}
+
+/** Users by username who can write to the repo; anyone else is 400 naming them. */
+export async function resolveAssignees(db: Kysely<DB>, repo: RepoRow, usernames: string[]): Promise<UserRef[]> {
+  const keys = [...new Set(usernames.map((n) => n.trim().toLowerCase()))];
+  if (keys.length > MAX_ASSIGNEES) throw badRequest(`assignees: at most ${MAX_ASSIGNEES}.`);
+  if (keys.length === 0) return [];
+  const users = await db
+    .selectFrom('users')
+    .select(['uuid', 'username', 'is_staff', 'is_active'])
+    .where('username', 'in', keys)
+    .execute();
+  const byKey = new Map(users.map((u) => [u.username, u]));
+  for (const key of keys) {
+    const user = byKey.get(key);
+    if (!user || !levelAtLeast(await storedUserRepoLevel(db, user, repo), 'write')) {
+      throw badRequest(`assignees: ${JSON.stringify(key)} cannot be assigned (not a user with write access to the repo).`);
+    }
+  }
+  return keys.map((k) => ({ uuid: byKey.get(k)!.uuid, username: byKey.get(k)!.username }));
+}
+
+/** The milestone with this number in the repo (null clears); an unknown number is 400 naming it. */
+export async function resolveMilestone(db: Kysely<DB>, repoUuid: string, number: number | null): Promise<MilestoneRow | null> {
+  if (number === null) return null;
+  const row = await db
+    .selectFrom('milestones')
+    .selectAll()
+    .where('repo_uuid', '=', repoUuid)
+    .where('number', '=', number)
+    .executeTakeFirst();
+  if (!row) throw badRequest(`milestone: no milestone number ${number} in this repo.`);
+  return row;
+}
+
+export type SetMode = 'replace' | 'add' | 'remove';
+
+/** Adds, removes or replaces an item's labels; returns what changed. Over MAX_LABELS is 400. */
+export async function changeLabels(
+  db: Kysely<DB>,
+  itemUuid: string,
+  labels: LabelRow[],
+  mode: SetMode,
+): Promise<{ added: LabelRow[]; removed: LabelRow[] }> {
+  const current = await db
+    .selectFrom('item_labels as il')
+    .innerJoin('labels as l', 'l.uuid', 'il.label_uuid')
+    .selectAll('l')
+    .where('il.item_uuid', '=', itemUuid)
+    .execute();
+  const have = new Set(current.map((l) => l.uuid));
+  const want = new Set(labels.map((l) => l.uuid));
+  const added = mode === 'remove' ? [] : labels.filter((l) => !have.has(l.uuid));
+  const removed = mode === 'add' ? [] : current.filter((l) => (mode === 'replace' ? !want.has(l.uuid) : want.has(l.uuid)));
+  if (removed.length) {
+    await db
+      .deleteFrom('item_labels')
+      .where('item_uuid', '=', itemUuid)
+      .where(
+        'label_uuid',
+        'in',
+        removed.map((l) => l.uuid),
+      )
+      .execute();
+  }
+  if (added.length) {
+    const now = nowIso();
+    await db
+      .insertInto('item_labels')
+      .values(added.map((l) => ({ item_uuid: itemUuid, label_uuid: l.uuid, created_at: now })))
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    if (current.length - removed.length + added.length > MAX_LABELS)
+      throw badRequest(`labels: at most ${MAX_LABELS} on one item.`);
+  }
+  return { added: added.sort(byName), removed: removed.sort(byName) };
+}
+
+/** Adds, removes or replaces an item's assignees; returns what changed. Over MAX_ASSIGNEES is 400. */
+export async function changeAssignees(
+  db: Kysely<DB>,
+  itemUuid: string,
+  users: UserRef[],
+  mode: SetMode,
+): Promise<{ added: UserRef[]; removed: UserRef[] }> {
+  const current = await db
+    .selectFrom('item_assignees as ia')
+    .innerJoin('users as u', 'u.uuid', 'ia.user_uuid')
+    .select(['u.uuid', 'u.username'])
+    .where('ia.item_uuid', '=', itemUuid)
+    .execute();
+  const have = new Set(current.map((u) => u.uuid));
+  const want = new Set(users.map((u) => u.uuid));
+  const added = mode === 'remove' ? [] : users.filter((u) => !have.has(u.uuid));
+  const removed = mode === 'add' ? [] : current.filter((u) => (mode === 'replace' ? !want.has(u.uuid) : want.has(u.uuid)));
+  if (removed.length) {
+    await db
+      .deleteFrom('item_assignees')
+      .where('item_uuid', '=', itemUuid)
+      .where(
+        'user_uuid',
+        'in',
+        removed.map((u) => u.uuid),
+      )
+      .execute();
+  }
+  if (added.length) {
+    const now = nowIso();
+    await db
+      .insertInto('item_assignees')
+      .values(added.map((u) => ({ item_uuid: itemUuid, user_uuid: u.uuid, created_at: now })))
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    if (current.length - removed.length + added.length > MAX_ASSIGNEES) {
+      throw badRequest(`assignees: at most ${MAX_ASSIGNEES} on one item.`);
+    }
+  }
+  return { added, removed };
+}
+
+const labelRef = (l: LabelRow): LabelRef => ({ uuid: l.uuid, name: l.name, color: l.color });
+const milestoneRef = (m: MilestoneRow): MilestoneRef => ({ number: m.number, title: m.title, state: m.state });
+
+export interface ItemChanges {
+  labeled?: LabelRow[];
+  unlabeled?: LabelRow[];
+  assigned?: UserRef[];
+  unassigned?: UserRef[];
+  milestoned?: MilestoneRow;
+  demilestoned?: MilestoneRow;
+}
+
+/** One event per change, `thread-labeled`, `pull-assigned`, ..., in the item's scopes. */
+export async function emitItemChanges(
+  tx: TxContext,
+  viewer: Viewer,
+  kind: ItemKind,
+  scopes: string[],
+  payload: Record<string, unknown>,
+  changes: ItemChanges,
+): Promise<void> {
+  const emit = (suffix: string, extra: Record<string, unknown>) =>
+    tx.emit({ kind: `${kind}-${suffix}` as EventKind, scopes, actor: actorOf(viewer), payload: { ...payload, ...extra } });
+  if (changes.demilestoned) await emit('demilestoned', { milestone: milestoneRef(changes.demilestoned) });
+  if (changes.milestoned) await emit('milestoned', { milestone: milestoneRef(changes.milestoned) });
+  for (const l of changes.unlabeled ?? []) await emit('unlabeled', { label: labelRef(l) });
+  for (const l of changes.labeled ?? []) await emit('labeled', { label: labelRef(l) });
+  for (const u of changes.unassigned ?? []) await emit('unassigned', { assignee: u });
+  for (const u of changes.assigned ?? []) await emit('assigned', { assignee: u });
+}
