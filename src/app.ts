@@ -9,6 +9,7 @@ import { eventsRoutes } from './events/routes.ts';
 import { hooksRoutes } from './hooks/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
+import { resolveRepo } from './access/repo-read.ts';
 import { installConventions } from './http/conventions.ts';
 import { installDrainFlag } from './http/shutdown.ts';
 import { installMetrics, metricsText, metricsRegistry } from './http/metrics.ts';
@@ -144,8 +145,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installUrlCheck(app);
   installAuth(
     app,
-    (secret, hint) => authenticate(deps, secret, hint),
+    (secret, target) => authenticate(deps, secret, target),
     (secret) => authenticateSession(deps, secret),
+    (viewer, target) => resolveRepo(deps.database, viewer, target),
   );
   installPaging(app, deps.config.publicUrl);
   installRateLimit(app, deps);

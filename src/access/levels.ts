@@ -2,7 +2,7 @@
 import { type Kysely, type Selectable } from 'kysely';
 import { type RowLock, withRowLock } from '../db/tx.ts';
 import type { DB, ReposTable, TeamsTable, UsersTable } from '../db/types.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoLevel, Viewer } from '../viewer.ts';
 
 export type TeamRow = Selectable<TeamsTable>;
 export type RepoRow = Selectable<ReposTable>;
@@ -12,7 +12,7 @@ export const TEAM_ROLES = ['owner', 'maintainer', 'member', 'reader'] as const;
 export type TeamRole = (typeof TEAM_ROLES)[number];
 const ROLE_RANK: Record<TeamRole, number> = { reader: 1, member: 2, maintainer: 3, owner: 4 };
 
-export type RepoLevel = 'none' | 'read' | 'write' | 'maintain' | 'owner';
+export type { RepoLevel } from '../viewer.ts';
 const LEVEL_RANK: Record<RepoLevel, number> = { none: 0, read: 1, write: 2, maintain: 3, owner: 4 };
 
 export const roleAtLeast = (role: TeamRole | null, min: TeamRole): boolean => role !== null && ROLE_RANK[role] >= ROLE_RANK[min];

@@ -1,5 +1,6 @@
 /**
- * The hot read path of a repo path (GET {repo}, GET {repo}/pulls/{n}): the owner, the repo with
+ * The read path of a repo path (every route that declares `config.repo`, docs/architecture.md
+ * "The read path"): the owner, the repo with
  * its owner's and creator's names, the viewer's membership and, for a pull, the pull with its
  * author's and merger's names, all in ONE statement compiled once (`compiledOnce`: a named
  * prepared statement on PostgreSQL). The viewer's level is computed in the statement by the rule's
@@ -9,23 +10,15 @@
  *
  * Writes keep using `requireRepo` inside their transaction (it locks what it read).
  */
-import { type Expression, type Selectable, type SqlBool, sql } from 'kysely';
-import { compiledOnce, keepPrefetched, numberArg, numberParam, takePrefetched } from '../db/fast-path.ts';
+import { type Expression, type SqlBool, sql } from 'kysely';
+import { compiledOnce, numberArg, numberParam } from '../db/fast-path.ts';
 import type { Database } from '../db/index.ts';
-import type { PullsTable, ReposTable } from '../db/types.ts';
+import type { PullReadRow, RepoReadRow } from '../db/rows.ts';
 import { notFound } from '../errors.ts';
-import type { RepoReadHint, RepoRef, Viewer } from '../viewer.ts';
-import type { RepoLevel } from './levels.ts';
+import type { PullContext, RepoContext, RepoRef, RepoResolution, RepoTarget, Viewer } from '../viewer.ts';
 import { LEVEL_BY_RANK, repoLevelSql, tokenReachesRepo } from './repo-level.ts';
 
-/** The repo row with its owner's slug or username and its creator's username (repos/view.ts's RepoViewRow). */
-export type RepoReadRow = Selectable<ReposTable> & {
-  owner_team_slug: string | null;
-  owner_username: string | null;
-  creator_username: string | null;
-};
-
-export type PullReadRow = Selectable<PullsTable> & { author_username: string; merged_by_username: string | null };
+export type { PullReadRow, RepoReadRow } from '../db/rows.ts';
 
 const PULL_COLUMNS = [
   'uuid',
@@ -191,9 +184,9 @@ const PULL_JOINS =
   'left join users pa on pa.uuid = p.author_uuid left join users pm on pm.uuid = p.merged_by_uuid';
 
 /**
- * The token lookup and the repo read of `readRow` in one statement: the token's row (with its
+ * The token lookup and the repo read of `resolveRepo` in one statement: the token's row (with its
  * user) ⟕ the owner ⟕ the repo ⟕ its creator [⟕ the viewer's membership] [⟕ the pull ⟕ its users].
- * No token: no row. The same joins and columns as teamQuery/userQuery, so `readRow` decides alike.
+ * No token: no row. The same joins and columns as teamQuery/userQuery, so `resolutionFromRow` decides alike.
  */
 function tokenQuery(kind: 'team' | 'user', withPull: boolean) {
   return compiledOnce((db, hash: Placeholder, owner: Placeholder, slug: Placeholder, number: Placeholder) => {
@@ -232,27 +225,24 @@ const TOKEN_QUERIES = {
   user: { repo: tokenQuery('user', false), pull: tokenQuery('user', true) },
 };
 
-const readKey = (ref: RepoRef, number: number | null) =>
-  `${ref.ownerKind}\u0000${ref.ownerName.toLowerCase()}\u0000${ref.repoSlug.toLowerCase()}\u0000${number ?? ''}`;
-
 /**
- * The token lookup of a request that will read `hint` (GET {repo}, GET {repo}/pulls/{n}): one
- * statement reads the token, its user and the repo read `readRepo`/`readRepoPull` would make.
- * Returns the token lookup's columns (as `tokenByHash` names them), or undefined when no token has
- * this hash. Once the caller has built the viewer, `rememberRead` keeps the rest for the route.
+ * The token lookup of a request whose route declares a repo (`config.repo`): one statement reads
+ * the token, its user and the repo (and pull) `resolveRepo` would read. Returns the token
+ * lookup's columns (as `tokenByHash` names them) and the whole row for `resolutionFromRow`, or
+ * undefined when no token has this hash.
  */
 export async function tokenWithRepoRead(
   database: Database,
   hash: string,
-  hint: RepoReadHint,
+  target: RepoTarget,
 ): Promise<{ token: Record<string, unknown>; row: Record<string, unknown> } | undefined> {
-  const query = TOKEN_QUERIES[hint.ref.ownerKind][hint.number === null ? 'repo' : 'pull'];
+  const query = TOKEN_QUERIES[target.ref.ownerKind][target.number === null ? 'repo' : 'pull'];
   const [row] = await query(
     database,
     hash,
-    hint.ref.ownerName.toLowerCase(),
-    hint.ref.repoSlug.toLowerCase(),
-    numberArg(hint.number ?? 0),
+    target.ref.ownerName.toLowerCase(),
+    target.ref.repoSlug.toLowerCase(),
+    numberArg(target.number ?? 0),
   );
   if (!row) return undefined;
   // one literal (one hidden class), not keys computed per request
@@ -277,60 +267,71 @@ export async function tokenWithRepoRead(
   return { token, row };
 }
 
-/** Keeps the repo read made with the token lookup for this viewer's request (see `readRow`). */
-export function rememberRead(viewer: Viewer, hint: RepoReadHint, row: Record<string, unknown>): void {
-  keepPrefetched(viewer, readKey(hint.ref, hint.number), row);
+/**
+ * The route's repo from a read row (the repo query's, or the token lookup's joined one): the
+ * context, or the 404 the route answers — the same 404s, in the same order, as `requireRepo`:
+ * owner, then repo, then access, then the pull.
+ */
+export function resolutionFromRow(viewer: Viewer, target: RepoTarget, row: Record<string, unknown> | undefined): RepoResolution {
+  const { ref, number } = target;
+  const r = row as (Record<string, unknown> & Facts) | undefined;
+  if (!r || r.o_uuid === null || (ref.ownerKind === 'user' && r.o_is_active !== 1 && !viewer.isStaff)) {
+    return { error: notFound(ref.ownerKind === 'team' ? 'Team' : 'User') };
+  }
+  if (r.uuid === null) return { error: notFound('Repo') };
+  const repo = r as unknown as RepoReadRow;
+  // a token restricted to repos reaches those only (README "Scoped tokens")
+  const level = tokenReachesRepo(viewer, repo.uuid) ? (LEVEL_BY_RANK[Number(r.viewer_level)] ?? 'none') : 'none';
+  if (level === 'none') return { error: notFound('Repo') };
+  if (number === null) return { context: { ref, repo, level } };
+  if (r.p_uuid === null || r.p_uuid === undefined) return { error: notFound('Pull') };
+  return { context: { ref, repo, level, pull: pullFrom(r) } };
 }
 
-async function readRow(
-  database: Database,
-  viewer: Viewer,
-  ref: RepoRef,
-  number: number | null,
-): Promise<{ repo: RepoReadRow; level: RepoLevel; row: Record<string, unknown> }> {
-  // read by the token lookup of this request, in the same statement (tokenWithRepoRead), or now
-  let row = takePrefetched(viewer, readKey(ref, number)) as (Record<string, unknown> & Facts) | undefined;
-  if (!row) {
-    const query = QUERIES[ref.ownerKind][number === null ? 'repo' : 'pull'];
-    [row] = (await query(
-      database,
-      ref.ownerName.toLowerCase(),
-      ref.repoSlug.toLowerCase(),
-      viewer.uuid,
-      numberArg(number ?? 0),
-      numberArg(viewer.isStaff ? 1 : 0),
-    )) as unknown as (Record<string, unknown> & Facts)[];
-  }
-  // the same 404s, in the same order, as requireRepo: owner, then repo, then access
-  if (!row || row.o_uuid === null || (ref.ownerKind === 'user' && row.o_is_active !== 1 && !viewer.isStaff)) {
-    throw notFound(ref.ownerKind === 'team' ? 'Team' : 'User');
-  }
-  if (row.uuid === null) throw notFound('Repo');
-  const repo = row as unknown as RepoReadRow;
-  // a token restricted to repos reaches those only (README "Scoped tokens")
-  const level = tokenReachesRepo(viewer, repo.uuid) ? (LEVEL_BY_RANK[Number(row.viewer_level)] ?? 'none') : 'none';
-  if (level === 'none') throw notFound('Repo');
-  return { repo, level, row };
+/** Resolves a repo (and pull) for a viewer in one compiled statement; the 404 as a value. */
+export async function resolveRepo(database: Database, viewer: Viewer, target: RepoTarget): Promise<RepoResolution> {
+  const { ref, number } = target;
+  const query = QUERIES[ref.ownerKind][number === null ? 'repo' : 'pull'];
+  const [row] = await query(
+    database,
+    ref.ownerName.toLowerCase(),
+    ref.repoSlug.toLowerCase(),
+    viewer.uuid,
+    numberArg(number ?? 0),
+    numberArg(viewer.isStaff ? 1 : 0),
+  );
+  return resolutionFromRow(viewer, target, row as Record<string, unknown> | undefined);
 }
 
 /** A repo the viewer may read, with its names, and the viewer's level; 404 as `requireRepo` gives. */
-export async function readRepo(
-  database: Database,
-  viewer: Viewer,
-  ref: RepoRef,
-): Promise<{ repo: RepoReadRow; level: RepoLevel }> {
-  const { repo, level } = await readRow(database, viewer, ref, null);
-  return { repo, level };
+export async function readRepo(database: Database, viewer: Viewer, ref: RepoRef): Promise<RepoContext> {
+  const { context, error } = await resolveRepo(database, viewer, { ref, number: null });
+  if (error) throw error;
+  return context;
 }
 
 /** As `readRepo`, plus the pull with that number and its author's and merger's names (404 Pull when absent). */
-export async function readRepoPull(
+export async function readRepoPull(database: Database, viewer: Viewer, ref: RepoRef, number: number): Promise<PullContext> {
+  const { context, error } = await resolveRepo(database, viewer, { ref, number });
+  if (error) throw error;
+  return context as PullContext;
+}
+
+/**
+ * The repo a service works on: the context the request resolved (a route's `config.repo`,
+ * `repoOf(request)`), or, given a bare ref (a page, an older caller), resolved now.
+ */
+export async function repoContextOf(database: Database, viewer: Viewer, at: RepoRef | RepoContext): Promise<RepoContext> {
+  return 'repo' in at ? at : readRepo(database, viewer, at);
+}
+
+/** As `repoContextOf` for a pull: the request's context when it holds this pull, else resolved now. */
+export async function pullContextOf(
   database: Database,
   viewer: Viewer,
-  ref: RepoRef,
+  at: RepoRef | RepoContext,
   number: number,
-): Promise<{ repo: RepoReadRow; level: RepoLevel; pull: PullReadRow }> {
-  const { repo, level, row } = await readRow(database, viewer, ref, number);
-  if (row.p_uuid === null || row.p_uuid === undefined) throw notFound('Pull');
-  return { repo, level, pull: pullFrom(row) };
+): Promise<PullContext> {
+  if ('pull' in at && (at as PullContext).pull.number === number) return at as PullContext;
+  return readRepoPull(database, viewer, 'repo' in at ? at.ref : at, number);
 }

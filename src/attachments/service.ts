@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { assertCanAttach, assertCanDetach, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import { assertCanAttach, assertCanDetach, type RepoAccess, type RepoRef, repoContextOf } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
@@ -12,7 +12,7 @@ import { repoScopes } from '../repos/view.ts';
 import { findReply, findThread, readOnly } from '../threads/service.ts';
 import { nowIso } from '../time.ts';
 import { findGroup, findUpload, uploadToJson } from '../uploads/service.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import type { AttachInput, AttachmentJson, GroupAttachmentJson, TargetKind } from './schemas.ts';
 
 /** Where an attach path points: `number` is the thread or pull number. */
@@ -262,11 +262,11 @@ export async function attach(
 export async function listAttachments(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  at: RepoAt,
   targetRef: TargetRef,
   page: PageArgs,
 ): Promise<AttachmentJson[]> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const { repo } = await repoContextOf(deps.database, viewer, at);
   const target = await resolveTarget(deps.db, repo.uuid, targetRef);
   const rows = await attachmentsWithUploads(deps.db)
     .where('a.target_kind', '=', target.kind)

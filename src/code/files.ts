@@ -4,7 +4,7 @@ import type { Deps } from '../deps.ts';
 import { AppError, badRequest } from '../errors.ts';
 import { etagMatches, parseRange } from '../http/ranges.ts';
 import { lookupPath, pathNotFound, refNotFound, resolveRefAndPath } from '../git/resolve.ts';
-import type { RepoRef, Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import { commitOf, immutableCache, MAX_INLINE_BYTES, openRepo } from './service.ts';
 
 /**
@@ -46,7 +46,7 @@ function safeHeaders(reply: FastifyReply): void {
 export async function serveRaw(
   deps: Deps,
   viewer: Viewer,
-  repoRef: RepoRef,
+  repoRef: RepoAt,
   refAndPath: string,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -147,7 +147,7 @@ const ARCHIVE_FORMATS = [
 export async function serveArchive(
   deps: Deps,
   viewer: Viewer,
-  repoRef: RepoRef,
+  repoRef: RepoAt,
   name: string,
   reply: FastifyReply,
 ): Promise<FastifyReply> {

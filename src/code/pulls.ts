@@ -6,8 +6,8 @@ import { codeReaders } from '../git/readers.ts';
 import { EMPTY_TREE } from '../git/resolve.ts';
 import type { PageParams } from '../http/paging.ts';
 import { pullHeadForReading } from '../pulls/heads.ts';
-import { requirePull } from '../pulls/service.ts';
-import type { RepoRef, Viewer } from '../viewer.ts';
+import { pullContextOf } from '../access/index.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 
 /**
  * A pull's changes as code reading shows them: its files with patches (GET {repo}/pulls/{n}/files)
@@ -24,13 +24,13 @@ export function wantsDiff(request: FastifyRequest): boolean {
 }
 
 /** The merge base and the head of a pull (`pullHeadForReading`; none while there is no head). */
-async function range(deps: Deps, viewer: Viewer, ref: RepoRef, number: number) {
-  const { access, pull } = await requirePull(deps, viewer, ref, number);
+async function range(deps: Deps, viewer: Viewer, at: RepoAt, number: number) {
+  const { repo, pull } = await pullContextOf(deps.database, viewer, at, number);
   const readers = codeReaders(deps);
-  const dir = readers.dirOf(access.repo.uuid);
+  const dir = readers.dirOf(repo.uuid);
   const head = dir ? await pullHeadForReading(deps, pull) : null;
   if (!dir || head === null) return null;
-  const base = await deps.git.branchSha(access.repo.uuid, pull.target_branch);
+  const base = await deps.git.branchSha(repo.uuid, pull.target_branch);
   const from = base === null ? EMPTY_TREE : ((await mergeBase(readers.limits, dir, base, head)) ?? EMPTY_TREE);
   return { readers, dir, from, head };
 }
@@ -39,7 +39,7 @@ async function range(deps: Deps, viewer: Viewer, ref: RepoRef, number: number) {
 export async function pullFiles(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  ref: RepoAt,
   number: number,
   page: Pick<PageParams, 'offset' | 'limit'>,
 ): Promise<DiffFile[]> {
@@ -53,7 +53,7 @@ export async function pullFiles(
 export async function sendPullDiff(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  ref: RepoAt,
   number: number,
   reply: FastifyReply,
 ): Promise<FastifyReply> {

@@ -75,7 +75,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     r.get(
       `${form.prefix}/commits`,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         schema: {
           tags,
           summary: 'Commits from a ref, newest first (read access)',
@@ -89,9 +89,9 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, ref } = onRepo(request);
+        const { viewer, at } = onRepo(request);
         const page = pageParams(request.query);
-        const { rows, cache } = await listCommits(deps, viewer, ref, request.query, page);
+        const { rows, cache } = await listCommits(deps, viewer, at, request.query, page);
         withCache(reply, cache);
         return pageOf(request, reply, page, rows);
       },
@@ -100,7 +100,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     r.get(
       `${form.prefix}/commits/*`,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         schema: {
           tags,
           summary: 'One commit with its files, patches and stats against its first parent (read access)',
@@ -113,8 +113,8 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, ref, params } = onRepo<Rest>(request);
-        const { body, cache } = await getCommit(deps, viewer, ref, params['*']);
+        const { viewer, at, params } = onRepo<Rest>(request);
+        const { body, cache } = await getCommit(deps, viewer, at, params['*']);
         withCache(reply, cache);
         return body;
       },
@@ -123,7 +123,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     r.get(
       `${form.prefix}/compare/*`,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         schema: {
           tags,
           summary: 'Compare {base}...{head}: status, ahead/behind, merge base, commits and files (read access)',
@@ -138,17 +138,17 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, ref, params } = onRepo<Rest>(request);
-        const { body, cache } = await compare(deps, viewer, ref, params['*']);
+        const { viewer, at, params } = onRepo<Rest>(request);
+        const { body, cache } = await compare(deps, viewer, at, params['*']);
         withCache(reply, cache);
         return body;
       },
     );
 
     const contents = async (request: FastifyRequest, reply: FastifyReply) => {
-      const { viewer, ref, params } = onRepo<Partial<Rest> & RepoParams>(request);
+      const { viewer, at, params } = onRepo<Partial<Rest> & RepoParams>(request);
       const q = request.query as { ref?: string };
-      const answer = await getContentsReply(deps, viewer, ref, params['*'] ?? '', q.ref);
+      const answer = await getContentsReply(deps, viewer, at, params['*'] ?? '', q.ref);
       withCache(reply, answer.cache);
       return sendSerialized(request, reply, answer.serialized, deps.config.compressThreshold);
     };
@@ -161,7 +161,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     r.get(
       `${form.prefix}/contents`,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         schema: {
           tags,
           summary: 'The root directory at a ref (read access)',
@@ -176,7 +176,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     r.get(
       `${form.prefix}/contents/*`,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         schema: {
           tags,
           summary: 'A file, directory, symlink or submodule at a ref (read access)',
@@ -192,7 +192,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     r.get(
       `${form.prefix}/raw/*`,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         compress: false,
         schema: {
           tags,
@@ -212,15 +212,15 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, ref, params } = onRepo<Rest>(request);
-        return serveRaw(deps, viewer, ref, params['*'], request, reply);
+        const { viewer, at, params } = onRepo<Rest>(request);
+        return serveRaw(deps, viewer, at, params['*'], request, reply);
       },
     );
 
     r.get(
       `${form.prefix}/archive/*`,
       {
-        config: { repoRead: 'repo', longLived: true },
+        config: { repo: 'repo', longLived: true },
         compress: false,
         schema: {
           tags,
@@ -236,15 +236,15 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, ref, params } = onRepo<Rest>(request);
-        return serveArchive(deps, viewer, ref, params['*'], reply);
+        const { viewer, at, params } = onRepo<Rest>(request);
+        return serveArchive(deps, viewer, at, params['*'], reply);
       },
     );
 
     r.get(
       `${form.prefix}/branches/*`,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         schema: {
           tags,
           summary: 'One branch: its tip and whether a protection matches it (read access)',
@@ -254,8 +254,8 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request) => {
-        const { viewer, ref, params } = onRepo<Rest>(request);
-        return getBranch(deps, viewer, ref, params['*']);
+        const { viewer, at, params } = onRepo<Rest>(request);
+        return getBranch(deps, viewer, at, params['*']);
       },
     );
 
@@ -303,7 +303,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     r.get(
       `${form.prefix}/tags`,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         schema: {
           tags,
           summary: 'Tags, sorted by name (read access)',
@@ -313,7 +313,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
           response: { 200: Page(Tag) },
         },
       },
-      pagedRepoList(({ viewer, ref }, page) => listTags(deps, viewer, ref, page)),
+      pagedRepoList(({ viewer, at }, page) => listTags(deps, viewer, at, page)),
     );
   }
 }

@@ -1,5 +1,5 @@
 import type { Static } from '@sinclair/typebox';
-import { type RepoReadRow, readRepo } from '../access/index.ts';
+import { type RepoReadRow, repoContextOf } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { PageParams } from '../http/paging.ts';
@@ -22,14 +22,14 @@ import {
   type ResolvedRef,
   resolveRef,
 } from '../git/resolve.ts';
-import type { RepoRef, Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import { cachedBody, type SerializedBody } from './body-cache.ts';
 import { sameForkNetwork } from '../forks/service.ts';
 import type { CommitDetail, Comparison, Contents, DirEntry, Tag } from './schemas.ts';
 
 /**
  * Reading a repo's code (README "Reading code"): every read needs read access to the repo (404
- * otherwise, as for the repo itself), made with the token lookup (`readRepo`). Git is asked
+ * otherwise, as for the repo itself), resolved once per request (`config.repo`, `repoAt`). Git is asked
  * through the object reader and the bounded runner of src/git/.
  */
 
@@ -45,8 +45,8 @@ export interface OpenedRepo {
   dir: string | null;
 }
 
-export async function openRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<OpenedRepo> {
-  const { repo } = await readRepo(deps.database, viewer, ref);
+export async function openRepo(deps: Deps, viewer: Viewer, at: RepoAt): Promise<OpenedRepo> {
+  const { repo } = await repoContextOf(deps.database, viewer, at);
   const readers = codeReaders(deps);
   return { repo, readers, dir: readers.dirOf(repo.uuid) };
 }
@@ -71,7 +71,7 @@ export async function commitOf(o: OpenedRepo, ref: string | undefined): Promise<
 export type CommitsQuery = { ref?: string; path?: string; since?: string; until?: string };
 
 /** GET {repo}/commits: a page of git log from `ref`, newest first. */
-export async function listCommits(deps: Deps, viewer: Viewer, repoRef: RepoRef, q: CommitsQuery, page: PageParams) {
+export async function listCommits(deps: Deps, viewer: Viewer, repoRef: RepoAt, q: CommitsQuery, page: PageParams) {
   const o = await openRepo(deps, viewer, repoRef);
   const path = q.path === undefined ? undefined : checkPath(q.path);
   const sinceMs = q.since === undefined ? undefined : Date.parse(q.since);
@@ -99,7 +99,7 @@ export async function listCommits(deps: Deps, viewer: Viewer, repoRef: RepoRef, 
 export async function getCommit(
   deps: Deps,
   viewer: Viewer,
-  repoRef: RepoRef,
+  repoRef: RepoAt,
   ref: string,
 ): Promise<{ body: Static<typeof CommitDetail>; cache: string | null }> {
   const o = await openRepo(deps, viewer, repoRef);
@@ -116,7 +116,7 @@ export async function getCommit(
 export async function compare(
   deps: Deps,
   viewer: Viewer,
-  repoRef: RepoRef,
+  repoRef: RepoAt,
   spec: string,
 ): Promise<{ body: Static<typeof Comparison>; cache: string | null }> {
   const dots = spec.indexOf('...');
@@ -197,7 +197,7 @@ async function headFromFork(
 type ContentsBody = Static<typeof Contents>;
 
 /** Where `{path}?ref=` leads: the opened repo, the checked path, its entry and the Cache-Control of the answer. */
-async function locate(deps: Deps, viewer: Viewer, repoRef: RepoRef, rawPath: string, ref: string | undefined) {
+async function locate(deps: Deps, viewer: Viewer, repoRef: RepoAt, rawPath: string, ref: string | undefined) {
   const path = checkPath(rawPath);
   const o = await openRepo(deps, viewer, repoRef);
   const { sha } = await commitOf(o, ref);
@@ -210,7 +210,7 @@ async function locate(deps: Deps, viewer: Viewer, repoRef: RepoRef, rawPath: str
 export async function getContents(
   deps: Deps,
   viewer: Viewer,
-  repoRef: RepoRef,
+  repoRef: RepoAt,
   rawPath: string,
   ref: string | undefined,
 ): Promise<{ body: ContentsBody; cache: string | null }> {
@@ -226,7 +226,7 @@ export async function getContents(
 export async function getContentsReply(
   deps: Deps,
   viewer: Viewer,
-  repoRef: RepoRef,
+  repoRef: RepoAt,
   rawPath: string,
   ref: string | undefined,
 ): Promise<{ serialized: SerializedBody; cache: string | null }> {
@@ -263,7 +263,7 @@ async function directory(o: OpenedRepo, treeOid: string, path: string): Promise<
 }
 
 /** GET {repo}/branches/{name}. */
-export async function getBranch(deps: Deps, viewer: Viewer, repoRef: RepoRef, name: string) {
+export async function getBranch(deps: Deps, viewer: Viewer, repoRef: RepoAt, name: string) {
   if (!isValidBranchName(name)) throw badRequest('Not a valid branch name.');
   const o = await openRepo(deps, viewer, repoRef);
   const info = o.dir ? (await o.readers.objects.info(o.dir, [`refs/heads/${name}^{commit}`]))[0] : null;
@@ -273,7 +273,7 @@ export async function getBranch(deps: Deps, viewer: Viewer, repoRef: RepoRef, na
 }
 
 /** GET {repo}/tags: every tag sorted by name (byte order), annotated ones with message and tagger. */
-export async function listTags(deps: Deps, viewer: Viewer, repoRef: RepoRef, page: PageParams): Promise<Static<typeof Tag>[]> {
+export async function listTags(deps: Deps, viewer: Viewer, repoRef: RepoAt, page: PageParams): Promise<Static<typeof Tag>[]> {
   const o = await openRepo(deps, viewer, repoRef);
   if (!o.dir) return [];
   const format = [

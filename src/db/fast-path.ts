@@ -6,13 +6,14 @@
  * - `sqliteConnection`: SQLite statements cached per SQL text, rows built by `withRowBuilder`
  *   (row-builder.ts), and `BEGIN` rewritten to `BEGIN IMMEDIATE` (that last one is correctness,
  *   not speed: it stays on with the fast path off);
- * - `keepPrefetched`/`takePrefetched`: the repo read made by the token lookup's own statement,
- *   handed to the route that would make it (access/repo-read.ts).
+ * - the token lookup of a route that declares its repo reads the repo in the same statement
+ *   (access/repo-read.ts `tokenWithRepoRead`; docs/architecture.md "The read path").
  *
  * `WEFT_FAST_PATH=off` (src/config.ts; set by the composition root) turns all of it off: each
  * query is built and run through Kysely, SQLite statements are prepared anew with better-sqlite3's
- * own rows, and the token lookup reads the token alone. The answers are the same
- * (test/fast-path.test.ts compares each fast path both ways); only the cost differs.
+ * own rows, and the token lookup reads the token alone (the repo is then read by a statement of its
+ * own). The answers are the same (test/fast-path.test.ts compares each fast path both ways); only
+ * the cost differs.
  */
 import type { Statement } from 'better-sqlite3';
 import type SQLite from 'better-sqlite3';
@@ -150,20 +151,4 @@ export function sqliteConnection(handle: SQLite.Database, max = 1000): SqliteDat
       return statement;
     },
   };
-}
-
-/** Rows read ahead for a request (by the token lookup), keyed by its viewer object: one-shot. */
-const prefetched = new WeakMap<object, { key: string; row: Record<string, unknown> }>();
-
-/** Keeps `row`, read ahead for the request of `owner` under `key`; nothing with the fast path off. */
-export function keepPrefetched(owner: object, key: string, row: Record<string, unknown>): void {
-  if (enabled) prefetched.set(owner, { key, row });
-}
-
-/** The row kept for `owner` under `key`, once; undefined otherwise. */
-export function takePrefetched(owner: object, key: string): Record<string, unknown> | undefined {
-  const early = prefetched.get(owner);
-  if (!early || early.key !== key) return undefined;
-  prefetched.delete(owner);
-  return early.row;
 }

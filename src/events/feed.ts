@@ -13,6 +13,11 @@ export interface CursorQuery {
   before_id?: string;
   after_id?: string;
   perPage: number;
+  /**
+   * Scopes the caller is already known to read (a page that resolved the repo and pull once):
+   * no access check is made again for them (docs/architecture.md "The read path").
+   */
+  known?: readonly string[];
 }
 
 export interface CursorPage {
@@ -35,7 +40,9 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
   if (q.before_id !== undefined && q.after_id !== undefined) {
     throw badRequest('Use either before_id or after_id, not both.');
   }
-  await requireReadableScope(deps, viewer, q.scope);
+  const known = q.known ?? [];
+  if (known.includes(q.scope)) parseScope(q.scope);
+  else await requireReadableScope(deps, viewer, q.scope);
   // One bound for the whole page, so its rows and its cursors agree; it waits for the events
   // committed before this read to settle (read-your-writes, events/order.ts).
   const settled = await readableBound(deps.db, deps.dialect);
@@ -63,7 +70,7 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
   // Each event as this caller may see it (README "Event privacy"); one about a thing hidden from
   // the caller is left out, so a page may hold fewer than per_page events. Its cursors are the
   // ends of the rows read, so paging never skips or repeats an event.
-  const show = eventViewer(deps, viewer, [q.scope]);
+  const show = eventViewer(deps, viewer, [q.scope, ...known]);
   const results = await shownEvents(show, rows.map(eventFromRow));
   // ordered, so the planner walks the index from the bound (unordered, PostgreSQL may scan the table)
   const exists = async (op: '<' | '>', bound: number) =>

@@ -1,6 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { unauthorized } from '../errors.ts';
-import type { Authenticate, AuthenticatedUser, RepoReadHint, Viewer } from '../viewer.ts';
+import type {
+  Authenticate,
+  AuthenticatedUser,
+  RepoResolution,
+  RepoTarget,
+  ResolveRepo,
+  RouteRepoNeed,
+  Viewer,
+} from '../viewer.ts';
 import { repoRef } from './repo-paths.ts';
 import { scopeRefusal } from './scopes.ts';
 
@@ -11,15 +19,24 @@ declare module 'fastify' {
     viewerUser: AuthenticatedUser | null;
     /** how the viewer authenticated: an API token (header) or a web session (cookie), with its secret */
     credential: { kind: 'token' | 'session'; secret: string } | null;
+    /**
+     * The route's declared repo (`config.repo`), resolved once by the auth hook for this viewer;
+     * null when the route declares none. Read it with `repoAt`/`pullAt` (http/repo-routes.ts).
+     */
+    repoResolution: RepoResolution | null;
   }
   interface FastifyContextConfig {
     /** No authentication requirement is declared for this route. */
     public?: boolean;
     /**
-     * The route reads its repo (`repo`) or its pull (`pull`) with `readRepo`/`readRepoPull`: the
-     * token lookup makes that read in the same statement (one statement per request).
+     * What the route reads before its handler: its repo (`repo`) or its repo and pull (`pull`).
+     * The auth hook resolves it once, after authentication (in the token lookup's statement on
+     * the fast path), and the handler reads it with `repoAt`/`pullAt` (docs/architecture.md
+     * "The read path"). Reads only: a write resolves its target inside its transaction (`command`).
      */
-    repoRead?: 'repo' | 'pull';
+    repo?: RouteRepoNeed;
+    /** @deprecated the former name of `repo`; still honoured. */
+    repoRead?: RouteRepoNeed;
     /**
      * The route also accepts the web session cookie when no Authorization header is sent
      * (README "Web interface": `GET /api/v1/tail-events` only; pages resolve sessions themselves).
@@ -49,11 +66,13 @@ export function tokenFromHeader(header: string | undefined): string | null | fal
 }
 
 /**
- * The repo read a `repoRead` route will make, from its path params (not validated yet: a value
- * the params schema would refuse gives no hint, and the route answers its 400 as before).
+ * The repo (and pull) a route declaring `config.repo` names, from its path params (not validated
+ * yet: a value the params schema would refuse gives no target, and the route answers its 400 as
+ * before; a handler then finds no resolution and `repoAt` resolves from the validated params).
  */
-function readHint(request: FastifyRequest): RepoReadHint | undefined {
-  const kind = request.routeOptions.config?.repoRead;
+function repoTarget(request: FastifyRequest): RepoTarget | undefined {
+  const config = request.routeOptions.config;
+  const kind = config?.repo ?? config?.repoRead;
   if (!kind) return undefined;
   const params = request.params as { number?: string; repo_slug?: string; team_slug?: string; username?: string };
   let number: number | null = null;
@@ -90,26 +109,50 @@ export function requireViewer(request: FastifyRequest): Viewer {
 
 /**
  * Authenticates every request that carries credentials; a route not marked public refuses
- * anonymous callers with 401. Bad credentials are 401 even on public routes. `authenticate`
- * (the tokens domain's lookup) is passed in by `buildApp`: http/ imports no domain.
+ * anonymous callers with 401. Bad credentials are 401 even on public routes. Then, for a route
+ * that declares its repo (`config.repo`), resolves it once for the viewer onto
+ * `request.repoResolution`: with a token on the fast path `authenticate` has read it in its own
+ * statement, otherwise `resolveRepo` reads it. `authenticate` (the tokens domain's lookup) and
+ * `resolveRepo` (access/repo-read.ts) are passed in by `buildApp`: http/ imports no domain.
  */
-export function installAuth(app: FastifyInstance, authenticate: Authenticate, authenticateSession?: AuthenticateSession): void {
+export function installAuth(
+  app: FastifyInstance,
+  authenticate: Authenticate,
+  authenticateSession?: AuthenticateSession,
+  resolveRepo?: ResolveRepo,
+): void {
   app.decorateRequest('viewer', null);
   app.decorateRequest('viewerUser', null);
   app.decorateRequest('credential', null);
+  app.decorateRequest('repoResolution', null);
+  /** The declared repo of an authenticated request, once (nothing when the route declares none). */
+  const withRepo = (request: FastifyRequest, viewer: Viewer, target: RepoTarget | undefined, done: (err?: Error) => void) => {
+    if (!target || !resolveRepo) return done();
+    resolveRepo(viewer, target).then((resolution) => {
+      request.repoResolution = resolution;
+      done();
+    }, done);
+  };
   // Callback style: an async hook costs a promise and a microtask turn per request, and the
   // anonymous path needs neither.
   app.addHook('onRequest', (request, _reply, done) => {
     const token = tokenFromHeader(request.headers.authorization);
     if (token === false) return done(unauthorized('Malformed Authorization header: use Bearer or Basic with the API token.'));
     if (token !== null) {
-      authenticate(token, readHint(request)).then((found) => {
+      const target = repoTarget(request);
+      authenticate(token, target).then((found) => {
         if (!found) return done(unauthorized('The API token is invalid, expired or revoked.'));
         request.viewer = found.viewer;
         request.viewerUser = found.user;
         request.credential = { kind: 'token', secret: token };
         // a scoped token outside its scopes: 403 before any lookup (README "Scoped tokens")
-        done(scopeRefusal(request, found.viewer) ?? undefined);
+        const refused = scopeRefusal(request, found.viewer);
+        if (refused) return done(refused);
+        if (found.repo) {
+          request.repoResolution = found.repo;
+          return done();
+        }
+        withRepo(request, found.viewer, target, done);
       }, done);
       return;
     }
@@ -126,9 +169,10 @@ export function installAuth(app: FastifyInstance, authenticate: Authenticate, au
             request.viewer = found.viewer;
             request.viewerUser = found.user;
             request.credential = { kind: 'session', secret };
+            return withRepo(request, found.viewer, repoTarget(request), done);
           }
           // An ended session is no credential: the route decides (a stream ticket may still open it).
-          done(found || isPublic ? undefined : unauthorized('The session has ended: sign in again.'));
+          done(isPublic ? undefined : unauthorized('The session has ended: sign in again.'));
         }, done);
         return;
       }

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RepoRef, Viewer } from '../viewer.ts';
+import type { PullContext, RepoAt, RepoContext, RepoRef, Viewer } from '../viewer.ts';
 import { requireViewer } from './auth.ts';
 import { type PageEnvelope, type PageParams, pageOf, pageParams } from './paging.ts';
 import { type RepoParams, repoRef } from './repo-paths.ts';
@@ -8,6 +8,8 @@ import { type RepoParams, repoRef } from './repo-paths.ts';
 export interface OnRepo<P extends RepoParams = RepoParams> {
   viewer: Viewer;
   ref: RepoRef;
+  /** the repo as the request resolved it (`config.repo`), else the ref: what a read service takes */
+  at: RepoAt;
   params: P;
 }
 
@@ -17,7 +19,28 @@ export interface OnRepo<P extends RepoParams = RepoParams> {
  */
 export function onRepo<P extends RepoParams = RepoParams>(request: FastifyRequest): OnRepo<P> {
   const params = request.params as P;
-  return { viewer: requireViewer(request), ref: repoRef(params), params };
+  return { viewer: requireViewer(request), ref: repoRef(params), at: repoAt(request), params };
+}
+
+/**
+ * The repo a route declared (`config.repo`), as the auth hook resolved it for this viewer: its
+ * context, or the 404 it resolved to (thrown here, after validation, so a bad request is still
+ * 400 first). A route that declares none, or whose params the hook could not read, gets the bare
+ * ref of its path: the service resolves it (`repoContextOf`).
+ */
+export function repoAt(request: FastifyRequest): RepoContext | RepoRef {
+  const resolution = request.repoResolution;
+  if (resolution) {
+    if (resolution.error) throw resolution.error;
+    return resolution.context;
+  }
+  return repoRef(request.params as RepoParams);
+}
+
+/** As `repoAt` for a route declaring `config.repo: 'pull'`: the pull's context, or the bare ref. */
+export function pullAt(request: FastifyRequest): PullContext | RepoRef {
+  const at = repoAt(request);
+  return 'pull' in at ? (at as PullContext) : 'repo' in at ? at.ref : at;
 }
 
 /**

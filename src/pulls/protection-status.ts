@@ -1,13 +1,13 @@
 import type { Kysely, Selectable } from 'kysely';
-import { approvalCounts, type RepoRef, type RepoRow } from '../access/index.ts';
+import { approvalCounts, pullContextOf, type RepoRow } from '../access/index.ts';
 import type { DB, ProtectionsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { branchMatchesPattern, isGlobPattern } from '../git/refname.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import { requiredContexts } from '../protections/service.ts';
 import { latestStatuses } from '../statuses/service.ts';
 import { pullHeadSha } from './heads.ts';
-import { type PullRow, requirePull } from './service.ts';
+import type { PullRow } from './service.ts';
 
 type ProtectionRow = Selectable<ProtectionsTable>;
 
@@ -142,13 +142,8 @@ export async function pullProtectionStatus(
 }
 
 /** GET .../pulls/{n}/protection: read access to the repo. */
-export async function getPullProtection(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<PullProtectionJson> {
-  const { access, pull } = await requirePull(deps, viewer, ref, number);
-  const { approvals_satisfied: _, ...status } = await pullProtectionStatus(
-    deps.db,
-    access.repo,
-    pull,
-    await pullHeadSha(deps, pull),
-  );
+export async function getPullProtection(deps: Deps, viewer: Viewer, at: RepoAt, number: number): Promise<PullProtectionJson> {
+  const { repo, pull } = await pullContextOf(deps.database, viewer, at, number);
+  const { approvals_satisfied: _, ...status } = await pullProtectionStatus(deps.db, repo, pull, await pullHeadSha(deps, pull));
   return status as PullProtectionJson;
 }

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { assertCanRemoveReview, assertCanReview, assertNotArchived, itemWrite, type RepoRef } from '../access/index.ts';
+import {
+  assertCanRemoveReview,
+  assertCanReview,
+  assertNotArchived,
+  itemWrite,
+  pullContextOf,
+  type RepoRef,
+} from '../access/index.ts';
 import type { DB, ReviewsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { conflict, notFound } from '../errors.ts';
@@ -8,7 +15,7 @@ import { actorOf } from '../events/service.ts';
 import { command } from '../core/command.ts';
 import { onPull } from '../core/targets.ts';
 import { nowIso } from '../time.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import { type PullRow, requirePull } from './service.ts';
 
 export type ReviewStatus = 'approved' | 'changes_requested' | 'commented';
@@ -118,11 +125,11 @@ export async function createReview(
 export async function listReviews(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  at: RepoAt,
   number: number,
   page: { offset: number; limit: number },
 ): Promise<ReviewJson[]> {
-  const { pull } = await requirePull(deps, viewer, ref, number);
+  const { pull } = await pullContextOf(deps.database, viewer, at, number);
   // The page's keys from reviews_pull_live_idx (index entries only), then their rows with names.
   const keys = deps.db
     .selectFrom('reviews')

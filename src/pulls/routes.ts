@@ -4,11 +4,12 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RepoRef } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
+import { pullAt, repoAt } from '../http/repo-routes.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page, PageQuery } from '../http/schemas.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import { sendPullDiff, wantsDiff } from '../code/pulls.ts';
 import { mergePull } from './merge.ts';
 import { getPullProtection, PROTECTION_MATCHING_RULES } from './protection-status.ts';
@@ -76,6 +77,16 @@ function onPull(request: FastifyRequest): [Viewer, RepoRef, number] {
 }
 
 const onRepo = (request: FastifyRequest): [Viewer, RepoRef] => [requireViewer(request), repoRef(request.params as PullPath)];
+
+/** Caller and the repo the route declared (`config.repo`), as the auth hook resolved it. */
+const atRepo = (request: FastifyRequest): [Viewer, RepoAt] => [requireViewer(request), repoAt(request)];
+
+/** Caller, the pull the route declared (`config.repo: 'pull'`) and its number. */
+const atPull = (request: FastifyRequest): [Viewer, RepoAt, number] => [
+  requireViewer(request),
+  pullAt(request),
+  (request.params as PullPath).number,
+];
 const reviewUuidOf = (request: FastifyRequest) => (request.params as PullPath).review_uuid;
 
 export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -91,7 +102,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     r.get(
       base,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         schema: {
           tags,
           summary: 'List pulls, by number ascending',
@@ -103,7 +114,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
       async (request, reply) => {
         const p = pageParams(request.query);
-        const rows = await listPulls(deps, ...onRepo(request), {
+        const rows = await listPulls(deps, ...atRepo(request), {
           status: request.query.status,
           offset: p.offset,
           limit: p.limit,
@@ -134,7 +145,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     r.get(
       `${base}/:number`,
       {
-        config: { repoRead: 'pull' },
+        config: { repo: 'pull' },
         schema: {
           tags,
           summary: 'Get a pull',
@@ -146,8 +157,8 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
       },
       async (request, reply) => {
-        if (wantsDiff(request)) return sendPullDiff(deps, ...onPull(request), reply);
-        return withBranchTips(deps, ...onRepo(request), await getPull(deps, ...onPull(request)));
+        if (wantsDiff(request)) return sendPullDiff(deps, ...atPull(request), reply);
+        return withBranchTips(deps, ...onRepo(request), await getPull(deps, ...atPull(request)));
       },
     );
 

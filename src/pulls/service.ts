@@ -6,8 +6,8 @@ import {
   type RepoAccess,
   type RepoRef,
   type RepoNeed,
-  readRepo,
-  readRepoPull,
+  pullContextOf,
+  repoContextOf,
   repoUuidReadable,
   requireRepoPull,
 } from '../access/index.ts';
@@ -22,7 +22,7 @@ import { sameForkNetwork } from '../forks/service.ts';
 import { isValidBranchName } from '../git/refname.ts';
 import { nextRepoNumber } from '../repos/numbers.ts';
 import { nowIso } from '../time.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import {
   isCrossRepo,
   pullHeadSha,
@@ -302,12 +302,11 @@ const pullPage = {
 export async function listPulls(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  at: RepoAt,
   opts: { status?: PullStatus; offset: number; limit: number },
 ): Promise<PullJson[]> {
-  // the same 404s as requireRepo, in one compiled statement (made with the token lookup: the
-  // route is flagged repoRead)
-  const { repo } = await readRepo(deps.database, viewer, ref);
+  // the request's resolved repo (`config.repo`), or the same 404s as requireRepo in one statement
+  const { repo } = await repoContextOf(deps.database, viewer, at);
   const offset = numberArg(opts.offset);
   const limit = numberArg(opts.limit);
   const rows = opts.status
@@ -330,9 +329,9 @@ export async function requirePull(
   return requireRepoPull(deps.db, viewer, ref, number, need);
 }
 
-/** GET {repo}/pulls/{n}: one compiled statement reads the repo, the viewer's access and the pull (readRepoPull). */
-export async function getPull(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<PullJson> {
-  const { pull } = await readRepoPull(deps.database, viewer, ref, number);
+/** GET {repo}/pulls/{n}: the request's resolved pull (`config.repo: 'pull'`), or read now in one compiled statement. */
+export async function getPull(deps: Deps, viewer: Viewer, at: RepoAt, number: number): Promise<PullJson> {
+  const { pull } = await pullContextOf(deps.database, viewer, at, number);
   return pullToJson(pull);
 }
 

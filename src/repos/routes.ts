@@ -4,6 +4,7 @@ import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { repoAt } from '../http/repo-routes.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Availability, Page } from '../http/schemas.ts';
 import {
@@ -112,7 +113,7 @@ export async function reposRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     r.get(
       form.prefix,
       {
-        config: { repoRead: 'repo' },
+        config: { repo: 'repo' },
         schema: {
           tags,
           summary: 'Get a repo (read access; a private repo is 404 to outsiders)',
@@ -120,7 +121,7 @@ export async function reposRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: Repo },
         },
       },
-      async (request) => getRepo(deps, requireViewer(request), repoRef(request.params as RepoParams)),
+      async (request) => getRepo(deps, requireViewer(request), repoAt(request)),
     );
 
     r.put(

@@ -8,7 +8,7 @@ import {
   type RepoRow,
   namespaceReadFilter,
   tokenRepoFilter,
-  readRepo,
+  repoContextOf,
   requireNamespaceInsight,
   requireRepoCreation,
   resolveOwner,
@@ -25,7 +25,7 @@ import { isValidBranchName } from '../git/refname.ts';
 import { nameRuleError, normalizeName, suggestName } from '../names.ts';
 import { nowIso } from '../time.ts';
 import { isUniqueViolation } from '../db/tx.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 
 import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from './view.ts';
 import { openPullsFrom, syncPullHeads } from '../pulls/heads.ts';
@@ -175,9 +175,12 @@ export async function listRepos(
   );
 }
 
-/** GET {repo}: one compiled statement reads the owner, the repo with its names and the viewer's access (readRepo). */
-export async function getRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<RepoJson> {
-  const { repo } = await readRepo(deps.database, viewer, ref);
+/**
+ * GET {repo}: the repo the request resolved (`config.repo`: one statement with the token lookup),
+ * or, given a bare ref, read now in one compiled statement (`repoContextOf`).
+ */
+export async function getRepo(deps: Deps, viewer: Viewer, at: RepoAt): Promise<RepoJson> {
+  const { repo } = await repoContextOf(deps.database, viewer, at);
   // fork_of_uuid only when the caller may read the source (one more read, forks only)
   const [json] = await hideUnreadableForkSources(deps.db, viewer, [repoToJson(repo, deps.config)]);
   return json!;

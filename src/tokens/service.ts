@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
 import { assertCanManageTokensOf, tokenRestrictionFor, tokenVisibleTo } from '../access/index.ts';
-import { rememberRead, tokenWithRepoRead } from '../access/repo-read.ts';
+import { resolutionFromRow, tokenWithRepoRead } from '../access/repo-read.ts';
 import { compiledOnce, fastPathOn } from '../db/fast-path.ts';
 import type { ApiTokensTable, DB, UsersTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
@@ -9,7 +9,7 @@ import { badRequest, notFound } from '../errors.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { decide } from '../core/targets.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
-import type { AuthenticatedUser, RepoReadHint, Viewer } from '../viewer.ts';
+import type { AuthenticatedUser, RepoResolution, RepoTarget, Viewer } from '../viewer.ts';
 import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
 
 type TokenRow = Selectable<ApiTokensTable>;
@@ -90,19 +90,21 @@ export type { AuthenticatedUser } from '../viewer.ts';
 /**
  * Resolves a secret to its viewer and user record; null for unknown, revoked, expired or
  * deactivated. last_used_at is written at most once a minute per token, not on every request.
+ *
+ * With a `target` (the route's declared repo, `config.repo`) and the fast path on, the same
+ * statement reads the repo, and the answer carries its resolution; otherwise it has none and the
+ * auth hook resolves the repo with a statement of its own (docs/architecture.md "The read path").
  */
 export async function authenticate(
   deps: Deps,
   secret: string,
-  hint?: RepoReadHint,
-): Promise<{ viewer: Viewer; user: AuthenticatedUser } | null> {
+  target?: RepoTarget,
+): Promise<{ viewer: Viewer; user: AuthenticatedUser; repo?: RepoResolution } | null> {
   if (secret.length > MAX_SECRET_LENGTH) return null;
   const hash = hashSecret(secret);
-  // With a hint (GET {repo}, GET {repo}/pulls/{n}) the same statement reads the repo too
-  // (the fast path: with it off the token is read alone and the route reads its repo).
-  if (!fastPathOn()) hint = undefined;
-  const read = hint ? await tokenWithRepoRead(deps.database, hash, hint) : undefined;
-  const [row] = read ? [read.token as TokenLookupRow] : hint ? [] : await tokenByHash(deps.database, hash);
+  if (!fastPathOn()) target = undefined;
+  const read = target ? await tokenWithRepoRead(deps.database, hash, target) : undefined;
+  const [row] = read ? [read.token as TokenLookupRow] : target ? [] : await tokenByHash(deps.database, hash);
   if (!row || !hashesEqual(row.token_hash, hash)) return null;
   const now = Date.now();
   if (row.revoked_at !== null || row.is_active !== 1) return null;
@@ -138,7 +140,7 @@ export async function authenticate(
     scopes: parseList(row.scopes),
     repos: parseList(row.repos),
   };
-  if (read && hint) rememberRead(viewer, hint, read.row);
+  if (read && target) return { viewer, user, repo: resolutionFromRow(viewer, target, read.row) };
   return { viewer, user };
 }
 

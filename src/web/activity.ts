@@ -4,7 +4,13 @@ import type { EventRecord } from '../events/service.ts';
 import type { Viewer } from '../viewer.ts';
 
 /** A scope's newest events as the caller may see them (GET /events), newest first. */
-export async function activityOfScope(deps: Deps, viewer: Viewer, scope: string, perPage = 20): Promise<EventRecord[]> {
-  const page = await eventPage(deps, viewer, { scope, perPage });
+export async function activityOfScope(
+  deps: Deps,
+  viewer: Viewer,
+  scope: string,
+  perPage = 20,
+  known: readonly string[] = [],
+): Promise<EventRecord[]> {
+  const page = await eventPage(deps, viewer, { scope, perPage, known });
   return [...page.results].reverse();
 }

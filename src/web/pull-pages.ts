@@ -14,7 +14,8 @@ import { type StatusJson, combinedState, latestStatuses } from '../statuses/serv
 import type { PullProtectionJson } from '../pulls/protection-status.ts';
 import { getRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson } from '../repos/view.ts';
-import type { RepoRef, Viewer } from '../viewer.ts';
+import type { RepoAt, RepoRef, Viewer } from '../viewer.ts';
+import { readRepoPull } from '../access/repo-read.ts';
 import { AppError } from '../errors.ts';
 import { getForkIn, getOwnFork, listForks } from '../forks/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
@@ -178,19 +179,28 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const ref = pageRepoRef(request);
     const number = (request.params as { number: number }).number;
     const w = pageWindow(request.query as { page?: number }, REVIEWS_PER_PAGE);
-    const after = await resumePoint(deps);
-    const repo = await getRepo(deps, c.viewer, ref);
-    const pull = await getPull(deps, c.viewer, ref, number);
-    const tips = await withBranchTips(deps, c.viewer, ref, pull);
-    // the head's statuses (the pull was read above: the caller may read the repo)
-    const statuses = tips.head_sha ? await latestStatuses(deps.db, pull.repo_uuid, tips.head_sha) : [];
-    const [reviews, protection, changes, attachments] = [
-      await listReviews(deps, c.viewer, ref, number, w),
-      await getPullProtection(deps, c.viewer, ref, number),
-      await pullChanges(deps, c.viewer, ref, pull, tips),
-      await listAttachments(deps, c.viewer, ref, { kind: 'pull', number }, { offset: 0, limit: 100 }),
-    ];
-    const events = await activityOfScope(deps, c.viewer, `pull:${pull.uuid}`);
+    // The one access decision of the page: the repo, the viewer's level and the pull, in one
+    // statement; every part below receives it and decides nothing again.
+    const at = await readRepoPull(deps.database, c.viewer, ref, number);
+    const [repo, pull] = await Promise.all([getRepo(deps, c.viewer, at), getPull(deps, c.viewer, at, number)]);
+    // what the viewer may read, known from that decision (the activity feed checks no scope again)
+    const known = [`pull:${pull.uuid}`, `repo:${repo.uuid}`];
+    // the page's independent parts, concurrently
+    const [after, [tips, statuses, changes], reviews, protection, attachments, events] = await Promise.all([
+      resumePoint(deps),
+      withBranchTips(deps, c.viewer, ref, pull).then(async (t) => {
+        // the head's statuses (the pull was read above: the caller may read the repo) and its diff
+        const [s, d] = await Promise.all([
+          t.head_sha ? latestStatuses(deps.db, pull.repo_uuid, t.head_sha) : [],
+          pullChanges(deps, c.viewer, at, pull, t),
+        ]);
+        return [t, s, d] as const;
+      }),
+      listReviews(deps, c.viewer, at, number, w),
+      getPullProtection(deps, c.viewer, at, number),
+      listAttachments(deps, c.viewer, at, { kind: 'pull', number }, { offset: 0, limit: 100 }),
+      activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known),
+    ]);
     const base = `${repoHref(repo)}/pulls/${pull.number}`;
     const body = html`${repoHeader(repo, 'pulls')}
       <h2>#${pull.number} ${pull.title} <span class="badge ${pull.status}" id="pull-status">${pull.status}</span></h2>
@@ -392,7 +402,7 @@ const notFoundAsNull = (err: unknown): null => {
 async function pullChanges(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  ref: RepoAt,
   pull: PullJson,
   tips: { head_sha: string | null; base_sha: string | null },
 ): Promise<{ html: string; count: number }> {

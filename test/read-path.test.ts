@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { after, before, describe, it } from 'node:test';
+import { fastPathOn, setFastPath } from '../src/db/fast-path.ts';
+import type { QueryObserver } from '../src/db/query-timing.ts';
+import { commitFiles, type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
+import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type Browser, pageReq, signIn } from './web-helpers.ts';
+
+type Person = { token: string; uuid: string; username: string };
+
+/**
+ * The read path's cost, counted in SQL statements (docs/architecture.md "The read path"): a route
+ * that declares its repo (`config.repo`) has it resolved once, with the token lookup, so the hot
+ * reads stay one statement each; the pull page stays within its budget.
+ */
+for (const dialect of DIALECTS) {
+  describe(`the read path, in statements (${dialect})`, () => {
+    let t: TestApp;
+    let g: GitClient;
+    let alice: Person;
+    let ann: Browser;
+    const configured = fastPathOn();
+    const api = '/api/v1/teams/core/repos/proj';
+
+    /**
+     * The statements `run` makes: every query of the database (Kysely's and the compiled ones)
+     * made in `run`'s async context, so background work (jobs, the live feed) is not counted.
+     */
+    const statements = async (run: () => Promise<unknown>): Promise<number> => {
+      const mine = new AsyncLocalStorage<true>();
+      let n = 0;
+      const observe: QueryObserver = () => {
+        if (mine.getStore()) n++;
+      };
+      t.deps.database.queryObservers.add(observe);
+      try {
+        await mine.run(true, run);
+      } finally {
+        t.deps.database.queryObservers.delete(observe);
+      }
+      return n;
+    };
+    const ok = (res: { status: number; text: string }, status = 200) => assert.equal(res.status, status, res.text);
+
+    before(async () => {
+      setFastPath(true);
+      t = await startApp(dialect);
+      g = await gitClient(t);
+      alice = await t.user('alice');
+      ok(await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Core', slug: 'core' } }), 201);
+      ok(
+        await t.req('POST', '/api/v1/teams/core/repos', {
+          token: alice.token,
+          body: { name: 'proj', slug: 'proj', visibility: 'private' },
+        }),
+        201,
+      );
+      const work = await makeWorkTree(g, 'work', [{ 'README.md': '# Proj\n' }]);
+      const url = g.url('/git/teams/core/proj.git', alice.token);
+      await g.run(['-C', work, 'push', '-q', url, 'main']);
+      await g.run(['-C', work, 'checkout', '-q', '-b', 'feature']);
+      await commitFiles(g, work, [{ 'src/feature.ts': 'export const f = true;\n' }], 'feature');
+      await g.run(['-C', work, 'push', '-q', url, 'feature']);
+      for (const title of ['Feature', 'Other']) {
+        ok(
+          await t.req('POST', `${api}/pulls`, {
+            token: alice.token,
+            body: { title, body: '', source_branch: 'feature', target_branch: 'main' },
+          }),
+          201,
+        );
+      }
+      ann = await signIn(t, 'alice');
+      // the token's last_used_at is written at most once a minute: made here, not in a count below
+      ok(await t.req('GET', '/api/v1/user', { token: alice.token }));
+    });
+    after(async () => {
+      setFastPath(configured);
+      g?.cleanup();
+      await t?.close();
+    });
+
+    it('GET /user and GET {repo} are one statement each; GET {repo}/pulls/{n} too', async () => {
+      const get = (url: string) => async () => ok(await t.req('GET', url, { token: alice.token }));
+      assert.equal(await statements(get('/api/v1/user')), 1);
+      assert.equal(await statements(get(api)), 1);
+      assert.equal(await statements(get(`${api}/pulls/1`)), 1);
+      // a declared repo that is not there: still one statement, and the same 404
+      let res: { status: number } = { status: 0 };
+      const missing = await statements(async () => {
+        res = await t.req('GET', '/api/v1/teams/core/repos/nope', { token: alice.token });
+      });
+      assert.equal(res.status, 404);
+      assert.equal(missing, 1);
+    });
+
+    it('the code routes that declare their repo read it with the token: one statement before git', async () => {
+      assert.equal(await statements(async () => ok(await t.req('GET', `${api}/tags`, { token: alice.token }))), 1);
+      assert.equal(await statements(async () => ok(await t.req('GET', `${api}/commits`, { token: alice.token }))), 1);
+    });
+
+    it('with the fast path off, the repo is read by a statement of its own, once', async () => {
+      setFastPath(false);
+      try {
+        assert.equal(await statements(async () => ok(await t.req('GET', api, { token: alice.token }))), 2);
+      } finally {
+        setFastPath(true);
+      }
+    });
+
+    it('the pull page stays within 12 statements', async () => {
+      let page = { status: 0, text: '' };
+      const n = await statements(async () => {
+        page = await pageReq(t, 'GET', '/teams/core/proj/pulls/1', { cookie: ann.cookie });
+      });
+      assert.equal(page.status, 200, page.text);
+      assert.ok(n <= 12, `the pull page ran ${n} statements`);
+    });
+  });
+}
