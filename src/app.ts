@@ -48,6 +48,8 @@ import { webRoutes } from './web/plugin.ts';
 
 export interface AppOptions {
   logger?: boolean;
+  /** where the log lines go (tests read them); stdout when absent */
+  logStream?: { write(line: string): void };
   /**
    * The server's entry point (main.ts) passes `{ ready: false }` and sets it once the background
    * work runs; until then `/readyz` is 503. Without it the app is ready when built.
@@ -93,6 +95,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
         ? false
         : {
             level: deps.config.logLevel,
+            ...(opts.logStream ? { stream: opts.logStream } : {}),
             // LOG_FORMAT=pretty (npm run dev): readable lines through pino-pretty; JSON otherwise.
             ...(deps.config.logFormat === 'pretty'
               ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
@@ -125,9 +128,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     reply.header('x-request-id', request.id);
     // No response may be sniffed into another type (a JSON body as HTML).
     reply.header('x-content-type-options', 'nosniff');
-    // The "request completed" line names the route pattern and the caller.
+    // The "request completed" line names the route pattern and the caller (a token's, or a page's session's).
     const route = request.routeOptions.url;
-    const user = request.viewer?.username;
+    const user = request.viewer?.username ?? request.page?.viewer.username;
     if (route || user) reply.log = reply.log.child({ route, user });
     done(null, payload);
   });

@@ -218,6 +218,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const loadShedEventLoopDelayMs = intVar(env, 'LOAD_SHED_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000);
   const sshPort = intVar(env, 'SSH_PORT', 2222, 0, 65535);
   const sshHost = env.SSH_HOST || host;
+  // one port cannot serve both: say so rather than fail later with EADDRINUSE
+  if (sshPort !== 0 && sshPort === port && sshHost === host) {
+    throw new ConfigError(
+      `SSH_PORT equals PORT (${port}): git over SSH needs a port of its own; set SSH_PORT to another port, or 0 to turn SSH off`,
+    );
+  }
   const sshPublicPort = intVar(env, 'SSH_PUBLIC_PORT', sshPort || 22, 1, 65535);
   const sshMaxSessions = intVar(env, 'SSH_MAX_SESSIONS', 64, 1, 100_000);
   const sshMaxSessionsPerUser = intVar(env, 'SSH_MAX_SESSIONS_PER_USER', 8, 1, 100_000);

@@ -28,3 +28,49 @@ export function canonicalTimestamp(value: string): string | null {
   const ms = Date.parse(value);
   return Number.isNaN(ms) ? null : new Date(ms).toISOString();
 }
+
+const PLAIN_DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** A time zone's offset from UTC at an instant, in ms (positive east of Greenwich). */
+function zoneOffsetMs(instant: number, timeZone: string): number {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  }).formatToParts(new Date(instant));
+  const n = (type: string) => Number(parts.find((p) => p.type === type)?.value);
+  const asUtc = Date.UTC(n('year'), n('month') - 1, n('day'), n('hour'), n('minute'), n('second'));
+  return asUtc - Math.floor(instant / 1000) * 1000;
+}
+
+/** Whether `timeZone` is an IANA zone name Node knows. */
+export function isTimeZone(timeZone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An expiry typed as a plain date (`2027-01-31`): the last millisecond of that day in `timeZone`
+ * (an unknown zone: UTC), canonical; anything else is returned as it was, for the usual checks.
+ */
+export function endOfDayOrAsIs(value: string, timeZone: string | undefined): string {
+  const m = PLAIN_DATE_RE.exec(value.trim());
+  if (!m) return value;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return value;
+  const zone = timeZone && isTimeZone(timeZone) ? timeZone : 'UTC';
+  const nextMidnight = Date.UTC(year, month - 1, day + 1);
+  // the local midnight's instant: guess with the offset there, then again with the offset at the guess (DST)
+  let instant = nextMidnight - zoneOffsetMs(nextMidnight, zone);
+  instant = nextMidnight - zoneOffsetMs(instant, zone);
+  return new Date(instant - 1).toISOString();
+}

@@ -97,7 +97,7 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
  */
 export async function startApp(
   dialect: DialectName,
-  opts: { store?: StoreHandle; config?: Partial<Config>; deps?: DepsOverrides } = {},
+  opts: { store?: StoreHandle; config?: Partial<Config>; deps?: DepsOverrides; logStream?: { write(line: string): void } } = {},
 ): Promise<TestApp & { store: StoreHandle }> {
   const store = opts.store ?? (await freshStore(dialect));
   const ownsStore = opts.store === undefined;
@@ -105,7 +105,7 @@ export async function startApp(
   const database: Database = await openDatabase({ url: store.url, dataDir: store.dataDir, schema: store.schema });
   const deps: Deps = createDeps(config, database, opts.deps);
   await bootstrapAdmin(deps);
-  const app = await buildApp(deps, { logger: false });
+  const app = await buildApp(deps, opts.logStream ? { logStream: opts.logStream } : { logger: false });
   await app.ready();
   await startBackground(deps);
 

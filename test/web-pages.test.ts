@@ -112,9 +112,9 @@ for (const dialect of DIALECTS) {
         form: { _csrf: olga.csrf, body: 'x' },
       });
       assert.equal(other.status, 403);
-      const upload = await pageReq(t, 'POST', `${repo}/threads/1/attachments?_csrf=nope`, {
+      const upload = await pageReq(t, 'POST', `${repo}/threads/1/attachments`, {
         cookie: ann.cookie,
-        headers: { 'content-type': 'multipart/form-data; boundary=X' },
+        headers: { 'content-type': 'multipart/form-data; boundary=X', 'x-csrf-token': 'nope' },
       });
       assert.equal(upload.status, 403);
       assert.equal((await t.req('GET', `${api}/uploads`, { token: alice.token })).body.results.length, 0);
@@ -138,6 +138,10 @@ for (const dialect of DIALECTS) {
       assert.match(history.text, /Version 2/);
       const multipart = [
         '--X',
+        'Content-Disposition: form-data; name="_csrf"',
+        '',
+        ann.csrf,
+        '--X',
         'Content-Disposition: form-data; name="file"; filename="a.txt"',
         'Content-Type: text/plain',
         '',
@@ -147,7 +151,7 @@ for (const dialect of DIALECTS) {
       ].join('\r\n');
       const attached = await t.app.inject({
         method: 'POST',
-        url: `${repo}/threads/1/attachments?_csrf=${encodeURIComponent(ann.csrf)}`,
+        url: `${repo}/threads/1/attachments`,
         headers: { cookie: ann.cookie, 'content-type': 'multipart/form-data; boundary=X' },
         payload: multipart,
       });

@@ -178,17 +178,17 @@ for (const dialect of DIALECTS) {
       assert.equal(bad.status, 404);
     });
 
-    it("attaches a file to a pull from its page (CSRF in the form's address)", async () => {
+    it("attaches a file to a pull from its page (CSRF in the form's first field)", async () => {
       const boundary = '----weft' + 'x'.repeat(10);
-      const payload =
-        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="log.txt"\r\nContent-Type: text/plain\r\n\r\n` +
-        `build log\n\r\n--${boundary}--\r\n`;
       const send = (csrf: string) =>
         t.app.inject({
           method: 'POST',
-          url: `${repo}/pulls/1/attachments?_csrf=${encodeURIComponent(csrf)}`,
+          url: `${repo}/pulls/1/attachments`,
           headers: { cookie: ann.cookie, 'content-type': `multipart/form-data; boundary=${boundary}` },
-          payload,
+          payload:
+            `--${boundary}\r\nContent-Disposition: form-data; name="_csrf"\r\n\r\n${csrf}\r\n` +
+            `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="log.txt"\r\nContent-Type: text/plain\r\n\r\n` +
+            `build log\n\r\n--${boundary}--\r\n`,
         });
       assert.equal((await send('forged')).statusCode, 403);
       const res = await send(ann.csrf);
@@ -199,7 +199,7 @@ for (const dialect of DIALECTS) {
       assert.equal(list.body.results[0].upload.filename, 'log.txt');
       const page = await pageReq(t, 'GET', `${repo}/pulls/1`, { cookie: ann.cookie });
       assert.match(norm(page.text), /<li>log\.txt <span class="muted">10 bytes, by alice<\/span><\/li>/);
-      assert.match(norm(page.text), /action="\/teams\/core\/proj\/pulls\/1\/attachments\?_csrf=/);
+      assert.match(norm(page.text), /action="\/teams\/core\/proj\/pulls\/1\/attachments" enctype="multipart\/form-data"/);
     });
 
     it("links the file view to the file's raw bytes and to the commits touching it", async () => {

@@ -364,7 +364,12 @@ for (const dialect of DIALECTS) {
       assert.ok(byId(wrong.text, 'danger-confirm-error'));
       assert.equal(valueOf(wrong.text, 'danger-confirm'), 'apx');
       assert.equal((await t.req('GET', api, { token: ann.token })).status, 200);
-      assert.equal((await post(annB, `${repo}/settings/delete`, { confirm: 'api' })).status, 303);
+      // the exact owner/slug: another case (or the bare name) deletes nothing
+      for (const confirm of ['api', 'Core/API', 'CORE/api']) {
+        assert.equal((await post(annB, `${repo}/settings/delete`, { confirm })).status, 400, confirm);
+      }
+      assert.equal((await t.req('GET', api, { token: ann.token })).status, 200);
+      assert.equal((await post(annB, `${repo}/settings/delete`, { confirm: 'core/api' })).status, 303);
       assert.equal((await t.req('GET', api, { token: ann.token })).status, 404);
     });
   });
@@ -554,7 +559,7 @@ for (const dialect of DIALECTS) {
       await submit('Delete this repo', `${g.base}${repoPath}/settings/delete`);
       await page.locator('#danger-confirm-error').waitFor();
       await checkPage(page, 'delete refused');
-      await page.fill('#danger-confirm', 'site');
+      await page.fill('#danger-confirm', 'crew/site');
       await submit('Delete this repo', `${g.base}/teams/crew`);
       assert.equal((await t.req('GET', api, { token: alice.token })).status, 404);
     });

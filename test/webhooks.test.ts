@@ -89,7 +89,9 @@ for (const dialect of DIALECTS) {
         'updated_at',
         'url',
         'uuid',
+        'warnings',
       ]);
+      assert.deepEqual(res.body.warnings, [], '127.0.0.1 is in webhook_allowed_hosts');
       assert.match(res.body.secret, /^whsec_[A-Za-z0-9+/]+=*$/);
       assert.equal(Buffer.from(res.body.secret.slice(6), 'base64').length, 32);
       assert.equal(res.body.active, true);

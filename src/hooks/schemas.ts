@@ -66,6 +66,10 @@ export const CreatedHook = Type.Object(
   {
     ...Hook.properties,
     secret: Type.String({ description: 'the signing secret (`whsec_<base64>`), shown only in this answer' }),
+    warnings: Type.Array(Type.String(), {
+      description:
+        'advice in sentences, empty when none: e.g. the URL resolves only to addresses deliveries refuse (see webhook_allowed_hosts)',
+    }),
   },
   { additionalProperties: false, title: 'CreatedHook' },
 );

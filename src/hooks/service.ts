@@ -20,6 +20,7 @@ import type { PageParams } from '../http/paging.ts';
 import type { Viewer } from '../viewer.ts';
 import { checkEvents, globToRegExp } from './filter.ts';
 import type { CreateHookBody, Delivery, Hook, UpdateHookBody } from './schemas.ts';
+import { hookUrlWarnings } from './warnings.ts';
 import { checkSecret, generateSecret } from './signing.ts';
 
 export type HookRow = Selectable<HooksTable>;
@@ -156,12 +157,12 @@ export async function createHook(
   viewer: Viewer,
   ref: HookScopeRef,
   input: Static<typeof CreateHookBody>,
-): Promise<HookJson & { secret: string }> {
+): Promise<HookJson & { secret: string; warnings: string[] }> {
   const url = checkUrl(input.url);
   const events = checkEvents(input.events);
   const branchFilter = checkBranchFilter(input.branch_filter) ?? null;
   const secret = input.secret === undefined ? generateSecret() : checkSecret(input.secret);
-  return command(deps, viewer, hookTarget(ref), async (tx) => {
+  const created = await command(deps, viewer, hookTarget(ref), async (tx) => {
     const owner = tx.access;
     const now = deps.clock.now().toISOString();
     const row: HookRow = {
@@ -192,6 +193,7 @@ export async function createHook(
     await tx.db.insertInto('hooks').values(row).execute();
     return { ...hookToJson(row, viewer.username), secret };
   });
+  return { ...created, warnings: await hookUrlWarnings(deps, url) };
 }
 
 export async function updateHook(

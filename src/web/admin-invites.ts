@@ -5,7 +5,8 @@ import type { Deps } from '../deps.ts';
 import { CreateInviteBody, INVITE_STATUSES } from '../invites/schemas.ts';
 import { type InviteJson, createInvite, deleteInvite, getInvite, listInvites } from '../invites/service.ts';
 import { type PageCaller, pageWindow, requirePage, seeOther, sendPage } from './context.ts';
-import { type FormState, attempt, dangerForm, emptyForm, field, formMessage } from './forms.ts';
+import { EXPIRY_HINT, type FormState, attempt, dangerForm, emptyForm, field, formMessage, tzField } from './forms.ts';
+import { endOfDayOrAsIs } from '../time.ts';
 import { type Html, html, pager, seg, when } from './html.ts';
 import { csrfField } from './layout.ts';
 import { apiBody } from './api-body.ts';
@@ -16,7 +17,10 @@ const ListQuery = Type.Object(
   { status: Type.Optional(Type.Union(INVITE_STATUSES.map((s) => Type.Literal(s)))), page: PageNumber },
   { additionalProperties: false },
 );
-const NewInviteForm = Type.Object({ _csrf: Csrf, email: Text(254), expires_at: Text(64) }, { additionalProperties: false });
+const NewInviteForm = Type.Object(
+  { _csrf: Csrf, email: Text(254), expires_at: Text(64), tz: Text(64) },
+  { additionalProperties: false },
+);
 const RevokeForm = Type.Object({ _csrf: Csrf, confirm: Text(100) }, { additionalProperties: false });
 const INVITE_FIELDS = ['email', 'expires_at'] as const;
 const INVITES_PER_PAGE = 30;
@@ -72,7 +76,8 @@ async function invitesPage(
     <form class="stack" method="post" action="/admin/invites" aria-labelledby="new-invite-h">
       ${csrfField(c)}
       ${field(opts.state, { name: 'email', label: 'Email (optional)', type: 'email', hint: 'When set, only a signup with this email may use the invite.' })}
-      ${field(opts.state, { name: 'expires_at', label: 'Expires at', required: true, value: defaultExpiry, hint: 'An ISO 8601 time in the future.' })}
+      ${field(opts.state, { name: 'expires_at', label: 'Expires at', required: true, value: defaultExpiry, hint: EXPIRY_HINT })}
+      ${tzField()}
       <div><button type="submit" class="primary">Create invite</button></div>
     </form>
     <h2>Invites</h2>
@@ -105,13 +110,13 @@ export async function adminInvitePages(app: FastifyInstance, { deps }: { deps: D
     async (request, reply) => {
       const c = requirePage(request);
       assertCanListUsers(c.viewer);
-      const b = request.body as { email?: string; expires_at?: string };
+      const b = request.body as { email?: string; expires_at?: string; tz?: string };
       const result = await attempt(typedForm(b), INVITE_FIELDS, () =>
         createInvite(
           deps,
           c.viewer,
           apiBody(CreateInviteBody, {
-            expires_at: b.expires_at?.trim() ?? '',
+            expires_at: endOfDayOrAsIs(b.expires_at?.trim() ?? '', b.tz),
             ...(b.email?.trim() ? { email: b.email.trim() } : {}),
           }),
         ),

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
+import { HIGHLIGHT_CSS } from './highlight-theme.ts';
 
 /**
  * The pages' scripts and styles, served by this process (README "Web interface": pages load
  * nothing from another origin, and there is no build step for the browser): htmx and its SSE
- * extension from node_modules, highlight.js's theme, and Weft's own stylesheet and script.
+ * extension from node_modules, the highlighted-code colours (highlight-theme.ts), and Weft's own stylesheet and script.
  */
 const require = createRequire(import.meta.url);
 
@@ -33,6 +34,10 @@ document.addEventListener('htmx:sseMessage', function (e) {
   var list = feed ? document.querySelector(feed) : e.target;
   var empty = list && list.parentElement && list.parentElement.querySelector('.feed-empty');
   if (empty) empty.remove();
+});
+// Expiry fields read a plain date as the end of that day in the browser's time zone (web/forms.ts tzField).
+document.querySelectorAll('input[data-tz]').forEach(function (input) {
+  try { input.value = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (err) { /* UTC then */ }
 });
 document.addEventListener('htmx:sseOpen', function (e) {
   var status = document.getElementById('live-status');
@@ -78,6 +83,7 @@ button.primary{background:#1f883d;border-color:#1a7f37;color:#fff}
 button.link{border:0;background:none;color:var(--accent);padding:0;text-decoration:underline}
 .error{border:1px solid var(--bad);background:#ffebe9;color:#82071e;padding:8px 12px;border-radius:6px}
 .field-error{color:#82071e;margin:0;font-size:.9rem}
+.warning{border:1px solid #9a6700;background:#fff8c5;color:#4d2d00;padding:8px 12px;border-radius:6px}
 [aria-invalid=true]{border-color:var(--bad)!important}
 .check{display:flex;flex-wrap:wrap;gap:6px;align-items:center}
 button.danger{background:#cf222e;border-color:#a40e26;color:#fff}
@@ -112,6 +118,15 @@ input[type=search]{font:inherit;padding:6px 8px;border:1px solid var(--muted);bo
 details.confirm{margin:4px 0}details.confirm form{margin-top:6px}fieldset{border:1px solid var(--line);border-radius:6px;min-width:0}dl dt{font-weight:600}dl dd{margin:0 0 6px}
 form.row select,form.row input[type=text]{width:auto;flex:1 1 10rem;max-width:24rem}.box>h2:first-child{margin-top:0}
 @media (max-width:600px){main{padding:10px}h1{font-size:1.25rem}header.top nav{margin-left:0}}
+@media (prefers-color-scheme:dark){
+:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--line:#3d444d;--accent:#58a6ff;--ok:#3fb950;--bad:#f85149;--soft:#151b23;color-scheme:dark}
+.skip:focus{background:var(--bg)}
+input[type=text],input[type=password],input:not([type]),textarea,select,input[type=email],input[type=number],input[type=url],input[type=search]{background:var(--bg)}
+.error{background:#3c0a0e;color:#ffdcd7}.field-error{color:#ff9492}.warning{background:#2e2400;color:#f2cc60;border-color:#9e6a03}
+.badge.open,.badge.approved,.badge.success{background:#033a16;color:#aff5b4}.badge.merged{background:#271052;color:#e2c5ff}
+.badge.closed,.badge.changes_requested,.badge.failure,.badge.error,.badge.missing{background:#67060c;color:#ffdcd7}.badge.pending{background:#2e2400;color:#f2cc60}
+.diff tr.add td{background:#033a16}.diff tr.del td{background:#67060c}.diff tr.hunk td{background:#0c2d6b;color:#c9d1d9}
+}
 `;
 
 interface Asset {
@@ -126,10 +141,7 @@ function load(): Record<string, Asset> {
     'sse.js': { type: js, body: readFileSync(require.resolve('htmx-ext-sse/dist/sse.min.js')) },
     'weft.js': { type: js, body: WEFT_JS },
     'weft.css': { type: 'text/css; charset=utf-8', body: WEFT_CSS },
-    'highlight.css': {
-      type: 'text/css; charset=utf-8',
-      body: readFileSync(require.resolve('highlight.js/styles/github.min.css')),
-    },
+    'highlight.css': { type: 'text/css; charset=utf-8', body: HIGHLIGHT_CSS },
   };
 }
 

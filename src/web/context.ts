@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
+import { SESSION_COOKIE_NAME, cookieValue } from '../http/auth.ts';
+import { csrfTokenMatches } from '../sessions/service.ts';
 import type { AuthenticatedUser, Viewer } from '../viewer.ts';
 import type { Html } from './html.ts';
 
@@ -16,6 +18,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** the page's signed-in caller (web/plugin.ts), or null */
     page: PageCaller | null;
+  }
+  interface FastifyContextConfig {
+    /** a streamed multipart page form: the handler checks its CSRF token (web/page-route.ts) */
+    csrfInBody?: true;
   }
 }
 
@@ -41,4 +47,14 @@ export function pageWindow(
 ): { page: number; offset: number; limit: number; perPage: number } {
   const page = query.page ?? 1;
   return { page, perPage, offset: (page - 1) * perPage, limit: perPage + 1 };
+}
+
+export const csrfRefused = () =>
+  new AppError(403, 'forbidden', 'The form carries no valid CSRF token for this session: reload the page and try again.');
+
+/** A streamed form's CSRF check (`csrfInBody` routes): the token its handler read from the form's first field. */
+export function checkBodyCsrf(request: FastifyRequest, given: unknown): void {
+  if (request.headers['x-csrf-token'] !== undefined) return; // checked with the headers already (web/plugin.ts)
+  const secret = cookieValue(request.headers.cookie, SESSION_COOKIE_NAME);
+  if (!secret || !csrfTokenMatches(secret, given)) throw csrfRefused();
 }

@@ -171,3 +171,12 @@ export function dangerForm(o: {
     <div><button type="submit" class="danger">${o.label}</button></div>
   </form>`;
 }
+
+/**
+ * The hidden `tz` field of a form with an expiry: the browser's time zone (weft.js fills it in;
+ * without JavaScript it stays empty and a plain date is read in UTC).
+ */
+export const tzField = (): Html => html`<input type="hidden" name="tz" value="" data-tz />`;
+
+/** The hint of an expiry field. */
+export const EXPIRY_HINT = 'A date such as 2030-01-31 (the end of that day in your time zone) or an ISO 8601 time.';

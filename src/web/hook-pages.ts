@@ -133,7 +133,7 @@ async function hookPage(
   c: PageCaller,
   h: HookPageContext,
   uuid: string,
-  opts: { state?: FormState; secret?: string; deleteState?: FormState } = {},
+  opts: { state?: FormState; secret?: string; warnings?: string[]; deleteState?: FormState } = {},
 ): Promise<Html> {
   const hook = await getHook(deps, c.viewer, h.ref, uuid);
   const crumbs = await h.form.crumbs(deps, c.viewer, h.params);
@@ -141,6 +141,7 @@ async function hookPage(
   const body = html`<p class="crumbs">${crumbs} <a href="${h.base}">Hooks</a> /</p>
     <h1>${hook.url}</h1>
     ${opts.secret ? secretOnce(opts.secret) : ''}
+    ${(opts.warnings ?? []).map((w) => html`<p class="warning" role="alert"><strong>Warning:</strong> ${w}</p>`)}
     <p>${hookStatus(hook)}</p>
     <p class="muted">
       Created by ${hook.created_by_username} ${when(hook.created_at)} · ${hook.consecutive_failures} failed attempts since the
@@ -191,7 +192,11 @@ export async function hookPages(app: FastifyInstance, { deps }: { deps: Deps }):
       const { page, status } = await listPage(deps, c, h, {}, result.state);
       return sendPage(reply, page, status);
     }
-    return sendPage(reply, await hookPage(deps, c, h, result.value.uuid, { secret: result.value.secret }), 201);
+    return sendPage(
+      reply,
+      await hookPage(deps, c, h, result.value.uuid, { secret: result.value.secret, warnings: result.value.warnings }),
+      201,
+    );
   });
 
   hookRoute(app, 'GET', '/:hook_uuid', { params: HookParams }, async (request, reply, h) => {

@@ -10,6 +10,15 @@ export interface PageRouteSchema {
   body?: TSchema;
 }
 
+export interface PageRouteExtra {
+  compress?: false;
+  /**
+   * A streamed multipart form: its CSRF token is the form's first field `_csrf` (or the
+   * `X-CSRF-Token` header), which the handler checks before it reads the file (web/plugin.ts).
+   */
+  csrfInBody?: true;
+}
+
 /**
  * Registers one page route under `url`, with `params` (the address's own path parameters) and
  * `schema.params` (the page's) checked together. Pages are `public` to the API's authentication
@@ -23,13 +32,14 @@ export function pageRoute(
   params: Record<string, TSchema>,
   schema: PageRouteSchema,
   handler: RouteHandlerMethod,
-  /** more route options (`compress: false` for bytes served as they are) */
-  extra: { compress?: false } = {},
+  /** more route options (`compress: false` for bytes served as they are; `csrfInBody`: see PageRouteExtra) */
+  extra: PageRouteExtra = {},
 ): void {
+  const { csrfInBody, ...rest } = extra;
   app.route({
     method,
     url,
-    config: { public: true },
+    config: { public: true, ...(csrfInBody ? { csrfInBody } : {}) },
     schema: {
       hide: true,
       params: Type.Object({ ...params, ...(schema.params ?? {}) }),
@@ -37,6 +47,6 @@ export function pageRoute(
       ...(schema.body ? { body: schema.body } : {}),
     },
     handler,
-    ...extra,
+    ...rest,
   });
 }

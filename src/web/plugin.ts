@@ -6,7 +6,7 @@ import { SESSION_COOKIE_NAME, cookieValue } from '../http/auth.ts';
 import { SESSION_TTL_MS, authenticateSession, csrfTokenFor, csrfTokenMatches } from '../sessions/service.ts';
 import { assetRoutes } from './assets.ts';
 import { LOGIN_COOKIE, authPages, cookie } from './auth-pages.ts';
-import { sendPage } from './context.ts';
+import { csrfRefused, sendPage } from './context.ts';
 import { html } from './html.ts';
 import { CSP, layout } from './layout.ts';
 import { homePages } from './home-pages.ts';
@@ -51,11 +51,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   // before anything else is done with it (the sign-in and sign-up forms: the token of their login cookie).
   app.addHook('preValidation', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
-    // a form field, the header htmx sends, or (a streamed multipart form) the form's address
-    const given =
-      (request.body as Record<string, unknown> | undefined)?._csrf ??
-      request.headers['x-csrf-token'] ??
-      (request.query as Record<string, unknown> | undefined)?._csrf;
+    // a form field or the header htmx sends (a streamed multipart form: its first field, read by its handler)
+    const given = (request.body as Record<string, unknown> | undefined)?._csrf ?? request.headers['x-csrf-token'];
     if (request.routeOptions.url === '/login' || request.routeOptions.url === '/signup') {
       const bound = cookieValue(request.headers.cookie, LOGIN_COOKIE);
       if (!bound || given !== bound) throw csrfRefused();
@@ -63,6 +60,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     }
     const secret = cookieValue(request.headers.cookie, SESSION_COOKIE_NAME);
     if (!request.page || !secret) throw new AppError(401, 'unauthorized', 'Sign in first: the session has ended.');
+    if (given === undefined && request.routeOptions.config.csrfInBody) return;
     if (!csrfTokenMatches(secret, given)) throw csrfRefused();
   });
 
@@ -105,9 +103,6 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(repoSettingsPages, { deps });
   await app.register(repoProtectionPages, { deps });
 }
-
-const csrfRefused = () =>
-  new AppError(403, 'forbidden', 'The form carries no valid CSRF token for this session: reload the page and try again.');
 
 /** Errors as pages: the status and the error envelope's code and detail, in HTML. */
 function errorPage(error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply): FastifyReply {

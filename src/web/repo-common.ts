@@ -5,7 +5,7 @@ import { repoRef } from '../http/repo-paths.ts';
 import type { RepoJson } from '../repos/view.ts';
 import { type Html, html, seg } from './html.ts';
 import { repoHref } from './home-pages.ts';
-import { PageSlug, pageRoute, type PageRouteSchema } from './page-route.ts';
+import { PageSlug, pageRoute, type PageRouteExtra, type PageRouteSchema } from './page-route.ts';
 
 const FORMS: Array<{ prefix: string; params: Record<string, TSchema> }> = [
   { prefix: '/teams/:team_slug/:repo_slug', params: { team_slug: PageSlug, repo_slug: PageSlug } },
@@ -24,7 +24,7 @@ export function repoRoute(
   schema: PageRouteSchema,
   handler: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>,
   /** more route options (`compress: false` for bytes served as they are) */
-  extra: { compress?: false } = {},
+  extra: PageRouteExtra = {},
 ): void {
   for (const form of FORMS) {
     pageRoute(app, method, `${form.prefix}${suffix}`, form.params, schema, handler as RouteHandlerMethod, extra);

@@ -132,7 +132,7 @@ export async function repoSettingsPages(app: FastifyInstance, { deps }: { deps: 
           Deleting removes the repo, its pulls, threads and uploads for good; its forks stay as standalone repos.
         </p>
         ${formMessage(states.delete)}
-        ${dangerForm({ action: `${base}/delete`, csrf: c.csrf, label: 'Delete this repo', confirmWith: repo.slug, state: states.delete })}
+        ${dangerForm({ action: `${base}/delete`, csrf: c.csrf, label: 'Delete this repo', confirmWith: repo.full_name, state: states.delete })}
       </section>`;
     return sendPage(reply, repoSettingsPage(c, repo, base, body), statusOf(states));
   };
@@ -172,9 +172,11 @@ export async function repoSettingsPages(app: FastifyInstance, { deps }: { deps: 
     const ref = pageRepoRef(request);
     const typed = text(request.body as FormFields, 'confirm');
     const done = await attempt({ confirm: typed }, ['confirm'], async () => {
-      // the typed confirmation, checked again here (the form works without JavaScript)
-      if (typed.trim().toLowerCase() !== ref.repoSlug.toLowerCase()) {
-        throw new AppError(400, 'invalid_request', `To confirm, type the repo's name: ${ref.repoSlug.toLowerCase()}.`);
+      // the typed confirmation, checked again here (the form works without JavaScript): exactly
+      // owner/slug as shown, case and all (a display name or another case deletes nothing)
+      const repo = await getRepo(deps, c.viewer, ref);
+      if (typed.trim() !== repo.full_name) {
+        throw new AppError(400, 'invalid_request', `To confirm, type the repo's full name exactly: ${repo.full_name}.`);
       }
       return deleteRepo(deps, c.viewer, ref);
     });

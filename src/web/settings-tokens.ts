@@ -8,7 +8,8 @@ import { CreateTokenBody } from '../tokens/schemas.ts';
 import { type CreatedToken, createToken, listTokens, revokeToken } from '../tokens/service.ts';
 import type { RepoRef } from '../viewer.ts';
 import { type PageCaller, pageWindow, requirePage, seeOther, sendPage } from './context.ts';
-import { type FormState, attempt, field, formMessage, typedValues } from './forms.ts';
+import { EXPIRY_HINT, type FormState, attempt, field, formMessage, typedValues, tzField } from './forms.ts';
+import { endOfDayOrAsIs } from '../time.ts';
 import { html, pager, when } from './html.ts';
 import { csrfField } from './layout.ts';
 import { FormBody, type FormFields, checkBody, confirmButton, lines, many, text } from './settings-common.ts';
@@ -89,7 +90,8 @@ export async function tokenSettingsPages(app: FastifyInstance, { deps }: { deps:
         ${formMessage(create)}
         <form class="stack" method="post" action="/settings/tokens">
           ${csrfField(c)} ${field(create, { name: 'name', label: 'Name', required: true, maxlength: 100 })}
-          ${field(create, { name: 'expires_at', label: 'Expires at (optional)', hint: 'An ISO 8601 time such as 2030-01-31T00:00:00Z; empty: never.' })}
+          ${field(create, { name: 'expires_at', label: 'Expires at (optional)', hint: `${EXPIRY_HINT} Empty: never.` })}
+          ${tzField()}
           <fieldset>
             <legend>Scopes</legend>
             <p class="muted" id="scopes-hint">None ticked: every scope. write:X includes read:X.</p>
@@ -160,7 +162,9 @@ export async function tokenSettingsPages(app: FastifyInstance, { deps }: { deps:
     const scopes = many(body, 'scopes');
     const input = {
       name: text(body, 'name'),
-      ...(text(body, 'expires_at').trim() ? { expires_at: text(body, 'expires_at').trim() } : {}),
+      ...(text(body, 'expires_at').trim()
+        ? { expires_at: endOfDayOrAsIs(text(body, 'expires_at').trim(), text(body, 'tz')) }
+        : {}),
       ...(scopes.length ? { scopes } : {}),
       ...(repos.length ? { repos } : {}),
     };

@@ -140,7 +140,8 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
           ${
             repo.is_archived
               ? ''
-              : html`<form class="row" method="post" action="${base}/attachments?_csrf=${c.csrf}" enctype="multipart/form-data">
+              : html`<form class="row" method="post" action="${base}/attachments" enctype="multipart/form-data">
+                    <input type="hidden" name="_csrf" value="${c.csrf}" />
                     <label for="attach-file">Attach a file</label><input id="attach-file" name="file" type="file" required />
                     <button type="submit">Attach</button>
                   </form>
