@@ -23,6 +23,7 @@ import * as m170 from './migrations/170_storage_lifetimes.ts';
 import * as m180 from './migrations/180_owner_limits.ts';
 import * as m181 from './migrations/181_unique_email.ts';
 import * as m200 from './migrations/200_hook_request_bodies.ts';
+import * as m320 from './migrations/320_default_login_limits.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -60,6 +61,7 @@ const MIGRATIONS: Migration[] = [
   { name: '180_owner_limits', up: m180.up },
   { name: '181_unique_email', up: m181.up },
   { name: '200_hook_request_bodies', up: m200.up },
+  { name: '320_default_login_limits', up: m320.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;
