@@ -342,6 +342,7 @@ for (const dialect of DIALECTS) {
     let t: TestApp;
     before(async () => {
       t = await startApp(dialect, { config: { trustProxy: ['127.0.0.1'] } });
+      await t.deps.db.deleteFrom('rate_limit_rules').execute(); // the shipped sign-in rules
       await createRule(t, 'api:login', 1, 60);
     });
     after(() => t.close());

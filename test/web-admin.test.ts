@@ -224,7 +224,9 @@ for (const dialect of DIALECTS) {
       });
       assert.equal(twice.status, 409);
       assert.match(twice.text, /already exists/);
-      const rule = (await t.req('GET', '/api/v1/rate-limits')).body.results[0];
+      const rule = (await t.req('GET', '/api/v1/rate-limits')).body.results.find(
+        (r: { scope: string }) => r.scope === 'api:create-repo',
+      );
       const edited = await pageReq(t, 'POST', `/admin/rate-limits/${rule.uuid}`, {
         cookie: staff.cookie,
         form: { _csrf: staff.csrf, scope: 'api:create-repo', max_requests: '70', window_seconds: '120', is_enabled: 'off' },

@@ -273,6 +273,9 @@ for (const dialect of DIALECTS) {
     });
 
     it('counts sign-ins under the stored api:login rule: past it, 429 and no session', async () => {
+      // the shipped sign-in rules, and what they counted so far
+      await t.deps.db.deleteFrom('rate_limit_rules').execute();
+      await t.deps.db.deleteFrom('rate_limit_hits').execute();
       const rule = await t.req('POST', '/api/v1/rate-limits', {
         body: { scope: 'api:login', max_requests: 1, window_seconds: 3600, is_enabled: true },
       });

@@ -142,6 +142,10 @@ export function sqliteConnection(handle: SQLite.Database, max = 1000): SqliteDat
       // writes would fail with SQLITE_BUSY_SNAPSHOT if another process (the CLI, say) committed
       // in between; BEGIN IMMEDIATE takes the write lock up front and busy_timeout waits for it.
       if (text === 'begin') text = 'begin immediate';
+      // SQLite rolls a transaction back by itself on some errors (SQLITE_FULL, SQLITE_IOERR,
+      // SQLITE_NOMEM); Kysely's ROLLBACK after it would then fail with "cannot rollback - no
+      // transaction is active" and hide the real error (a full disk must answer 507).
+      if (text === 'rollback' && !handle.inTransaction) return handle.prepare('select 0 where 0');
       if (!enabled) return handle.prepare(text);
       const cached = cache.get(text);
       if (cached && !cached.busy) return cached;

@@ -10,6 +10,8 @@ export interface RateDecision {
   remaining: number;
   /** whole seconds until the window has room for one more request */
   resetSeconds: number;
+  /** when allowed: the time the request was counted at (to give it back, `refundRequest`) */
+  atMs?: number;
 }
 
 // Namespace of the PostgreSQL advisory locks that serialise counting per (operation, caller).
@@ -93,8 +95,17 @@ export async function takeFromWindow(
       .where('at_ms', '<=', windowStart)
       .execute();
     const oldest = stats.oldest === null ? nowMs : Number(stats.oldest);
-    return { allowed: true, limit, remaining: limit - count - 1, resetSeconds: secondsUntil(oldest) };
+    return { allowed: true, limit, remaining: limit - count - 1, resetSeconds: secondsUntil(oldest), atMs: nowMs };
   });
+}
+
+/**
+ * Gives back one request counted by `countRequest` (a sign-in that succeeded: only failed ones
+ * count). Deletes one hit of that caller counted at `atMs`.
+ */
+export async function refundRequest(deps: Deps, scope: string, caller: string, atMs: number): Promise<void> {
+  await sql`delete from rate_limit_hits where id = (select id from rate_limit_hits
+      where scope = ${scope} and caller = ${caller} and at_ms = ${atMs} limit 1)`.execute(deps.db);
 }
 
 /** Hits under a scope that no rule names (the invite quota) are kept this long. */
