@@ -23,6 +23,9 @@ export class Webhooks {
     this.dispatcher = new HookDispatcher(deps);
     this.sender = new HookSender(deps, this.http);
     this.sender.register();
+    this.dispatcher.onTouched = (hookUuid) => {
+      if (!this.sender.stopping) this.sender.kick(hookUuid);
+    };
     deps.jobs.register(JOB_PRUNE, async () => {
       await this.sender.prune();
       await this.schedulePrune();

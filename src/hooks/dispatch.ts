@@ -28,6 +28,8 @@ interface ActiveHook {
   filter: HookFilter;
   /** why Weft disabled it (failures, gone): its deliveries are written as skipped; null when active */
   skipReason: string | null;
+  /** paused after a timeout (a sender lease with no holder, sender.ts): the sweep asks for it when the pause ends */
+  pausedUntil: string | null;
 }
 
 /** The disabled reasons under which a hook still records (as skipped) what it would have sent. */
@@ -39,6 +41,9 @@ export class HookDispatcher {
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopped = true;
+
+  /** Called after commit with each hook that got deliveries to send (the sender's kick). */
+  onTouched: ((hookUuid: string) => void) | null = null;
 
   constructor(private readonly deps: Deps) {}
 
@@ -102,7 +107,9 @@ export class HookDispatcher {
       .limit(1)
       .executeTakeFirst();
     if (!any) return 'idle';
-    return inTransaction(deps, async (tx) => {
+    const touchedHooks: string[] = [];
+    const step = await inTransaction(deps, async (tx) => {
+      touchedHooks.length = 0;
       let cursorQuery = tx.db.selectFrom('hook_dispatch').select('last_event_id').where('id', '=', 1);
       // another instance holding the cursor is dispatching: nothing to do here
       if (tx.dialect === 'postgres') cursorQuery = cursorQuery.forUpdate().skipLocked();
@@ -200,17 +207,36 @@ export class HookDispatcher {
           .execute();
       }
       await tx.db.updateTable('hook_dispatch').set({ last_event_id: last }).where('id', '=', 1).execute();
-      for (const hookUuid of new Set(deliveries.filter((d) => d.skip_reason === null).map((d) => d.hook_uuid))) {
+      // a paused hook is not asked now: the sweep asks for it when its pause ends
+      const nowIso = deps.clock.now().toISOString();
+      const paused = new Set(hooks.filter((h) => h.pausedUntil !== null && h.pausedUntil > nowIso).map((h) => h.uuid));
+      const touched = deliveries.filter((d) => d.skip_reason === null && !paused.has(d.hook_uuid));
+      for (const hookUuid of new Set(touched.map((d) => d.hook_uuid))) {
         await deps.jobs.enqueue(tx.db, { kind: JOB_SEND, payload: { hook_uuid: hookUuid } });
+        touchedHooks.push(hookUuid);
       }
       return events.length === BATCH ? 'more' : 'idle';
     });
+    // committed: this instance starts sending at once (the jobs carry it to any instance, across a crash)
+    for (const hookUuid of touchedHooks) this.onTouched?.(hookUuid);
+    return step;
   }
 
   private async activeHooks(db: Deps['db']): Promise<ActiveHook[]> {
     const rows = await db
       .selectFrom('hooks')
-      .select(['uuid', 'scope', 'owner_uuid', 'since_event_id', 'events', 'branch_filter', 'active', 'disabled_reason'])
+      .select([
+        'uuid',
+        'scope',
+        'owner_uuid',
+        'since_event_id',
+        'events',
+        'branch_filter',
+        'active',
+        'disabled_reason',
+        'sender_until',
+        'sender_token',
+      ])
       .where((eb) => eb.or([eb('active', '=', 1), eb('disabled_reason', 'in', SKIPPING)]))
       .execute();
     const out: ActiveHook[] = [];
@@ -223,6 +249,7 @@ export class HookDispatcher {
           since: Number(r.since_event_id),
           filter: hookFilter(JSON.parse(r.events) as string[], r.branch_filter),
           skipReason: r.active === 1 ? null : r.disabled_reason,
+          pausedUntil: r.sender_token === null ? r.sender_until : null,
         });
       } catch {
         // a stored filter that no longer compiles matches nothing
