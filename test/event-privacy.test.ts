@@ -239,6 +239,15 @@ for (const dialect of DIALECTS) {
       const th = ok(await req('POST', `${r.base}/threads`, writer.token, { title: 'A thread', body: 'text' }), 201).body;
       w.parts.set(th.uuid, r.uuid);
       ok(await req('PATCH', `${r.base}/threads/${th.number}`, writer.token, { title: 'Renamed' }));
+      // the issue tracker: labels, milestones, a thread's state, lock, labels, assignees, milestone
+      ok(await req('POST', `${r.base}/labels`, maint.token, { name: 'bug', color: 'ff0000' }), 201, 'label');
+      ok(await req('PATCH', `${r.base}/labels/bug`, maint.token, { description: 'a bug' }), 200, 'label update');
+      const ms = ok(await req('POST', `${r.base}/milestones`, maint.token, { title: 'v1' }), 201, 'milestone').body;
+      const tracked = { labels: ['bug'], assignees: [maint.username], milestone: ms.number, locked: true, state: 'closed' };
+      ok(await req('PATCH', `${r.base}/threads/${th.number}`, maint.token, tracked), 200, 'track');
+      const untracked = { labels: [], assignees: [], milestone: null, locked: false, state: 'open' };
+      ok(await req('PATCH', `${r.base}/threads/${th.number}`, maint.token, untracked), 200, 'untrack');
+      ok(await req('PATCH', `${r.base}/milestones/${ms.number}`, maint.token, { description: 'first' }), 200, 'milestone update');
       const rep = ok(await req('POST', `${r.base}/threads/${th.number}/replies`, writer.token, { body: 'a reply' }), 201).body;
       w.parts.set(rep.uuid, r.uuid);
       ok(await req('PATCH', `${r.base}/threads/${th.number}/replies/${rep.number}`, writer.token, { body: 'edited' }));
@@ -277,6 +286,18 @@ for (const dialect of DIALECTS) {
       ).body;
       w.parts.set(pull.uuid, r.uuid);
       ok(await req('PUT', `${r.base}/pulls/${pull.number}`, writer.token, { title: 'P2' }));
+      const pullTracked = { labels: ['bug'], assignees: [maint.username], milestone: ms.number, draft: true };
+      ok(await req('PUT', `${r.base}/pulls/${pull.number}`, maint.token, pullTracked), 200, 'pull track');
+      const reviewers = { usernames: [maint.username] };
+      if (maint !== writer) {
+        ok(await req('POST', `${r.base}/pulls/${pull.number}/requested-reviewers`, writer.token, reviewers), 200, 'request');
+        ok(await req('DELETE', `${r.base}/pulls/${pull.number}/requested-reviewers`, writer.token, reviewers), 200, 'unrequest');
+      }
+      const pullUntracked = { labels: [], assignees: [], milestone: null, draft: false };
+      ok(await req('PUT', `${r.base}/pulls/${pull.number}`, maint.token, pullUntracked), 200, 'pull untrack');
+      ok(await req('PATCH', `${r.base}/milestones/${ms.number}`, maint.token, { state: 'closed' }), 200, 'milestone close');
+      ok(await req('DELETE', `${r.base}/milestones/${ms.number}`, maint.token), 204, 'milestone delete');
+      ok(await req('DELETE', `${r.base}/labels/bug`, maint.token), 204, 'label delete');
       const review = ok(
         await req('POST', `${r.base}/pulls/${pull.number}/reviews`, maint.token, { status: 'commented' }),
         201,

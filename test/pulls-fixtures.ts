@@ -158,6 +158,11 @@ export const PULL_KEYS = [
   'merged_by_username',
   'merge_commit_sha',
   'merge_strategy',
+  'draft',
+  'labels',
+  'assignees',
+  'milestone',
+  'requested_reviewers',
 ].sort();
 
 export const REVIEW_KEYS = [

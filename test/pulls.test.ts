@@ -303,7 +303,7 @@ for (const dialect of DIALECTS) {
           ['missing body', { title: 't', source_branch: 'a', target_branch: 'b' }],
           ['missing source_branch', { title: 't', body: '', target_branch: 'b' }],
           ['missing target_branch', { title: 't', body: '', source_branch: 'a' }],
-          ['unknown property', newPull({ draft: true })],
+          ['unknown property', newPull({ wip: true })],
           ['status on create', newPull({ status: 'open' })],
           ['title not a string', newPull({ title: 5 })],
           ['body null', newPull({ body: null })],

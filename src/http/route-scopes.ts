@@ -209,6 +209,13 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'post {repo}/threads/{number}/assignees': 'write:repo',
   'delete {repo}/threads/{number}/assignees': 'write:repo',
   'get {repo}/threads/{number}/timeline': 'read:repo',
+  'post {repo}/pulls/{number}/labels': 'write:repo',
+  'delete {repo}/pulls/{number}/labels/{name}': 'write:repo',
+  'post {repo}/pulls/{number}/assignees': 'write:repo',
+  'delete {repo}/pulls/{number}/assignees': 'write:repo',
+  'post {repo}/pulls/{number}/requested-reviewers': 'write:repo',
+  'delete {repo}/pulls/{number}/requested-reviewers': 'write:repo',
+  'get {repo}/pulls/{number}/timeline': 'read:repo',
   // the issue tracker: labels (repo and team) and milestones
   'get {repo}/labels': 'read:repo',
   'post {repo}/labels': 'write:repo',

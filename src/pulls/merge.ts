@@ -63,6 +63,10 @@ export async function mergePull(
   let repo!: RepoRow;
   const claimed = await command(deps, viewer, onPull(ref, number, { level: 'write', write: true }), async (tx) => {
     repo = tx.access.access.repo;
+    // README "Issue tracker": a draft is not merged (the pull row is locked: a concurrent "ready" waits)
+    if (tx.access.pull.draft === 1 && tx.access.pull.status === 'open') {
+      throw conflict('pull_is_draft', 'The pull is a draft: mark it ready for review before merging.');
+    }
     // The claiming UPDATE waits on the pull's row lock (a review being submitted holds it), so
     // the merge time is read only once it holds that lock: never earlier than a review it counts.
     const res = await tx.db

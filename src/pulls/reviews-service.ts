@@ -15,6 +15,7 @@ import { actorOf } from '../events/service.ts';
 import { command } from '../core/command.ts';
 import { onPull } from '../core/targets.ts';
 import { nowIso } from '../time.ts';
+import { endReviewRequest } from '../tracker/pulls.ts';
 import type { RepoAt, Viewer } from '../viewer.ts';
 import { type PullRow, requirePull } from './service.ts';
 
@@ -112,6 +113,8 @@ export async function createReview(
       })
       .execute();
     const review = reviewToJson(await reviewsWithNames(tx.db).where('r.uuid', '=', uuid).executeTakeFirstOrThrow());
+    // README "Issue tracker": a review by a requested reviewer ends their request
+    await endReviewRequest(tx, pull.uuid, viewer.uuid);
     await tx.emit({
       kind: 'review-submitted',
       scopes: reviewScopes(pull, uuid),

@@ -13,7 +13,21 @@ import type { RepoAt, Viewer } from '../viewer.ts';
 import { sendPullDiff, wantsDiff } from '../code/pulls.ts';
 import { mergePull } from './merge.ts';
 import { getPullProtection, PROTECTION_MATCHING_RULES } from './protection-status.ts';
-import { createPull, getPull, listPulls, updatePull, listWithBranchTips, withBranchTips } from './service.ts';
+import {
+  createPull,
+  getPull,
+  listPulls,
+  listPullsFiltered,
+  type PullFilters,
+  pullEventShape,
+  updatePull,
+  listWithBranchTips,
+  withBranchTips,
+} from './service.ts';
+import { changePullSet, changeReviewRequests } from '../tracker/pulls.ts';
+import { timelinePage } from '../tracker/timeline.ts';
+import { requireRepoPull } from '../access/index.ts';
+import { NamesBody, TimelineEntry, UsernamesBody } from '../threads/schemas.ts';
 import { createReview, getReview, listReviews, removeReview } from './reviews-service.ts';
 import {
   CreatePullBody,
@@ -70,6 +84,20 @@ const MERGE_RULES =
 
 type PullPath = RepoParams & { number: number; review_uuid: string };
 
+const TRACKER_FILTERS = [
+  'state',
+  'labels',
+  'assignee',
+  'milestone',
+  'author',
+  'mentioned',
+  'q',
+  'sort',
+  'direction',
+  'draft',
+  'review_requested',
+];
+
 /** Caller, repo and pull number of a request (the per-form params schemas validated them). */
 function onPull(request: FastifyRequest): [Viewer, RepoRef, number] {
   const p = request.params as PullPath;
@@ -105,8 +133,12 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         config: { repo: 'repo' },
         schema: {
           tags,
-          summary: 'List pulls, by number ascending',
-          description: '`status` filters by open, closed or merged (other values 400). Read access.',
+          summary: 'List pulls: by number ascending, or filtered and sorted as threads are',
+          description:
+            "`status` filters by open, closed or merged (other values 400). Read access. With any of the issue tracker's " +
+            'parameters (README "Issue tracker": state, labels, assignee, milestone, author, mentioned, q, sort, direction, ' +
+            'draft, review_requested) the list is filtered and sorted as GET {repo}/threads (state open and created desc by ' +
+            'default; state closed covers closed and merged pulls; sort replies counts reviews); an unknown value is 400.',
           params: RepoPath,
           querystring: ListPullsQuery,
           response: { 200: Page(Pull) },
@@ -114,11 +146,15 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
       async (request, reply) => {
         const p = pageParams(request.query);
-        const rows = await listPulls(deps, ...atRepo(request), {
-          status: request.query.status,
-          offset: p.offset,
-          limit: p.limit,
-        });
+        const q = request.query as Record<string, string | undefined>;
+        const tracker = TRACKER_FILTERS.some((k) => q[k] !== undefined);
+        const rows = tracker
+          ? await listPullsFiltered(deps, ...atRepo(request), p, request.query as PullFilters)
+          : await listPulls(deps, ...atRepo(request), {
+              status: request.query.status,
+              offset: p.offset,
+              limit: p.limit,
+            });
         return pageOf(request, reply, p, await listWithBranchTips(deps, ...onRepo(request), rows));
       },
     );
@@ -273,6 +309,111 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       async (request, reply) => {
         await removeReview(deps, ...onPull(request), reviewUuidOf(request));
         return reply.status(204).send();
+      },
+    );
+
+    // ---------------------------------------------------------------- the issue tracker (README "Issue tracker")
+    const shown = async (request: FastifyRequest) =>
+      withBranchTips(deps, ...onRepo(request), await getPull(deps, ...onPull(request)));
+    for (const [what, body, key] of [
+      ['labels', NamesBody, 'names'],
+      ['assignees', UsernamesBody, 'usernames'],
+    ] as const) {
+      r.post(
+        `${base}/:number/${what}`,
+        {
+          schema: {
+            tags,
+            summary: `Add ${what} to a pull (keeping every other, also a concurrent change): 200 with the pull`,
+            description: 'Write access. An unknown label, or an assignee without write access, is 400 naming it.',
+            params: PullParams,
+            body,
+            response: { 200: Pull, ...errors(403) },
+          },
+        },
+        async (request) => {
+          const names = (request.body as Record<string, string[]>)[key]!;
+          await changePullSet(deps, ...onPull(request), what, 'add', names, pullEventShape);
+          return shown(request);
+        },
+      );
+    }
+    r.delete(
+      `${base}/:number/labels/:name`,
+      {
+        schema: {
+          tags,
+          summary: 'Remove a label from a pull: 200 with the pull',
+          description: 'Write access. A label the repo does not have is 404.',
+          params: repoParamsSchema(form, { number: PullNumber, name: Type.String({ minLength: 1, maxLength: 50 }) }),
+          response: { 200: Pull, ...errors(403) },
+        },
+      },
+      async (request) => {
+        const name = (request.params as { name: string }).name;
+        await changePullSet(deps, ...onPull(request), 'labels', 'remove', [name], pullEventShape);
+        return shown(request);
+      },
+    );
+    r.delete(
+      `${base}/:number/assignees`,
+      {
+        schema: {
+          tags,
+          summary: 'Remove assignees from a pull: 200 with the pull',
+          description: 'Write access.',
+          params: PullParams,
+          body: UsernamesBody,
+          response: { 200: Pull, ...errors(403) },
+        },
+      },
+      async (request) => {
+        await changePullSet(deps, ...onPull(request), 'assignees', 'remove', request.body.usernames, pullEventShape);
+        return shown(request);
+      },
+    );
+    for (const method of ['post', 'delete'] as const) {
+      r[method](
+        `${base}/:number/requested-reviewers`,
+        {
+          schema: {
+            tags,
+            summary: method === 'post' ? 'Request reviews: 200 with the pull' : 'Withdraw review requests: 200 with the pull',
+            description:
+              'The pull author or write access. Each reviewer must be able to read the repo and not be the author (400 naming ' +
+              'them); a review by a requested user ends their request. A merged pull is 409 pull_merged.',
+            params: PullParams,
+            body: UsernamesBody,
+            response: { 200: Pull, ...errors(403, 409) },
+          },
+        },
+        async (request: FastifyRequest) => {
+          const { usernames } = request.body as { usernames: string[] };
+          await changeReviewRequests(deps, ...onPull(request), method === 'post' ? 'add' : 'remove', usernames, pullEventShape);
+          return shown(request);
+        },
+      );
+    }
+    r.get(
+      `${base}/:number/timeline`,
+      {
+        schema: {
+          tags,
+          summary: "The pull's timeline, oldest first, built from its events",
+          description:
+            'Entries {kind, actor, created_at, ...}: review, pushed {before, after, commits}, closed, reopened, merged, renamed, ' +
+            'labeled/unlabeled, assigned/unassigned, milestoned/demilestoned, review_requested/review_request_removed, ' +
+            'ready_for_review/converted_to_draft, referenced. Read access.',
+          params: PullParams,
+          querystring: Type.Object({ ...PageQuery }),
+          response: { 200: Page(TimelineEntry) },
+        },
+      },
+      async (request, reply) => {
+        const [viewer, ref, number] = onPull(request);
+        const { pull } = await requireRepoPull(deps.db, viewer, ref, number);
+        const p = pageParams(request.query);
+        return pageOf(request, reply, p, await timelinePage(deps, viewer, `pull:${pull.uuid}`, 'pull', p));
       },
     );
   }

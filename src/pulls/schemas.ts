@@ -1,4 +1,5 @@
 import { type TLiteral, type TUnion, Type } from '@sinclair/typebox';
+import { LabelNames, LabelRef, MilestoneRef, UserRef, Usernames, ThreadListQuery } from '../threads/schemas.ts';
 import { NoControl, NullableString, NullableTimestamp, PageQuery, StrictObject, Timestamp } from '../http/schemas.ts';
 
 export const PULL_STATUSES = ['open', 'closed', 'merged'] as const;
@@ -57,6 +58,11 @@ export const Pull = Type.Object(
         '(refs/pull/{number}/head); null while there is neither',
     }),
     base_sha: NullableString({ description: 'the target branch tip now; null while the branch does not exist' }),
+    draft: Type.Boolean({ description: 'a draft is not merged (409 pull_is_draft)' }),
+    labels: Type.Array(LabelRef, { description: 'sorted by name' }),
+    assignees: Type.Array(UserRef, { description: 'sorted by username' }),
+    milestone: Type.Union([MilestoneRef, Type.Null()]),
+    requested_reviewers: Type.Array(UserRef, { description: 'sorted by username; a review by one ends their request' }),
   },
   { additionalProperties: false, title: 'Pull' },
 );
@@ -78,6 +84,7 @@ export const CreatePullBody = StrictObject({
         'repo of its fork network that the caller can read; absent means this repo',
     }),
   ),
+  draft: Type.Optional(Type.Boolean({ description: 'open the pull as a draft' })),
 });
 
 export const UpdatePullBody = StrictObject({
@@ -90,10 +97,25 @@ export const UpdatePullBody = StrictObject({
   ),
   body: Type.Optional(Type.String({ maxLength: BODY_MAX })),
   status: Type.Optional(literals(PULL_STATUSES, 'open (reopen) or closed; merged is refused with 400: use the merge endpoint')),
+  labels: Type.Optional(LabelNames),
+  assignees: Type.Optional(Usernames),
+  milestone: Type.Optional(
+    Type.Union([Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }), Type.Null()], { description: 'a milestone number, or null' }),
+  ),
+  draft: Type.Optional(Type.Boolean({ description: 'the author or write access' })),
 });
 
+const { state: _state, ...threadFilters } = ThreadListQuery.properties;
 export const ListPullsQuery = Type.Object({
+  ...threadFilters,
+  state: Type.Optional(
+    Type.Union([Type.Literal('open'), Type.Literal('closed'), Type.Literal('all')], {
+      description: 'open, closed (closed or merged) or all; default open once any filter of the tracker is given',
+    }),
+  ),
   status: Type.Optional(literals(PULL_STATUSES, 'only pulls in this state; other values are 400')),
+  draft: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+  review_requested: Type.Optional(Type.String({ maxLength: 64, description: 'a username whose review is requested' })),
   ...PageQuery,
 });
 

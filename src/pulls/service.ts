@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import {
   assertCanEditPull,
   canOpenPull,
@@ -33,6 +33,16 @@ import {
   syncPullHeads,
 } from './heads.ts';
 import { TITLE_MAX } from './schemas.ts';
+import { containsText } from '../db/like.ts';
+import { resolveLabels, resolveMilestone } from '../tracker/items.ts';
+import {
+  assertMaySetTracking,
+  decoratePulls,
+  hasTracking,
+  type PullTracking,
+  type PullTrackingInput,
+  setPullTracking,
+} from '../tracker/pulls.ts';
 
 export type PullRow = Selectable<PullsTable>;
 export type PullStatus = 'open' | 'closed' | 'merged';
@@ -60,6 +70,12 @@ export interface PullJson {
   /** branch tips, filled from git at the HTTP edge (`withBranchTips`); null here */
   head_sha: string | null;
   base_sha: string | null;
+  /** the issue tracker's fields (README "Issue tracker"), filled at the HTTP edge with the tips (`decoratePulls`) */
+  draft: boolean;
+  labels?: PullTracking['labels'];
+  assignees?: PullTracking['assignees'];
+  milestone?: PullTracking['milestone'];
+  requested_reviewers?: PullTracking['requested_reviewers'];
 }
 
 type PullWithNames = PullRow & { author_username: string; merged_by_username: string | null };
@@ -109,6 +125,7 @@ export function pullToJson(row: PullWithNames): PullJson {
     merge_strategy: row.merge_strategy,
     head_sha: null,
     base_sha: null,
+    draft: row.draft === 1,
   };
 }
 
@@ -124,18 +141,24 @@ const headFields = (pull: PullJson) => ({
  * The pull as `viewer` sees it: its head (the source branch's tip, or a fork pull's kept head)
  * and base read from the bare repositories, its source repo named or redacted (`sourceReposFor`).
  */
-export async function withBranchTips(deps: Deps, viewer: Viewer, ref: RepoRef, pull: PullJson): Promise<PullJson> {
+export async function withBranchTips(deps: Deps, viewer: Viewer, ref: RepoRef, pull: PullJson): Promise<PullJson & PullTracking> {
   const [head_sha, base_sha, [source_repo]] = await Promise.all([
     pullHeadSha(deps, headFields(pull)),
     deps.git.branchSha(pull.repo_uuid, pull.target_branch),
     sourceReposFor(deps, viewer, ref, [headFields(pull)]),
   ]);
-  return { ...pull, source_repo: source_repo!, head_sha, base_sha };
+  const [decorated] = await decoratePulls(deps.db, [pull]);
+  return { ...decorated!, source_repo: source_repo!, head_sha, base_sha };
 }
 
 /** A page of one repo's pulls as `withBranchTips` shows them, each distinct branch of the repo read once. */
-export async function listWithBranchTips(deps: Deps, viewer: Viewer, ref: RepoRef, pulls: PullJson[]): Promise<PullJson[]> {
-  if (pulls.length === 0) return pulls;
+export async function listWithBranchTips(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  pulls: PullJson[],
+): Promise<Array<PullJson & PullTracking>> {
+  if (pulls.length === 0) return [];
   const repoUuid = pulls[0]!.repo_uuid;
   const fields = pulls.map(headFields);
   const own = fields.filter((p) => !isCrossRepo(p));
@@ -146,7 +169,8 @@ export async function listWithBranchTips(deps: Deps, viewer: Viewer, ref: RepoRe
     fields.map((p) => (isCrossRepo(p) ? pullHeadSha(deps, p) : Promise.resolve(tips.get(p.source_branch) ?? null))),
   );
   const sources = await sourceReposFor(deps, viewer, ref, fields);
-  return pulls.map((p, i) => ({
+  const decorated = await decoratePulls(deps.db, pulls);
+  return decorated.map((p, i) => ({
     ...p,
     source_repo: sources[i]!,
     head_sha: heads[i] ?? null,
@@ -218,6 +242,8 @@ function checkBranch(field: string, name: string): void {
 export interface CreatePullInput {
   title: string;
   body: string;
+  /** opened as a draft (README "Issue tracker") */
+  draft?: boolean;
   source_branch: string;
   target_branch: string;
   /** the uuid of the repo the source branch lives in; absent: this repo */
@@ -268,6 +294,7 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
         merge_commit_sha: null,
         merge_strategy: null,
         review_seq: 0,
+        draft: input.draft ? 1 : 0,
       })
       .execute();
     const pull = await loadPullJson(tx.db, uuid);
@@ -335,7 +362,7 @@ export async function getPull(deps: Deps, viewer: Viewer, at: RepoAt, number: nu
   return pullToJson(pull);
 }
 
-export interface UpdatePullInput {
+export interface UpdatePullInput extends PullTrackingInput {
   title?: string;
   body?: string;
   status?: PullStatus;
@@ -352,7 +379,9 @@ export async function updatePull(
   if (input.status === 'merged') throw badRequest('status can be set to open or closed only: merge with POST .../merge.');
   return command(deps, viewer, onPull(ref, number, { level: 'read', write: true }), async (tx) => {
     const { access, pull } = tx.access;
-    assertCanEditPull(viewer, access, pull);
+    const edits = input.title !== undefined || input.body !== undefined || input.status !== undefined;
+    if (edits || !hasTracking(input)) assertCanEditPull(viewer, access, pull);
+    assertMaySetTracking(access, viewer, pull, input);
     const current = pull;
     if (current.status === 'merged') throw conflict('pull_merged', 'The pull is merged and can no longer change.');
     const changes: Partial<PullRow> = {};
@@ -364,20 +393,172 @@ export async function updatePull(
       changes.closed_at = input.status === 'closed' ? now : null;
     }
     const changed = Object.keys(changes).filter((k) => k !== 'closed_at');
-    if (changed.length === 0) return loadPullJson(tx.db, pull.uuid);
-    await tx.db
-      .updateTable('pulls')
-      .set({ ...changes, updated_at: now })
-      .where('uuid', '=', pull.uuid)
-      .execute();
-    const json = await loadPullJson(tx.db, pull.uuid);
-    const action = changes.status === 'closed' ? 'closed' : changes.status === 'open' ? 'reopened' : 'edited';
-    await tx.emit({
-      kind: 'pull-updated',
-      scopes: pullScopes(json),
-      actor: actorOf(viewer),
-      payload: { ...pullEventPayload(json), action, changed },
-    });
-    return json;
+    if (changed.length > 0) {
+      await tx.db
+        .updateTable('pulls')
+        .set({ ...changes, updated_at: now })
+        .where('uuid', '=', pull.uuid)
+        .execute();
+      const json = await loadPullJson(tx.db, pull.uuid);
+      const action = changes.status === 'closed' ? 'closed' : changes.status === 'open' ? 'reopened' : 'edited';
+      const renamed = changes.title === undefined ? {} : { renamed: { from: current.title, to: changes.title } };
+      await tx.emit({
+        kind: 'pull-updated',
+        scopes: pullScopes(json),
+        actor: actorOf(viewer),
+        payload: { ...pullEventPayload(json), action, changed, ...renamed },
+      });
+    }
+    if (hasTracking(input)) {
+      const json = await loadPullJson(tx.db, pull.uuid);
+      await setPullTracking(tx, viewer, access, pull, input, pullScopes(json), pullEventPayload(json));
+    }
+    return loadPullJson(tx.db, pull.uuid);
   });
+}
+
+/** The scopes and payload of a pull's events, for the tracker's writes (tracker/pulls.ts). */
+export const pullEventShape = (db: Kysely<DB>) => async (pull: { uuid: string }) => {
+  const json = await loadPullJson(db, pull.uuid);
+  return { scopes: pullScopes(json), payload: pullEventPayload(json) };
+};
+
+/** The tracker's list filters of GET {repo}/pulls (README "Issue tracker"), checked by the route schema. */
+export interface PullFilters {
+  state?: 'open' | 'closed' | 'all';
+  status?: PullStatus;
+  labels?: string;
+  assignee?: string;
+  milestone?: string;
+  author?: string;
+  mentioned?: string;
+  q?: string;
+  sort?: 'created' | 'updated' | 'replies';
+  direction?: 'asc' | 'desc';
+  draft?: 'true' | 'false';
+  review_requested?: string;
+}
+
+async function filterUserUuid(db: Kysely<DB>, field: string, username: string): Promise<string> {
+  const row = await db.selectFrom('users').select('uuid').where('username', '=', username.toLowerCase()).executeTakeFirst();
+  if (!row) throw badRequest(`${field}: no user named ${JSON.stringify(username)}.`);
+  return row.uuid;
+}
+
+/**
+ * A page of pulls with the tracker's filters: the page's keys from the (repo, status, created_at,
+ * number) indexes of migration 310 with existence checks on the label, assignee and review
+ * request keys, then their rows. `replies` sorts by the number of reviews.
+ */
+export async function listPullsFiltered(
+  deps: Deps,
+  viewer: Viewer,
+  at: RepoAt,
+  page: { offset: number; limit: number },
+  f: PullFilters,
+): Promise<PullJson[]> {
+  const { repo } = await repoContextOf(deps.database, viewer, at);
+  const db = deps.db;
+  let keys = db.selectFrom('pulls as p').select('p.uuid').where('p.repo_uuid', '=', repo.uuid);
+  if (f.status !== undefined) keys = keys.where('p.status', '=', f.status);
+  else if ((f.state ?? 'open') === 'open') keys = keys.where('p.status', '=', 'open');
+  else if (f.state === 'closed') keys = keys.where('p.status', 'in', ['closed', 'merged']);
+  if (f.draft !== undefined) keys = keys.where('p.draft', '=', f.draft === 'true' ? 1 : 0);
+  if (f.labels !== undefined) {
+    const names = f.labels
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean);
+    for (const label of await resolveLabels(db, repo, names)) {
+      keys = keys.where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('item_labels as il')
+            .select('il.item_uuid')
+            .whereRef('il.item_uuid', '=', 'p.uuid')
+            .where('il.label_uuid', '=', label.uuid),
+        ),
+      );
+    }
+  }
+  if (f.assignee !== undefined) {
+    const a = f.assignee;
+    if (a === '*' || a === 'none') {
+      keys = keys.where((eb) => {
+        const e = eb.exists(eb.selectFrom('item_assignees as ia').select('ia.item_uuid').whereRef('ia.item_uuid', '=', 'p.uuid'));
+        return a === '*' ? e : eb.not(e);
+      });
+    } else {
+      const uuid = await filterUserUuid(db, 'assignee', a);
+      keys = keys.where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('item_assignees as ia')
+            .select('ia.item_uuid')
+            .whereRef('ia.item_uuid', '=', 'p.uuid')
+            .where('ia.user_uuid', '=', uuid),
+        ),
+      );
+    }
+  }
+  if (f.review_requested !== undefined) {
+    const uuid = await filterUserUuid(db, 'review_requested', f.review_requested);
+    keys = keys.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('review_requests as rr')
+          .select('rr.pull_uuid')
+          .whereRef('rr.pull_uuid', '=', 'p.uuid')
+          .where('rr.user_uuid', '=', uuid),
+      ),
+    );
+  }
+  if (f.milestone !== undefined) {
+    const m = f.milestone;
+    if (m === '*') keys = keys.where('p.milestone_uuid', 'is not', null);
+    else if (m === 'none') keys = keys.where('p.milestone_uuid', 'is', null);
+    else {
+      if (!/^[1-9][0-9]{0,9}$/.test(m)) throw badRequest('milestone: a milestone number, "none" or "*".');
+      keys = keys.where('p.milestone_uuid', '=', (await resolveMilestone(db, repo.uuid, Number(m)))!.uuid);
+    }
+  }
+  if (f.author !== undefined) keys = keys.where('p.author_uuid', '=', await filterUserUuid(db, 'author', f.author));
+  if (f.mentioned !== undefined) {
+    const name = f.mentioned.toLowerCase();
+    await filterUserUuid(db, 'mentioned', name);
+    keys = keys.where((eb) =>
+      eb.or([
+        containsText('p.body', `@${name}`),
+        eb.exists(
+          eb
+            .selectFrom('reviews as rv')
+            .select('rv.uuid')
+            .whereRef('rv.pull_uuid', '=', 'p.uuid')
+            .where('rv.removed_at', 'is', null)
+            .where(containsText('rv.body', `@${name}`)),
+        ),
+      ]),
+    );
+  }
+  for (const word of (f.q ?? '').split(/\s+/).filter(Boolean)) {
+    keys = keys.where((eb) => eb.or([containsText('p.title', word), containsText('p.body', word)]));
+  }
+  const dir = f.direction ?? 'desc';
+  const sort = f.sort ?? 'created';
+  const ordered =
+    sort === 'replies'
+      ? keys.orderBy(sql`(select count(*) from reviews rv where rv.pull_uuid = p.uuid and rv.removed_at is null)`, dir)
+      : keys.orderBy(sort === 'updated' ? 'p.updated_at' : 'p.created_at', dir);
+  const pageKeys = await ordered.orderBy('p.number', dir).offset(page.offset).limit(page.limit).execute();
+  if (pageKeys.length === 0) return [];
+  const rows = await pullsWithNames(db)
+    .where(
+      'p.uuid',
+      'in',
+      pageKeys.map((k) => k.uuid),
+    )
+    .execute();
+  const order = new Map(pageKeys.map((k, i) => [k.uuid, i]));
+  rows.sort((a, b) => order.get(a.uuid)! - order.get(b.uuid)!);
+  return rows.map(pullToJson);
 }

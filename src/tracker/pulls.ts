@@ -1,0 +1,304 @@
+/**
+ * The issue tracker's side of pulls (README "Issue tracker"): labels, assignees and milestone as
+ * on threads, drafts and review requests. The pull JSON is filled at the HTTP edge
+ * (`decoratePulls`, called where the branch tips are read).
+ */
+import type { Kysely } from 'kysely';
+import {
+  assertCanEditPullMeta,
+  assertCanTriage,
+  levelAtLeast,
+  type PullAccess,
+  type RepoAccess,
+  type RepoRef,
+  storedUserRepoLevel,
+} from '../access/index.ts';
+import { command, type TxContext } from '../core/command.ts';
+import { onPull } from '../core/targets.ts';
+import type { DB } from '../db/types.ts';
+import type { Deps } from '../deps.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
+import { actorOf } from '../events/service.ts';
+import { nowIso } from '../time.ts';
+import type { Viewer } from '../viewer.ts';
+import {
+  changeAssignees,
+  changeLabels,
+  decorations,
+  emitItemChanges,
+  type ItemChanges,
+  MAX_ASSIGNEES,
+  type MilestoneRef,
+  milestoneRefs,
+  resolveAssignees,
+  resolveLabels,
+  resolveMilestone,
+  type UserRef,
+  usableLabels,
+} from './items.ts';
+
+export interface PullTracking {
+  labels: Array<{ uuid: string; name: string; color: string }>;
+  assignees: UserRef[];
+  milestone: MilestoneRef | null;
+  draft: boolean;
+  requested_reviewers: UserRef[];
+}
+
+/** Fills the tracker fields of some pulls (labels, assignees, milestone, draft, requested reviewers). */
+export async function decoratePulls<T extends { uuid: string }>(db: Kysely<DB>, pulls: T[]): Promise<Array<T & PullTracking>> {
+  if (pulls.length === 0) return [];
+  const uuids = pulls.map((p) => p.uuid);
+  const [deco, rows, requests] = await Promise.all([
+    decorations(db, uuids),
+    db.selectFrom('pulls').select(['uuid', 'draft', 'milestone_uuid']).where('uuid', 'in', uuids).execute(),
+    db
+      .selectFrom('review_requests as rr')
+      .innerJoin('users as u', 'u.uuid', 'rr.user_uuid')
+      .select(['rr.pull_uuid', 'u.uuid', 'u.username'])
+      .where('rr.pull_uuid', 'in', uuids)
+      .orderBy('u.username')
+      .execute(),
+  ]);
+  const byUuid = new Map(rows.map((r) => [r.uuid, r]));
+  const milestones = await milestoneRefs(
+    db,
+    rows.map((r) => r.milestone_uuid),
+  );
+  return pulls.map((p) => {
+    const row = byUuid.get(p.uuid);
+    const d = deco.get(p.uuid)!;
+    return {
+      ...p,
+      labels: d.labels,
+      assignees: d.assignees,
+      milestone: row?.milestone_uuid ? (milestones.get(row.milestone_uuid) ?? null) : null,
+      draft: row?.draft === 1,
+      requested_reviewers: requests.filter((r) => r.pull_uuid === p.uuid).map((r) => ({ uuid: r.uuid, username: r.username })),
+    };
+  });
+}
+
+export interface PullTrackingInput {
+  labels?: string[];
+  assignees?: string[];
+  milestone?: number | null;
+  draft?: boolean;
+}
+
+export const hasTracking = (i: PullTrackingInput) =>
+  i.labels !== undefined || i.assignees !== undefined || i.milestone !== undefined || i.draft !== undefined;
+
+/** Checks who may set these fields: labels, assignees and milestone need write access; draft the author or write access. */
+export function assertMaySetTracking(
+  access: RepoAccess,
+  viewer: Viewer,
+  pull: { author_uuid: string },
+  i: PullTrackingInput,
+): void {
+  if (i.labels !== undefined || i.assignees !== undefined || i.milestone !== undefined) assertCanTriage(access);
+  if (i.draft !== undefined) assertCanEditPullMeta(access, viewer, pull.author_uuid);
+}
+
+/**
+ * Applies a PUT's tracker fields inside its command and emits their events (`pull-labeled`, ...,
+ * `pull-ready-for-review`, `pull-converted-to-draft`); true when something changed.
+ */
+export async function setPullTracking(
+  tx: TxContext,
+  viewer: Viewer,
+  access: RepoAccess,
+  pull: { uuid: string; draft: number; milestone_uuid: string | null },
+  input: PullTrackingInput,
+  scopes: string[],
+  payload: Record<string, unknown>,
+): Promise<boolean> {
+  const changes: ItemChanges = {};
+  if (input.labels !== undefined) {
+    const { added, removed } = await changeLabels(
+      tx.db,
+      pull.uuid,
+      await resolveLabels(tx.db, access.repo, input.labels),
+      'replace',
+    );
+    changes.labeled = added;
+    changes.unlabeled = removed;
+  }
+  if (input.assignees !== undefined) {
+    const { added, removed } = await changeAssignees(
+      tx.db,
+      pull.uuid,
+      await resolveAssignees(tx.db, access.repo, input.assignees),
+      'replace',
+    );
+    changes.assigned = added;
+    changes.unassigned = removed;
+  }
+  if (input.milestone !== undefined) {
+    const next = await resolveMilestone(tx.db, access.repo.uuid, input.milestone);
+    if ((next?.uuid ?? null) !== pull.milestone_uuid) {
+      await tx.db
+        .updateTable('pulls')
+        .set({ milestone_uuid: next?.uuid ?? null })
+        .where('uuid', '=', pull.uuid)
+        .execute();
+      if (pull.milestone_uuid !== null) {
+        changes.demilestoned = await tx.db
+          .selectFrom('milestones')
+          .selectAll()
+          .where('uuid', '=', pull.milestone_uuid)
+          .executeTakeFirst();
+      }
+      if (next) changes.milestoned = next;
+    }
+  }
+  await emitItemChanges(tx, viewer, 'pull', scopes, payload, changes);
+  let changed = Boolean(
+    changes.labeled?.length ||
+    changes.unlabeled?.length ||
+    changes.assigned?.length ||
+    changes.unassigned?.length ||
+    changes.milestoned ||
+    changes.demilestoned,
+  );
+  if (input.draft !== undefined && (input.draft ? 1 : 0) !== pull.draft) {
+    await tx.db
+      .updateTable('pulls')
+      .set({ draft: input.draft ? 1 : 0 })
+      .where('uuid', '=', pull.uuid)
+      .execute();
+    await tx.emit({
+      kind: input.draft ? 'pull-converted-to-draft' : 'pull-ready-for-review',
+      scopes,
+      actor: actorOf(viewer),
+      payload: { ...payload, draft: input.draft },
+    });
+    changed = true;
+  }
+  if (changed) await tx.db.updateTable('pulls').set({ updated_at: nowIso() }).where('uuid', '=', pull.uuid).execute();
+  return changed;
+}
+
+type EventShape = (pull: PullAccess['pull']) => Promise<{ scopes: string[]; payload: Record<string, unknown> }>;
+
+/** POST/DELETE {repo}/pulls/{n}/labels and .../assignees: one change that keeps every concurrent one. */
+export async function changePullSet(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  what: 'labels' | 'assignees',
+  mode: 'add' | 'remove',
+  names: string[],
+  shape: (db: Kysely<DB>) => EventShape,
+): Promise<void> {
+  await command(deps, viewer, onPull(ref, number, { level: 'read', write: true }), async (tx) => {
+    const { access, pull } = tx.access;
+    assertCanTriage(access);
+    const changes: ItemChanges = {};
+    if (what === 'labels') {
+      const labels =
+        mode === 'add'
+          ? await resolveLabels(tx.db, access.repo, names)
+          : await usableLabels(tx.db, access.repo)
+              .where(
+                'name_key',
+                'in',
+                names.map((n) => n.toLowerCase()),
+              )
+              .execute();
+      if (mode === 'remove' && labels.length === 0) throw notFound('Label');
+      const { added, removed } = await changeLabels(tx.db, pull.uuid, labels, mode);
+      changes.labeled = added;
+      changes.unlabeled = removed;
+    } else {
+      const users =
+        mode === 'add'
+          ? await resolveAssignees(tx.db, access.repo, names)
+          : await tx.db
+              .selectFrom('users')
+              .select(['uuid', 'username'])
+              .where(
+                'username',
+                'in',
+                names.map((n) => n.toLowerCase()),
+              )
+              .execute();
+      const { added, removed } = await changeAssignees(tx.db, pull.uuid, users, mode);
+      changes.assigned = added;
+      changes.unassigned = removed;
+    }
+    const { scopes, payload } = await shape(tx.db)(pull);
+    await emitItemChanges(tx, viewer, 'pull', scopes, payload, changes);
+  });
+}
+
+/**
+ * POST/DELETE {repo}/pulls/{n}/requested-reviewers: the author or write access; each reviewer
+ * must be able to read the repo and not be the author (400 naming them).
+ */
+export async function changeReviewRequests(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  number: number,
+  mode: 'add' | 'remove',
+  usernames: string[],
+  shape: (db: Kysely<DB>) => EventShape,
+): Promise<void> {
+  await command(deps, viewer, onPull(ref, number, { level: 'read', write: true }), async (tx) => {
+    const { access, pull } = tx.access;
+    assertCanEditPullMeta(access, viewer, pull.author_uuid);
+    if (pull.status === 'merged') throw conflict('pull_merged', 'The pull is merged and can no longer change.');
+    const keys = [...new Set(usernames.map((u) => u.trim().toLowerCase()))];
+    if (keys.length > MAX_ASSIGNEES) throw badRequest(`usernames: at most ${MAX_ASSIGNEES}.`);
+    const users = await tx.db
+      .selectFrom('users')
+      .select(['uuid', 'username', 'is_staff', 'is_active'])
+      .where('username', 'in', keys)
+      .execute();
+    const byName = new Map(users.map((u) => [u.username, u]));
+    const { scopes, payload } = await shape(tx.db)(pull);
+    const now = nowIso();
+    for (const key of keys) {
+      const user = byName.get(key);
+      if (mode === 'add') {
+        if (!user || !levelAtLeast(await storedUserRepoLevel(tx.db, user, access.repo), 'read')) {
+          throw badRequest(`usernames: ${JSON.stringify(key)} cannot review this repo.`);
+        }
+        if (user.uuid === pull.author_uuid) throw badRequest(`usernames: ${JSON.stringify(key)} is the pull's author.`);
+        const res = await tx.db
+          .insertInto('review_requests')
+          .values({ pull_uuid: pull.uuid, user_uuid: user.uuid, created_at: now })
+          .onConflict((oc) => oc.doNothing())
+          .executeTakeFirst();
+        if (Number(res.numInsertedOrUpdatedRows ?? 0) === 0) continue;
+        await tx.emit({
+          kind: 'review-requested',
+          scopes,
+          actor: actorOf(viewer),
+          payload: { ...payload, reviewer: { uuid: user.uuid, username: user.username } },
+        });
+      } else {
+        if (!user) continue;
+        const res = await tx.db
+          .deleteFrom('review_requests')
+          .where('pull_uuid', '=', pull.uuid)
+          .where('user_uuid', '=', user.uuid)
+          .executeTakeFirst();
+        if (Number(res.numDeletedRows) === 0) continue;
+        await tx.emit({
+          kind: 'review-request-removed',
+          scopes,
+          actor: actorOf(viewer),
+          payload: { ...payload, reviewer: { uuid: user.uuid, username: user.username } },
+        });
+      }
+    }
+  });
+}
+
+/** A review by a requested reviewer ends their request (inside the review's command). */
+export async function endReviewRequest(tx: TxContext, pullUuid: string, userUuid: string): Promise<void> {
+  await tx.db.deleteFrom('review_requests').where('pull_uuid', '=', pullUuid).where('user_uuid', '=', userUuid).execute();
+}
