@@ -23,11 +23,9 @@ import * as m170 from './migrations/170_storage_lifetimes.ts';
 import * as m180 from './migrations/180_owner_limits.ts';
 import * as m181 from './migrations/181_unique_email.ts';
 import * as m200 from './migrations/200_hook_request_bodies.ts';
-import type { Dialect } from './index.ts';
+import type { Dialect, MigrationContext } from './dialect.ts';
 
-export interface MigrationContext {
-  dialect: Dialect;
-}
+export type { MigrationContext } from './dialect.ts';
 
 interface Migration {
   name: string;
