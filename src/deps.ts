@@ -5,16 +5,42 @@ import type { Database, Dialect } from './db/index.ts';
 import type { DB } from './db/types.ts';
 import type { EventBus } from './events/bus.ts';
 import type { LiveHub } from './events/live.ts';
-import type { ScopeRegistry } from './events/scopes.ts';
 import type { GitStore } from './git/store.ts';
-import type { Webhooks } from './hooks/background.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { Clock } from './time.ts';
-import type { TimerScheduler } from './timers/scheduler.ts';
+import type { Viewer } from './viewer.ts';
+
+/** Who may read one event scope kind's scopes (access/scopes.ts registers one per kind). */
+export type ScopeReader = (deps: Deps, viewer: Viewer, id: string) => Promise<boolean>;
+
+/** The scope readers by kind (events/scopes.ts `ScopeRegistry`). */
+export interface ScopeReaders {
+  reader(kind: string): ScopeReader;
+}
+
+/** A background part started and stopped with the process (root.ts `startBackground`). */
+export interface BackgroundPart {
+  start(): void | Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The timer scheduler (timers/scheduler.ts `TimerScheduler`): wakes to fire what is due. */
+export interface TimerRunner extends BackgroundPart {
+  /** look again for due timers now (a timer was created or changed) */
+  wake(): void;
+  /** fires every due timer now; the number fired */
+  runDue(): Promise<number>;
+}
+
+/** Webhook delivery (hooks/background.ts `Webhooks`): a background part with its connections to close. */
+export interface WebhookDelivery extends BackgroundPart {
+  close(): Promise<void>;
+}
 
 /**
  * What services need from the outside world: the type only. It is built once by `createDeps` of
- * the composition root, src/root.ts (main.ts, the CLI and the test helpers all use it). Each seam is an interface with one real implementation:
+ * the composition root, src/root.ts (main.ts, the CLI and the test helpers all use it). Each seam is an interface with one real implementation
+ * (the interfaces are named here or in a file that imports no service, so this file is at the bottom of the layers):
  * - `bus`: committed events to live subscribers (in process; across instances on PostgreSQL);
  * - `git`: bare repositories, forks, merges (src/git/store.ts);
  * - `blobs`: content-addressed files under DATA_DIR (src/blobs/store.ts);
@@ -34,9 +60,9 @@ export interface Deps {
   blobs: BlobStore;
   jobs: JobQueue;
   clock: Clock;
-  timers: TimerScheduler;
+  timers: TimerRunner;
   /** Who may read each event scope kind (access/scopes.ts). */
-  scopes: ScopeRegistry;
+  scopes: ScopeReaders;
   /** Webhook delivery: dispatcher, sender jobs, sweep (src/hooks/background.ts). */
-  webhooks: Webhooks;
+  webhooks: WebhookDelivery;
 }

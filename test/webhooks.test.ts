@@ -9,6 +9,7 @@ import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { inTransaction } from '../src/core/transaction.ts';
+import type { Webhooks } from '../src/hooks/background.ts';
 import type { Person } from './common.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
@@ -469,7 +470,7 @@ for (const dialect of DIALECTS) {
         .set({ created_at: new Date(Date.now() - 31 * 86_400_000).toISOString() })
         .where('hook_uuid', '=', hook.uuid)
         .execute();
-      assert.equal(await t.deps.webhooks.sender.prune(), 1);
+      assert.equal(await (t.deps.webhooks as Webhooks).sender.prune(), 1);
       assert.equal((await t.req('GET', `/api/v1/hooks/${hook.uuid}/deliveries`)).body.results.length, 0);
     });
   });

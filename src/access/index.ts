@@ -8,6 +8,7 @@ export * from './teams.ts';
 export * from './repo-level.ts';
 export * from './repos.ts';
 export * from './repo-read.ts';
+export * from './check.ts';
 export * from './pulls.ts';
 export * from './users.ts';
 export * from './tokens.ts';

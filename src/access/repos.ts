@@ -5,7 +5,8 @@ import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import type { RepoRef, Viewer } from '../viewer.ts';
 import { type TeamRow, type RepoRow, type UserRow, type RepoLevel, levelAtLeast, teamRole } from './levels.ts';
-import { repoLevelFrom, repoLevelOf, tokenReachesRepo } from './repo-level.ts';
+import { checkAccess, hasAccess } from './check.ts';
+import { repoLevelFrom, tokenReachesRepo } from './repo-level.ts';
 import { requireTeam, assertTeamActive } from './teams.ts';
 
 // ---------------------------------------------------------------- repos
@@ -74,25 +75,23 @@ export async function forkRecordReadable(
   viewer: Viewer,
   fork: { repo_uuid: string; source_repo_uuid: string },
 ): Promise<boolean> {
-  for (const uuid of [fork.repo_uuid, fork.source_repo_uuid]) {
-    const repo = await db.selectFrom('repos').selectAll().where('uuid', '=', uuid).executeTakeFirst();
-    if (!repo || !levelAtLeast(await repoAccessLevel(db, viewer, repo), 'read')) return false;
-  }
-  return true;
+  const readable = await checkAccess(db, viewer, 'repo.read', [fork.repo_uuid, fork.source_repo_uuid]);
+  return readable.has(fork.repo_uuid) && readable.has(fork.source_repo_uuid);
 }
 
-/** Whether the viewer may read the repo with this uuid (false when there is none): the rule in SQL (repo-level.ts). */
+/**
+ * Whether the viewer may read the repo with this uuid (false when there is none): `checkAccess`
+ * of one repo (check.ts). Prefer `checkAccess` with every id at once where there are several.
+ */
 export async function repoUuidReadable(db: Kysely<DB>, viewer: Viewer, uuid: string): Promise<boolean> {
-  if (!tokenReachesRepo(viewer, uuid)) return false;
-  const row = await db.selectFrom('repos').select(repoLevelOf(viewer).as('level')).where('uuid', '=', uuid).executeTakeFirst();
-  return row !== undefined && Number(row.level) >= 1;
+  return hasAccess(db, viewer, 'repo.read', uuid);
 }
 
 /**
  * A repo record names its fork source (`fork_of_uuid`) only to callers who may read the source
  * (docs/behaviour.md "Repos and forks"), as the fork record is shown only to callers who can
  * read both: a public fork of a private repo, or of a deactivated user's, does not reveal it.
- * Sets it to null on the records where it must not be shown (one check per distinct source).
+ * Sets it to null on the records where it must not be shown (one `checkAccess` for all the sources).
  */
 export async function hideUnreadableForkSources<T extends { fork_of_uuid: string | null }>(
   db: Kysely<DB>,
@@ -100,19 +99,9 @@ export async function hideUnreadableForkSources<T extends { fork_of_uuid: string
   repos: T[],
 ): Promise<T[]> {
   if ((viewer.isStaff && !viewer.repos) || repos.every((r) => r.fork_of_uuid === null)) return repos;
-  const memo = new Map<string, Promise<boolean>>();
-  const out: T[] = [];
-  for (const repo of repos) {
-    const source = repo.fork_of_uuid;
-    if (source === null) {
-      out.push(repo);
-      continue;
-    }
-    let readable = memo.get(source);
-    if (!readable) memo.set(source, (readable = repoUuidReadable(db, viewer, source)));
-    out.push((await readable) ? repo : { ...repo, fork_of_uuid: null });
-  }
-  return out;
+  const sources = repos.flatMap((r) => (r.fork_of_uuid === null ? [] : [r.fork_of_uuid]));
+  const readable = await checkAccess(db, viewer, 'repo.read', sources);
+  return repos.map((r) => (r.fork_of_uuid === null || readable.has(r.fork_of_uuid) ? r : { ...r, fork_of_uuid: null }));
 }
 
 export interface RepoAccess {

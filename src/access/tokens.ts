@@ -4,7 +4,7 @@ import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { type TokenScope, canonicalScopes, scopeGranted } from '../token-scopes.ts';
 import type { Viewer } from '../viewer.ts';
-import { repoUuidReadable } from './repos.ts';
+import { checkAccess } from './check.ts';
 
 /** Managing (creating, listing) another user's tokens is for staff (403 otherwise). */
 export function assertCanManageTokensOf(viewer: Viewer, ownerUsername: string): void {
@@ -42,7 +42,8 @@ export async function tokenRestrictionFor(
     }
     repos = input.repos === null ? null : [...new Set(input.repos.map((r) => r.toLowerCase()))];
     // every named repo must be readable by the caller (a restricted caller reads only its own)
-    for (const uuid of repos ?? []) if (!(await repoUuidReadable(db, viewer, uuid))) throw notFound('Repo');
+    const readable = await checkAccess(db, viewer, 'repo.read', repos ?? []);
+    if ((repos ?? []).some((uuid) => !readable.has(uuid))) throw notFound('Repo');
   }
   return { scopes, repos };
 }

@@ -1,20 +1,9 @@
-import type { Transaction } from 'kysely';
-import type { Dialect } from '../db/index.ts';
 import { withTransaction } from '../db/tx.ts';
-import type { DB } from '../db/types.ts';
+import type { TxContext } from './tx-context.ts';
 import type { Deps } from '../deps.ts';
-import { type EventInput, type EventRecord, insertEvent, insertEvents } from '../events/service.ts';
+import { insertEvent, insertEvents } from '../events/service.ts';
 
-/** A transaction plus `emit`, which records an event in that same transaction (the outbox). */
-export interface TxContext {
-  db: Transaction<DB>;
-  dialect: Dialect;
-  emit(event: EventInput): Promise<EventRecord>;
-  /** Several events with one insert per table (bulk producers such as the timer scheduler). */
-  emitMany(events: EventInput[]): Promise<EventRecord[]>;
-  /** Runs `fn` after the outermost transaction commits (jobs to wake, files to remove, ...). */
-  afterCommit(fn: () => void | Promise<void>): void;
-}
+export type { TxContext } from './tx-context.ts';
 
 /**
  * Runs `fn` in one transaction (`withTransaction` of db/tx.ts: a nested call joins the outer

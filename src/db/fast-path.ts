@@ -18,7 +18,7 @@
 import type { Statement } from 'better-sqlite3';
 import type SQLite from 'better-sqlite3';
 import type { CompiledQuery, Kysely, SqliteDatabase } from 'kysely';
-import type { Database } from './index.ts';
+import type { Database } from './database.ts';
 import { type QueryKind, statementKind } from './query-timing.ts';
 import { withRowBuilder } from './row-builder.ts';
 import type { DB } from './types.ts';

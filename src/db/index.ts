@@ -7,23 +7,10 @@ import { migrateToLatest } from './migrate.ts';
 import { sqliteConnection } from './fast-path.ts';
 import { type QueryObserver, queryLogger } from './query-timing.ts';
 import type { DB } from './types.ts';
+import type { Database } from './database.ts';
 
-export type Dialect = 'sqlite' | 'postgres';
-
-export interface Database {
-  db: Kysely<DB>;
-  dialect: Dialect;
-  /** PostgreSQL only: the pool, for LISTEN/NOTIFY and advisory locks. */
-  pool: pg.Pool | null;
-  /**
-   * SQLite only: the connection Kysely runs on, for the compiled hot reads (`compiledOnce`),
-   * which run on it directly while no transaction is open on it.
-   */
-  sqlite: SQLite.Database | null;
-  /** Told of every query's kind and duration (the metrics module adds one when metrics are on). */
-  queryObservers: Set<QueryObserver>;
-  close(): Promise<void>;
-}
+export type { Dialect } from './dialect.ts';
+export type { Database } from './database.ts';
 
 export interface OpenOptions {
   /** null: SQLite file under dataDir; `sqlite:PATH`; or a postgres:// URL. */

@@ -5,7 +5,8 @@ import type { Generated } from 'kysely';
  * text) and booleans as 0/1 integers (better-sqlite3 cannot bind JS booleans), so one set of
  * queries serves SQLite and PostgreSQL.
  */
-export type Bool01 = 0 | 1;
+export type { Bool01 } from './tables/bool.ts';
+import type { Bool01 } from './tables/bool.ts';
 
 export interface UsersTable {
   uuid: string;

@@ -1,4 +1,4 @@
-import type { Deps } from '../deps.ts';
+import type { Deps, ScopeReader } from '../deps.ts';
 import { badRequest } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
 
@@ -15,7 +15,7 @@ export function parseScope(scope: string): { kind: ScopeKind; id: string } {
 }
 
 /** Answers whether a viewer may read what a scope names; false for unknown or invisible. */
-export type ScopeReader = (deps: Deps, viewer: Viewer, id: string) => Promise<boolean>;
+export type { ScopeReader } from '../deps.ts';
 
 /**
  * The readers of every scope kind, given explicitly (see access/scopes.ts). Built once per

@@ -1,7 +1,9 @@
 import type { Selectable } from 'kysely';
-import type { RepoRow } from '../access/index.ts';
+import type { ReposTable } from '../db/types.ts';
 import type { PullsTable } from '../db/types.ts';
-import type { TxContext } from '../core/transaction.ts';
+import type { TxContext } from '../core/tx-context.ts';
+
+type RepoRow = Selectable<ReposTable>;
 
 export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
 

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { type RepoRef, repoUuidReadable } from '../access/index.ts';
+import { type RepoRef, checkAccess } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import type { Viewer } from '../viewer.ts';
@@ -96,13 +96,14 @@ export async function sourceReposFor(
 ): Promise<SourceRepoJson[]> {
   const own = `${ref.ownerName.toLowerCase()}/${ref.repoSlug.toLowerCase()}`;
   const others = [...new Set(pulls.filter(isCrossRepo).map(sourceRepoOf))];
-  const names = await repoFullNames(deps.db, others);
-  const readable = new Map<string, boolean>();
-  for (const uuid of others) readable.set(uuid, names.has(uuid) && (await repoUuidReadable(deps.db, viewer, uuid)));
+  const [names, readable] = await Promise.all([
+    repoFullNames(deps.db, others),
+    checkAccess(deps.db, viewer, 'repo.read', others),
+  ]);
   return pulls.map((p) => {
     if (!isCrossRepo(p)) return { uuid: p.repo_uuid, full_name: own };
     const uuid = sourceRepoOf(p);
-    return readable.get(uuid) ? { uuid, full_name: names.get(uuid)! } : { uuid: null, full_name: null };
+    return readable.has(uuid) && names.has(uuid) ? { uuid, full_name: names.get(uuid)! } : { uuid: null, full_name: null };
   });
 }
 

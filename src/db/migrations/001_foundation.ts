@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import type { MigrationContext } from '../migrate.ts';
+import type { MigrationContext } from '../dialect.ts';
 
 /** Users, tokens and the event store. */
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { MigrationContext } from '../migrate.ts';
+import type { MigrationContext } from '../dialect.ts';
 
 /** The background job queue (src/jobs/queue.ts). */
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { MigrationContext } from '../migrate.ts';
+import type { MigrationContext } from '../dialect.ts';
 
 /** Site settings (one row), rate-limit rules and their hit log, signup invites. */
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {

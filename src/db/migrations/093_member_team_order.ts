@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import type { MigrationContext } from '../migrate.ts';
+import type { MigrationContext } from '../dialect.ts';
 
 /**
  * Lists read their page's keys from an index in the list's order (README "Performance").

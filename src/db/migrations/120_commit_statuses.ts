@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { MigrationContext } from '../migrate.ts';
+import type { MigrationContext } from '../dialect.ts';
 
 /**
  * Commit statuses and required checks (README "Commit statuses and required checks"). `id`

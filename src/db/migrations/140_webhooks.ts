@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import type { MigrationContext } from '../migrate.ts';
+import type { MigrationContext } from '../dialect.ts';
 
 /** Webhooks (src/hooks): hooks, their deliveries and attempts, the dispatch cursor, the allow-list setting. */
 export async function up(db: Kysely<unknown>, ctx: MigrationContext): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { Bool01 } from '../types.ts';
+import type { Bool01 } from './bool.ts';
 
 /** A webhook (migration 140, src/hooks). */
 export interface HooksTable {

@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { Bool01 } from '../types.ts';
+import type { Bool01 } from './bool.ts';
 
 /** The one row (id 1) of site settings (README "Rate limits, site settings, signup invites, signup"). */
 export interface SiteSettingsTable {
