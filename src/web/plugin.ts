@@ -15,6 +15,8 @@ import { repoPages } from './repo-pages.ts';
 import { threadPages } from './thread-pages.ts';
 import { uploadPages } from './upload-pages.ts';
 import { codePages } from './code-pages.ts';
+import { createPages } from './create-pages.ts';
+import { firstRunPages } from './first-run.ts';
 import { hookPages } from './hook-pages.ts';
 import { hookDeliveryPages } from './hook-deliveries.ts';
 import { adminUserPages } from './admin-users.ts';
@@ -53,7 +55,11 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     if (request.method === 'GET' || request.method === 'HEAD') return;
     // a form field or the header htmx sends (a streamed multipart form: its first field, read by its handler)
     const given = (request.body as Record<string, unknown> | undefined)?._csrf ?? request.headers['x-csrf-token'];
-    if (request.routeOptions.url === '/login' || request.routeOptions.url === '/signup') {
+    if (
+      request.routeOptions.url === '/login' ||
+      request.routeOptions.url === '/signup' ||
+      request.routeOptions.url === '/setup'
+    ) {
       const bound = cookieValue(request.headers.cookie, LOGIN_COOKIE);
       if (!bound || given !== bound) throw csrfRefused();
       return;
@@ -90,6 +96,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(threadPages, { deps });
   await app.register(uploadPages, { deps });
   await app.register(codePages, { deps });
+  await app.register(createPages, { deps });
+  await app.register(firstRunPages, { deps });
   await app.register(hookPages, { deps });
   await app.register(hookDeliveryPages, { deps });
   await app.register(adminUserPages, { deps });
