@@ -8,6 +8,8 @@ import { assetRoutes } from './assets.ts';
 import { LOGIN_COOKIE, authPages, cookie } from './auth-pages.ts';
 import { csrfRefused, sendPage } from './context.ts';
 import { html } from './html.ts';
+import { inWords, statusTitle } from './words.ts';
+import { validationDetail } from '../http/error-handler.ts';
 import { CSP, layout } from './layout.ts';
 import { homePages } from './home-pages.ts';
 import { pullPages } from './pull-pages.ts';
@@ -125,8 +127,7 @@ function errorPage(error: FastifyError | AppError, request: FastifyRequest, repl
   } else if (error.validation) {
     status = 400;
     code = 'invalid_request';
-    const first = error.validation[0];
-    detail = `The form is not valid: ${first?.instancePath.replace(/^\//, '') || 'request'} ${first?.message ?? 'is invalid'}.`;
+    detail = validationDetail(error);
   } else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
     status = error.statusCode;
     code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request';
@@ -144,15 +145,32 @@ function errorPage(error: FastifyError | AppError, request: FastifyRequest, repl
       .header('location', `/login?next=${encodeURIComponent(request.url)}`)
       .send();
   }
-  const title = status === 404 ? 'Not found' : `Error ${status}`;
+  // In words for a person: no error code or schema path (web/words.ts); a 500 names its request id.
+  void code;
+  const title = statusTitle(status);
   return sendPage(
     reply,
     layout(
       { title, caller: request.page },
       html`<h1>${title}</h1>
-        <p class="error" role="alert"><strong>${code}</strong>: ${detail}</p>
-        <p><a href="/">Back to the dashboard</a></p>`,
+        <p class="error" role="alert">${inWords(detail)}</p>
+        ${status >= 500 ? html`<p class="muted">Request id: <code>${request.id}</code> (give it to the server’s operator).</p>` : ''}
+        <p>
+          ${request.headers.referer ? html`<a href="${localBack(request.headers.referer)}">Back</a> · ` : ''}<a href="/"
+            >The dashboard</a
+          >
+        </p>`,
     ),
     status,
   );
+}
+
+/** The page a person came from, when it is on this site (the error page's Back link). */
+function localBack(referer: string): string {
+  try {
+    const u = new URL(referer);
+    return `${u.pathname}${u.search}`.startsWith('/') ? `${u.pathname}${u.search}` : '/';
+  } catch {
+    return '/';
+  }
 }
