@@ -9,6 +9,7 @@ import { type Deps, createDeps, startBackground, stopBackground } from './root.t
 import { startMetricsServer } from './http/metrics.ts';
 import { drainAndClose } from './http/shutdown.ts';
 import type { SshServer } from './ssh/server.ts';
+import { firstRunCode, isFirstRun } from './web/first-run-state.ts';
 import { bootstrapAdmin } from './users/service.ts';
 
 /** DATA_DIR must be a directory the server can create and write; else one clear line, exit 2. */
@@ -96,7 +97,16 @@ async function main(): Promise<void> {
 /** First run: no staff user yet, so say how to make one (and get a token). */
 async function firstRunHint(deps: Deps, log: FastifyBaseLogger): Promise<void> {
   const staff = await deps.db.selectFrom('users').select('uuid').where('is_staff', '=', 1).limit(1).executeTakeFirst();
-  if (staff) return;
+  if (staff) {
+    // a staff user without a password (the bootstrap admin): the pages' one-time set-up link
+    if (await isFirstRun(deps)) {
+      log.warn(
+        { setupUrl: `${deps.config.publicUrl}/setup?code=${firstRunCode()}` },
+        'no staff user can sign in to the pages yet: open setupUrl (one use, this process only) or /setup with the console token',
+      );
+    }
+    return;
+  }
   log.warn(
     'no staff user exists yet: create one, which prints its API token, with `npx weft create-user admin --email admin@example.com --staff` (or start once with BOOTSTRAP_ADMIN_TOKEN set)',
   );

@@ -106,7 +106,7 @@ for (const dialect of DIALECTS) {
         form: { _csrf: staff.csrf, username: 'dora', email: 'not-an-email', display_name: 'Dora D', password: 'secret123' },
       });
       assert.equal(bad.status, 400);
-      assert.match(bad.text, /<p id="f-email-error" class="field-error" role="alert">body\.email must match format/);
+      assert.match(bad.text, /<p id="f-email-error" class="field-error" role="alert">The email must be an email address\./);
       assert.match(bad.text, /id="f-email"[^>]*aria-invalid="true"/);
       assert.match(bad.text, /id="f-username" name="username" type="text" value="dora"/);
       assert.match(bad.text, /value="Dora D"/);
@@ -212,7 +212,7 @@ for (const dialect of DIALECTS) {
         form: { _csrf: staff.csrf, scope: 'api:create-repo', max_requests: '0', window_seconds: '60', is_enabled: 'on' },
       });
       assert.equal(bad.status, 400);
-      assert.match(bad.text, /id="new-rule-max_requests-error"[^>]*>body\.max_requests must be &gt;= 1/);
+      assert.match(bad.text, /id="new-rule-max_requests-error"[^>]*>The max requests must be at least 1/);
       const made = await pageReq(t, 'POST', '/admin/rate-limits', {
         cookie: staff.cookie,
         form: { _csrf: staff.csrf, scope: 'api:create-repo', max_requests: '50', window_seconds: '60', is_enabled: 'on' },

@@ -222,3 +222,20 @@ describe('start-up configuration', () => {
     assert.equal(loadConfig({ PORT: '4000', SSH_PORT: '4000', SSH_HOST: '127.0.0.2', DATA_DIR: '/tmp/x' }).sshPort, 4000);
   });
 });
+
+describe('errors in words', () => {
+  it('turns schema paths, codes and operation ids into sentences', async () => {
+    const { inWords } = await import('../src/web/words.ts');
+    assert.equal(
+      inWords('body.password must NOT have fewer than 8 characters.'),
+      'The password must have at least 8 characters.',
+    );
+    assert.equal(inWords('body has an unknown property "x".'), 'The form has a field it does not take (“x”).');
+    assert.equal(inWords('body is missing the required property "display_name".'), 'Fill in the display name.');
+    assert.equal(
+      inWords('Too many requests for api:login: at most 5 in the window. Retry in 9 seconds.'),
+      'Too many requests for signing in: at most 5 in the window. Retry in 9 seconds.',
+    );
+    assert.equal(inWords('body.max_requests must be >= 1.'), 'The max requests must be at least 1.');
+  });
+});

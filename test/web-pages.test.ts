@@ -63,7 +63,8 @@ for (const dialect of DIALECTS) {
       ]) {
         const res = await pageReq(t, 'GET', path, { cookie: olga.cookie });
         assert.equal(res.status, 404, path);
-        assert.match(res.text, /<strong>not_found<\/strong>/);
+        assert.match(res.text, /<h1>Not found<\/h1>/);
+        assert.doesNotMatch(res.text, /not_found/);
         const anon = await pageReq(t, 'GET', path);
         assert.equal(anon.status, 303);
         assert.equal(anon.headers.location, `/login?next=${encodeURIComponent(path)}`);
@@ -78,23 +79,31 @@ for (const dialect of DIALECTS) {
 
     it('refuses bad input with a clear 4xx page', async () => {
       const cases: Array<[string, string, number, RegExp, Record<string, string>?]> = [
-        ['GET', `${repo}/pulls/0`, 400, /invalid_request/],
-        ['GET', `${repo}/pulls/abc`, 400, /invalid_request/],
-        ['GET', `${repo}/pulls/999`, 404, /not_found/],
-        ['GET', `${repo}/pulls?status=weird`, 400, /invalid_request/],
-        ['GET', `${repo}/pulls?page=0`, 400, /invalid_request/],
-        ['GET', `${repo}/threads/1/replies/9/edit`, 404, /not_found/],
-        ['POST', `${repo}/threads/1/replies`, 400, /invalid_request/, { _csrf: ann.csrf, body: '   ' }],
-        ['POST', `${repo}/threads/1/replies`, 400, /invalid_request/, { _csrf: ann.csrf, body: 'x', extra: '1' }],
-        ['POST', `${repo}/pulls/1/reviews`, 400, /invalid_request/, { _csrf: ann.csrf, status: 'love' }],
-        ['POST', `${repo}/pulls/1/reviews`, 403, /cannot_approve_own_pull/, { _csrf: ann.csrf, status: 'approved' }],
-        ['POST', `${repo}/pulls/1/merge`, 400, /invalid_request/, { _csrf: ann.csrf, merge_strategy: 'octopus' }],
-        ['POST', `${repo}/threads/new`, 400, /invalid_request/, { _csrf: ann.csrf, title: ' ' }],
+        ['GET', `${repo}/pulls/0`, 400, /That did not work/],
+        ['GET', `${repo}/pulls/abc`, 400, /That did not work/],
+        ['GET', `${repo}/pulls/999`, 404, /Not found/],
+        ['GET', `${repo}/pulls?status=weird`, 400, /That did not work/],
+        ['GET', `${repo}/pulls?page=0`, 400, /That did not work/],
+        ['GET', `${repo}/threads/1/replies/9/edit`, 404, /Not found/],
+        ['POST', `${repo}/threads/1/replies`, 400, /That did not work/, { _csrf: ann.csrf, body: '   ' }],
+        ['POST', `${repo}/threads/1/replies`, 400, /That did not work/, { _csrf: ann.csrf, body: 'x', extra: '1' }],
+        ['POST', `${repo}/pulls/1/reviews`, 400, /That did not work/, { _csrf: ann.csrf, status: 'love' }],
+        [
+          'POST',
+          `${repo}/pulls/1/reviews`,
+          403,
+          /The author of a pull may only comment on it/,
+          { _csrf: ann.csrf, status: 'approved' },
+        ],
+        ['POST', `${repo}/pulls/1/merge`, 400, /That did not work/, { _csrf: ann.csrf, merge_strategy: 'octopus' }],
+        ['POST', `${repo}/threads/new`, 400, /That did not work/, { _csrf: ann.csrf, title: ' ' }],
       ];
       for (const [method, url, status, body, form] of cases) {
         const res = await pageReq(t, method, url, { cookie: ann.cookie, ...(form ? { form } : {}) });
         assert.equal(res.status, status, `${method} ${url} ${res.text.slice(0, 500)}`);
         assert.match(res.text, body, url);
+        // in words: no error code, schema path or operation id shown as such
+        assert.doesNotMatch(res.text, /invalid_request|not_found|cannot_approve_own_pull|body\.|params\./, url);
         assert.match(String(res.headers['content-type']), /^text\/html/);
       }
       const replies = await t.req('GET', `${api}/threads/1/replies`, { token: alice.token });

@@ -114,7 +114,8 @@ for (const dialect of DIALECTS) {
         form: { _csrf: ann.csrf, merge_strategy: 'merge' },
       });
       assert.equal(merge.status, 409);
-      assert.match(merge.text, /checks_unsatisfied/);
+      assert.match(merge.text, /<h1>That cannot be done now<\/h1>/);
+      assert.doesNotMatch(merge.text, /checks_unsatisfied/);
       ok(await post({ state: 'success', context: 'ci/lint' }));
       page = await pageReq(t, 'GET', `${repo}/pulls/1`, { cookie: ann.cookie });
       assert.match(norm(page.text), /All 2 required checks passed\./);

@@ -27,7 +27,6 @@ import * as m310 from './migrations/310_tracker.ts';
 import * as m320 from './migrations/320_default_login_limits.ts';
 import * as m330 from './migrations/330_hook_skipped_and_secrets.ts';
 import * as m340 from './migrations/340_deploy_keys.ts';
-import type { Dialect } from './index.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';

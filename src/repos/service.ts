@@ -176,6 +176,46 @@ export async function listRepos(
 }
 
 /**
+ * The Explore page's list (README "Web interface"): public repos of active owners, newest first,
+ * that the viewer's token may see (a repo-restricted token: those repos only).
+ */
+export async function listPublicRepos(deps: Deps, viewer: Viewer, page: { offset: number; limit: number }): Promise<RepoJson[]> {
+  let keys = deps.db
+    .selectFrom('repos')
+    .select('uuid')
+    .where('visibility', '=', 'public')
+    .where('is_active', '=', 1)
+    .where((eb) =>
+      eb.or([
+        eb.and([
+          eb('owner_kind', '=', 'team'),
+          eb('owner_uuid', 'in', eb.selectFrom('teams').select('uuid').where('is_active', '=', 1)),
+        ]),
+        eb.and([
+          eb('owner_kind', '=', 'user'),
+          eb('owner_uuid', 'in', eb.selectFrom('users').select('uuid').where('is_active', '=', 1)),
+        ]),
+      ]),
+    );
+  const only = tokenRepoFilter(viewer);
+  if (only !== null) {
+    if (only.length === 0) return [];
+    keys = keys.where('uuid', 'in', only);
+  }
+  keys = keys.orderBy('created_at', 'desc').orderBy('uuid', 'desc').offset(page.offset).limit(page.limit);
+  const rows = await repoViewQuery(deps.db)
+    .where('repos.uuid', 'in', keys)
+    .orderBy('repos.created_at', 'desc')
+    .orderBy('repos.uuid', 'desc')
+    .execute();
+  return hideUnreadableForkSources(
+    deps.db,
+    viewer,
+    rows.map((row) => repoToJson(row, deps.config)),
+  );
+}
+
+/**
  * GET {repo}: the repo the request resolved (`config.repo`: one statement with the token lookup),
  * or, given a bare ref, read now in one compiled statement (`repoContextOf`).
  */

@@ -11,6 +11,7 @@ import { readSettings } from '../settings/service.ts';
 import { requirePage, seeOther, sendPage } from './context.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
+import { firstRunNote, isFirstRun } from './first-run-state.ts';
 
 /** The cookie that binds the sign-in form to the browser that loaded it (login CSRF). */
 export const LOGIN_COOKIE = 'weft_login';
@@ -43,6 +44,7 @@ export async function loginPageFor(
   opts: { error?: string; username?: string; status?: number } = {},
 ) {
   const canSignUp = (await readSettings(deps.db)).signups_enabled === 1;
+  const firstRun = await isFirstRun(deps);
   const bound = randomBytes(18).toString('base64url');
   reply.header('set-cookie', cookie(deps, LOGIN_COOKIE, bound, 3600));
   return sendPage(
@@ -50,7 +52,7 @@ export async function loginPageFor(
     layout(
       { title: 'Sign in', caller: null },
       html`<h1>Sign in to Weft</h1>
-        ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+        ${firstRun ? firstRunNote() : ''} ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
         <form class="stack" method="post" action="/login">
           <input type="hidden" name="_csrf" value="${bound}" />
           <input type="hidden" name="next" value="${next}" />

@@ -1,5 +1,6 @@
 import { AppError } from '../errors.ts';
 import { type Html, html } from './html.ts';
+import { inWords } from './words.ts';
 
 /**
  * Forms of the settings and staff pages (README "Web interface"): each field renders with its
@@ -85,7 +86,7 @@ export async function attempt<T>(
 /** The message of a form-level refusal, announced to screen readers. */
 export function formMessage(state: FormState | undefined): Html {
   if (!state?.message) return html``;
-  return html`<p class="error" role="alert">${state.code ? html`<strong>${state.code}</strong>: ` : ''}${state.message}</p>`;
+  return html`<p class="error" role="alert">${inWords(state.message)}</p>`;
 }
 
 export interface FieldOptions {
@@ -130,14 +131,14 @@ export function field(state: FormState | undefined, o: FieldOptions): Html {
       <input id="${id}" name="${o.name}" type="checkbox" value="on" ${checked ? html` checked` : ''}${aria} />
       <label for="${id}">${o.label}</label>
       ${o.hint ? html`<small id="${id}-hint" class="muted">${o.hint}</small>` : ''}
-      ${error ? html`<p id="${id}-error" class="field-error" role="alert">${error}</p>` : ''}
+      ${error ? html`<p id="${id}-error" class="field-error" role="alert">${inWords(error)}</p>` : ''}
     </div>`;
   } else {
     control = html`<input id="${id}" name="${o.name}" type="${o.type ?? 'text'}" value="${value}" ${req}${max}${auto}${aria} />`;
   }
   return html`<label for="${id}">${o.label}</label> ${control}
     ${o.hint ? html`<small id="${id}-hint" class="muted">${o.hint}</small>` : ''}
-    ${error ? html`<p id="${id}-error" class="field-error" role="alert">${error}</p>` : ''}`;
+    ${error ? html`<p id="${id}-error" class="field-error" role="alert">${inWords(error)}</p>` : ''}`;
 }
 
 /** A checkbox's posted value as a boolean ("on"/"true" → true, "off"/absent → false). */

@@ -51,7 +51,7 @@ ${(opts.styles ?? []).map((s) => html`<link rel="stylesheet" href="/static/${s}"
 <nav aria-label="Account">
 ${
   c
-    ? html`${staffLink(c)}
+    ? html`<a href="/explore">Explore</a> <a href="/new">New repo</a> <a href="/teams/new">New team</a> ${staffLink(c)}
         <a href="/users/${seg(c.viewer.username)}">${c.viewer.username}</a>
         <a href="/settings">Settings</a>
         <form method="post" action="/logout">

@@ -8,6 +8,8 @@ import { assetRoutes } from './assets.ts';
 import { LOGIN_COOKIE, authPages, cookie } from './auth-pages.ts';
 import { csrfRefused, sendPage } from './context.ts';
 import { html } from './html.ts';
+import { inWords, statusTitle } from './words.ts';
+import { validationDetail } from '../http/error-handler.ts';
 import { CSP, layout } from './layout.ts';
 import { homePages } from './home-pages.ts';
 import { pullPages } from './pull-pages.ts';
@@ -15,6 +17,8 @@ import { repoPages } from './repo-pages.ts';
 import { threadPages } from './thread-pages.ts';
 import { uploadPages } from './upload-pages.ts';
 import { codePages } from './code-pages.ts';
+import { createPages } from './create-pages.ts';
+import { firstRunPages } from './first-run.ts';
 import { hookPages } from './hook-pages.ts';
 import { hookDeliveryPages } from './hook-deliveries.ts';
 import { adminUserPages } from './admin-users.ts';
@@ -53,7 +57,11 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     if (request.method === 'GET' || request.method === 'HEAD') return;
     // a form field or the header htmx sends (a streamed multipart form: its first field, read by its handler)
     const given = (request.body as Record<string, unknown> | undefined)?._csrf ?? request.headers['x-csrf-token'];
-    if (request.routeOptions.url === '/login' || request.routeOptions.url === '/signup') {
+    if (
+      request.routeOptions.url === '/login' ||
+      request.routeOptions.url === '/signup' ||
+      request.routeOptions.url === '/setup'
+    ) {
       const bound = cookieValue(request.headers.cookie, LOGIN_COOKIE);
       if (!bound || given !== bound) throw csrfRefused();
       return;
@@ -90,6 +98,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(threadPages, { deps });
   await app.register(uploadPages, { deps });
   await app.register(codePages, { deps });
+  await app.register(createPages, { deps });
+  await app.register(firstRunPages, { deps });
   await app.register(hookPages, { deps });
   await app.register(hookDeliveryPages, { deps });
   await app.register(adminUserPages, { deps });
@@ -117,8 +127,7 @@ function errorPage(error: FastifyError | AppError, request: FastifyRequest, repl
   } else if (error.validation) {
     status = 400;
     code = 'invalid_request';
-    const first = error.validation[0];
-    detail = `The form is not valid: ${first?.instancePath.replace(/^\//, '') || 'request'} ${first?.message ?? 'is invalid'}.`;
+    detail = validationDetail(error);
   } else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
     status = error.statusCode;
     code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request';
@@ -136,15 +145,32 @@ function errorPage(error: FastifyError | AppError, request: FastifyRequest, repl
       .header('location', `/login?next=${encodeURIComponent(request.url)}`)
       .send();
   }
-  const title = status === 404 ? 'Not found' : `Error ${status}`;
+  // In words for a person: no error code or schema path (web/words.ts); a 500 names its request id.
+  void code;
+  const title = statusTitle(status);
   return sendPage(
     reply,
     layout(
       { title, caller: request.page },
       html`<h1>${title}</h1>
-        <p class="error" role="alert"><strong>${code}</strong>: ${detail}</p>
-        <p><a href="/">Back to the dashboard</a></p>`,
+        <p class="error" role="alert">${inWords(detail)}</p>
+        ${status >= 500 ? html`<p class="muted">Request id: <code>${request.id}</code> (give it to the server’s operator).</p>` : ''}
+        <p>
+          ${request.headers.referer ? html`<a href="${localBack(request.headers.referer)}">Back</a> · ` : ''}<a href="/"
+            >The dashboard</a
+          >
+        </p>`,
     ),
     status,
   );
+}
+
+/** The page a person came from, when it is on this site (the error page's Back link). */
+function localBack(referer: string): string {
+  try {
+    const u = new URL(referer);
+    return `${u.pathname}${u.search}`.startsWith('/') ? `${u.pathname}${u.search}` : '/';
+  } catch {
+    return '/';
+  }
 }

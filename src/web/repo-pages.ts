@@ -41,6 +41,7 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
             <label for="clone-url">Clone URL</label>
             <input id="clone-url" type="text" readonly value="${repo.clone_url}" />
             <p class="muted">Default branch: ${repo.default_branch}</p>
+            <p><a href="${repoHref(repo)}/fork">Fork this repo</a></p>
           </section>
           <section class="box" aria-labelledby="branches-h">
             <h2 id="branches-h">Branches</h2>
