@@ -69,7 +69,7 @@ export async function firstRunPages(app: FastifyInstance, { deps }: { deps: Deps
             ${
               code
                 ? html`<input type="hidden" name="code" value="${code}" />
-                    <p class="muted">Using the one-time set-up link from the server’s log.</p>`
+                    <p class="muted">Using the one-time set-up link from the server&rsquo;s log.</p>`
                 : field(state, {
                     name: 'proof',
                     label: 'Console token',
@@ -83,7 +83,7 @@ export async function firstRunPages(app: FastifyInstance, { deps }: { deps: Deps
             <div><button type="submit" class="primary">Set the password</button></div>
           </form>`
       : html`<h1>Set up Weft</h1>
-          <p>No staff user exists yet. Create one on the server’s console:</p>
+          <p>No staff user exists yet. Create one on the server&rsquo;s console:</p>
           <pre class="wrap">npx weft create-user admin --email admin@example.com --staff</pre>
           <p>or start the server once with BOOTSTRAP_ADMIN_TOKEN set, then come back here.</p>`;
     return sendPage(reply, layout({ title: 'Set up', caller: null }, body), state.status);

@@ -154,7 +154,7 @@ function errorPage(error: FastifyError | AppError, request: FastifyRequest, repl
       { title, caller: request.page },
       html`<h1>${title}</h1>
         <p class="error" role="alert">${inWords(detail)}</p>
-        ${status >= 500 ? html`<p class="muted">Request id: <code>${request.id}</code> (give it to the server’s operator).</p>` : ''}
+        ${status >= 500 ? html`<p class="muted">Request id: <code>${request.id}</code> (give it to the server&rsquo;s operator).</p>` : ''}
         <p>
           ${request.headers.referer ? html`<a href="${localBack(request.headers.referer)}">Back</a> · ` : ''}<a href="/"
             >The dashboard</a
