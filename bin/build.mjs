@@ -37,7 +37,8 @@ rmSync(dist, { recursive: true, force: true });
 try {
   await build({
     absWorkingDir: root,
-    entryPoints: ['src/main.ts', 'src/cli.ts'],
+    // the Markdown worker thread is a file of its own (src/markdown/bounded.ts starts it)
+    entryPoints: ['src/main.ts', 'src/cli.ts', 'src/markdown/render-worker.ts'],
     outdir: dist,
     bundle: true,
     splitting: true,

@@ -1,9 +1,9 @@
 import type SanitizeHtml from 'sanitize-html';
 import { lazyRequire } from '../lazy-require.ts';
-import { createMarkdownRenderer } from '../markdown/render.ts';
+import { boundedMarkdown } from '../markdown/bounded.ts';
 import type { EventRecord } from './service.ts';
 
-const markdown = createMarkdownRenderer();
+const markdown = { render: (text: string) => boundedMarkdown().render(text) };
 // sanitize-html is loaded with the first fragment
 const sanitizer = lazyRequire<typeof SanitizeHtml>('sanitize-html');
 let FRAGMENT: SanitizeHtml.IOptions | null = null;

@@ -35,7 +35,7 @@ import { badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf, type EventKind } from '../events/service.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { onRepo } from '../core/targets.ts';
-import { createMarkdownRenderer } from '../markdown/render.ts';
+import { boundedMarkdown } from '../markdown/bounded.ts';
 import { nextRepoNumber } from '../repos/numbers.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
@@ -59,7 +59,7 @@ export type ReplyRow = Selectable<RepliesTable>;
 type Link = Static<typeof LinkSchema>;
 type PageArgs = { offset: number; limit: number };
 
-const markdown = createMarkdownRenderer();
+const markdown = { render: (text: string) => boundedMarkdown().render(text) };
 const READ = { level: 'read' } as const;
 
 export const readOnly = (what: string) => conflict('target_read_only', `The ${what} is removed and read-only.`);

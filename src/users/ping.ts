@@ -3,14 +3,14 @@ import type { Deps } from '../deps.ts';
 import { actorOf } from '../events/service.ts';
 import { command } from '../core/command.ts';
 import { decide } from '../core/targets.ts';
-import { createMarkdownRenderer } from '../markdown/render.ts';
+import { boundedMarkdown } from '../markdown/bounded.ts';
 import type { Viewer } from '../viewer.ts';
 import { requireActiveUser } from './service.ts';
 
 /** README "User ping": the longest ping message, in characters. */
 export const MAX_PING_LENGTH = 1000;
 
-const markdown = createMarkdownRenderer();
+const markdown = { render: (text: string) => boundedMarkdown().render(text) };
 
 export interface PingResult {
   event_id: string;

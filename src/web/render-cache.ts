@@ -1,4 +1,4 @@
-import { createMarkdownRenderer } from '../markdown/render.ts';
+import { boundedMarkdown } from '../markdown/bounded.ts';
 import { type Html, trusted } from './html.ts';
 
 /**
@@ -55,7 +55,7 @@ export class RenderCache {
   }
 }
 
-const renderer = createMarkdownRenderer();
+const renderer = { render: (text: string) => boundedMarkdown().render(text) };
 const markdownCache = new RenderCache(8 * 1024 * 1024);
 
 /** Markdown rendered and sanitised by the API's renderer, kept by its source text. */
