@@ -291,8 +291,8 @@ for (const dialect of DIALECTS) {
           30_000,
           'the hung hooks to time out once',
         );
-        // 12 s of events (past the first retries and pauses of the hung hooks), every one to all 41 hooks
-        const N = 60;
+        // 20 s of events (past the first retries and pauses of the hung hooks), every one to all 41 hooks
+        const N = 100;
         for (let n = 1; n <= N; n++) {
           sentAt.set(n, Date.now());
           await emit({ n }, busy);
@@ -302,7 +302,9 @@ for (const dialect of DIALECTS) {
         lags.sort((a, b) => a - b);
         const p99 = lags[Math.ceil(lags.length * 0.99) - 1]!;
         const p50 = lags[Math.floor(lags.length / 2)]!;
-        console.log(`# ${dialect}: healthy hook lag beside 40 hung hooks: p50 ${p50} ms, p99 ${p99} ms, max ${lags.at(-1)} ms`);
+        console.log(
+          `# ${dialect}: healthy hook lag beside 40 hung hooks: p50 ${p50} ms, p99 ${p99} ms, slowest ${lags.slice(-3).join(', ')} ms`,
+        );
         assert.ok(p99 < 1000, `p99 lag ${p99} ms`);
         assert.ok(hung.requests > 40, `the hung receiver got ${hung.requests} requests`);
       } finally {

@@ -10,12 +10,20 @@ import type { EventRecord } from './service.ts';
  * The bus carries hints, not the events: a live stream re-reads the store by id
  * (events/live.ts), so a lost or late notification delays an event but never loses it.
  */
+/**
+ * What a hint knows: the kinds of the events it is about, or null when unknown (another
+ * instance's notification without them, a reconnection). Listeners that only re-read may ignore it.
+ */
+export interface NewEventsHint {
+  kinds: readonly string[] | null;
+}
+
 export interface EventBus {
   publish(event: EventRecord): void;
   /** The events this instance committed, as they are published. */
   subscribe(listener: (event: EventRecord) => void): () => void;
   /** Called when events may exist past what was read: committed here or on another instance. */
-  onNewEvents(listener: () => void): () => void;
+  onNewEvents(listener: (hint: NewEventsHint) => void): () => void;
   /** Starts listening for other instances' events (no-op in process). */
   start(): Promise<void>;
   close(): Promise<void>;
@@ -30,7 +38,7 @@ export class InProcessBus implements EventBus {
 
   publish(event: EventRecord): void {
     this.emitter.emit('event', event);
-    this.emitter.emit('hint');
+    this.emitter.emit('hint', { kinds: [event.kind] } satisfies NewEventsHint);
   }
 
   subscribe(listener: (event: EventRecord) => void): () => void {
@@ -38,7 +46,7 @@ export class InProcessBus implements EventBus {
     return () => this.emitter.off('event', listener);
   }
 
-  onNewEvents(listener: () => void): () => void {
+  onNewEvents(listener: (hint: NewEventsHint) => void): () => void {
     this.emitter.on('hint', listener);
     return () => this.emitter.off('hint', listener);
   }
@@ -51,19 +59,35 @@ export class InProcessBus implements EventBus {
 }
 
 export const EVENTS_CHANNEL = 'weft_events';
+/** A notification names the kinds it covers while they fit; beyond, it names none (unknown). */
+const MAX_NOTIFY_KINDS = 32;
+
+function hintOf(payload: string | undefined): NewEventsHint {
+  if (!payload) return { kinds: null };
+  try {
+    const kinds = JSON.parse(payload) as unknown;
+    return Array.isArray(kinds) && kinds.every((k) => typeof k === 'string') ? { kinds } : { kinds: null };
+  } catch {
+    return { kinds: null };
+  }
+}
 
 /**
  * Across instances on PostgreSQL: after commit, `NOTIFY weft_events` (outside the writing
  * transaction: a NOTIFY inside it would serialise commits on the notification queue). Notifies
  * are coalesced: at most one in flight, and one more for everything published meanwhile. A
  * dedicated connection LISTENs and turns each notification into a hint; when it drops, it
- * reconnects and hints once (a notification may have been missed).
+ * reconnects and hints once (a notification may have been missed). A notification's payload names
+ * the kinds of the events it covers (a JSON array; empty when there are too many), so a listener
+ * such as the webhook sender can tell whether access may have changed.
  */
 export class PostgresBus extends InProcessBus {
   private listener: pg.Client | null = null;
   private closed = false;
   private notifying = false;
   private notifyAgain = false;
+  /** Kinds published since the last notification was sent; null once too many to name. */
+  private pendingKinds: Set<string> | null = new Set();
   private reconnectTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -75,6 +99,10 @@ export class PostgresBus extends InProcessBus {
 
   override publish(event: EventRecord): void {
     super.publish(event);
+    if (this.pendingKinds) {
+      this.pendingKinds.add(event.kind);
+      if (this.pendingKinds.size > MAX_NOTIFY_KINDS) this.pendingKinds = null;
+    }
     this.notify();
   }
 
@@ -85,8 +113,10 @@ export class PostgresBus extends InProcessBus {
       return;
     }
     this.notifying = true;
+    const payload = this.pendingKinds ? JSON.stringify([...this.pendingKinds]) : '';
+    this.pendingKinds = new Set();
     this.pool
-      .query(`select pg_notify('${EVENTS_CHANNEL}', '')`)
+      .query(`select pg_notify('${EVENTS_CHANNEL}', $1)`, [payload])
       .catch((err) => {
         if (!this.closed) console.error('weft: NOTIFY of new events failed', err);
       })
@@ -106,7 +136,7 @@ export class PostgresBus extends InProcessBus {
 
   private async connect(): Promise<void> {
     const client = new pg.Client(this.clientConfig);
-    client.on('notification', () => this.emitter.emit('hint'));
+    client.on('notification', (n) => this.emitter.emit('hint', hintOf(n.payload)));
     client.on('error', () => this.reconnectSoon(client));
     client.on('end', () => this.reconnectSoon(client));
     try {
@@ -136,7 +166,7 @@ export class PostgresBus extends InProcessBus {
       this.reconnectTimer = null;
       if (this.closed) return;
       this.connect()
-        .then(() => this.emitter.emit('hint'))
+        .then(() => this.emitter.emit('hint', { kinds: null } satisfies NewEventsHint))
         .catch(() => this.scheduleReconnect());
     }, 500);
     this.reconnectTimer.unref();

@@ -17,6 +17,7 @@ export class Webhooks {
   readonly sender: HookSender;
   private readonly http: HookHttp;
   private sweepTimer: NodeJS.Timeout | null = null;
+  private unsubscribeHints: (() => void) | null = null;
 
   constructor(private readonly deps: Deps) {
     this.http = new HookHttp(deps.config.webhookMaxConcurrency, deps.config.webhookTimeoutMs);
@@ -41,6 +42,8 @@ export class Webhooks {
 
   async start(): Promise<void> {
     this.sender.stopping = false;
+    // the sender reuses a creator's access only until an access-changing event is hinted
+    this.unsubscribeHints ??= this.deps.bus.onNewEvents((hint) => this.sender.noteEvents(hint?.kinds ?? null));
     this.dispatcher.start();
     await this.schedulePrune().catch((err) => console.error('weft: scheduling the webhook prune failed', err));
     const sweep = () => void this.sender.sweep().catch((err) => console.error('weft: the webhook sweep failed', err));
@@ -52,6 +55,8 @@ export class Webhooks {
   async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.sweepTimer = null;
+    this.unsubscribeHints?.();
+    this.unsubscribeHints = null;
     this.sender.stopping = true;
     await this.dispatcher.stop();
     await this.sender.settle();

@@ -12,8 +12,10 @@
  * job hands its attempt over and returns at once, so attempts never hold the job queue; and a
  * hook whose first attempt timed out pauses its first attempts for a back-off (its sender lease
  * is kept until then, with no holder) instead of sending the next one into the same timeout.
- * Every attempt reads the allow-list and the creator's access in force at that moment: no cache
- * outlives a visibility, membership or setting change.
+ * Every attempt uses the allow-list and the creator's access in force at that moment: a batch
+ * reuses them (for at most a second) only while the event bus has told of no event of a kind
+ * that changes access or settings (ACCESS_KINDS) since they were read (a hint without kinds, from
+ * a reconnection, counts as one), so no cache outlives a visibility, membership or setting change.
  */
 import { randomUUID } from 'node:crypto';
 import { hookCreator } from '../access/hooks.ts';
@@ -41,6 +43,30 @@ const PAUSE_MAX_MS = 300_000;
 const USER_AGENT = `Weft-Hookshot/${weftVersion()}`;
 
 type Result = 'sent' | 'disabled' | 'timeout';
+
+/**
+ * Event kinds whose commit may change what a hook's creator reads (visibility, membership, a
+ * user's activity or staff flag, a team's state) or the allow-list (site settings).
+ */
+export const ACCESS_KINDS: ReadonlySet<string> = new Set([
+  'user-updated',
+  'team-updated',
+  'member-added',
+  'member-updated',
+  'member-removed',
+  'repo-updated',
+  'repo-deleted',
+  'settings-updated',
+]);
+/** The longest a batch reuses the creator's access. */
+const ACCESS_REUSE_MS = 1000;
+
+/** The creator's access as read at `at`, when the access epoch was `epoch`. */
+interface AccessCache {
+  who: Creator | null;
+  epoch: number;
+  at: number;
+}
 
 /** A hook's creator and the event viewer that shows events as they may see them. */
 interface Creator {
@@ -240,6 +266,7 @@ export class HookSender {
   private async sendFirstAttempts(hookUuid: string, token: string): Promise<void> {
     const { db } = this.deps;
     let leaseUntil = this.now().getTime() + this.leaseMs - 1000;
+    const access: { current: AccessCache | null } = { current: null };
     for (;;) {
       const hook = await db.selectFrom('hooks').selectAll().where('uuid', '=', hookUuid).executeTakeFirst();
       if (this.stopping || !hook || hook.active !== 1 || hook.sender_token !== token) return;
@@ -309,7 +336,7 @@ export class HookSender {
               .execute();
             return true;
           };
-          const result = await this.attempt(current, delivery, keep, { events, group });
+          const result = await this.attempt(current, delivery, keep, { events, group, access });
           if (result === 'disabled' || result === null) return;
           if (result === 'timeout') {
             await group.flush();
@@ -337,6 +364,30 @@ export class HookSender {
       .where('uuid', '=', hookUuid)
       .where('sender_token', '=', token)
       .execute();
+  }
+
+  /** Bumped by every event bus hint that may change access (wired by background.ts). */
+  private accessEpoch = 0;
+
+  /** Notes a hint of new events: one of an access-changing kind, or of unknown kinds, ends every reuse. */
+  noteEvents(kinds: readonly string[] | null): void {
+    if (kinds === null || kinds.some((k) => ACCESS_KINDS.has(k))) this.accessEpoch++;
+  }
+
+  /**
+   * The creator's access for an attempt about to be sent: `cache.who` while it is under a second
+   * old and no access-changing event was hinted since it was read; else read again, with the
+   * allow-list, and kept in `cache`.
+   */
+  private async currentCreator(hook: HookRow, cache: { current: AccessCache | null }): Promise<Creator | null> {
+    const c = cache.current;
+    if (c && c.epoch === this.accessEpoch && Date.now() - c.at < ACCESS_REUSE_MS) return c.who;
+    // the epoch first: a change hinted while the access is read ends this reuse too
+    const epoch = this.accessEpoch;
+    const who = await this.creatorOf(hook);
+    await this.refreshAllowList();
+    cache.current = { who, epoch, at: Date.now() };
+    return who;
   }
 
   /** The hook's creator as they are now, with a fresh event viewer; null when they lost access. */
@@ -413,7 +464,7 @@ export class HookSender {
     hook: HookRow,
     delivery: DeliveryRow,
     keep: () => Promise<boolean>,
-    batch?: { events: Map<number, EventRow>; group: SuccessGroup },
+    batch?: { events: Map<number, EventRow>; group: SuccessGroup; access: { current: AccessCache | null } },
   ): Promise<Result | null> {
     const n = delivery.attempts + 1;
     type Made =
@@ -423,11 +474,10 @@ export class HookSender {
       | { kind: 'sent'; headers: Record<string, string>; outcome: HttpOutcome; body: string };
     const made = await this.http.inSlot(this.laneOf(hook), async (): Promise<Made> => {
       if (!(await keep())) return { kind: 'lost' };
-      const creator = await this.creatorOf(hook);
+      const creator = await this.currentCreator(hook, batch?.access ?? { current: null });
       if (creator === null) return { kind: 'creator_lost_access' };
       const event = await this.eventFor(delivery, creator, batch?.events);
       if (event === null) return { kind: 'hidden' };
-      await this.refreshAllowList();
       const body = JSON.stringify({ hook_uuid: hook.uuid, event });
       const now = this.now();
       const timestamp = Math.floor(now.getTime() / 1000);
