@@ -74,6 +74,8 @@ export interface Config {
   gitHttpMaxProcesses: number;
   /** GIT_HTTP_MAX_PROCESSES_PER_CLIENT: the same per client address. */
   gitHttpMaxProcessesPerClient: number;
+  /** GIT_WAIT_MS: how long git over HTTP or SSH past a cap waits for a slot before its refusal (0: refuse at once). */
+  gitWaitMs: number;
   /** GIT_MAX_REQUEST_BYTES: largest fetch negotiation body (git-upload-pack), read before git starts; 413 beyond. */
   gitMaxRequestBytes: number;
 }
@@ -226,6 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const webhookMaxConcurrency = intVar(env, 'WEBHOOK_MAX_CONCURRENCY', 32, 1, 10_000);
   const gitHttpMaxProcesses = intVar(env, 'GIT_HTTP_MAX_PROCESSES', 32, 1, 10_000);
   const gitHttpMaxProcessesPerClient = intVar(env, 'GIT_HTTP_MAX_PROCESSES_PER_CLIENT', 8, 1, 10_000);
+  const gitWaitMs = intVar(env, 'GIT_WAIT_MS', 60_000, 0, 3_600_000);
   const gitMaxRequestBytes = intVar(env, 'GIT_MAX_REQUEST_BYTES', 16 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
 
   return {
@@ -266,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookMaxConcurrency,
     gitHttpMaxProcesses,
     gitHttpMaxProcessesPerClient,
+    gitWaitMs,
     gitMaxRequestBytes,
   };
 }

@@ -50,6 +50,8 @@ const PULL_COLUMNS = [
   'merge_claimed_at',
   'merge_claim_sha',
   'merge_claim_instance',
+  'merge_claim_before',
+  'merge_claim_head',
 ] as const;
 
 // compiledOnce passes placeholder strings while building (numberParam binds the pull number as a number).
@@ -163,6 +165,8 @@ const pullFrom = (r: Record<string, unknown>): PullReadRow =>
     merge_claimed_at: r.p_merge_claimed_at,
     merge_claim_sha: r.p_merge_claim_sha,
     merge_claim_instance: r.p_merge_claim_instance,
+    merge_claim_before: r.p_merge_claim_before,
+    merge_claim_head: r.p_merge_claim_head,
     author_username: r.p_author_username,
     merged_by_username: r.p_merged_by_username,
   }) satisfies Record<keyof PullReadRow, unknown> as PullReadRow;

@@ -24,6 +24,7 @@ import * as m180 from './migrations/180_owner_limits.ts';
 import * as m181 from './migrations/181_unique_email.ts';
 import * as m200 from './migrations/200_hook_request_bodies.ts';
 import * as m340 from './migrations/340_deploy_keys.ts';
+import * as m341 from './migrations/341_merge_claim_tips.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -62,6 +63,7 @@ const MIGRATIONS: Migration[] = [
   { name: '181_unique_email', up: m181.up },
   { name: '200_hook_request_bodies', up: m200.up },
   { name: '340_deploy_keys', up: m340.up },
+  { name: '341_merge_claim_tips', up: m341.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -11,7 +11,11 @@ export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
  * kept moving.
  */
 export type MergeOutcome =
-  { sha: string } | { conflictPaths: string[] } | { notFastForward: true } | { nothingToMerge: true } | { busy: true };
+  | { sha: string; before?: string | null }
+  | { conflictPaths: string[] }
+  | { notFastForward: true }
+  | { nothingToMerge: true }
+  | { busy: true };
 
 export interface CommitInfo {
   sha: string;
@@ -38,8 +42,8 @@ export interface MergeRequest {
   merger: { name: string; email: string };
   /** the pull's author: author of a squash commit */
   author: { name: string; email: string };
-  /** called with the new tip just before the target branch moves (the caller records it) */
-  beforeMove?: (sha: string) => Promise<void>;
+  /** called with the new tip and the tip it replaces (null: a new branch) just before the target branch moves (the caller records them) */
+  beforeMove?: (sha: string, before: string | null) => Promise<void>;
 }
 
 /**
