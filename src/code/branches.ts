@@ -42,6 +42,7 @@ export async function createBranch(
     const [existing] = await readers.objects.info(dir!, [`refs/heads/${body.name}`]);
     if (existing) throw conflict('conflict', `Branch "${body.name}" already exists.`);
     const pulls = await emitRefMoves(
+      deps,
       tx,
       repo.uuid,
       [{ ref: `refs/heads/${body.name}`, before: ZERO_SHA, after: start.sha, forced: false }],
@@ -73,7 +74,13 @@ export async function deleteBranch(deps: Deps, viewer: Viewer, ref: RepoRef, nam
     const patterns = await tx.db.selectFrom('protections').select('branch').where('repo_uuid', '=', repo.uuid).execute();
     const match = patterns.find((p) => branchMatchesPattern(p.branch, name));
     if (match) throw forbidden(`"${name}" is protected by the branch protection "${match.branch}": remove it first.`);
-    await emitRefMoves(tx, repo.uuid, [{ ref: `refs/heads/${name}`, before: tip.oid, after: ZERO_SHA, forced: false }], viewer);
+    await emitRefMoves(
+      deps,
+      tx,
+      repo.uuid,
+      [{ ref: `refs/heads/${name}`, before: tip.oid, after: ZERO_SHA, forced: false }],
+      viewer,
+    );
     const moved = await readers.limits.run(dir!, ['update-ref', '--no-deref', '-d', `refs/heads/${name}`, tip.oid], {
       okCodes: [1, 128],
     });

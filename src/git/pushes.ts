@@ -107,7 +107,7 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
       .execute();
     await addDiskUsage(tx, repoUuid, growth);
     // branch-pushed for each moved ref, pull-updated for the open pulls whose head moved
-    return emitRefMoves(tx, repoUuid, moves, marker.pusher);
+    return emitRefMoves(deps, tx, repoUuid, moves, marker.pusher);
   });
   await rm(file, { force: true });
   await deps.db.deleteFrom('git_push_records').where('push_id', '=', marker.push_id).execute();

@@ -215,6 +215,7 @@ async function finishMerge(
     const json = await loadPullJson(tx.db, pullUuid);
     // the target branch moved as by a push: branch-pushed, and pull-updated for pulls from it
     const moved = await emitRefMoves(
+      deps,
       tx,
       json.repo_uuid,
       [{ ref: `refs/heads/${json.target_branch}`, before: tips.before ?? ZERO_SHA, after: sha, forced: tips.forced }],

@@ -1,6 +1,7 @@
 import type { TxContext } from '../core/command.ts';
 import type { Deps } from '../deps.ts';
 import { actorOf } from '../events/service.ts';
+import { scheduleMaintenance } from '../git/maintenance.ts';
 import { ZERO_SHA } from '../git/run.ts';
 import { type PullHeadFields, repoFullNames } from './heads.ts';
 import { loadPullJson, pullEventPayload, pullScopes } from './service.ts';
@@ -23,16 +24,20 @@ export async function isForced(deps: Deps, repoUuid: string, before: string, aft
 /**
  * Every ref move's events (README "Events a CI can build from"), in the transaction that records
  * it: `branch-pushed` with `before`, `after`, `forced` and the repo `{uuid, full_name}` for each
- * move, then `pull-updated` (`synchronized`) for each open pull whose head moved. Answers those
- * pulls: the caller brings their kept heads up to date once the transaction commits.
+ * move, then `pull-updated` (`synchronized`) for each open pull whose head moved, and the repo's
+ * git maintenance queued (src/git/maintenance.ts). Answers those pulls: the caller brings their
+ * kept heads up to date once the transaction commits.
  */
 export async function emitRefMoves(
+  deps: Deps,
   tx: TxContext,
   repoUuid: string,
   moves: RefMove[],
   pusher: { uuid: string; username: string },
 ): Promise<PullHeadFields[]> {
   if (moves.length === 0) return [];
+  // the refs it wrote loose get packed soon after (one queued job per repo)
+  await scheduleMaintenance(deps, tx.db, repoUuid);
   const fullName = (await repoFullNames(tx.db, [repoUuid])).get(repoUuid) ?? null;
   for (const m of moves) {
     await tx.emit({
