@@ -80,6 +80,10 @@ export interface Config {
   gitHttpMaxProcesses: number;
   /** GIT_HTTP_MAX_PROCESSES_PER_CLIENT: the same per client address. */
   gitHttpMaxProcessesPerClient: number;
+  /** GIT_WAIT_MS: how long git over HTTP or SSH past a cap waits for a slot before its refusal (0: refuse at once). */
+  gitWaitMs: number;
+  /** GIT_MAINTENANCE_DELAY_MS: how long after a repo's refs move its maintenance (pack-refs, loose objects) runs. */
+  gitMaintenanceDelayMs: number;
   /** GIT_MAX_REQUEST_BYTES: largest fetch negotiation body (git-upload-pack), read before git starts; 413 beyond. */
   gitMaxRequestBytes: number;
 }
@@ -241,6 +245,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const webhookTimeoutMs = intVar(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000);
   const gitHttpMaxProcesses = intVar(env, 'GIT_HTTP_MAX_PROCESSES', 32, 1, 10_000);
   const gitHttpMaxProcessesPerClient = intVar(env, 'GIT_HTTP_MAX_PROCESSES_PER_CLIENT', 8, 1, 10_000);
+  const gitWaitMs = intVar(env, 'GIT_WAIT_MS', 60_000, 0, 3_600_000);
+  const gitMaintenanceDelayMs = intVar(env, 'GIT_MAINTENANCE_DELAY_MS', 60_000, 0, 86_400_000);
   const gitMaxRequestBytes = intVar(env, 'GIT_MAX_REQUEST_BYTES', 16 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
 
   return {
@@ -284,6 +290,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs,
     gitHttpMaxProcesses,
     gitHttpMaxProcessesPerClient,
+    gitWaitMs,
+    gitMaintenanceDelayMs,
     gitMaxRequestBytes,
   };
 }

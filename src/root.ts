@@ -15,6 +15,7 @@ import { LiveHub } from './events/live.ts';
 import { ScopeRegistry } from './events/scopes.ts';
 import { BareGitStore } from './git/bare-store.ts';
 import type { GitStore } from './git/store.ts';
+import { registerGitMaintenance } from './git/maintenance.ts';
 import { Webhooks } from './hooks/background.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
@@ -59,6 +60,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
   deps.live = new LiveHub(database.db, database.dialect, deps.bus);
   deps.timers = new TimerScheduler(deps as Deps, overrides.timers);
   deps.webhooks = new Webhooks(deps as Deps);
+  registerGitMaintenance(deps as Deps);
   return deps as Deps;
 }
 

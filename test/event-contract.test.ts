@@ -36,6 +36,7 @@ const KINDS_COVERED = [
   'pull-opened',
   'pull-updated',
   'pull-merged',
+  'branch-pushed',
   'review-submitted',
   'review-removed',
 ];
@@ -91,8 +92,11 @@ for (const dialect of DIALECTS) {
         ok(await t.req('DELETE', `${base}/protections/${prot.uuid}/approvers/${bob.uuid}`, as(alice)), 204);
         ok(await t.req('DELETE', `${base}/protections/${prot.uuid}`, as(alice)), 204);
 
-        // a commit to merge, made in the bare repository (a push would add branch-pushed here)
-        await seedCommit(t, ok(await t.req('GET', base, as(alice)), 200).body.uuid, 'feature/x', { onto: 'main' });
+        // a commit to merge, made in the bare repository (a push would add branch-pushed here; the merge adds one)
+        const repoUuid = ok(await t.req('GET', base, as(alice)), 200).body.uuid as string;
+        await seedCommit(t, repoUuid, 'feature/x', { onto: 'main' });
+        const headSha = await t.deps.git.branchSha(repoUuid, 'feature/x');
+        const baseSha = await t.deps.git.branchSha(repoUuid, 'main');
         const pull = ok(
           await t.req('POST', `${base}/pulls`, {
             ...as(bob),
@@ -136,6 +140,9 @@ for (const dialect of DIALECTS) {
           review_uuid: review.uuid,
           status: 'approved',
           author_username: 'alice',
+          target_branch: 'main',
+          head_sha: headSha,
+          base_sha: baseSha,
         };
         const protPayload = { repo_uuid: repo.uuid, protection_uuid: prot.uuid };
 
@@ -255,16 +262,32 @@ for (const dialect of DIALECTS) {
           ['protection-approver-added', [R, T], A, { ...protPayload, branch: 'main', user_uuid: B.uuid, username: 'bob' }],
           ['protection-approver-removed', [R, T], A, { ...protPayload, branch: 'main', user_uuid: B.uuid, username: 'bob' }],
           ['protection-deleted', [R, T], A, { ...protPayload, branch: 'main' }],
-          ['pull-opened', [R, P], B, pullPayload('Change', 'open')],
+          ['pull-opened', [R, P], B, { ...pullPayload('Change', 'open'), head_sha: headSha, base_sha: baseSha }],
           ['pull-updated', [R, P], B, { ...pullPayload('Change 2', 'open'), action: 'edited', changed: ['title'] }],
           ['review-submitted', [R, P, `review:${review.uuid}`], A, reviewPayload],
           ['review-removed', [R, P, `review:${review.uuid}`], A, { ...reviewPayload, removed_at: removedAt }],
+          [
+            'branch-pushed',
+            [R],
+            A,
+            {
+              repo_uuid: repo.uuid,
+              repo: { uuid: repo.uuid, full_name: 'crew/tool' },
+              ref: 'refs/heads/main',
+              before: baseSha ?? '0'.repeat(40),
+              after: pullMergedSha,
+              forced: false,
+              pusher: { uuid: A.uuid, username: 'alice' },
+            },
+          ],
           [
             'pull-merged',
             [R, P],
             A,
             {
               ...pullPayload('Change 2', 'merged'),
+              head_sha: headSha,
+              base_sha: baseSha,
               merge_strategy: 'merge',
               merge_commit_sha: pullMergedSha,
               merged_by_username: 'alice',

@@ -55,7 +55,13 @@ for (const dialect of DIALECTS) {
     let pub: string;
     before(async () => {
       t = await startApp(dialect, {
-        config: { gitHttpMaxProcesses: 3, gitHttpMaxProcessesPerClient: 2, requestTimeoutMs: 1000, gitMaxRequestBytes: 4096 },
+        config: {
+          gitHttpMaxProcesses: 3,
+          gitHttpMaxProcessesPerClient: 2,
+          gitWaitMs: 0,
+          requestTimeoutMs: 1000,
+          gitMaxRequestBytes: 4096,
+        },
       });
       g = await gitClient(t);
       alice = await t.user(`alice${dialect}`);
@@ -83,7 +89,7 @@ for (const dialect of DIALECTS) {
 
     it('over the per-client or per-instance cap: 503 service_unavailable with Retry-After; a freed slot serves again', async () => {
       const limiter = gitHttpLimiter(t.deps);
-      const held = [limiter.acquire('127.0.0.1'), limiter.acquire('127.0.0.1')];
+      const held = [limiter.tryAcquire('127.0.0.1'), limiter.tryAcquire('127.0.0.1')];
       try {
         const res = await infoRefs();
         assert.equal(res.status, 503);
@@ -98,8 +104,8 @@ for (const dialect of DIALECTS) {
         // that request's git gives its slot back when it exits, a moment after the body ended
         await waitUntil(() => limiter.running === 1, 30_000, 'the info/refs git to exit');
         // The instance cap counts every client.
-        held.push(limiter.acquire('10.0.0.1'));
-        held.push(limiter.acquire('10.0.0.2'));
+        held.push(limiter.tryAcquire('10.0.0.1'));
+        held.push(limiter.tryAcquire('10.0.0.2'));
         const full = await infoRefs();
         assert.equal(full.status, 503);
         assert.match((await full.json()).detail, /server/);

@@ -44,7 +44,7 @@ for (const dialect of DIALECTS) {
     };
 
     before(async () => {
-      t = await startApp(dialect, { config: { sshMaxSessionsPerUser: 2 } });
+      t = await startApp(dialect, { config: { sshMaxSessionsPerUser: 2, gitWaitMs: 500 } });
       g = await gitClient(t);
       ssh = await startSshServer(t.deps, { port: 0, host: '127.0.0.1' });
       keys = keyDir();
@@ -187,7 +187,7 @@ for (const dialect of DIALECTS) {
       assert.notEqual(inactive.code, 0);
     });
 
-    it('at most SSH_MAX_SESSIONS_PER_USER connections of one user at a time; more get a message', async () => {
+    it('at most SSH_MAX_SESSIONS_PER_USER git commands of one user at a time; more wait GIT_WAIT_MS, then get a message', async () => {
       const repo = await newRepo('user', 'public');
       const work = await makeWorkTree(g, `w${n}`, [{ 'a.txt': 'one\n' }]);
       await g.run(['-C', work, 'push', '-q', sshUrl(repo.path), 'main'], sshGit(aliceKey));

@@ -45,6 +45,8 @@ const PULL_COLUMNS = [
   'merge_claim_instance',
   'draft',
   'milestone_uuid',
+  'merge_claim_before',
+  'merge_claim_head',
 ] as const;
 
 // compiledOnce passes placeholder strings while building (numberParam binds the pull number as a number).
@@ -160,6 +162,8 @@ const pullFrom = (r: Record<string, unknown>): PullReadRow =>
     merge_claim_instance: r.p_merge_claim_instance,
     draft: r.p_draft,
     milestone_uuid: r.p_milestone_uuid,
+    merge_claim_before: r.p_merge_claim_before,
+    merge_claim_head: r.p_merge_claim_head,
     author_username: r.p_author_username,
     merged_by_username: r.p_merged_by_username,
   }) satisfies Record<keyof PullReadRow, unknown> as PullReadRow;

@@ -3,7 +3,8 @@ import { command } from '../core/command.ts';
 import { onRepo } from '../core/targets.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, badRequest, conflict, forbidden, notFound } from '../errors.ts';
-import { actorOf } from '../events/service.ts';
+import { emitRefMoves } from '../pulls/pushes.ts';
+import { syncPullHeads } from '../pulls/heads.ts';
 import { branchMatchesPattern, isValidBranchName } from '../git/refname.ts';
 import { codeReaders } from '../git/readers.ts';
 import { checkRef, refNotFound, resolveRef } from '../git/resolve.ts';
@@ -27,7 +28,7 @@ export async function createBranch(
   if (!isValidBranchName(body.name)) throw badRequest('name is not a valid git branch name.');
   if (body.from !== undefined) checkRef(body.from, 'from');
   const readers = codeReaders(deps);
-  return command(deps, viewer, onRepo(ref, { level: 'write', write: true }), async (tx) => {
+  const created = await command(deps, viewer, onRepo(ref, { level: 'write', write: true }), async (tx) => {
     const { repo, level } = tx.access;
     const patterns = await tx.db.selectFrom('protections').select('branch').where('repo_uuid', '=', repo.uuid).execute();
     const isProtected = patterns.some((p) => branchMatchesPattern(p.branch, body.name));
@@ -40,18 +41,13 @@ export async function createBranch(
     if (!start) throw refNotFound(from);
     const [existing] = await readers.objects.info(dir!, [`refs/heads/${body.name}`]);
     if (existing) throw conflict('conflict', `Branch "${body.name}" already exists.`);
-    await tx.emit({
-      kind: 'branch-pushed',
-      scopes: [`repo:${repo.uuid}`],
-      actor: actorOf(viewer),
-      payload: {
-        repo_uuid: repo.uuid,
-        ref: `refs/heads/${body.name}`,
-        before: ZERO_SHA,
-        after: start.sha,
-        pusher: { uuid: viewer.uuid, username: viewer.username },
-      },
-    });
+    const pulls = await emitRefMoves(
+      deps,
+      tx,
+      repo.uuid,
+      [{ ref: `refs/heads/${body.name}`, before: ZERO_SHA, after: start.sha, forced: false }],
+      viewer,
+    );
     const moved = await readers.limits.run(dir!, ['update-ref', '--no-deref', `refs/heads/${body.name}`, start.sha, ZERO_SHA], {
       okCodes: [1, 128],
     });
@@ -59,8 +55,10 @@ export async function createBranch(
       // a push created it (or a name that clashes with an existing ref path, such as `a` beside `a/b`)
       throw conflict('conflict', `Branch "${body.name}" cannot be created: ${moved.stderr.trim().split('\n')[0] ?? ''}`);
     }
-    return { name: body.name, commit_sha: start.sha, protected: isProtected };
+    return { branch: { name: body.name, commit_sha: start.sha, protected: isProtected }, pulls };
   });
+  await syncPullHeads(deps, created.pulls);
+  return created.branch;
 }
 
 /** DELETE {repo}/branches/{name}: never the default branch nor a protected one (403 saying why). */
@@ -77,18 +75,13 @@ export async function deleteBranch(deps: Deps, viewer: Viewer, ref: RepoRef, nam
     const patterns = await tx.db.selectFrom('protections').select('branch').where('repo_uuid', '=', repo.uuid).execute();
     const match = patterns.find((p) => branchMatchesPattern(p.branch, name));
     if (match) throw forbidden(`"${name}" is protected by the branch protection "${match.branch}": remove it first.`);
-    await tx.emit({
-      kind: 'branch-pushed',
-      scopes: [`repo:${repo.uuid}`],
-      actor: actorOf(viewer),
-      payload: {
-        repo_uuid: repo.uuid,
-        ref: `refs/heads/${name}`,
-        before: tip.oid,
-        after: ZERO_SHA,
-        pusher: { uuid: viewer.uuid, username: viewer.username },
-      },
-    });
+    await emitRefMoves(
+      deps,
+      tx,
+      repo.uuid,
+      [{ ref: `refs/heads/${name}`, before: tip.oid, after: ZERO_SHA, forced: false }],
+      viewer,
+    );
     const moved = await readers.limits.run(dir!, ['update-ref', '--no-deref', '-d', `refs/heads/${name}`, tip.oid], {
       okCodes: [1, 128],
     });

@@ -173,6 +173,10 @@ export interface PullsTable {
   merge_claimed_at: string | null;
   /** the tip the pending merge is about to write: crash recovery compares it with the branch */
   merge_claim_sha: string | null;
+  /** the target's tip the claimed merge moves from (null: a new branch) */
+  merge_claim_before: string | null;
+  /** the head the claimed merge lands */
+  merge_claim_head: string | null;
   /** the repo the source branch lives in: this repo, or one of its fork network (migration 110) */
   source_repo_uuid: string | null;
   /** the instance holding the pending merge (migration 170): recovered once its lease is gone */

@@ -348,9 +348,9 @@ export class BareGitStore implements GitStore {
       const planned = await this.plan(dir, req, source, target);
       if (!('sha' in planned)) return planned;
       await account();
-      await req.beforeMove?.(planned.sha);
+      await req.beforeMove?.(planned.sha, target);
       const moved = await git(dir, ['update-ref', targetRef, planned.sha, target ?? ZERO_SHA], { okCodes: [128, 1] });
-      if (moved.code === 0) return planned;
+      if (moved.code === 0) return { ...planned, before: target };
       // The target moved under us (a push or another merge): compute again from the new tip.
     }
     return { busy: true };

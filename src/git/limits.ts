@@ -224,28 +224,35 @@ export class GitLimits {
 
 /**
  * Bounds on the git processes one instance runs for clients (README "Bounded git processes"):
- * at most `GIT_HTTP_MAX_PROCESSES` at once, and `GIT_HTTP_MAX_PROCESSES_PER_CLIENT` per client address.
- * A request over either gets 503 `service_unavailable` with `Retry-After` before any process
- * starts. A slot is taken with `acquire` and given back with the function it returns (once; a
- * second call does nothing). Shared by every route that starts git for a client: smart HTTP
- * here, and any read route that wants the same cap (`gitHttpLimiter(deps)`).
+ * at most `GIT_HTTP_MAX_PROCESSES` at once, and `GIT_HTTP_MAX_PROCESSES_PER_CLIENT` per client
+ * address (for SSH, per user: `SSH_MAX_SESSIONS_PER_USER`). A request over either waits for a
+ * slot, in arrival order, up to `GIT_WAIT_MS` (a CI's matrix of clones from one host all get
+ * served instead of half of them refused), then gets 503 `service_unavailable` with `Retry-After`
+ * before any process starts. A slot is taken with `acquire` and given back with the function it
+ * returns (once; a second call does nothing). Shared by every route that starts git for a client:
+ * smart HTTP here, SSH, and any read route that wants the same cap (`gitHttpLimiter(deps)`).
  */
 export class GitHttpLimiter {
   private total = 0;
   private readonly perClient = new Map<string, number>();
+  private readonly waiters: Array<{ client: string; grant: () => void }> = [];
 
   constructor(
     readonly maxTotal: number,
     readonly maxPerClient: number,
+    /** how long a request waits for a slot before its 503; 0 refuses at once */
+    readonly waitMs = 0,
+    /** the 503's words for a client over its own cap */
+    readonly clientBusy = 'This client address already runs as many git processes as one client may',
   ) {}
 
-  /** A slot for `client`, or an AppError 503 when the instance or the client is at its cap. */
-  acquire(client: string): () => void {
-    const mine = this.perClient.get(client) ?? 0;
-    if (this.total >= this.maxTotal) throw gitBusy('The server is running as many git processes as it allows');
-    if (mine >= this.maxPerClient) throw gitBusy('This client address already runs as many git processes as one client may');
+  private fits(client: string): boolean {
+    return this.total < this.maxTotal && (this.perClient.get(client) ?? 0) < this.maxPerClient;
+  }
+
+  private take(client: string): () => void {
     this.total++;
-    this.perClient.set(client, mine + 1);
+    this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
     let released = false;
     return () => {
       if (released) return;
@@ -254,12 +261,76 @@ export class GitHttpLimiter {
       const left = (this.perClient.get(client) ?? 1) - 1;
       if (left <= 0) this.perClient.delete(client);
       else this.perClient.set(client, left);
+      this.wake();
     };
+  }
+
+  /** Grants waiting requests in arrival order while slots fit them (a client at its cap does not hold up others). */
+  private wake(): void {
+    for (let i = 0; i < this.waiters.length && this.total < this.maxTotal;) {
+      const w = this.waiters[i]!;
+      if (this.fits(w.client)) {
+        this.waiters.splice(i, 1);
+        w.grant();
+      } else i++;
+    }
+  }
+
+  private refusal(client: string): AppError {
+    if (this.total >= this.maxTotal) return gitBusy('The server is running as many git processes as it allows');
+    if ((this.perClient.get(client) ?? 0) >= this.maxPerClient) return gitBusy(this.clientBusy);
+    return gitBusy('The server is running as many git processes as it allows');
+  }
+
+  /** A slot for `client` at once, or an AppError 503 when the instance or the client is at its cap. */
+  tryAcquire(client: string): () => void {
+    if (this.waiters.length === 0 && this.fits(client)) return this.take(client);
+    throw this.refusal(client);
+  }
+
+  /**
+   * A slot for `client`: at once when one is free and nobody waits, else after waiting in line up
+   * to `waitMs` (then the 503). `signal` gives up the wait (the client went away).
+   */
+  acquire(client: string, signal?: AbortSignal): Promise<() => void> {
+    if (this.waiters.length === 0 && this.fits(client)) return Promise.resolve(this.take(client));
+    if (this.waitMs <= 0) return Promise.reject(this.refusal(client));
+    return new Promise((resolve, reject) => {
+      const leave = () => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const waiter = {
+        client,
+        grant: () => {
+          leave();
+          resolve(this.take(client));
+        },
+      };
+      const onAbort = () => {
+        leave();
+        reject(this.refusal(client));
+      };
+      const timer = setTimeout(() => {
+        leave();
+        reject(this.refusal(client));
+      }, this.waitMs);
+      timer.unref();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
   }
 
   /** Processes running now (for tests and metrics). */
   get running(): number {
     return this.total;
+  }
+
+  /** Requests waiting for a slot now. */
+  get waiting(): number {
+    return this.waiters.length;
   }
 }
 
@@ -267,11 +338,15 @@ const limiters = new WeakMap<object, GitHttpLimiter>();
 
 /** The limiter of one app instance (keyed by its deps), made on first use from its configuration. */
 export function gitHttpLimiter(deps: {
-  config: { gitHttpMaxProcesses: number; gitHttpMaxProcessesPerClient: number };
+  config: { gitHttpMaxProcesses: number; gitHttpMaxProcessesPerClient: number; gitWaitMs: number };
 }): GitHttpLimiter {
   let limiter = limiters.get(deps);
   if (!limiter) {
-    limiter = new GitHttpLimiter(deps.config.gitHttpMaxProcesses, deps.config.gitHttpMaxProcessesPerClient);
+    limiter = new GitHttpLimiter(
+      deps.config.gitHttpMaxProcesses,
+      deps.config.gitHttpMaxProcessesPerClient,
+      deps.config.gitWaitMs,
+    );
     limiters.set(deps, limiter);
   }
   return limiter;

@@ -4,13 +4,12 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Deps } from '../deps.ts';
 import { inTransaction } from '../core/transaction.ts';
-import { actorOf } from '../events/service.ts';
 import { nowIso } from '../time.ts';
 import { addDiskUsage, type BareGitStore } from './bare-store.ts';
 import { tryWithRepoLock } from './repo-lock.ts';
 import { ZERO_SHA } from './run.ts';
 import { syncPullHeads } from '../pulls/heads.ts';
-import { pullsMovedByPush } from '../pulls/pushes.ts';
+import { emitRefMoves, isForced, type RefMove } from '../pulls/pushes.ts';
 
 /**
  * Pushes are recorded from a marker file, so a crash at any point records each moved ref once
@@ -89,6 +88,10 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
     moved = planned.filter(([before, after, ref]) => before !== after && (tips.get(ref!) ?? ZERO_SHA) === after);
     growth = (await store.size(repoUuid)) - marker.size_before;
   }
+  const moves: RefMove[] = [];
+  for (const [before, after, ref] of moved) {
+    moves.push({ ref: ref!, before: before!, after: after!, forced: await isForced(deps, repoUuid, before!, after!) });
+  }
   const pulls = await inTransaction(deps, async (tx) => {
     const done = await tx.db
       .selectFrom('git_push_records')
@@ -103,22 +106,8 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
       .values({ push_id: marker.push_id, repo_uuid: repoUuid, created_at: nowIso() })
       .execute();
     await addDiskUsage(tx, repoUuid, growth);
-    const pusher = marker.pusher;
-    for (const [before, after, ref] of moved) {
-      await tx.emit({
-        kind: 'branch-pushed',
-        scopes: [`repo:${repoUuid}`],
-        actor: actorOf(pusher),
-        payload: { repo_uuid: repoUuid, ref, before, after, pusher: { uuid: pusher.uuid, username: pusher.username } },
-      });
-    }
-    // the open pulls whose source branch moved: pull-updated for those from a fork (README "Pulls from forks")
-    return pullsMovedByPush(
-      tx,
-      repoUuid,
-      moved.map(([before, after, ref]) => ({ before: before!, after: after!, ref: ref! })),
-      pusher,
-    );
+    // branch-pushed for each moved ref, pull-updated for the open pulls whose head moved
+    return emitRefMoves(deps, tx, repoUuid, moves, marker.pusher);
   });
   await rm(file, { force: true });
   await deps.db.deleteFrom('git_push_records').where('push_id', '=', marker.push_id).execute();

@@ -36,8 +36,11 @@ export async function startLimitedGit(
   client: string,
   args: string[],
   env: Record<string, string>,
+  /** a slot already taken for this process (a push takes it before the repo's lock) */
+  slot?: () => void,
 ): Promise<ChildProcess> {
-  const release = gitHttpLimiter(deps).acquire(client);
+  // past a cap, waits in line for a slot up to GIT_WAIT_MS (then 503)
+  const release = slot ?? (await gitHttpLimiter(deps).acquire(client));
   try {
     const child = await started(spawnGit(args, env));
     child.once('close', release);
@@ -73,33 +76,59 @@ export async function runReceivePack(
   pusher: { uuid: string; username: string },
   opts: { client: string; env: Record<string, string>; statelessRpc: boolean; connect: (child: ChildProcess) => void },
 ): Promise<number> {
-  return withRepoLock(deps.database, repoUuid, async () => {
-    await recordLeftoverPushes(deps, store, repoUuid);
-    const left = await quotaLeft(deps, repoUuid);
-    const protectedRes = await protectedBranchRegExps(deps.db, repoUuid);
-    const marker = await beginPush(deps.config.dataDir, repoUuid, pusher, await store.size(repoUuid));
-    let child: ChildProcess;
-    try {
-      const args = ['-c', `core.hooksPath=${hooksDirOf(deps.config.dataDir)}`];
-      if (!opts.statelessRpc) args.push('-c', `receive.maxInputSize=${left + 1}`);
-      args.push('receive-pack', ...(opts.statelessRpc ? ['--stateless-rpc'] : []), store.pathOf(repoUuid));
-      child = await startLimitedGit(deps, opts.client, args, {
+  // the git process slot first, waited for outside the repo's lock (a waiting push holds up nobody)
+  const slot = await gitHttpLimiter(deps).acquire(opts.client);
+  let started = false;
+  try {
+    return await withRepoLock(deps.database, repoUuid, () =>
+      receiveLocked(deps, store, repoUuid, pusher, opts, slot, () => (started = true)),
+    );
+  } finally {
+    if (!started) slot();
+  }
+}
+
+async function receiveLocked(
+  deps: Deps,
+  store: BareGitStore,
+  repoUuid: string,
+  pusher: { uuid: string; username: string },
+  opts: { client: string; env: Record<string, string>; statelessRpc: boolean; connect: (child: ChildProcess) => void },
+  slot: () => void,
+  onStart: () => void,
+): Promise<number> {
+  await recordLeftoverPushes(deps, store, repoUuid);
+  const left = await quotaLeft(deps, repoUuid);
+  const protectedRes = await protectedBranchRegExps(deps.db, repoUuid);
+  const marker = await beginPush(deps.config.dataDir, repoUuid, pusher, await store.size(repoUuid));
+  let child: ChildProcess;
+  try {
+    const args = ['-c', `core.hooksPath=${hooksDirOf(deps.config.dataDir)}`];
+    if (!opts.statelessRpc) args.push('-c', `receive.maxInputSize=${left + 1}`);
+    args.push('receive-pack', ...(opts.statelessRpc ? ['--stateless-rpc'] : []), store.pathOf(repoUuid));
+    onStart();
+    child = await startLimitedGit(
+      deps,
+      opts.client,
+      args,
+      {
         ...opts.env,
         WEFT_PROTECTED: JSON.stringify(protectedRes),
         WEFT_QUOTA_LEFT: String(left),
         WEFT_PUSH_LOG: marker,
-      });
-    } catch (err) {
-      await rm(marker, { force: true });
-      throw err;
-    }
-    const closed = new Promise<number>((resolve) => child.once('close', (code) => resolve(code ?? 1)));
-    opts.connect(child);
-    const code = await closed;
-    await testHold();
-    await recordPush(deps, store, marker);
-    return code;
-  });
+      },
+      slot,
+    );
+  } catch (err) {
+    await rm(marker, { force: true });
+    throw err;
+  }
+  const closed = new Promise<number>((resolve) => child.once('close', (code) => resolve(code ?? 1)));
+  opts.connect(child);
+  const code = await closed;
+  await testHold();
+  await recordPush(deps, store, marker);
+  return code;
 }
 
 /** Tests only: `WEFT_TEST_PUSH_HOLD_MS` holds a push after git moved its refs, before it is recorded. */

@@ -13,7 +13,7 @@ export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
  * source and target share no commit, or `busy` when the target kept moving.
  */
 export type MergeOutcome =
-  | { sha: string }
+  | { sha: string; before?: string | null }
   | { conflictPaths: string[] }
   | { notFastForward: true }
   | { nothingToMerge: true }
@@ -45,8 +45,8 @@ export interface MergeRequest {
   merger: { name: string; email: string };
   /** the pull's author: author of a squash commit */
   author: { name: string; email: string };
-  /** called with the new tip just before the target branch moves (the caller records it) */
-  beforeMove?: (sha: string) => Promise<void>;
+  /** called with the new tip and the tip it replaces (null: a new branch) just before the target branch moves (the caller records them) */
+  beforeMove?: (sha: string, before: string | null) => Promise<void>;
 }
 
 /**

@@ -119,6 +119,7 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'get /forks/{fork_uuid}': 'read:repo',
   // one repo and everything under it
   'get {repo}': 'read:repo',
+  'get /repos/{repo_uuid}': 'read:repo',
   'put {repo}': 'write:repo',
   'delete {repo}': 'write:repo',
   'put {repo}/archive': 'write:repo',

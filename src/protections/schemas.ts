@@ -5,7 +5,7 @@ export const Protection = Type.Object(
   {
     uuid: Type.String(),
     branch: Type.String({ description: 'an exact branch name or a glob such as release/*' }),
-    required_approvals: Type.Integer({ minimum: 1 }),
+    required_approvals: Type.Integer({ minimum: 0 }),
     required_status_contexts: Type.Array(Type.String(), {
       description: 'status contexts that must be `success` on the pull head before a merge (sorted); empty: none',
     }),
@@ -27,7 +27,11 @@ const Branch = Type.String({
     'an exact branch name or a glob: `*` matches within one path segment, `**` across segments, `?` one character; ' +
     'otherwise git branch-name rules (no white space or control characters, no `..`, `~^:[\\`)',
 });
-const RequiredApprovals = Type.Integer({ minimum: 1, maximum: 100, description: 'integer 1-100; default 1' });
+const RequiredApprovals = Type.Integer({
+  minimum: 0,
+  maximum: 100,
+  description: 'integer 0-100; default 1; 0 requires no approval (only the required status contexts)',
+});
 
 const RequiredContexts = Type.Array(Type.String({ minLength: 1, maxLength: 255, ...NoControl }), {
   maxItems: 50,

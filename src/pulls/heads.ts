@@ -37,6 +37,18 @@ export async function pullHeadSha(deps: Deps, pull: PullHeadFields): Promise<str
   return deps.git.refSha(pull.repo_uuid, `refs/pull/${pull.number}/head`);
 }
 
+/** The pull's head and its target branch's tip now, as pull and review events carry them. */
+export async function pullTips(
+  deps: Deps,
+  pull: PullHeadFields & { target_branch: string },
+): Promise<{ head_sha: string | null; base_sha: string | null }> {
+  const [head_sha, base_sha] = await Promise.all([
+    pullHeadSha(deps, pull),
+    deps.git.branchSha(pull.repo_uuid, pull.target_branch),
+  ]);
+  return { head_sha, base_sha };
+}
+
 /**
  * The pull's head as a commit of the target repo, its kept head brought up to date first: what
  * the merge, the commits and the files read. Null when there is none (decisions: 409

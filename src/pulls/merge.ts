@@ -10,7 +10,9 @@ import { onPull } from '../core/targets.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
-import { syncedPullHead } from './heads.ts';
+import { ZERO_SHA } from '../git/run.ts';
+import { syncedPullHead, syncPullHeads } from './heads.ts';
+import { emitRefMoves } from './pushes.ts';
 import { pullProtectionStatus } from './protection-status.ts';
 import { loadPullJson, type PullJson, type PullRow, pullEventPayload, pullScopes, requirePull } from './service.ts';
 
@@ -116,6 +118,7 @@ export async function mergePull(
   });
 
   let sha: string;
+  let tips: MergeTips;
   try {
     // reopened between the look above and the claim: look now
     const source = head ?? (await mergeableHead(deps, repo, claimed));
@@ -135,8 +138,12 @@ export async function mergePull(
       source,
       merger: person(viewer.uuid),
       author: person(claimed.author_uuid),
-      beforeMove: async (next) => {
-        await deps.db.updateTable('pulls').set({ merge_claim_sha: next }).where('uuid', '=', pull.uuid).execute();
+      beforeMove: async (next, before) => {
+        await deps.db
+          .updateTable('pulls')
+          .set({ merge_claim_sha: next, merge_claim_before: before, merge_claim_head: source })
+          .where('uuid', '=', pull.uuid)
+          .execute();
         await testHold('before-move');
       },
     });
@@ -152,12 +159,13 @@ export async function mergePull(
       throw conflict('target_moved', 'The target branch kept moving during the merge: try again.');
     }
     sha = outcome.sha;
+    tips = { before: outcome.before ?? null, head: source, forced: false };
     await testHold('after-move');
   } catch (err) {
     await releaseClaim(deps, pull.uuid);
     throw err;
   }
-  return finishMerge(deps, pull.uuid, sha, viewer, strategy, mergedAt);
+  return finishMerge(deps, pull.uuid, sha, viewer, strategy, mergedAt, tips);
 }
 
 const nothingToMerge = () =>
@@ -182,6 +190,13 @@ async function mergeableHead(deps: Deps, repo: RepoRow, pull: PullRow): Promise<
   return head;
 }
 
+/** What a merge moved: the target's tip before it (null: a new branch) and the head it landed. */
+interface MergeTips {
+  before: string | null;
+  head: string | null;
+  forced: boolean;
+}
+
 async function finishMerge(
   deps: Deps,
   pullUuid: string,
@@ -189,35 +204,59 @@ async function finishMerge(
   merger: { uuid: string; username: string },
   strategy: MergeStrategy,
   mergedAt: string,
+  tips: MergeTips,
 ): Promise<MergeResultJson> {
-  return inTransaction(deps, async (tx) => {
+  const { result, pulls } = await inTransaction(deps, async (tx) => {
     const res = await tx.db
       .updateTable('pulls')
-      .set({ merge_commit_sha: sha, merge_pending: 0, merge_claimed_at: null, merge_claim_sha: null, merge_claim_instance: null })
+      .set({
+        merge_commit_sha: sha,
+        merge_pending: 0,
+        merge_claimed_at: null,
+        merge_claim_sha: null,
+        merge_claim_instance: null,
+        merge_claim_before: null,
+        merge_claim_head: null,
+      })
       .where('uuid', '=', pullUuid)
       .where('merge_pending', '=', 1)
       .executeTakeFirst();
     if (Number(res.numUpdatedRows) !== 1) throw new AppError(409, 'pull_merged', 'The pull is already merged.');
     const json = await loadPullJson(tx.db, pullUuid);
+    // the target branch moved as by a push: branch-pushed, and pull-updated for pulls from it
+    const moved = await emitRefMoves(
+      deps,
+      tx,
+      json.repo_uuid,
+      [{ ref: `refs/heads/${json.target_branch}`, before: tips.before ?? ZERO_SHA, after: sha, forced: tips.forced }],
+      merger,
+    );
     await tx.emit({
       kind: 'pull-merged',
       scopes: pullScopes(json),
       actor: actorOf(merger),
       payload: {
         ...pullEventPayload(json),
+        head_sha: tips.head,
+        base_sha: tips.before,
         merge_strategy: strategy,
         merge_commit_sha: json.merge_commit_sha,
         merged_by_username: merger.username,
       },
     });
     return {
-      pull: json,
-      merge_strategy: strategy,
-      merge_commit_sha: sha,
-      merged_at: mergedAt,
-      merged_by_username: merger.username,
+      pulls: moved,
+      result: {
+        pull: json,
+        merge_strategy: strategy,
+        merge_commit_sha: sha,
+        merged_at: mergedAt,
+        merged_by_username: merger.username,
+      },
     };
   });
+  await syncPullHeads(deps, pulls);
+  return result;
 }
 
 /** Undoes a claim: the pull is open again, as before the merge began. */
@@ -234,6 +273,8 @@ async function releaseClaim(deps: Deps, pullUuid: string): Promise<void> {
       merge_claimed_at: null,
       merge_claim_sha: null,
       merge_claim_instance: null,
+      merge_claim_before: null,
+      merge_claim_head: null,
     })
     .where('uuid', '=', pullUuid)
     .where('merge_pending', '=', 1)
@@ -272,6 +313,7 @@ export async function recoverMergeClaims(deps: Deps, pullUuid?: string): Promise
       merger ?? { uuid: p.merged_by_uuid!, username: '' },
       (p.merge_strategy ?? 'merge') as MergeStrategy,
       p.merged_at!,
+      { before: p.merge_claim_before, head: p.merge_claim_head, forced: false },
     ).catch(() => undefined);
   }
   return stale.length;

@@ -1,13 +1,67 @@
 import type { TxContext } from '../core/command.ts';
+import type { Deps } from '../deps.ts';
 import { actorOf } from '../events/service.ts';
+import { scheduleMaintenance } from '../git/maintenance.ts';
 import { ZERO_SHA } from '../git/run.ts';
-import { isCrossRepo, type PullHeadFields } from './heads.ts';
+import { type PullHeadFields, repoFullNames } from './heads.ts';
 import { loadPullJson, pullEventPayload, pullScopes } from './service.ts';
+
+/** One ref a push, a merge or the API moved: `before`/`after` are ZERO_SHA for a created/deleted ref. */
+export interface RefMove {
+  ref: string;
+  before: string;
+  after: string;
+  /** `before` is not an ancestor of `after` (a force push); false for a created or deleted ref */
+  forced: boolean;
+}
+
+/** Whether moving a ref from `before` to `after` drops commits (read before the transaction). */
+export async function isForced(deps: Deps, repoUuid: string, before: string, after: string): Promise<boolean> {
+  if (before === ZERO_SHA || after === ZERO_SHA || before === after) return false;
+  return !(await deps.git.contains(repoUuid, after, before));
+}
+
+/**
+ * Every ref move's events (README "Events a CI can build from"), in the transaction that records
+ * it: `branch-pushed` with `before`, `after`, `forced` and the repo `{uuid, full_name}` for each
+ * move, then `pull-updated` (`synchronized`) for each open pull whose head moved, and the repo's
+ * git maintenance queued (src/git/maintenance.ts). Answers those pulls: the caller brings their
+ * kept heads up to date once the transaction commits.
+ */
+export async function emitRefMoves(
+  deps: Deps,
+  tx: TxContext,
+  repoUuid: string,
+  moves: RefMove[],
+  pusher: { uuid: string; username: string },
+): Promise<PullHeadFields[]> {
+  if (moves.length === 0) return [];
+  // the refs it wrote loose get packed soon after (one queued job per repo)
+  await scheduleMaintenance(deps, tx.db, repoUuid);
+  const fullName = (await repoFullNames(tx.db, [repoUuid])).get(repoUuid) ?? null;
+  for (const m of moves) {
+    await tx.emit({
+      kind: 'branch-pushed',
+      scopes: [`repo:${repoUuid}`],
+      actor: actorOf(pusher),
+      payload: {
+        repo_uuid: repoUuid,
+        repo: { uuid: repoUuid, full_name: fullName },
+        ref: m.ref,
+        before: m.before,
+        after: m.after,
+        forced: m.forced,
+        pusher: { uuid: pusher.uuid, username: pusher.username },
+      },
+    });
+  }
+  return pullsMovedByPush(tx, repoUuid, moves, pusher);
+}
 
 /**
  * A push's effect on pulls, inside the transaction that records it (`branch-pushed`): the open
- * pulls whose source branch it moved. Each such pull from another repo (a fork) gets
- * `pull-updated` in its target repo's scope, with the new `head_sha`; the caller then brings
+ * pulls whose source branch it moved. Each such pull (of this repo or, from a fork, of another)
+ * gets `pull-updated` in its target repo's scope, with the new `head_sha`; the caller then brings
  * every returned pull's kept head up to date (`syncPullHeads`), once the transaction commits.
  * A deleted source branch moves nothing: the kept head stays.
  */
@@ -26,14 +80,18 @@ export async function pullsMovedByPush(
   const pulls = await tx.db
     .selectFrom('pulls')
     .select(['uuid', 'repo_uuid', 'source_repo_uuid', 'number', 'source_branch'])
-    .where('source_repo_uuid', '=', repoUuid)
+    .where((eb) =>
+      eb.or([
+        eb('source_repo_uuid', '=', repoUuid),
+        eb.and([eb('source_repo_uuid', 'is', null), eb('repo_uuid', '=', repoUuid)]),
+      ]),
+    )
     .where('source_branch', 'in', [...moved.keys()])
     .where('status', '=', 'open')
     .orderBy('repo_uuid')
     .orderBy('number')
     .execute();
   for (const pull of pulls) {
-    if (!isCrossRepo(pull)) continue;
     const { before, after } = moved.get(pull.source_branch)!;
     const json = await loadPullJson(tx.db, pull.uuid);
     await tx.emit({

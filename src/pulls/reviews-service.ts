@@ -17,6 +17,7 @@ import { onPull } from '../core/targets.ts';
 import { nowIso } from '../time.ts';
 import { endReviewRequest } from '../tracker/pulls.ts';
 import type { RepoAt, Viewer } from '../viewer.ts';
+import { pullTips } from './heads.ts';
 import { type PullRow, requirePull } from './service.ts';
 
 export type ReviewStatus = 'approved' | 'changes_requested' | 'commented';
@@ -64,7 +65,8 @@ const reviewScopes = (pull: PullRow, reviewUuid: string) => [
   `review:${reviewUuid}`,
 ];
 
-function reviewEventPayload(pull: PullRow, review: ReviewJson): Record<string, unknown> {
+/** A review event's payload; the pull's target branch and tips let a hook's branch filter and a CI use it. */
+async function reviewEventPayload(deps: Deps, pull: PullRow, review: ReviewJson): Promise<Record<string, unknown>> {
   return {
     repo_uuid: pull.repo_uuid,
     pull_uuid: pull.uuid,
@@ -72,6 +74,8 @@ function reviewEventPayload(pull: PullRow, review: ReviewJson): Record<string, u
     review_uuid: review.uuid,
     status: review.status,
     author_username: review.author_username,
+    target_branch: pull.target_branch,
+    ...(await pullTips(deps, pull)),
   };
 }
 
@@ -119,7 +123,7 @@ export async function createReview(
       kind: 'review-submitted',
       scopes: reviewScopes(pull, uuid),
       actor: actorOf(viewer),
-      payload: reviewEventPayload(pull, review),
+      payload: await reviewEventPayload(deps, pull, review),
     });
     return review;
   });
@@ -191,7 +195,7 @@ export async function removeReview(deps: Deps, viewer: Viewer, ref: RepoRef, num
       kind: 'review-removed',
       scopes: reviewScopes(pull, review.uuid),
       actor: actorOf(viewer),
-      payload: { ...reviewEventPayload(pull, removed), removed_at: removed.removed_at },
+      payload: { ...(await reviewEventPayload(deps, pull, removed)), removed_at: removed.removed_at },
     });
   });
 }

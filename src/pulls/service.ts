@@ -298,7 +298,17 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
       })
       .execute();
     const pull = await loadPullJson(tx.db, uuid);
-    await tx.emit({ kind: 'pull-opened', scopes: pullScopes(pull), actor: actorOf(viewer), payload: pullEventPayload(pull) });
+    // what a CI builds: the head and the base as they are now (README "Events a CI can build from")
+    const [headSha, baseSha] = await Promise.all([
+      pullHeadSha(deps, headFields(pull)),
+      deps.git.branchSha(pull.repo_uuid, pull.target_branch),
+    ]);
+    await tx.emit({
+      kind: 'pull-opened',
+      scopes: pullScopes(pull),
+      actor: actorOf(viewer),
+      payload: { ...pullEventPayload(pull), head_sha: headSha, base_sha: baseSha },
+    });
     return pull;
   });
   // its head kept in this repo from the start when the source branch exists already

@@ -1,4 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
@@ -16,7 +17,7 @@ import {
   UpdateRepoBody,
   UserOwnerParams,
 } from './schemas.ts';
-import { checkRepoSlug, createRepo, deleteRepo, getRepo, listRepos, setArchived, updateRepo } from './service.ts';
+import { checkRepoSlug, createRepo, deleteRepo, getRepo, getRepoByUuid, listRepos, setArchived, updateRepo } from './service.ts';
 
 const OWNER_FORMS = [
   {
@@ -106,6 +107,20 @@ export async function reposRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
     );
   }
+
+  r.get(
+    '/repos/:repo_uuid',
+    {
+      schema: {
+        tags,
+        summary: 'Get a repo by its uuid (read access; 404 when there is none or the caller may not read it)',
+        description: 'The same answer as by its names; an event names its repo by uuid (`repo.uuid`).',
+        params: Type.Object({ repo_uuid: Type.String({ maxLength: 100 }) }),
+        response: { 200: Repo },
+      },
+    },
+    async (request) => getRepoByUuid(deps, requireViewer(request), request.params.repo_uuid),
+  );
 
   for (const form of REPO_FORMS) {
     const params = repoParamsSchema(form);

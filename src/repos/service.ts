@@ -15,7 +15,7 @@ import {
 } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { badRequest, conflict } from '../errors.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf, teamActivityKey } from '../events/service.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { decide, onRepo } from '../core/targets.ts';
@@ -224,6 +224,23 @@ export async function getRepo(deps: Deps, viewer: Viewer, at: RepoAt): Promise<R
   // fork_of_uuid only when the caller may read the source (one more read, forks only)
   const [json] = await hideUnreadableForkSources(deps.db, viewer, [repoToJson(repo, deps.config)]);
   return json!;
+}
+
+/**
+ * GET /repos/{uuid}: the repo with this uuid, under the same rules as by its names (404 when
+ * there is none or the caller may not read it), so an event's `repo.uuid` leads to the repo.
+ */
+export async function getRepoByUuid(deps: Deps, viewer: Viewer, uuid: string): Promise<RepoJson> {
+  const row = await deps.db
+    .selectFrom('repos as r')
+    .leftJoin('teams as t', (j) => j.onRef('t.uuid', '=', 'r.owner_uuid').on('r.owner_kind', '=', 'team'))
+    .leftJoin('users as u', (j) => j.onRef('u.uuid', '=', 'r.owner_uuid').on('r.owner_kind', '=', 'user'))
+    .select(['r.owner_kind', 'r.slug', 't.slug as team_slug', 'u.username'])
+    .where('r.uuid', '=', uuid)
+    .executeTakeFirst();
+  const ownerName = row?.owner_kind === 'team' ? row.team_slug : row?.username;
+  if (!row || !ownerName) throw notFound('Repo');
+  return getRepo(deps, viewer, { ownerKind: row.owner_kind === 'team' ? 'team' : 'user', ownerName, repoSlug: row.slug });
 }
 
 export interface UpdateRepoInput {

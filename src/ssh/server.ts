@@ -6,7 +6,8 @@
  * - the key and its user are read again before every command, so a deleted key or a deactivated
  *   user is refused at once, even on a connection already open;
  * - bounded: at most SSH_MAX_SESSIONS connections per instance (more are closed at once), at
- *   most SSH_MAX_SESSIONS_PER_USER per user (more get a message), SSH_IDLE_TIMEOUT_MS without
+ *   most SSH_MAX_SESSIONS_PER_USER git commands per user at once (more wait for a slot up to
+ *   GIT_WAIT_MS, then get a message), SSH_IDLE_TIMEOUT_MS without
  *   traffic closes a connection, and git runs with the same limits as over HTTP (src/git/run.ts);
  * - a connection that has not authenticated yet is closed SSH_LOGIN_TIMEOUT_MS after it opened
  *   (however it trickles), such connections hold at most SSH_MAX_UNAUTHENTICATED_PER_ADDRESS
@@ -18,6 +19,7 @@ import { type Server as NetServer, type Socket, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import ssh2, { type Connection, type ServerChannel } from 'ssh2';
 import type { Deps } from '../deps.ts';
+import { GitHttpLimiter } from '../git/limits.ts';
 import { fingerprintOf } from '../sshkeys/parse.ts';
 import { type DeployKeyGrant, deployKeyGrant, touchDeployKey } from '../sshkeys/deploy-keys.ts';
 import { type KeyOwner, keyOwner, touchSshKey } from '../sshkeys/service.ts';
@@ -41,7 +43,13 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
   const { config } = deps;
   const ssh = new ssh2.Server({ hostKeys: [loadOrCreateHostKey(config.dataDir)] });
   ssh.on('error', (err: Error) => console.error('weft: ssh server error:', err.message));
-  const perUser = new Map<string, number>();
+  // git commands of one user at once: past the cap a command waits for a slot (GIT_WAIT_MS)
+  const perUser = new GitHttpLimiter(
+    Number.MAX_SAFE_INTEGER,
+    config.sshMaxSessionsPerUser,
+    config.gitWaitMs,
+    `too many concurrent SSH sessions for this user (at most ${config.sshMaxSessionsPerUser})`,
+  );
   const clients = new Set<Connection>();
 
   // The slots, counted on our own listener's sockets (ssh2 sees a connection only once the client
@@ -58,15 +66,9 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
     let keyUuid: string | null = null;
     let deployKey = false;
     let userUuid: string | null = null;
-    let overLimit = false;
     client.on('error', () => undefined); // a client that vanishes mid-handshake
     client.on('close', () => {
       clients.delete(client);
-      if (userUuid !== null) {
-        const n = (perUser.get(userUuid) ?? 1) - 1;
-        if (n <= 0) perUser.delete(userUuid);
-        else perUser.set(userUuid, n);
-      }
     });
 
     client.on('authentication', (ctx) => {
@@ -81,12 +83,7 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
           if (key instanceof Error || Array.isArray(key) || key.verify(ctx.blob!, ctx.signature, ctx.hashAlgo) !== true) {
             return ctx.reject(['publickey']);
           }
-          if (userUuid === null) {
-            userUuid = owner.viewer.uuid;
-            const n = (perUser.get(userUuid) ?? 0) + 1;
-            perUser.set(userUuid, n);
-            overLimit = n > config.sshMaxSessionsPerUser;
-          }
+          userUuid = owner.viewer.uuid;
           keyUuid = owner.keyUuid;
           deployKey = owner.deploy !== null;
           await (owner.deploy ? touchDeployKey(deps, owner.deploy) : touchSshKey(deps, owner)).catch(() => undefined);
@@ -115,14 +112,26 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
           const channel: ServerChannel = accept();
           const command = parseGitCommand(info.command);
           if (!command) return refuse(channel, ONLY_GIT);
-          if (overLimit) {
-            return refuse(channel, `too many concurrent SSH sessions for this user (at most ${config.sshMaxSessionsPerUser}).`);
-          }
-          findPrincipal(deps, { keyUuid: keyUuid! }, deployKey)
-            .then((owner) => {
-              if (!owner) return refuse(channel, 'this key is no longer registered, or its user is inactive.');
-              return runGitCommand(deps, owner.viewer, command, env, connection.ip, channel, owner.deploy);
-            })
+          // a slot of the user's (past the cap: wait in line up to GIT_WAIT_MS), held until the channel closes
+          const gone = new AbortController();
+          channel.once('close', () => gone.abort());
+          client.once('close', () => gone.abort());
+          perUser
+            .acquire(userUuid!, gone.signal)
+            .then(
+              async (release) => {
+                try {
+                  if (gone.signal.aborted) return;
+                  const owner = await findPrincipal(deps, { keyUuid: keyUuid! }, deployKey);
+                  if (!owner) return refuse(channel, 'this key is no longer registered, or its user is inactive.');
+                  // resolves once git has exited
+                  await runGitCommand(deps, owner.viewer, command, env, connection.ip, channel, owner.deploy);
+                } finally {
+                  release();
+                }
+              },
+              (err: { detail?: string }) => refuse(channel, err.detail ?? 'too many concurrent SSH sessions for this user.'),
+            )
             .catch((err) => {
               console.error('weft: an SSH git command failed:', err);
               refuse(channel, 'internal error.');

@@ -26,7 +26,7 @@ export const firstRunNote = (): Html =>
   html`<div class="box" role="note">
     <p><strong>First run.</strong> No staff user can sign in yet.</p>
     <p>
-      <a href="/setup">Set the admin&rsquo;s password</a> with the server&rsquo;s console token (BOOTSTRAP_ADMIN_TOKEN) or the set-up link in
-      its log.
+      <a href="/setup">Set the admin&rsquo;s password</a> with the server&rsquo;s console token (BOOTSTRAP_ADMIN_TOKEN) or the
+      set-up link in its log.
     </p>
   </div>`;
