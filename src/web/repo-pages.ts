@@ -11,7 +11,7 @@ import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+import { pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
 
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
@@ -33,7 +33,8 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
       (await deps.git.branchSha(repo.uuid, repo.default_branch)) !== null
         ? await treeView(deps, c.viewer, ref, repo, repo.default_branch, '')
         : html``;
-    const body = html`${repoHeader(repo, 'code')} ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
+    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
+      ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
       <div class="grid">
         <div>
           <section class="box" aria-labelledby="clone-h">
@@ -67,7 +68,7 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const repo = await getRepo(deps, c.viewer, ref);
     const w = pageWindow(request.query as { page?: number }, 50);
     const branches = await listBranches(deps, c.viewer, ref, w);
-    const body = html`${repoHeader(repo, 'branches')}
+    const body = html`${repoHeader(repo, 'branches', await viewerLevel(deps, c.viewer, repo))}
       <h2>Branches</h2>
       ${
         branches.length
