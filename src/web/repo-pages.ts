@@ -41,6 +41,12 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
             <h2 id="clone-h">Clone</h2>
             <label for="clone-url">Clone URL</label>
             <input id="clone-url" type="text" readonly value="${repo.clone_url}" />
+            ${
+              repo.ssh_url
+                ? html`<label for="ssh-url">SSH clone URL</label>
+                    <input id="ssh-url" type="text" readonly value="${repo.ssh_url}" />`
+                : ''
+            }
             <p class="muted">Default branch: ${repo.default_branch}</p>
             <p><a href="${repoHref(repo)}/fork">Fork this repo</a></p>
           </section>
@@ -51,7 +57,10 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
                 ? html`<ul class="plain">
                     ${branches.slice(0, 10).map((b) => html`<li><code>${b.name}</code> <span class="muted">${b.commit_sha.slice(0, 10)}</span>${b.protected ? html` <span class="badge">protected</span>` : ''}</li>`)}
                   </ul>`
-                : html`<p class="muted">No branches yet: push one.</p>`
+                : html`<p class="muted">This repo is empty. Push an existing repository to it:</p>
+                    <pre class="wrap" id="push-help">
+git remote add origin ${repo.clone_url}
+git push -u origin ${repo.default_branch}</pre>`
             }
             ${branches.length > 10 ? html`<p><a href="${repoHref(repo)}/branches">All branches</a></p>` : ''}
           </section>
