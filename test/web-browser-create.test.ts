@@ -1,7 +1,8 @@
 /**
  * Creating from the pages in real Chromium (README "Web interface"): the first sign-in as the
  * README says (the bootstrap admin's password set with the console token), a new team, a new
- * repo in it, Explore, and a fork. Every page passes axe-core (no serious or critical violation)
+ * repo in it, Explore, a fork, a refused merge keeping the pull page, and a reader who sees no
+ * action they cannot take. Every page passes axe-core (no serious or critical violation)
  * at 375 px wide.
  */
 import assert from 'node:assert/strict';
@@ -90,6 +91,35 @@ for (const dialect of DIALECTS) {
         await Promise.all([bob.waitForURL(`${base}/users/bob/web`), bob.getByRole('button', { name: 'Fork' }).click()]);
         await checkPage(bob, 'the fork');
         await bob.context().close();
+      });
+
+      it('keeps the pull page after a refused merge, and shows a reader no action they cannot take', async () => {
+        const api = '/api/v1/teams/core/repos/web';
+        const alice = await t.req('POST', '/api/v1/api-tokens', { body: { name: 'b', username: 'alice' } });
+        const token = alice.body.token as string;
+        // a pull whose branches were never pushed: its merge is refused (409)
+        const pull = await t.req('POST', `${api}/pulls`, {
+          token,
+          body: { title: 'Nothing yet', body: '', source_branch: 'gone', target_branch: 'main' },
+        });
+        assert.equal(pull.status, 201, pull.text);
+        const add = await t.req('POST', '/api/v1/teams/core/members', { token, body: { username: 'bob', role: 'reader' } });
+        assert.equal(add.status, 201, add.text);
+        const { page } = await newPage(browser);
+        await signInPage(page, base, 'alice', PASSWORD);
+        await page.goto(`${base}/teams/core/web/pulls/1`);
+        await page.getByRole('button', { name: 'Merge' }).click();
+        await page.locator('#merge-error').waitFor();
+        assert.match(await page.locator('h2').first().innerText(), /#1 Nothing yet/);
+        await checkPage(page, 'refused merge');
+        await page.context().close();
+        const reader = (await newPage(browser)).page;
+        await signInPage(reader, base, 'bob', PASSWORD);
+        await reader.goto(`${base}/teams/core/web/pulls/1`);
+        assert.equal(await reader.getByRole('button', { name: 'Merge' }).count(), 0);
+        assert.equal(await reader.locator('nav[aria-label=Repo]').getByRole('link', { name: 'Settings' }).count(), 0);
+        await checkPage(reader, 'pull as a reader');
+        await reader.context().close();
       });
     },
   );

@@ -213,7 +213,7 @@ for (const dialect of DIALECTS) {
       const a = pages.alice!;
       const res = await a.context().request.post(`${base}${repoPath}/threads/1/replies`, { form: { body: 'forged' } });
       assert.equal(res.status(), 403);
-      assert.match(await res.text(), /forbidden/);
+      assert.match(await res.text(), /<h1>Not allowed<\/h1>/);
       const forged = await a
         .context()
         .request.post(`${base}${repoPath}/threads/1/replies`, { form: { body: 'forged', _csrf: 'x' } });

@@ -61,6 +61,8 @@ for (const dialect of DIALECTS) {
       });
       assert.equal(made.status, 303, made.text);
       assert.equal(made.headers.location, '/teams/core-team/web-app');
+      const home = await pageReq(t, 'GET', '/teams/core-team/web-app', { cookie: ann.cookie });
+      assert.match(home.text, /id="push-help">\s*git remote add origin http:\/\/[^<]+\/git\/teams\/core-team\/web-app\.git/);
       const api = await t.req('GET', '/api/v1/teams/core-team/repos/web-app', { token: annToken });
       assert.equal(api.body.visibility, 'public');
       assert.equal(api.body.description, 'The site');

@@ -113,8 +113,10 @@ for (const dialect of DIALECTS) {
         cookie: ann.cookie,
         form: { _csrf: ann.csrf, merge_strategy: 'merge' },
       });
+      // the pull page again, the refusal in words beside the merge form
       assert.equal(merge.status, 409);
-      assert.match(merge.text, /<h1>That cannot be done now<\/h1>/);
+      assert.match(merge.text, /#1 Feature/);
+      assert.match(merge.text, /<p class="error" role="alert" id="merge-error">/);
       assert.doesNotMatch(merge.text, /checks_unsatisfied/);
       ok(await post({ state: 'success', context: 'ci/lint' }));
       page = await pageReq(t, 'GET', `${repo}/pulls/1`, { cookie: ann.cookie });
@@ -275,6 +277,33 @@ for (const dialect of DIALECTS) {
       for (let v = 1; v <= 24; v++) assert.ok(seenBack.includes(v), `version ${v} reached going back`);
       assert.equal((await pageReq(t, 'GET', `${history}?after_version=24`, { cookie: ann.cookie })).status, 200);
       assert.equal((await pageReq(t, 'GET', `${history}?after_version=0`, { cookie: ann.cookie })).status, 400);
+    });
+
+    it('shows only the actions the viewer may take: no Merge or Settings for a reader, Comment only for the author, nothing on a merged pull', async () => {
+      await t.user('carol');
+      ok(await t.req('POST', '/api/v1/teams/core/members', { token: alice.token, body: { username: 'carol', role: 'reader' } }));
+      const carol = await signIn(t, 'carol');
+      const asReader = await pageReq(t, 'GET', `${repo}/pulls/1`, { cookie: carol.cookie });
+      assert.equal(asReader.status, 200);
+      assert.doesNotMatch(asReader.text, /action="\/teams\/core\/proj\/pulls\/1\/merge"/);
+      assert.doesNotMatch(asReader.text, /href="\/teams\/core\/proj\/settings"/);
+      assert.match(asReader.text, /value="approved"/, 'a reader may review');
+      const asAuthor = await pageReq(t, 'GET', `${repo}/pulls/1`, { cookie: ann.cookie });
+      assert.match(asAuthor.text, /action="\/teams\/core\/proj\/pulls\/1\/merge"/);
+      assert.match(asAuthor.text, /href="\/teams\/core\/proj\/settings"/);
+      assert.doesNotMatch(asAuthor.text, /value="approved"|value="changes_requested"/);
+      // the author's own approval, forged: refused beside the review form, the typed text kept
+      const own = await pageReq(t, 'POST', `${repo}/pulls/1/reviews`, {
+        cookie: ann.cookie,
+        form: { _csrf: ann.csrf, status: 'approved', body: 'LGTM me' },
+      });
+      assert.equal(own.status, 403);
+      assert.match(own.text, /id="review-error">The author of a pull may only comment on it/);
+      assert.match(own.text, />LGTM me<\/textarea>/);
+      const merged = await t.req('POST', `${api}/pulls/1/merge`, { token: alice.token, body: { merge_strategy: 'merge' } });
+      assert.equal(merged.status, 200, merged.text);
+      const after = await pageReq(t, 'GET', `${repo}/pulls/1`, { cookie: ann.cookie });
+      assert.doesNotMatch(after.text, /pulls\/1\/(merge|reviews|attachments)"/);
     });
   });
 }

@@ -20,7 +20,7 @@ import { type Html, html, pager, seg, trusted } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
-import { pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+import { pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
 
 const Rest = { '*': Type.String({ maxLength: 4096 }) };
 const PageQuery = Type.Object(
@@ -133,7 +133,8 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     const ref = pageRepoRef(request);
     const repo = await getRepo(deps, c.viewer, ref);
     const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
-    const body = html`${repoHeader(repo, 'code')} ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path)}`;
+    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
+    ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path)}`;
     return sendPage(reply, layout({ title: `${found.path || repo.slug} · ${repo.full_name}`, caller: c }, body));
   });
 
@@ -154,7 +155,8 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
         : file.body.content === null || file.body.content === undefined
           ? html`<p class="muted">The file is too large to show (${file.body.size} bytes).</p>`
           : fileView(found.path, Buffer.from(file.body.content, 'base64'));
-    const body = html`${repoHeader(repo, 'code')} ${crumbs(repo, found.ref.name, found.path)}
+    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
+      ${crumbs(repo, found.ref.name, found.path)}
       <p class="row">
         <span class="muted">${file.body.size ?? 0} bytes</span>
         ${file.body.type === 'file' ? html`<a href="${at(repo, 'raw', found.ref.name, found.path)}">Raw</a>` : ''}
@@ -191,7 +193,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     const repo = await getRepo(deps, c.viewer, ref);
     const w = pageWindow(q);
     const { rows } = await listCommits(deps, c.viewer, ref, { ref: name || undefined, path }, { ...w, perPage: w.perPage });
-    const body = html`${repoHeader(repo, 'commits')}
+    const body = html`${repoHeader(repo, 'commits', await viewerLevel(deps, c.viewer, repo))}
       <h2>Commits on <code>${name || repo.default_branch}</code>${path ? html` touching <code>${path}</code>` : ''}</h2>
       ${
         rows.length
@@ -223,7 +225,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
       const repo = await getRepo(deps, c.viewer, ref);
       const { body: commit } = await getCommit(deps, c.viewer, ref, (request.params as { sha: string }).sha);
       const [title, ...rest] = commit.message.split('\n');
-      const body = html`${repoHeader(repo, 'commits')}
+      const body = html`${repoHeader(repo, 'commits', await viewerLevel(deps, c.viewer, repo))}
         <h2>${title}</h2>
         ${rest.join('\n').trim() ? html`<pre>${rest.join('\n').trim()}</pre>` : ''}
         <p class="muted">
@@ -246,7 +248,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     const repo = await getRepo(deps, c.viewer, ref);
     const { body: cmp } = await compare(deps, c.viewer, ref, spec);
     const [base, head] = spec.split('...');
-    const body = html`${repoHeader(repo, 'code')}
+    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
       <h2>Compare <code>${base}</code>...<code>${head}</code></h2>
       <p>
         <span class="badge">${cmp.status}</span> ${cmp.ahead_by} ahead, ${cmp.behind_by} behind.
@@ -271,7 +273,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     const repo = await getRepo(deps, c.viewer, ref);
     const w = pageWindow(request.query as { page?: number });
     const tags = await listTags(deps, c.viewer, ref, { ...w });
-    const body = html`${repoHeader(repo, 'code')}
+    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
       <h2>Tags</h2>
       ${
         tags.length

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NoResultError } from 'kysely';
 import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
@@ -17,6 +17,8 @@ import { type RepoJson, loadRepoJson } from '../repos/view.ts';
 import type { RepoAt, RepoRef, Viewer } from '../viewer.ts';
 import { readRepoPull } from '../access/repo-read.ts';
 import { AppError } from '../errors.ts';
+import { levelAtLeast } from '../access/index.ts';
+import { inWords } from './words.ts';
 import { getForkIn, getOwnFork, listForks } from '../forks/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { activityOfScope } from './activity.ts';
@@ -26,7 +28,7 @@ import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { RenderCache, markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { NumberParam, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+import { NumberParam, pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
 import { renderDiff } from './diff.ts';
 import { pullFiles } from '../code/pulls.ts';
 
@@ -82,7 +84,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const base = `${repoHref(repo)}/pulls`;
     // a fork offers a pull into the repo it was forked from (when the caller may read that one)
     const upstream = repo.fork_of_uuid ? await forkSource(deps, c.viewer, ref) : null;
-    const body = html`${repoHeader(repo, 'pulls')}
+    const body = html`${repoHeader(repo, 'pulls', await viewerLevel(deps, c.viewer, repo))}
       <div class="row">
         <nav class="row" aria-label="Pull states">
           ${PULL_STATUSES.map((s) => html`<a href="${base}?status=${s}" ${s === status ? html` aria-current="page"` : ''}>${s}</a>`)}
@@ -118,7 +120,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const options = (list: typeof branches, selected: string | undefined) =>
       list.map((b) => html`<option value="${b.name}" ${b.name === selected ? html` selected` : ''}>${b.name}</option>`);
     const preselected = q.source ?? (own ? branches.find((b) => b.name !== repo.default_branch)?.name : head.default_branch);
-    const body = html`${repoHeader(repo, 'pulls')}
+    const body = html`${repoHeader(repo, 'pulls', await viewerLevel(deps, c.viewer, repo))}
       <h2>Open a pull</h2>
       ${
         heads.length > 1
@@ -174,16 +176,31 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     return seeOther(reply, `${repoHref(repo)}/pulls/${pull.number}`);
   });
 
-  repoRoute(app, 'GET', '/pulls/:number', { params: { number: NumberParam }, querystring: PullQuery }, async (request, reply) => {
+  /**
+   * The pull page; `refused` re-renders it after a refused merge or review, the error beside that
+   * form (the typed review kept). Actions show only when the viewer may take them, decided by the
+   * repo level the routes check (merge: write; the author may only comment; nothing on a merged pull).
+   */
+  const pullPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    refused?: { form: 'merge' | 'review'; err: AppError; body?: string; status?: string },
+  ) => {
     const c = requirePage(request);
     const ref = pageRepoRef(request);
     const number = (request.params as { number: number }).number;
-    const w = pageWindow(request.query as { page?: number }, REVIEWS_PER_PAGE);
+    const w = pageWindow((request.method === 'GET' ? request.query : {}) as { page?: number }, REVIEWS_PER_PAGE);
     // The one access decision of the page: the repo, the viewer's level and the pull, in one
     // statement; every part below receives it and decides nothing again.
     const at = await readRepoPull(deps.database, c.viewer, ref, number);
     const [repo, pull] = await Promise.all([getRepo(deps, c.viewer, at), getPull(deps, c.viewer, at, number)]);
     // what the viewer may read, known from that decision (the activity feed checks no scope again)
+    const level = at.level;
+    const isAuthor = pull.author_uuid === c.viewer.uuid;
+    const canMerge = pull.status === 'open' && !repo.is_archived && levelAtLeast(level, 'write');
+    const verdicts = isAuthor ? REVIEW_STATUSES.filter((s) => s === 'commented') : REVIEW_STATUSES;
+    const refusal = (form: 'merge' | 'review') =>
+      refused?.form === form ? html`<p class="error" role="alert" id="${form}-error">${inWords(refused.err.detail)}</p>` : '';
     const known = [`pull:${pull.uuid}`, `repo:${repo.uuid}`];
     // the page's independent parts, concurrently
     const [after, [tips, statuses, changes], reviews, protection, attachments, events] = await Promise.all([
@@ -202,7 +219,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known),
     ]);
     const base = `${repoHref(repo)}/pulls/${pull.number}`;
-    const body = html`${repoHeader(repo, 'pulls')}
+    const body = html`${repoHeader(repo, 'pulls', level)}
       <h2>#${pull.number} ${pull.title} <span class="badge ${pull.status}" id="pull-status">${pull.status}</span></h2>
       <p class="muted">
         ${pull.author_username} wants to merge
@@ -223,15 +240,16 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
             ${checksView(statuses, protection)}
             ${
-              pull.status === 'open' && !repo.is_archived
-                ? html`<form class="row" method="post" action="${base}/merge">
-                    ${csrfField(c)}
-                    <label for="merge_strategy">Strategy</label>
-                    <select id="merge_strategy" name="merge_strategy">
-                      ${MERGE_STRATEGIES.map((s) => html`<option value="${s}">${s.replace('_', ' ')}</option>`)}
-                    </select>
-                    <button type="submit" class="primary">Merge</button>
-                  </form>`
+              canMerge
+                ? html`${refusal('merge')}
+                    <form class="row" method="post" action="${base}/merge">
+                      ${csrfField(c)}
+                      <label for="merge_strategy">Strategy</label>
+                      <select id="merge_strategy" name="merge_strategy">
+                        ${MERGE_STRATEGIES.map((s) => html`<option value="${s}">${s.replace('_', ' ')}</option>`)}
+                      </select>
+                      <button type="submit" class="primary">Merge</button>
+                    </form>`
                 : ''
             }
           </section>
@@ -247,16 +265,17 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             ${pager(base, w.page, reviews.length > w.perPage)}
             ${
               pull.status !== 'merged' && !repo.is_archived
-                ? html`<form class="stack" method="post" action="${base}/reviews">
-                    ${csrfField(c)}
-                    <label for="review-body">Review (Markdown)</label>
-                    <textarea id="review-body" name="body"></textarea>
-                    <fieldset class="row">
-                      <legend>Verdict</legend>
-                      ${REVIEW_STATUSES.map((s, i) => html`<label><input type="radio" name="status" value="${s}" ${i === 2 ? html` checked` : ''} /> ${REVIEW_LABELS[s]}</label>`)}
-                    </fieldset>
-                    <div><button type="submit">Submit review</button></div>
-                  </form>`
+                ? html`${refusal('review')}
+                    <form class="stack" method="post" action="${base}/reviews">
+                      ${csrfField(c)}
+                      <label for="review-body">Review (Markdown)</label>
+                      <textarea id="review-body" name="body">${refused?.form === 'review' ? (refused.body ?? '') : ''}</textarea>
+                      <fieldset class="row">
+                        <legend>Verdict</legend>
+                        ${verdicts.map((s) => html`<label><input type="radio" name="status" value="${s}" ${(refused?.form === 'review' && refused.status ? s === refused.status : s === 'commented') ? html` checked` : ''} /> ${REVIEW_LABELS[s]}</label>`)}
+                      </fieldset>
+                      <div><button type="submit">Submit review</button></div>
+                    </form>`
                 : ''
             }
           </section>
@@ -270,7 +289,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
                 : html`<p class="muted">No attachments.</p>`
             }
             ${
-              repo.is_archived
+              repo.is_archived || pull.status === 'merged'
                 ? ''
                 : html`<form class="row" method="post" action="${base}/attachments" enctype="multipart/form-data">
                     <input type="hidden" name="_csrf" value="${c.csrf}" />
@@ -286,8 +305,16 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         <h2 id="files-h">Files changed (${changes.count > MAX_FILES ? `${MAX_FILES}+` : changes.count})</h2>
         ${trusted(changes.html)}
       </section>`;
-    return sendPage(reply, layout({ title: `#${pull.number} ${pull.title}`, caller: c }, body));
-  });
+    return sendPage(reply, layout({ title: `#${pull.number} ${pull.title}`, caller: c }, body), refused?.err.status ?? 200);
+  };
+
+  repoRoute(app, 'GET', '/pulls/:number', { params: { number: NumberParam }, querystring: PullQuery }, (request, reply) =>
+    pullPage(request, reply),
+  );
+
+  /** A refusal a person can act on (4xx but not "not found" or "sign in"): the pull page again, the error beside its form. */
+  const actionable = (err: unknown): err is AppError =>
+    err instanceof AppError && err.status >= 400 && err.status < 500 && err.status !== 404 && err.status !== 401;
 
   repoRoute(
     app,
@@ -299,7 +326,12 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       const ref = pageRepoRef(request);
       const number = (request.params as { number: number }).number;
       const form = request.body as { status: (typeof REVIEW_STATUSES)[number]; body?: string };
-      await createReview(deps, c.viewer, ref, number, { status: form.status, body: form.body ?? '' });
+      try {
+        await createReview(deps, c.viewer, ref, number, { status: form.status, body: form.body ?? '' });
+      } catch (err) {
+        if (!actionable(err)) throw err;
+        return pullPage(request, reply, { form: 'review', err, body: form.body ?? '', status: form.status });
+      }
       const repo = await getRepo(deps, c.viewer, ref);
       return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
     },
@@ -309,7 +341,12 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const c = requirePage(request);
     const ref = pageRepoRef(request);
     const number = (request.params as { number: number }).number;
-    await mergePull(deps, c.viewer, ref, number, (request.body as { merge_strategy: MergeStrategy }).merge_strategy);
+    try {
+      await mergePull(deps, c.viewer, ref, number, (request.body as { merge_strategy: MergeStrategy }).merge_strategy);
+    } catch (err) {
+      if (!actionable(err)) throw err;
+      return pullPage(request, reply, { form: 'merge', err });
+    }
     const repo = await getRepo(deps, c.viewer, ref);
     return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
   });

@@ -1,6 +1,8 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import type { RepoRef } from '../access/index.ts';
+import { type RepoLevel, type RepoRef, levelAtLeast, requireRepo } from '../access/index.ts';
+import type { Deps } from '../deps.ts';
+import type { Viewer } from '../viewer.ts';
 import { repoRef } from '../http/repo-paths.ts';
 import type { RepoJson } from '../repos/view.ts';
 import { type Html, html, seg } from './html.ts';
@@ -33,8 +35,17 @@ export function repoRoute(
 
 export type RepoTab = 'code' | 'pulls' | 'threads' | 'commits' | 'branches' | 'settings';
 
-/** The repo's header: its name, visibility and tabs. */
-export function repoHeader(repo: RepoJson, tab: RepoTab): Html {
+/**
+ * The viewer's level on a page's repo, decided by the same access code as the routes (the pages
+ * show an action only to a viewer who may take it). Another read of the repo, as getRepo made.
+ */
+export async function viewerLevel(deps: Deps, viewer: Viewer, repo: RepoJson): Promise<RepoLevel> {
+  const ref: RepoRef = { ownerKind: repo.owner.kind, ownerName: repo.owner.slug_or_username, repoSlug: repo.slug };
+  return (await requireRepo(deps.db, viewer, ref, { level: 'read' })).level;
+}
+
+/** The repo's header: its name, visibility and tabs (Settings only for maintainers: `level`). */
+export function repoHeader(repo: RepoJson, tab: RepoTab, level: RepoLevel = 'owner'): Html {
   const base = repoHref(repo);
   const owner = `/${repo.owner.kind === 'team' ? 'teams' : 'users'}/${seg(repo.owner.slug_or_username)}`;
   const item = (name: RepoTab, label: string, href: string) =>
@@ -48,7 +59,7 @@ export function repoHeader(repo: RepoJson, tab: RepoTab): Html {
       ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Threads', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
         href="${base}/tags"
         >Tags</a
-      >${item('settings', 'Settings', `${base}/settings`)}
+      >${levelAtLeast(level, 'maintain') ? item('settings', 'Settings', `${base}/settings`) : ''}
     </nav>
     ${repo.is_archived ? html`<p class="muted" role="note">This repo is archived: it is read-only.</p>` : ''}`;
 }

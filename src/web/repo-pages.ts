@@ -11,7 +11,7 @@ import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+import { pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
 
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
@@ -33,13 +33,20 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
       (await deps.git.branchSha(repo.uuid, repo.default_branch)) !== null
         ? await treeView(deps, c.viewer, ref, repo, repo.default_branch, '')
         : html``;
-    const body = html`${repoHeader(repo, 'code')} ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
+    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
+      ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
       <div class="grid">
         <div>
           <section class="box" aria-labelledby="clone-h">
             <h2 id="clone-h">Clone</h2>
             <label for="clone-url">Clone URL</label>
             <input id="clone-url" type="text" readonly value="${repo.clone_url}" />
+            ${
+              repo.ssh_url
+                ? html`<label for="ssh-url">SSH clone URL</label>
+                    <input id="ssh-url" type="text" readonly value="${repo.ssh_url}" />`
+                : ''
+            }
             <p class="muted">Default branch: ${repo.default_branch}</p>
             <p><a href="${repoHref(repo)}/fork">Fork this repo</a></p>
           </section>
@@ -50,7 +57,10 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
                 ? html`<ul class="plain">
                     ${branches.slice(0, 10).map((b) => html`<li><code>${b.name}</code> <span class="muted">${b.commit_sha.slice(0, 10)}</span>${b.protected ? html` <span class="badge">protected</span>` : ''}</li>`)}
                   </ul>`
-                : html`<p class="muted">No branches yet: push one.</p>`
+                : html`<p class="muted">This repo is empty. Push an existing repository to it:</p>
+                    <pre class="wrap" id="push-help">
+git remote add origin ${repo.clone_url}
+git push -u origin ${repo.default_branch}</pre>`
             }
             ${branches.length > 10 ? html`<p><a href="${repoHref(repo)}/branches">All branches</a></p>` : ''}
           </section>
@@ -67,7 +77,7 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const repo = await getRepo(deps, c.viewer, ref);
     const w = pageWindow(request.query as { page?: number }, 50);
     const branches = await listBranches(deps, c.viewer, ref, w);
-    const body = html`${repoHeader(repo, 'branches')}
+    const body = html`${repoHeader(repo, 'branches', await viewerLevel(deps, c.viewer, repo))}
       <h2>Branches</h2>
       ${
         branches.length

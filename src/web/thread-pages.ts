@@ -20,7 +20,7 @@ import { html, pager, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { NumberParam, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+import { NumberParam, pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
@@ -54,7 +54,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     const w = pageWindow(request.query as { page?: number });
     const threads = await listThreads(deps, c.viewer, ref, w);
     const base = `${repoHref(repo)}/threads`;
-    const body = html`${repoHeader(repo, 'threads')}
+    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
     ${repo.is_archived ? '' : html`<p><a href="${base}/new" class="badge">New thread</a></p>`}
     ${
       threads.length
@@ -70,7 +70,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
   repoRoute(app, 'GET', '/threads/new', {}, async (request, reply) => {
     const c = requirePage(request);
     const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
-    const body = html`${repoHeader(repo, 'threads')}
+    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
       <h2>New thread</h2>
       ${
         repo.is_archived
@@ -106,7 +106,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     const attachments = await listAttachments(deps, c.viewer, ref, { kind: 'thread', number }, { offset: 0, limit: 100 });
     const events = await activityOfScope(deps, c.viewer, `thread:${thread.uuid}`);
     const base = `${repoHref(repo)}/threads/${thread.number}`;
-    const body = html`${repoHeader(repo, 'threads')}
+    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
       <h2>#${thread.number} ${thread.title}</h2>
       <p class="muted">Started by ${thread.author_username} ${when(thread.created_at)}</p>
       <div class="grid">
@@ -173,7 +173,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     const repo = await getRepo(deps, c.viewer, ref);
     const r = await getReply(deps, c.viewer, ref, number, reply_number);
     const base = `${repoHref(repo)}/threads/${number}`;
-    const body = html`${repoHeader(repo, 'threads')}
+    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
       <h2>Edit reply ${reply_number} of <a href="${base}">thread #${number}</a></h2>
       ${
         repo.is_archived
@@ -240,7 +240,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
               ${more ? html`<a href="${link(shown.at(-1)!.version)}" rel="next">Newer versions</a>` : ''}
             </nav>`
           : '';
-      const body = html`${repoHeader(repo, 'threads')}
+      const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
         <h2>History of reply ${reply_number} in <a href="${base}#reply-${reply_number}">thread #${number}</a></h2>
         ${nav('top')}
         ${shown.map(
