@@ -70,12 +70,12 @@ const MERGE_RULES =
 type PullPath = RepoParams & { number: number; review_uuid: string };
 
 /** Caller, repo and pull number of a request (the per-form params schemas validated them). */
-function onPull(request: FastifyRequest): [Viewer, RepoRef, number] {
+function callerPull(request: FastifyRequest): [Viewer, RepoRef, number] {
   const p = request.params as PullPath;
   return [requireViewer(request), repoRef(p), p.number];
 }
 
-const onRepo = (request: FastifyRequest): [Viewer, RepoRef] => [requireViewer(request), repoRef(request.params as PullPath)];
+const callerRepo = (request: FastifyRequest): [Viewer, RepoRef] => [requireViewer(request), repoRef(request.params as PullPath)];
 
 /** Caller and the repo the route declared (`config.repo`), as the auth hook resolved it. */
 const atRepo = (request: FastifyRequest): [Viewer, RepoAt] => [requireViewer(request), repoAt(request)];
@@ -118,7 +118,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           offset: p.offset,
           limit: p.limit,
         });
-        return pageOf(request, reply, p, await listWithBranchTips(deps, ...onRepo(request), rows));
+        return pageOf(request, reply, p, await listWithBranchTips(deps, ...callerRepo(request), rows));
       },
     );
 
@@ -138,7 +138,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       async (request, reply) =>
         reply
           .status(201)
-          .send(await withBranchTips(deps, ...onRepo(request), await createPull(deps, ...onRepo(request), request.body))),
+          .send(await withBranchTips(deps, ...callerRepo(request), await createPull(deps, ...callerRepo(request), request.body))),
     );
 
     r.get(
@@ -157,7 +157,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
       async (request, reply) => {
         if (wantsDiff(request)) return sendPullDiff(deps, ...atPull(request), reply);
-        return withBranchTips(deps, ...onRepo(request), await getPull(deps, ...atPull(request)));
+        return withBranchTips(deps, ...callerRepo(request), await getPull(deps, ...atPull(request)));
       },
     );
 
@@ -173,7 +173,8 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: Pull, ...errors(403, 409) },
         },
       },
-      async (request) => withBranchTips(deps, ...onRepo(request), await updatePull(deps, ...onPull(request), request.body)),
+      async (request) =>
+        withBranchTips(deps, ...callerRepo(request), await updatePull(deps, ...callerPull(request), request.body)),
     );
 
     r.post(
@@ -193,8 +194,8 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
       },
       async (request) => {
-        const result = await mergePull(deps, ...onPull(request), request.body.merge_strategy);
-        return { ...result, pull: await withBranchTips(deps, ...onRepo(request), result.pull) };
+        const result = await mergePull(deps, ...callerPull(request), request.body.merge_strategy);
+        return { ...result, pull: await withBranchTips(deps, ...callerRepo(request), result.pull) };
       },
     );
 
@@ -209,7 +210,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: PullProtection },
         },
       },
-      async (request) => getPullProtection(deps, ...onPull(request)),
+      async (request) => getPullProtection(deps, ...callerPull(request)),
     );
 
     r.get(
@@ -225,7 +226,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
       async (request, reply) => {
         const p = pageParams(request.query);
-        const rows = await listReviews(deps, ...onPull(request), p);
+        const rows = await listReviews(deps, ...callerPull(request), p);
         return pageOf(request, reply, p, rows);
       },
     );
@@ -242,7 +243,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 201: Review, ...errors(403, 409) },
         },
       },
-      async (request, reply) => reply.status(201).send(await createReview(deps, ...onPull(request), request.body)),
+      async (request, reply) => reply.status(201).send(await createReview(deps, ...callerPull(request), request.body)),
     );
 
     r.get(
@@ -255,7 +256,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: Review },
         },
       },
-      async (request) => getReview(deps, ...onPull(request), reviewUuidOf(request)),
+      async (request) => getReview(deps, ...callerPull(request), reviewUuidOf(request)),
     );
 
     r.delete(
@@ -270,7 +271,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
       },
       async (request, reply) => {
-        await removeReview(deps, ...onPull(request), reviewUuidOf(request));
+        await removeReview(deps, ...callerPull(request), reviewUuidOf(request));
         return reply.status(204).send();
       },
     );
