@@ -56,7 +56,6 @@ const LAYERS = [
     'activity',
     'attachments',
     'code',
-    'git-routes',
     'ssh',
   ],
   // pages and the composition root

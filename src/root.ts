@@ -20,7 +20,7 @@ import { Webhooks } from './hooks/background.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
 import { startBlobSweep, stopBlobSweep } from './blobs/lifetime.ts';
-import { recoverPushes, sweepPushSpool } from './git/pushes.ts';
+import { recoverPushes, sweepPushSpool } from './code/pushes.ts';
 import { type Clock, systemClock } from './time.ts';
 import { TimerScheduler, type TimerSchedulerOptions } from './timers/scheduler.ts';
 

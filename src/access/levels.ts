@@ -1,12 +1,10 @@
 /** Roles and levels: the ranks every access decision compares. */
-import { type Kysely, type Selectable } from 'kysely';
+import type { Kysely } from 'kysely';
 import { type RowLock, withRowLock } from '../db/tx.ts';
-import type { DB, ReposTable, TeamsTable, UsersTable } from '../db/types.ts';
+import type { DB } from '../db/types.ts';
 import type { RepoLevel, Viewer } from '../viewer.ts';
 
-export type TeamRow = Selectable<TeamsTable>;
-export type RepoRow = Selectable<ReposTable>;
-export type UserRow = Selectable<UsersTable>;
+export type { RepoRow, TeamRow, UserRow } from '../db/rows.ts';
 
 export const TEAM_ROLES = ['owner', 'maintainer', 'member', 'reader'] as const;
 export type TeamRole = (typeof TEAM_ROLES)[number];

@@ -3,9 +3,9 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { closeCodeReaders } from '../git/readers.ts';
-import { Branch } from '../git-routes/schemas.ts';
+import { Branch } from './ref-schemas.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
-import { onRepo, pagedRepoList } from '../http/repo-routes.ts';
+import { repoRequest, pagedRepoList } from '../http/repo-routes.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema } from '../http/repo-paths.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
@@ -89,7 +89,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, at } = onRepo(request);
+        const { viewer, at } = repoRequest(request);
         const page = pageParams(request.query);
         const { rows, cache } = await listCommits(deps, viewer, at, request.query, page);
         withCache(reply, cache);
@@ -113,7 +113,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, at, params } = onRepo<Rest>(request);
+        const { viewer, at, params } = repoRequest<Rest>(request);
         const { body, cache } = await getCommit(deps, viewer, at, params['*']);
         withCache(reply, cache);
         return body;
@@ -138,7 +138,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, at, params } = onRepo<Rest>(request);
+        const { viewer, at, params } = repoRequest<Rest>(request);
         const { body, cache } = await compare(deps, viewer, at, params['*']);
         withCache(reply, cache);
         return body;
@@ -146,7 +146,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     );
 
     const contents = async (request: FastifyRequest, reply: FastifyReply) => {
-      const { viewer, at, params } = onRepo<Partial<Rest> & RepoParams>(request);
+      const { viewer, at, params } = repoRequest<Partial<Rest> & RepoParams>(request);
       const q = request.query as { ref?: string };
       const answer = await getContentsReply(deps, viewer, at, params['*'] ?? '', q.ref);
       withCache(reply, answer.cache);
@@ -212,7 +212,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, at, params } = onRepo<Rest>(request);
+        const { viewer, at, params } = repoRequest<Rest>(request);
         return serveRaw(deps, viewer, at, params['*'], request, reply);
       },
     );
@@ -236,7 +236,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, at, params } = onRepo<Rest>(request);
+        const { viewer, at, params } = repoRequest<Rest>(request);
         return serveArchive(deps, viewer, at, params['*'], reply);
       },
     );
@@ -254,7 +254,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request) => {
-        const { viewer, at, params } = onRepo<Rest>(request);
+        const { viewer, at, params } = repoRequest<Rest>(request);
         return getBranch(deps, viewer, at, params['*']);
       },
     );
@@ -275,7 +275,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, ref } = onRepo(request);
+        const { viewer, ref } = repoRequest(request);
         return reply.status(201).send(await createBranch(deps, viewer, ref, request.body));
       },
     );
@@ -294,7 +294,7 @@ export async function codeRoutes(app: FastifyInstance, { deps }: { deps: Deps })
         },
       },
       async (request, reply) => {
-        const { viewer, ref, params } = onRepo<Rest>(request);
+        const { viewer, ref, params } = repoRequest<Rest>(request);
         await deleteBranch(deps, viewer, ref, params['*']);
         return reply.status(204).send();
       },

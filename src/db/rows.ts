@@ -1,6 +1,11 @@
 /** Rows as the read path returns them: a table's row joined with the names a response shows. */
 import type { Selectable } from 'kysely';
-import type { PullsTable, ReposTable } from './types.ts';
+import type { PullsTable, ReposTable, TeamsTable, UsersTable } from './types.ts';
+
+export type TeamRow = Selectable<TeamsTable>;
+export type RepoRow = Selectable<ReposTable>;
+export type UserRow = Selectable<UsersTable>;
+export type PullRow = Selectable<PullsTable>;
 
 /** The repo row with its owner's slug or username and its creator's username (repos/view.ts's RepoViewRow). */
 export type RepoReadRow = Selectable<ReposTable> & {

@@ -3,7 +3,7 @@
  * The server passes what they need in the environment of `git receive-pack`:
  * - `WEFT_PROTECTED`: JSON array of regular-expression sources of protected branches;
  * - `WEFT_QUOTA_LEFT`: bytes the repo may still grow by;
- * - `WEFT_PUSH_LOG`: the push's marker file (src/git/pushes.ts): once pre-receive accepts the
+ * - `WEFT_PUSH_LOG`: the push's marker file (src/code/pushes.ts): once pre-receive accepts the
  *   push it appends the planned updates (`old new ref` lines) and syncs them, before any ref moves.
  * pre-receive runs before any ref moves, while the pushed objects still sit in git's quarantine
  * directory (`GIT_QUARANTINE_PATH`): a refusal drops them, so a refused push keeps nothing.

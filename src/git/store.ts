@@ -1,9 +1,7 @@
 import type { Selectable } from 'kysely';
-import type { ReposTable } from '../db/types.ts';
+import type { RepoRow } from '../db/rows.ts';
 import type { PullsTable } from '../db/types.ts';
 import type { TxContext } from '../core/tx-context.ts';
-
-type RepoRow = Selectable<ReposTable>;
 
 export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
 

@@ -5,7 +5,7 @@ import { type PageEnvelope, type PageParams, pageOf, pageParams } from './paging
 import { type RepoParams, repoRef } from './repo-paths.ts';
 
 /** The caller, the repo and the path params of a request under a repo form. */
-export interface OnRepo<P extends RepoParams = RepoParams> {
+export interface RepoRequest<P extends RepoParams = RepoParams> {
   viewer: Viewer;
   ref: RepoRef;
   /** the repo as the request resolved it (`config.repo`), else the ref: what a read service takes */
@@ -17,7 +17,7 @@ export interface OnRepo<P extends RepoParams = RepoParams> {
  * Reads who calls and which repo a route under one of the `REPO_FORMS` is about (the form's
  * params schema has validated the params), so handlers pass them on to a service in one line.
  */
-export function onRepo<P extends RepoParams = RepoParams>(request: FastifyRequest): OnRepo<P> {
+export function repoRequest<P extends RepoParams = RepoParams>(request: FastifyRequest): RepoRequest<P> {
   const params = request.params as P;
   return { viewer: requireViewer(request), ref: repoRef(params), at: repoAt(request), params };
 }
@@ -48,10 +48,18 @@ export function pullAt(request: FastifyRequest): PullContext | RepoRef {
  * `list` (one more than a page, see `pageOf`), the page envelope and its `Link` header.
  */
 export function pagedRepoList<T, P extends RepoParams = RepoParams>(
-  list: (on: OnRepo<P>, page: PageParams) => Promise<T[]>,
+  list: (on: RepoRequest<P>, page: PageParams) => Promise<T[]>,
 ): (request: FastifyRequest, reply: FastifyReply) => Promise<PageEnvelope<T>> {
   return async (request, reply) => {
     const page = pageParams(request.query as { page?: number; per_page?: number });
-    return pageOf(request, reply, page, await list(onRepo<P>(request), page));
+    return pageOf(request, reply, page, await list(repoRequest<P>(request), page));
   };
 }
+
+/**
+ * @deprecated `repoRequest`: `onRepo` names a command's target (src/core/targets.ts); this alias
+ * stays for routes written before the rename.
+ */
+export const onRepo = repoRequest;
+/** @deprecated `RepoRequest`. */
+export type OnRepo<P extends RepoParams = RepoParams> = RepoRequest<P>;

@@ -99,12 +99,12 @@ const TRACKER_FILTERS = [
 ];
 
 /** Caller, repo and pull number of a request (the per-form params schemas validated them). */
-function onPull(request: FastifyRequest): [Viewer, RepoRef, number] {
+function callerPull(request: FastifyRequest): [Viewer, RepoRef, number] {
   const p = request.params as PullPath;
   return [requireViewer(request), repoRef(p), p.number];
 }
 
-const onRepo = (request: FastifyRequest): [Viewer, RepoRef] => [requireViewer(request), repoRef(request.params as PullPath)];
+const callerRepo = (request: FastifyRequest): [Viewer, RepoRef] => [requireViewer(request), repoRef(request.params as PullPath)];
 
 /** Caller and the repo the route declared (`config.repo`), as the auth hook resolved it. */
 const atRepo = (request: FastifyRequest): [Viewer, RepoAt] => [requireViewer(request), repoAt(request)];
@@ -155,7 +155,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
               offset: p.offset,
               limit: p.limit,
             });
-        return pageOf(request, reply, p, await listWithBranchTips(deps, ...onRepo(request), rows));
+        return pageOf(request, reply, p, await listWithBranchTips(deps, ...callerRepo(request), rows));
       },
     );
 
@@ -175,7 +175,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       async (request, reply) =>
         reply
           .status(201)
-          .send(await withBranchTips(deps, ...onRepo(request), await createPull(deps, ...onRepo(request), request.body))),
+          .send(await withBranchTips(deps, ...callerRepo(request), await createPull(deps, ...callerRepo(request), request.body))),
     );
 
     r.get(
@@ -194,7 +194,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
       async (request, reply) => {
         if (wantsDiff(request)) return sendPullDiff(deps, ...atPull(request), reply);
-        return withBranchTips(deps, ...onRepo(request), await getPull(deps, ...atPull(request)));
+        return withBranchTips(deps, ...callerRepo(request), await getPull(deps, ...atPull(request)));
       },
     );
 
@@ -210,7 +210,8 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: Pull, ...errors(403, 409) },
         },
       },
-      async (request) => withBranchTips(deps, ...onRepo(request), await updatePull(deps, ...onPull(request), request.body)),
+      async (request) =>
+        withBranchTips(deps, ...callerRepo(request), await updatePull(deps, ...callerPull(request), request.body)),
     );
 
     r.post(
@@ -230,8 +231,8 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
       },
       async (request) => {
-        const result = await mergePull(deps, ...onPull(request), request.body.merge_strategy);
-        return { ...result, pull: await withBranchTips(deps, ...onRepo(request), result.pull) };
+        const result = await mergePull(deps, ...callerPull(request), request.body.merge_strategy);
+        return { ...result, pull: await withBranchTips(deps, ...callerRepo(request), result.pull) };
       },
     );
 
@@ -246,7 +247,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: PullProtection },
         },
       },
-      async (request) => getPullProtection(deps, ...onPull(request)),
+      async (request) => getPullProtection(deps, ...callerPull(request)),
     );
 
     r.get(
@@ -262,7 +263,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
       async (request, reply) => {
         const p = pageParams(request.query);
-        const rows = await listReviews(deps, ...onPull(request), p);
+        const rows = await listReviews(deps, ...callerPull(request), p);
         return pageOf(request, reply, p, rows);
       },
     );
@@ -279,7 +280,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 201: Review, ...errors(403, 409) },
         },
       },
-      async (request, reply) => reply.status(201).send(await createReview(deps, ...onPull(request), request.body)),
+      async (request, reply) => reply.status(201).send(await createReview(deps, ...callerPull(request), request.body)),
     );
 
     r.get(
@@ -292,7 +293,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           response: { 200: Review },
         },
       },
-      async (request) => getReview(deps, ...onPull(request), reviewUuidOf(request)),
+      async (request) => getReview(deps, ...callerPull(request), reviewUuidOf(request)),
     );
 
     r.delete(
@@ -307,14 +308,14 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
       },
       async (request, reply) => {
-        await removeReview(deps, ...onPull(request), reviewUuidOf(request));
+        await removeReview(deps, ...callerPull(request), reviewUuidOf(request));
         return reply.status(204).send();
       },
     );
 
     // ---------------------------------------------------------------- the issue tracker (README "Issue tracker")
     const shown = async (request: FastifyRequest) =>
-      withBranchTips(deps, ...onRepo(request), await getPull(deps, ...onPull(request)));
+      withBranchTips(deps, ...callerRepo(request), await getPull(deps, ...callerPull(request)));
     for (const [what, body, key] of [
       ['labels', NamesBody, 'names'],
       ['assignees', UsernamesBody, 'usernames'],
@@ -333,7 +334,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
         async (request) => {
           const names = (request.body as Record<string, string[]>)[key]!;
-          await changePullSet(deps, ...onPull(request), what, 'add', names, pullEventShape);
+          await changePullSet(deps, ...callerPull(request), what, 'add', names, pullEventShape);
           return shown(request);
         },
       );
@@ -351,7 +352,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
       async (request) => {
         const name = (request.params as { name: string }).name;
-        await changePullSet(deps, ...onPull(request), 'labels', 'remove', [name], pullEventShape);
+        await changePullSet(deps, ...callerPull(request), 'labels', 'remove', [name], pullEventShape);
         return shown(request);
       },
     );
@@ -368,7 +369,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
       },
       async (request) => {
-        await changePullSet(deps, ...onPull(request), 'assignees', 'remove', request.body.usernames, pullEventShape);
+        await changePullSet(deps, ...callerPull(request), 'assignees', 'remove', request.body.usernames, pullEventShape);
         return shown(request);
       },
     );
@@ -389,7 +390,13 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
         async (request: FastifyRequest) => {
           const { usernames } = request.body as { usernames: string[] };
-          await changeReviewRequests(deps, ...onPull(request), method === 'post' ? 'add' : 'remove', usernames, pullEventShape);
+          await changeReviewRequests(
+            deps,
+            ...callerPull(request),
+            method === 'post' ? 'add' : 'remove',
+            usernames,
+            pullEventShape,
+          );
           return shown(request);
         },
       );
@@ -410,7 +417,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         },
       },
       async (request, reply) => {
-        const [viewer, ref, number] = onPull(request);
+        const [viewer, ref, number] = callerPull(request);
         const { pull } = await requireRepoPull(deps.db, viewer, ref, number);
         const p = pageParams(request.query);
         return pageOf(request, reply, p, await timelinePage(deps, viewer, `pull:${pull.uuid}`, 'pull', p));

@@ -1,7 +1,7 @@
 /**
  * One command of an SSH session (README "Git over SSH"): `git-upload-pack` or `git-receive-pack`
  * of a repo path, with the same access decision (`gitRepoAccess`, `gitRefusal`), push rules and
- * push bookkeeping (src/git/receive.ts) as smart HTTP. Anything else is refused with a message
+ * push bookkeeping (src/code/receive.ts) as smart HTTP. Anything else is refused with a message
  * on stderr and exit status 1. No shell is ever involved: git runs from an argument array.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -11,7 +11,7 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { BareGitStore } from '../git/bare-store.ts';
 import type { DeployKeyGrant } from '../sshkeys/deploy-keys.ts';
-import { protocolEnv, runReceivePack, startLimitedGit } from '../git/receive.ts';
+import { protocolEnv, runReceivePack, startLimitedGit } from '../code/receive.ts';
 import type { Viewer } from '../viewer.ts';
 
 export type GitService = 'git-upload-pack' | 'git-receive-pack';

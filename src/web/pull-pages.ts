@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NoResultError } from 'kysely';
 import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
-import { listBranches } from '../git-routes/service.ts';
+import { listBranches } from '../code/refs.ts';
 import { mergePull } from '../pulls/merge.ts';
 import { getPullProtection } from '../pulls/protection-status.ts';
 import { createReview, listReviews } from '../pulls/reviews-service.ts';

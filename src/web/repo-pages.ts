@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../deps.ts';
-import { listBranches } from '../git-routes/service.ts';
+import { listBranches } from '../code/refs.ts';
 import { getRepo } from '../repos/service.ts';
 import { activityOfScope } from './activity.ts';
 import { treeView } from './code-pages.ts';

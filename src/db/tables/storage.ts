@@ -13,7 +13,7 @@ export interface BlobHoldsTable {
 
 /**
  * Pushes whose events and usage delta have committed, kept only until their marker file is gone,
- * so a marker left by a crash after the commit is never recorded twice (src/git/pushes.ts).
+ * so a marker left by a crash after the commit is never recorded twice (src/code/pushes.ts).
  */
 export interface GitPushRecordsTable {
   push_id: string;

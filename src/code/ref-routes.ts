@@ -2,12 +2,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema } from '../http/repo-paths.ts';
-import { type OnRepo, pagedRepoList } from '../http/repo-routes.ts';
+import { type RepoRequest, pagedRepoList } from '../http/repo-routes.ts';
 import { Page } from '../http/schemas.ts';
 import { PullNumber } from '../pulls/schemas.ts';
-import { DiffFile } from '../code/schemas.ts';
-import { Branch, Commit, ListQuery } from './schemas.ts';
-import { listBranches, listPullCommits, listPullFiles } from './service.ts';
+import { DiffFile } from './schemas.ts';
+import { Branch, Commit, ListQuery } from './ref-schemas.ts';
+import { listBranches, listPullCommits, listPullFiles } from './refs.ts';
 
 type PullPath = RepoParams & { number: number };
 
@@ -42,7 +42,7 @@ export async function gitRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
           response: { 200: Page(Commit) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<PullPath>, p) => listPullCommits(deps, viewer, ref, params.number, p)),
+      pagedRepoList(({ viewer, ref, params }: RepoRequest<PullPath>, p) => listPullCommits(deps, viewer, ref, params.number, p)),
     );
     r.get(
       `${form.prefix}/pulls/:number/files`,
@@ -59,7 +59,7 @@ export async function gitRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
           response: { 200: Page(DiffFile) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<PullPath>, p) => listPullFiles(deps, viewer, ref, params.number, p)),
+      pagedRepoList(({ viewer, ref, params }: RepoRequest<PullPath>, p) => listPullFiles(deps, viewer, ref, params.number, p)),
     );
   }
 }

@@ -2,7 +2,7 @@
  * The git transfer processes smart HTTP (src/git/http.ts) and SSH (src/ssh/) both run, with the
  * same limits, push rules and push bookkeeping (README "Git"): a git process slot of the
  * instance's limiter per client address (`gitHttpLimiter`), and for a push, under the repo's git
- * write lock, the push marker (src/git/pushes.ts), `git receive-pack` with the pre-receive hook's
+ * write lock, the push marker (src/code/pushes.ts), `git receive-pack` with the pre-receive hook's
  * rules (protected branches, ref kinds, ref count, quota), then the record of what it moved.
  * HTTP runs git with `--stateless-rpc` (the pack spooled first), SSH as one two-way session.
  */
@@ -10,12 +10,12 @@ import type { ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Deps } from '../deps.ts';
-import type { BareGitStore } from './bare-store.ts';
-import { gitHttpLimiter, started } from './limits.ts';
+import type { BareGitStore } from '../git/bare-store.ts';
+import { gitHttpLimiter, started } from '../git/limits.ts';
 import { beginPush, recordLeftoverPushes, recordPush } from './pushes.ts';
-import { protectedBranchRegExps } from './push-rules.ts';
-import { withRepoLock } from './repo-lock.ts';
-import { spawnGit } from './run.ts';
+import { protectedBranchRegExps } from '../git/push-rules.ts';
+import { withRepoLock } from '../git/repo-lock.ts';
+import { spawnGit } from '../git/run.ts';
 
 /** What a `Git-Protocol` header (or an SSH client's GIT_PROTOCOL) may contain (`version=2`, `key=value:key=value`). */
 export const GIT_PROTOCOL_RE = /^[A-Za-z0-9=:.,_-]{1,256}$/;

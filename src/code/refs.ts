@@ -5,9 +5,9 @@ import { pullHeadForReading } from '../pulls/heads.ts';
 import { requirePull } from '../pulls/service.ts';
 import type { Viewer } from '../viewer.ts';
 import { branchMatchesPattern } from '../git/refname.ts';
-import { pullFiles } from '../code/pulls.ts';
-import type { DiffFile } from '../code/schemas.ts';
-import type { Branch, Commit } from './schemas.ts';
+import { pullFiles } from './pulls.ts';
+import type { DiffFile } from './schemas.ts';
+import type { Branch, Commit } from './ref-schemas.ts';
 
 type Window = { offset: number; limit: number };
 

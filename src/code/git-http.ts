@@ -11,9 +11,9 @@ import type { Deps } from '../deps.ts';
 import { AppError, badRequest } from '../errors.ts';
 import { isStorageFull } from '../http/error-handler.ts';
 import { BareGitStore } from '../git/bare-store.ts';
-import { pushesDir } from '../git/pushes.ts';
+import { pushesDir } from './pushes.ts';
 import { HOOK_SOURCE } from '../git/hook-source.ts';
-import { hooksDirOf, protocolEnv as gitProtocolEnv, quotaLeft, runReceivePack, startLimitedGit } from '../git/receive.ts';
+import { hooksDirOf, protocolEnv as gitProtocolEnv, quotaLeft, runReceivePack, startLimitedGit } from './receive.ts';
 
 type Service = 'git-upload-pack' | 'git-receive-pack';
 const SERVICES: Service[] = ['git-upload-pack', 'git-receive-pack'];

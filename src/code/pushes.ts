@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import type { Deps } from '../deps.ts';
 import { inTransaction } from '../core/transaction.ts';
 import { nowIso } from '../time.ts';
-import { addDiskUsage, type BareGitStore } from './bare-store.ts';
-import { tryWithRepoLock } from './repo-lock.ts';
-import { ZERO_SHA } from './run.ts';
+import { addDiskUsage, type BareGitStore } from '../git/bare-store.ts';
+import { tryWithRepoLock } from '../git/repo-lock.ts';
+import { ZERO_SHA } from '../git/run.ts';
 import { syncPullHeads } from '../pulls/heads.ts';
 import { emitRefMoves, isForced, type RefMove } from '../pulls/pushes.ts';
 
