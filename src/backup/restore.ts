@@ -307,7 +307,10 @@ async function restoreChecked(opts: RestoreOptions, format: BackupFormat): Promi
   return { rows, files, format };
 }
 
-/** Forks borrow their source's objects by absolute path: point them at the restored DATA_DIR. */
+/**
+ * Makes each restored repo whole: the empty directories git needs, and forks' alternates (they
+ * borrow their source's objects by absolute path) pointed at the restored DATA_DIR.
+ */
 async function relinkAlternates(gitRoot: string): Promise<void> {
   let names: string[];
   try {
@@ -316,6 +319,10 @@ async function relinkAlternates(gitRoot: string): Promise<void> {
     return;
   }
   for (const name of names) {
+    // a tar holds files only: the directories git needs, empty in a new repo
+    for (const sub of ['refs/heads', 'refs/tags', 'objects/info', 'objects/pack']) {
+      await mkdir(join(gitRoot, name, sub), { recursive: true, mode: 0o755 });
+    }
     const file = join(gitRoot, name, 'objects', 'info', 'alternates');
     let text: string;
     try {
