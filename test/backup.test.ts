@@ -121,6 +121,12 @@ for (const source of DIALECTS) {
         }
       })();
       while (acked.commits.length < 3) await new Promise((r) => setTimeout(r, 50));
+      // a fork borrows the source's objects (alternates, by absolute path)
+      const team = await api(base, 'POST', '/teams', token, { name: 'Forks', slug: 'forks' });
+      assert.equal(team.status, 201, team.text);
+      const fork = await api(base, 'POST', '/users/owner/repos/main/forks?team=forks', token);
+      assert.equal(fork.status, 201, fork.text);
+      const forkUuid = (fork.body.repo as { uuid: string }).uuid;
       const before = { repos: [...acked.repos], threads: [...acked.threads], commits: [...acked.commits] };
       const file = join(work, 'weft.backup');
       const started = Date.now();
@@ -165,6 +171,8 @@ for (const source of DIALECTS) {
         for (const name of readdirSync(join(into.dataDir, 'git'))) {
           git(['fsck', '--no-progress', '--no-dangling'], join(into.dataDir, 'git', name));
         }
+        const alternates = readFileSync(join(into.dataDir, 'git', `${forkUuid}.git`, 'objects', 'info', 'alternates'), 'utf8');
+        assert.equal(alternates, `${join(into.dataDir, 'git', `${repo.body.uuid as string}.git`, 'objects')}\n`);
         const up = await startServer(into);
         try {
           for (const slug of before.repos) {
@@ -187,6 +195,17 @@ for (const source of DIALECTS) {
           const clone = join(work, `clone-${target}`);
           git(['clone', '-q', '--mirror', cloneUrl(up.base), clone]);
           for (const sha of before.commits) git(['merge-base', '--is-ancestor', sha, 'main'], clone);
+          const forked = await api(up.base, 'GET', '/teams/forks/repos/main', token);
+          assert.equal(forked.status, 200, forked.text);
+          const forkClone = join(work, `fork-${target}`);
+          git([
+            'clone',
+            '-q',
+            '--mirror',
+            new URL(cloneUrl(up.base).replace('/users/owner/', '/teams/forks/')).toString(),
+            forkClone,
+          ]);
+          git(['fsck', '--no-progress', '--no-dangling'], forkClone);
           // and takes writes
           const more = await api(up.base, 'POST', '/users/owner/repos', token, {
             name: 'after',
