@@ -13,6 +13,10 @@ import { nowIso } from './time.ts';
 import { hashPassword } from './users/password.ts';
 import { createUser, findUserByUsername } from './users/service.ts';
 import { weftVersion } from './version.ts';
+import { createBackup } from './backup/backup.ts';
+import { BackupCryptoError } from './backup/crypto.ts';
+import { sqliteFileOf } from './backup/database.ts';
+import { BackupInvalidError, RestoreRefusedError, restoreBackup, verifyBackup } from './backup/restore.ts';
 
 export { weftVersion };
 
@@ -28,12 +32,17 @@ commands:
   set-password <username>                   set a password, read from standard input (first line)
   revoke-token <token-uuid>                 revoke an API token
   deactivate-user <username>                deactivate a user (their tokens stop working)
+  backup --out FILE                         write a backup of the database, repos, blobs and keys
+                                            (beside a running server; encrypted when
+                                            WEFT_BACKUP_PASSPHRASE is set)
+  backup --verify FILE                      check a backup archive against its manifest
+  restore FILE                              fill an empty DATA_DIR and an empty database from a backup
   help, --help                              print this
   --version                                 print the version
 
-Exit codes: 0 done, 1 not found (no such user, token or database), 2 bad usage or input
-(a taken username or email, a password outside 8-256 characters, a deactivated user),
-3 the database cannot be reached.
+Exit codes: 0 done, 1 not found (no such user, token or database) or a damaged backup, 2 bad
+usage or input (a taken username or email, a password outside 8-256 characters, a deactivated
+user, a restore into a non-empty DATA_DIR or database), 3 the database cannot be reached.
 
 Configuration comes from the environment (DATABASE_URL, DATA_DIR, ...), as for the server.`;
 
@@ -46,8 +55,10 @@ const COMMANDS = [
   'set-password',
   'revoke-token',
   'deactivate-user',
+  'backup',
+  'restore',
 ];
-const NEEDS_ARG = ['create-user', 'create-token', 'list-tokens', 'set-password', 'revoke-token', 'deactivate-user'];
+const NEEDS_ARG = ['create-user', 'create-token', 'list-tokens', 'set-password', 'revoke-token', 'deactivate-user', 'restore'];
 
 async function readStdinLine(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('password: ');
@@ -66,10 +77,65 @@ function parse(argv: string[]) {
       'display-name': { type: 'string' },
       'token-name': { type: 'string', default: 'cli' },
       name: { type: 'string', default: 'cli' },
+      out: { type: 'string' },
+      verify: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
       version: { type: 'boolean', short: 'v', default: false },
     },
   });
+}
+
+async function runBackupCommand(
+  command: 'backup' | 'restore',
+  arg: string | undefined,
+  values: { out?: string; verify?: string },
+): Promise<number> {
+  const passphrase = process.env.WEFT_BACKUP_PASSPHRASE || undefined;
+  try {
+    if (command === 'backup' && values.verify !== undefined) {
+      const started = Date.now();
+      const v = await verifyBackup(values.verify, passphrase);
+      console.error(
+        `backup ok: ${v.entries} entries, ${v.bytes} bytes, made ${v.format.created_at} by Weft ${v.format.weft_version} (${v.format.dialect}${v.format.encrypted ? ', encrypted' : ''}) in ${Date.now() - started} ms`,
+      );
+      return 0;
+    }
+    const config = loadConfig();
+    if (command === 'backup') {
+      if (!values.out) {
+        console.error('weft: backup needs --out FILE (or --verify FILE)');
+        return 2;
+      }
+      if (existsSync(values.out)) {
+        console.error(`weft: ${values.out} exists: backup writes a new file only`);
+        return 2;
+      }
+      const sqliteFile = sqliteFileOf(config.databaseUrl, config.dataDir);
+      if (sqliteFile !== null && !existsSync(sqliteFile)) {
+        console.error(`weft: no database at ${sqliteFile}: set DATA_DIR (or DATABASE_URL) to the server's`);
+        return 1;
+      }
+      const started = Date.now();
+      const s = await createBackup({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, out: values.out, passphrase });
+      console.error(
+        `backup written to ${values.out}: ${s.rows} rows, ${s.repos} repos, ${s.blobs} blobs, ${s.entries} entries, ${s.bytes} bytes${passphrase ? ' (encrypted)' : ''} in ${Date.now() - started} ms`,
+      );
+      return 0;
+    }
+    const r = await restoreBackup({ file: arg!, passphrase, databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    console.error(`restored ${r.rows} rows and ${r.files} files from a backup of ${r.format.created_at} into ${config.dataDir}`);
+    return 0;
+  } catch (err) {
+    if (err instanceof RestoreRefusedError) {
+      console.error(`weft: restore refused: ${err.message}`);
+      return 2;
+    }
+    if (err instanceof BackupInvalidError || err instanceof BackupCryptoError) {
+      console.error(`weft: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
 }
 
 async function run(argv: string[]): Promise<number> {
@@ -113,6 +179,7 @@ async function run(argv: string[]): Promise<number> {
     console.error(`weft: ${command} needs an argument\n\n${USAGE}`);
     return 2;
   }
+  if (command === 'backup' || command === 'restore') return runBackupCommand(command, arg, values);
   let password = '';
   if (command === 'set-password') {
     password = await readStdinLine();
