@@ -24,6 +24,7 @@ import * as m180 from './migrations/180_owner_limits.ts';
 import * as m181 from './migrations/181_unique_email.ts';
 import * as m200 from './migrations/200_hook_request_bodies.ts';
 import * as m310 from './migrations/310_tracker.ts';
+import * as m311 from './migrations/311_references.ts';
 import type { Dialect } from './index.ts';
 
 export interface MigrationContext {
@@ -62,6 +63,7 @@ const MIGRATIONS: Migration[] = [
   { name: '181_unique_email', up: m181.up },
   { name: '200_hook_request_bodies', up: m200.up },
   { name: '310_tracker', up: m310.up },
+  { name: '311_references', up: m311.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

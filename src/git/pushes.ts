@@ -11,6 +11,8 @@ import { tryWithRepoLock } from './repo-lock.ts';
 import { ZERO_SHA } from './run.ts';
 import { syncPullHeads } from '../pulls/heads.ts';
 import { pullsMovedByPush } from '../pulls/pushes.ts';
+import { referencesOfPush } from '../references/push.ts';
+import type { CommitInfo } from './store.ts';
 
 /**
  * Pushes are recorded from a marker file, so a crash at any point records each moved ref once
@@ -89,6 +91,21 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
     moved = planned.filter(([before, after, ref]) => before !== after && (tips.get(ref!) ?? ZERO_SHA) === after);
     growth = (await store.size(repoUuid)) - marker.size_before;
   }
+  // README "Issue tracker": the new commits' messages, for their references and closing keywords
+  // (at most 250 per branch; a new branch lists what its repo's default branch lacks)
+  const commits = new Map<string, CommitInfo[]>();
+  if (moved.length && store.exists(repoUuid)) {
+    const repoRow = await deps.db.selectFrom('repos').select('default_branch').where('uuid', '=', repoUuid).executeTakeFirst();
+    const defaultTip = repoRow ? await store.branchSha(repoUuid, repoRow.default_branch) : null;
+    for (const [before, after, ref] of moved) {
+      if (after === ZERO_SHA || !ref!.startsWith('refs/heads/')) continue;
+      // a new branch: what the default branch lacks (a first push of the default branch itself: nothing)
+      if (before === ZERO_SHA && defaultTip === after) continue;
+      const base: string | null = before !== ZERO_SHA ? before! : defaultTip;
+      const list = await store.commitsBetween(repoUuid, base, after!).catch(() => [] as CommitInfo[]);
+      commits.set(ref!, list.slice(-250));
+    }
+  }
   const pulls = await inTransaction(deps, async (tx) => {
     const done = await tx.db
       .selectFrom('git_push_records')
@@ -112,6 +129,7 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
         payload: { repo_uuid: repoUuid, ref, before, after, pusher: { uuid: pusher.uuid, username: pusher.username } },
       });
     }
+    if (commits.size) await referencesOfPush(tx, repoUuid, pusher, commits);
     // the open pulls whose source branch moved: pull-updated for those from a fork (README "Pulls from forks")
     return pullsMovedByPush(
       tx,
