@@ -285,7 +285,9 @@ for (const dialect of DIALECTS) {
         'pull',
       ).body;
       w.parts.set(pull.uuid, r.uuid);
-      ok(await req('PUT', `${r.base}/pulls/${pull.number}`, writer.token, { title: 'P2' }));
+      ok(await req('PUT', `${r.base}/pulls/${pull.number}`, writer.token, { title: `P2 for #${th.number}` }));
+      const pointer = { title: 'Pointer', body: `see !${pull.number}` };
+      w.parts.set(ok(await req('POST', `${r.base}/threads`, writer.token, pointer), 201).body.uuid, r.uuid);
       const pullTracked = { labels: ['bug'], assignees: [maint.username], milestone: ms.number, draft: true };
       ok(await req('PUT', `${r.base}/pulls/${pull.number}`, maint.token, pullTracked), 200, 'pull track');
       const reviewers = { usernames: [maint.username] };

@@ -10,6 +10,8 @@ import { tryWithRepoLock } from '../git/repo-lock.ts';
 import { ZERO_SHA } from '../git/run.ts';
 import { syncPullHeads } from '../pulls/heads.ts';
 import { emitRefMoves, isForced, type RefMove } from '../pulls/pushes.ts';
+import { referencesOfPush } from '../references/push.ts';
+import type { CommitInfo } from '../git/store.ts';
 
 /**
  * Pushes are recorded from a marker file, so a crash at any point records each moved ref once
@@ -92,6 +94,21 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
   for (const [before, after, ref] of moved) {
     moves.push({ ref: ref!, before: before!, after: after!, forced: await isForced(deps, repoUuid, before!, after!) });
   }
+  // README "Issue tracker": the new commits' messages, for their references and closing keywords
+  // (at most 250 per branch; a new branch lists what its repo's default branch lacks)
+  const commits = new Map<string, CommitInfo[]>();
+  if (moved.length && store.exists(repoUuid)) {
+    const repoRow = await deps.db.selectFrom('repos').select('default_branch').where('uuid', '=', repoUuid).executeTakeFirst();
+    const defaultTip = repoRow ? await store.branchSha(repoUuid, repoRow.default_branch) : null;
+    for (const [before, after, ref] of moved) {
+      if (after === ZERO_SHA || !ref!.startsWith('refs/heads/')) continue;
+      // a new branch: what the default branch lacks (a first push of the default branch itself: nothing)
+      if (before === ZERO_SHA && defaultTip === after) continue;
+      const base: string | null = before !== ZERO_SHA ? before! : defaultTip;
+      const list = await store.commitsBetween(repoUuid, base, after!).catch(() => [] as CommitInfo[]);
+      commits.set(ref!, list.slice(-250));
+    }
+  }
   const pulls = await inTransaction(deps, async (tx) => {
     const done = await tx.db
       .selectFrom('git_push_records')
@@ -106,6 +123,7 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
       .values({ push_id: marker.push_id, repo_uuid: repoUuid, created_at: nowIso() })
       .execute();
     await addDiskUsage(tx, repoUuid, growth);
+    if (commits.size) await referencesOfPush(tx, repoUuid, marker.pusher, commits);
     // branch-pushed for each moved ref, pull-updated for the open pulls whose head moved
     return emitRefMoves(deps, tx, repoUuid, moves, marker.pusher);
   });

@@ -24,6 +24,7 @@ import * as m180 from './migrations/180_owner_limits.ts';
 import * as m181 from './migrations/181_unique_email.ts';
 import * as m200 from './migrations/200_hook_request_bodies.ts';
 import * as m310 from './migrations/310_tracker.ts';
+import * as m311 from './migrations/311_references.ts';
 import * as m320 from './migrations/320_default_login_limits.ts';
 import * as m330 from './migrations/330_hook_skipped_and_secrets.ts';
 import * as m340 from './migrations/340_deploy_keys.ts';
@@ -64,6 +65,7 @@ const MIGRATIONS: Migration[] = [
   { name: '181_unique_email', up: m181.up },
   { name: '200_hook_request_bodies', up: m200.up },
   { name: '310_tracker', up: m310.up },
+  { name: '311_references', up: m311.up },
   { name: '320_default_login_limits', up: m320.up },
   { name: '330_hook_skipped_and_secrets', up: m330.up },
   { name: '340_deploy_keys', up: m340.up },

@@ -100,6 +100,11 @@ const ofRepo = (...names: NamedRef[]): KindRule => ({ subject: field('repo', 're
 const ofTeam = (...names: NamedRef[]): KindRule => ({ subject: field('team', 'team_uuid'), names });
 const ofScopes = (...names: NamedRef[]): KindRule => ({ subject: anyScope, names });
 
+const referenceRule: KindRule = {
+  subject: field('repo', 'source.repo_uuid'),
+  names: [repo('repo_uuid')],
+};
+
 /** A label's events are its repo's, or its team's (team labels). */
 const labelRule: KindRule = {
   subject: (e) => (typeof e.payload.team_uuid === 'string' ? `team:${e.payload.team_uuid}` : field('repo', 'repo_uuid')(e)),
@@ -177,6 +182,10 @@ export const EVENT_KINDS = {
   'thread-demilestoned': ofRepo(),
   'thread-locked': ofRepo(),
   'thread-unlocked': ofRepo(),
+  // a reference is about its source: shown only to those who may read the source's repo; the
+  // target repo is named only to those who may read it (its title is not in the payload)
+  'thread-referenced': referenceRule,
+  'pull-referenced': referenceRule,
   'label-created': labelRule,
   'label-updated': labelRule,
   'label-deleted': labelRule,

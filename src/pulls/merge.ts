@@ -4,6 +4,8 @@ import { instanceLease, ownerIsGone } from '../db/instance-lease.ts';
 import type { PullsTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, conflict, notFound } from '../errors.ts';
+import { closeByKeywords } from '../references/service.ts';
+import { type Closer, closeThreadRow, type ThreadRow } from '../threads/service.ts';
 import { actorOf } from '../events/service.ts';
 import { command, inTransaction } from '../core/command.ts';
 import { onPull } from '../core/targets.ts';
@@ -244,6 +246,17 @@ async function finishMerge(
         merged_by_username: merger.username,
       },
     });
+    // README "Issue tracker": a pull merged into its repo's default branch closes what its keywords name
+    const repo = await tx.db.selectFrom('repos').selectAll().where('uuid', '=', json.repo_uuid).executeTakeFirst();
+    if (repo && json.target_branch === repo.default_branch) {
+      const messages = (await deps.git.commitsBetween(repo.uuid, `${sha}^`, sha).catch(() => []))
+        .slice(-250)
+        .map((c) => c.message);
+      const text = [json.title, json.body, ...messages].join('\n');
+      await closeByKeywords(tx, merger, repo, text, { pull_number: json.number }, (tx2, scopes, thread, closer) =>
+        closeThreadRow(tx2, scopes, thread as ThreadRow, 'completed', closer as Closer, merger),
+      );
+    }
     return {
       pulls: moved,
       result: {

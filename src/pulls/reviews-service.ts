@@ -16,8 +16,10 @@ import { command } from '../core/command.ts';
 import { onPull } from '../core/targets.ts';
 import { nowIso } from '../time.ts';
 import { endReviewRequest } from '../tracker/pulls.ts';
+import { recordReferences } from '../references/service.ts';
 import type { RepoAt, Viewer } from '../viewer.ts';
 import { pullTips } from './heads.ts';
+import { pullSource } from './service.ts';
 import { type PullRow, requirePull } from './service.ts';
 
 export type ReviewStatus = 'approved' | 'changes_requested' | 'commented';
@@ -119,6 +121,10 @@ export async function createReview(
     const review = reviewToJson(await reviewsWithNames(tx.db).where('r.uuid', '=', uuid).executeTakeFirstOrThrow());
     // README "Issue tracker": a review by a requested reviewer ends their request
     await endReviewRequest(tx, pull.uuid, viewer.uuid);
+    if (review.body) {
+      const source = { ...pullSource(tx.access.access.repo, pull), kind: 'review' as const, key: uuid };
+      await recordReferences(tx, viewer, source, review.body);
+    }
     await tx.emit({
       kind: 'review-submitted',
       scopes: reviewScopes(pull, uuid),

@@ -34,6 +34,8 @@ import {
 } from './heads.ts';
 import { TITLE_MAX } from './schemas.ts';
 import { containsText } from '../db/like.ts';
+import type { RepoRow } from '../access/index.ts';
+import { recordReferences, type ReferenceSource } from '../references/service.ts';
 import { resolveLabels, resolveMilestone } from '../tracker/items.ts';
 import {
   assertMaySetTracking,
@@ -309,6 +311,7 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
       actor: actorOf(viewer),
       payload: { ...pullEventPayload(pull), head_sha: headSha, base_sha: baseSha },
     });
+    await recordReferences(tx, viewer, pullSource(access.repo, pull), `${pull.title}\n${pull.body}`);
     return pull;
   });
   // its head kept in this repo from the start when the source branch exists already
@@ -418,6 +421,9 @@ export async function updatePull(
         actor: actorOf(viewer),
         payload: { ...pullEventPayload(json), action, changed, ...renamed },
       });
+      if (changes.title !== undefined || changes.body !== undefined) {
+        await recordReferences(tx, viewer, pullSource(access.repo, json), `${json.title}\n${json.body}`);
+      }
     }
     if (hasTracking(input)) {
       const json = await loadPullJson(tx.db, pull.uuid);
@@ -426,6 +432,16 @@ export async function updatePull(
     return loadPullJson(tx.db, pull.uuid);
   });
 }
+
+/** A pull as the source of the references in its text (references/service.ts). */
+export const pullSource = (repo: RepoRow, pull: { uuid: string; number: number; title: string }): ReferenceSource => ({
+  kind: 'pull',
+  key: pull.uuid,
+  repo,
+  number: pull.number,
+  title: pull.title,
+  selfUuid: pull.uuid,
+});
 
 /** The scopes and payload of a pull's events, for the tracker's writes (tracker/pulls.ts). */
 export const pullEventShape = (db: Kysely<DB>) => async (pull: { uuid: string }) => {

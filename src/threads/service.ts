@@ -14,6 +14,7 @@ import {
 } from '../access/index.ts';
 import { containsText } from '../db/like.ts';
 import { timelinePage } from '../tracker/timeline.ts';
+import { recordReferences, type ReferenceSource } from '../references/service.ts';
 import {
   changeAssignees,
   changeLabels,
@@ -233,6 +234,16 @@ const changedAny = (c: ItemChanges) =>
     c.labeled?.length || c.unlabeled?.length || c.assigned?.length || c.unassigned?.length || c.milestoned || c.demilestoned,
   );
 
+/** A thread as the source of the references in its text (references/service.ts). */
+const threadSource = (access: RepoAccess, t: Pick<ThreadRow, 'uuid' | 'number' | 'title'>): ReferenceSource => ({
+  kind: 'thread',
+  key: t.uuid,
+  repo: access.repo,
+  number: t.number,
+  title: t.title,
+  selfUuid: t.uuid,
+});
+
 export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, input: CreateThreadInput): Promise<ThreadJson> {
   const title = cleanTitle(input.title);
   return command(deps, viewer, onRepo(ref, DISCUSS), async (tx) => {
@@ -260,6 +271,7 @@ export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, inp
       : ({} as ItemChanges);
     const thread = await loadThreadJson(tx.db, uuid);
     await emitThread(tx, viewer, access, thread, 'thread-created');
+    await recordReferences(tx, viewer, threadSource(access, row), `${row.title}\n${row.body}`);
     await emitItemChanges(tx, viewer, 'thread', threadScopes(row as ThreadRow, access), threadPayload(thread), changes);
     return thread;
   });
@@ -519,6 +531,8 @@ export async function updateThread(
         .where('uuid', '=', row.uuid)
         .execute();
       const renamed = changes.title === undefined ? {} : { renamed: { from: row.title, to: changes.title } };
+      const edited = { ...row, ...changes };
+      await recordReferences(tx, viewer, threadSource(access, edited), `${edited.title}\n${edited.body}`);
       await emitThread(tx, viewer, access, await loadThreadJson(tx.db, row.uuid), 'thread-updated', {
         fields: Object.keys(changes),
         ...renamed,
@@ -819,6 +833,7 @@ export async function createReply(
     await insertVersion(tx, row, viewer.uuid, now);
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-created');
+    await recordReferences(tx, viewer, { ...threadSource(access, thread), kind: 'reply', key: row.uuid }, body);
     return reply;
   });
 }
@@ -913,6 +928,9 @@ export async function updateReply(
     await insertVersion(tx, updated, viewer.uuid, now);
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-edited', { fields });
+    if (fields.includes('body')) {
+      await recordReferences(tx, viewer, { ...threadSource(access, thread), kind: 'reply', key: row.uuid }, next.body);
+    }
     return reply;
   });
 }

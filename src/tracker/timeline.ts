@@ -39,6 +39,8 @@ const ENTRIES: Record<string, [string, Mapper]> = {
   'thread-milestoned': ['milestoned', pick('milestone')],
   'thread-demilestoned': ['demilestoned', pick('milestone')],
   'thread-locked': ['locked', () => ({})],
+  'thread-referenced': ['referenced', pick('source')],
+  'pull-referenced': ['referenced', pick('source')],
   'thread-unlocked': ['unlocked', () => ({})],
   'pull-labeled': ['labeled', pick('label')],
   'pull-unlabeled': ['unlabeled', pick('label')],

@@ -99,6 +99,14 @@ export interface ThreadsTables {
   item_labels: ItemLabelsTable;
   item_assignees: ItemAssigneesTable;
   review_requests: ReviewRequestsTable;
+  item_references: ItemReferencesTable;
+}
+
+/** One `referenced` entry per (source, target) (migration 311). */
+export interface ItemReferencesTable {
+  source_key: string;
+  target_uuid: string;
+  created_at: string;
 }
 
 /** A repo's or a team's label (migration 310): exactly one of repo_uuid and team_uuid is set. */
