@@ -57,6 +57,9 @@ const LAYERS = [
     'attachments',
     'code',
     'ssh',
+    'tracker',
+    'references',
+    'backup',
   ],
   // pages and the composition root
   ['web', 'app.ts', 'root.ts', 'main.ts', 'serve.ts', 'cli.ts'],
