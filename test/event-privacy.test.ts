@@ -465,6 +465,15 @@ for (const dialect of DIALECTS) {
         201,
       ).body;
       ok(await req('DELETE', `/user/keys/${key.uuid}`, u.mem!.token), 204);
+      // a deploy key (the same key material, free again once the user key is gone)
+      const deployKey = ok(
+        await req('POST', `${R.apriv.base}/keys`, u.own!.token, {
+          title: 'ci',
+          key: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBh7rhDJbW0ISGqAV6L2jgTYvlMNt5plCDeDjuD9Ym0k ci',
+        }),
+        201,
+      ).body;
+      ok(await req('DELETE', `${R.apriv.base}/keys/${deployKey.uuid}`, u.own!.token), 204);
       ok(await req('PUT', '/site-settings', t.adminToken, { signups_enabled: true, signups_require_invite: true }));
       const expires = new Date(clock.now().getTime() + 86_400_000).toISOString();
       const inv = ok(await req('POST', '/signup-invites', t.adminToken, { expires_at: expires }), 201).body;

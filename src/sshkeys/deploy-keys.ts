@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { type RepoRef, type RepoRow, requireRepo } from '../access/index.ts';
+import { assertNotArchived, itemWrite, type RepoRef, type RepoRow, requireRepo } from '../access/index.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { onRepo } from '../core/targets.ts';
 import { isUniqueViolation } from '../db/tx.ts';
@@ -159,9 +159,10 @@ export async function getDeployKey(deps: Deps, viewer: Viewer, ref: RepoRef, uui
 
 /** DELETE {repo}/keys/{uuid}: maintain level; the SSH server refuses the key from its next command on. */
 export async function deleteDeployKey(deps: Deps, viewer: Viewer, ref: RepoRef, uuid: string): Promise<void> {
-  await command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
+  await command(deps, viewer, onRepo(ref, itemWrite(MANAGE)), async (tx) => {
     const { repo } = tx.access;
     const row = await findKey(tx.db, repo.uuid, uuid);
+    assertNotArchived(tx.access);
     const deleted = await tx.db.deleteFrom('deploy_keys').where('uuid', '=', uuid).executeTakeFirst();
     if (Number(deleted.numDeletedRows) === 0) throw notFound('Deploy key');
     await emitKeyEvent(tx, 'deploy-key-deleted', viewer, repo, row);

@@ -5,7 +5,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { assertCanWriteRepoLabels, type RepoRef, requireRepo, requireTeam, type TeamRow } from '../access/index.ts';
+import {
+  assertCanWriteRepoLabels,
+  assertNotArchived,
+  itemWrite,
+  type RepoRef,
+  requireRepo,
+  requireTeam,
+  type TeamRow,
+} from '../access/index.ts';
 import { command } from '../core/command.ts';
 import { decide, onRepo } from '../core/targets.ts';
 import type { DB } from '../db/types.ts';
@@ -56,7 +64,9 @@ function cleanDescription(raw: string): string {
   return raw;
 }
 
-type Owner = { kind: 'repo'; repo: { uuid: string; owner_kind: string; owner_uuid: string } } | { kind: 'team'; team: TeamRow };
+type Owner =
+  | { kind: 'repo'; repo: { uuid: string; owner_kind: string; owner_uuid: string; is_archived?: number } }
+  | { kind: 'team'; team: TeamRow };
 
 /** 409 when the name is taken in the owner's scope or across the repo/team boundary. */
 async function assertNameFree(db: Kysely<DB>, owner: Owner, key: string, except: string | null): Promise<void> {
@@ -103,12 +113,17 @@ async function findLabel(db: Kysely<DB>, owner: Owner, name: string): Promise<La
   return row;
 }
 
-/** The repo's or team's target for a label write (repo: maintain; team: owner), locked. */
-const labelTarget = (where: { repo: RepoRef } | { team: string }) =>
+/**
+ * The repo's or team's target for a label write (repo: maintain; team: owner), locked. With `item`
+ * (a write to a label that may not exist), an archived repo passes here and the write calls
+ * `assertNotArchived` once the label is found, so a missing label is 404 before 403 repo_archived.
+ */
+const labelTarget = (where: { repo: RepoRef } | { team: string }, item = false) =>
   'repo' in where
     ? {
         resolve: async (db: Parameters<ReturnType<typeof onRepo>['resolve']>[0], viewer: Viewer): Promise<Owner> => {
-          const access = await onRepo(where.repo, { level: 'read', write: true }).resolve(db, viewer);
+          const need = { level: 'read' as const, write: true };
+          const access = await onRepo(where.repo, item ? itemWrite(need) : need).resolve(db, viewer);
           assertCanWriteRepoLabels(access);
           return { kind: 'repo', repo: access.repo };
         },
@@ -192,9 +207,10 @@ export async function updateLabel(
     ...(input.color !== undefined ? { color: cleanColor(input.color) } : {}),
     ...(input.description !== undefined ? { description: cleanDescription(input.description) } : {}),
   };
-  return command(deps, viewer, labelTarget(where), async (tx) => {
+  return command(deps, viewer, labelTarget(where, true), async (tx) => {
     const owner = tx.access;
     const row = await findLabel(tx.db, owner, name);
+    if (owner.kind === 'repo') assertNotArchived({ repo: { is_archived: owner.repo.is_archived ?? 0 } });
     assertOwnLabel(owner, row);
     if (next.name !== undefined && next.name.toLowerCase() !== row.name_key)
       await assertNameFree(tx.db, owner, next.name.toLowerCase(), row.uuid);
@@ -234,9 +250,10 @@ export async function deleteLabel(
   where: { repo: RepoRef } | { team: string },
   name: string,
 ): Promise<void> {
-  await command(deps, viewer, labelTarget(where), async (tx) => {
+  await command(deps, viewer, labelTarget(where, true), async (tx) => {
     const owner = tx.access;
     const row = await findLabel(tx.db, owner, name);
+    if (owner.kind === 'repo') assertNotArchived({ repo: { is_archived: owner.repo.is_archived ?? 0 } });
     assertOwnLabel(owner, row);
     // item_labels rows go with it (on delete cascade): off every thread and pull
     await tx.db.deleteFrom('item_labels').where('label_uuid', '=', row.uuid).execute();
