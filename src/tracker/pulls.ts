@@ -3,7 +3,7 @@
  * on threads, drafts and review requests. The pull JSON is filled at the HTTP edge
  * (`decoratePulls`, called where the branch tips are read).
  */
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import {
   assertCanEditPullMeta,
   assertCanTriage,
@@ -24,12 +24,10 @@ import type { Viewer } from '../viewer.ts';
 import {
   changeAssignees,
   changeLabels,
-  decorations,
   emitItemChanges,
   type ItemChanges,
   MAX_ASSIGNEES,
   type MilestoneRef,
-  milestoneRefs,
   resolveAssignees,
   resolveLabels,
   resolveMilestone,
@@ -45,38 +43,96 @@ export interface PullTracking {
   requested_reviewers: UserRef[];
 }
 
-/** Fills the tracker fields of some pulls (labels, assignees, milestone, draft, requested reviewers). */
+/**
+ * Fills the tracker fields of some pulls (labels, assignees, milestone, draft, requested
+ * reviewers) in one statement: a UNION ALL of the pulls' own row (draft, milestone) and their
+ * label, assignee and review-request rows, so a pull read costs one statement more, not five.
+ */
 export async function decoratePulls<T extends { uuid: string }>(db: Kysely<DB>, pulls: T[]): Promise<Array<T & PullTracking>> {
   if (pulls.length === 0) return [];
   const uuids = pulls.map((p) => p.uuid);
-  const [deco, rows, requests] = await Promise.all([
-    decorations(db, uuids),
-    db.selectFrom('pulls').select(['uuid', 'draft', 'milestone_uuid']).where('uuid', 'in', uuids).execute(),
-    db
-      .selectFrom('review_requests as rr')
-      .innerJoin('users as u', 'u.uuid', 'rr.user_uuid')
-      .select(['rr.pull_uuid', 'u.uuid', 'u.username'])
-      .where('rr.pull_uuid', 'in', uuids)
-      .orderBy('u.username')
-      .execute(),
-  ]);
-  const byUuid = new Map(rows.map((r) => [r.uuid, r]));
-  const milestones = await milestoneRefs(
-    db,
-    rows.map((r) => r.milestone_uuid),
+  const rows = await db
+    .selectFrom('pulls as p')
+    .leftJoin('milestones as m', 'm.uuid', 'p.milestone_uuid')
+    .select([
+      sql<string>`'pull'`.as('kind'),
+      'p.uuid as item',
+      'm.uuid as id',
+      'm.title as name',
+      'm.state as extra',
+      'm.number as num',
+      sql<number | null>`p.draft`.as('flag'),
+    ])
+    .where('p.uuid', 'in', uuids)
+    .unionAll(
+      db
+        .selectFrom('item_labels as il')
+        .innerJoin('labels as l', 'l.uuid', 'il.label_uuid')
+        .select([
+          sql<string>`'label'`.as('kind'),
+          'il.item_uuid as item',
+          'l.uuid as id',
+          'l.name as name',
+          'l.color as extra',
+          sql<number | null>`null`.as('num'),
+          sql<number | null>`null`.as('flag'),
+        ])
+        .where('il.item_uuid', 'in', uuids),
+    )
+    .unionAll(
+      db
+        .selectFrom('item_assignees as ia')
+        .innerJoin('users as u', 'u.uuid', 'ia.user_uuid')
+        .select([
+          sql<string>`'assignee'`.as('kind'),
+          'ia.item_uuid as item',
+          'u.uuid as id',
+          'u.username as name',
+          sql<string | null>`null`.as('extra'),
+          sql<number | null>`null`.as('num'),
+          sql<number | null>`null`.as('flag'),
+        ])
+        .where('ia.item_uuid', 'in', uuids),
+    )
+    .unionAll(
+      db
+        .selectFrom('review_requests as rr')
+        .innerJoin('users as u', 'u.uuid', 'rr.user_uuid')
+        .select([
+          sql<string>`'reviewer'`.as('kind'),
+          'rr.pull_uuid as item',
+          'u.uuid as id',
+          'u.username as name',
+          sql<string | null>`null`.as('extra'),
+          sql<number | null>`null`.as('num'),
+          sql<number | null>`null`.as('flag'),
+        ])
+        .where('rr.pull_uuid', 'in', uuids),
+    )
+    .execute();
+  const out = new Map<string, PullTracking>(
+    uuids.map((u) => [u, { labels: [], assignees: [], milestone: null, draft: false, requested_reviewers: [] }]),
   );
-  return pulls.map((p) => {
-    const row = byUuid.get(p.uuid);
-    const d = deco.get(p.uuid)!;
-    return {
-      ...p,
-      labels: d.labels,
-      assignees: d.assignees,
-      milestone: row?.milestone_uuid ? (milestones.get(row.milestone_uuid) ?? null) : null,
-      draft: row?.draft === 1,
-      requested_reviewers: requests.filter((r) => r.pull_uuid === p.uuid).map((r) => ({ uuid: r.uuid, username: r.username })),
-    };
-  });
+  for (const r of rows) {
+    const t = out.get(r.item);
+    if (!t || r.id === null || r.name === null) {
+      if (t && r.kind === 'pull') t.draft = Number(r.flag) === 1;
+      continue;
+    }
+    if (r.kind === 'pull') {
+      t.draft = Number(r.flag) === 1;
+      t.milestone = { number: Number(r.num), title: r.name, state: r.extra ?? 'open' };
+    } else if (r.kind === 'label') t.labels.push({ uuid: r.id, name: r.name, color: r.extra ?? '' });
+    else if (r.kind === 'assignee') t.assignees.push({ uuid: r.id, username: r.name });
+    else t.requested_reviewers.push({ uuid: r.id, username: r.name });
+  }
+  const byUsername = (a: UserRef, b: UserRef) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0);
+  for (const t of out.values()) {
+    t.labels.sort((a, b) => (a.name.toLowerCase() < b.name.toLowerCase() ? -1 : 1));
+    t.assignees.sort(byUsername);
+    t.requested_reviewers.sort(byUsername);
+  }
+  return pulls.map((p) => ({ ...p, ...out.get(p.uuid)! }));
 }
 
 export interface PullTrackingInput {
