@@ -60,7 +60,7 @@ export interface Config {
   sshIdleTimeoutMs: number;
   /** SSH_LOGIN_TIMEOUT_MS: a connection not authenticated this long after it opened is closed. */
   sshLoginTimeoutMs: number;
-  /** SSH_MAX_UNAUTHENTICATED_PER_ADDRESS: connections of one client address not yet authenticated; more are closed at once. */
+  /** SSH_MAX_UNAUTHENTICATED_PER_ADDRESS: connections of one client address in their handshake at once; more wait in line (src/ssh/server.ts). */
   sshMaxUnauthenticatedPerAddress: number;
   /** WEFT_FAST_PATH (on|off): the fast read path of src/db/fast-path.ts; off gives the same answers through plain Kysely. */
   fastPath: boolean;

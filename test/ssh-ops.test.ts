@@ -255,7 +255,12 @@ for (const dialect of DIALECTS) {
           flooding = false;
         }
         await Promise.all(attackers);
-        assert.ok(mostOpen <= t.deps.config.sshMaxUnauthenticatedPerAddress, `${mostOpen} open at once`);
+        // the server never held more than the cap of them mid-handshake (the others waited in line,
+        // without a banner); seen from the client, an admission from the line can overlap by a
+        // moment with the close of the connection whose slot it took
+        const cap = t.deps.config.sshMaxUnauthenticatedPerAddress;
+        assert.ok(ssh.peakUnauthenticated('127.0.0.2') <= cap, `${ssh.peakUnauthenticated('127.0.0.2')} unauthenticated at once`);
+        assert.ok(mostOpen <= 2 * cap, `${mostOpen} open at once`);
         assert.ok(lifetimes.length > 0);
         for (const ms of lifetimes) assert.ok(ms < LOGIN_MS + 1000, `a connection lived ${ms} ms`);
       } finally {

@@ -31,6 +31,8 @@ export interface SshServer {
   port: number;
   /** stops accepting and ends every open connection */
   close(): Promise<void>;
+  /** the most connections of this address that were ever unauthenticated at once (for tests and probes) */
+  peakUnauthenticated(ip: string): number;
 }
 
 export interface SshServerOptions {
@@ -141,22 +143,36 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
     });
   });
 
-  // Our own listener, so each socket gets the idle timeout before ssh2 takes it over.
-  const listener: NetServer = createServer((socket: Socket) => {
-    socket.on('error', () => undefined);
-    const ip = socket.remoteAddress ?? '';
-    const peer = `${ip}|${socket.remotePort}`;
-    if (
-      slots.total >= config.sshMaxSessions ||
-      slots.unauthenticated >= unauthenticatedCap ||
-      (unauthenticatedOf.get(ip) ?? 0) >= config.sshMaxUnauthenticatedPerAddress
-    ) {
-      socket.destroy();
-      return;
+  // Sockets of an address past its unauthenticated cap wait here (not yet handed to ssh2, so no
+  // banner, no handshake work) until one of that address's handshakes ends: a burst of real
+  // clients from one host (a CI matrix cloning at once) is admitted in turn instead of refused,
+  // while a flood still holds at most the cap. Each waits at most the login deadline.
+  const queued = new Map<string, Socket[]>();
+  const queueExpiry = new Map<Socket, NodeJS.Timeout>();
+  const arrivedAt = new Map<Socket, number>();
+  const peakOf = new Map<string, number>();
+  const admitNext = (ip: string) => {
+    const line = queued.get(ip);
+    const next = line?.shift();
+    if (line && line.length === 0) queued.delete(ip);
+    if (next) {
+      clearTimeout(queueExpiry.get(next));
+      queueExpiry.delete(next);
+      admit(next, ip, arrivedAt.get(next));
+      arrivedAt.delete(next);
     }
+  };
+  const admit = (socket: Socket, ip: string, arrived = Date.now()) => {
+    if (socket.destroyed) return admitNext(ip);
+    if (slots.total >= config.sshMaxSessions) {
+      socket.destroy();
+      return admitNext(ip);
+    }
+    const peer = `${ip}|${socket.remotePort}`;
     slots.total++;
     slots.unauthenticated++;
     unauthenticatedOf.set(ip, (unauthenticatedOf.get(ip) ?? 0) + 1);
+    peakOf.set(ip, Math.max(peakOf.get(ip) ?? 0, unauthenticatedOf.get(ip)!));
     let waiting = true;
     const leaveUnauthenticated = () => {
       if (!waiting) return;
@@ -167,8 +183,10 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
       const n = (unauthenticatedOf.get(ip) ?? 1) - 1;
       if (n <= 0) unauthenticatedOf.delete(ip);
       else unauthenticatedOf.set(ip, n);
+      admitNext(ip);
     };
-    const deadline = setTimeout(() => socket.destroy(), config.sshLoginTimeoutMs);
+    // the login deadline counts from the connection's arrival, its wait in line included
+    const deadline = setTimeout(() => socket.destroy(), Math.max(0, arrived + config.sshLoginTimeoutMs - Date.now()));
     pending.set(peer, leaveUnauthenticated);
     socket.once('close', () => {
       leaveUnauthenticated();
@@ -176,6 +194,41 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
     });
     socket.setTimeout(config.sshIdleTimeoutMs, () => socket.destroy());
     ssh.injectSocket(socket);
+  };
+
+  // Our own listener, so each socket gets the idle timeout before ssh2 takes it over.
+  const listener: NetServer = createServer((socket: Socket) => {
+    socket.on('error', () => undefined);
+    const ip = socket.remoteAddress ?? '';
+    if (slots.total >= config.sshMaxSessions || slots.unauthenticated >= unauthenticatedCap) {
+      socket.destroy();
+      return;
+    }
+    if ((unauthenticatedOf.get(ip) ?? 0) >= config.sshMaxUnauthenticatedPerAddress) {
+      const line = queued.get(ip) ?? [];
+      if (line.length >= MAX_QUEUED_PER_ADDRESS) {
+        socket.destroy();
+        return;
+      }
+      line.push(socket);
+      queued.set(ip, line);
+      arrivedAt.set(socket, Date.now());
+      queueExpiry.set(
+        socket,
+        setTimeout(() => socket.destroy(), config.sshLoginTimeoutMs),
+      );
+      socket.once('close', () => {
+        clearTimeout(queueExpiry.get(socket));
+        queueExpiry.delete(socket);
+        arrivedAt.delete(socket);
+        const l = queued.get(ip);
+        const i = l ? l.indexOf(socket) : -1;
+        if (l && i >= 0) l.splice(i, 1);
+        if (l && l.length === 0) queued.delete(ip);
+      });
+      return;
+    }
+    admit(socket, ip);
   });
   await new Promise<void>((resolve, reject) => {
     listener.once('error', reject);
@@ -186,6 +239,7 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
   });
   return {
     port: (listener.address() as AddressInfo).port,
+    peakUnauthenticated: (ip: string) => peakOf.get(ip) ?? 0,
     close: async () => {
       const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
       for (const client of clients) client.end();
@@ -193,6 +247,9 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
     },
   };
 }
+
+/** Sockets of one address that may wait for its unauthenticated cap; more are closed at once. */
+const MAX_QUEUED_PER_ADDRESS = 64;
 
 /** Connections not yet authenticated may hold three quarters of the slots (at least one). */
 export const unauthenticatedCapOf = (maxSessions: number): number => Math.max(1, maxSessions - Math.ceil(maxSessions / 4));
