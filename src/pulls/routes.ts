@@ -27,7 +27,7 @@ import {
 import { changePullSet, changeReviewRequests } from '../tracker/pulls.ts';
 import { timelinePage } from '../tracker/timeline.ts';
 import { requireRepoPull } from '../access/index.ts';
-import { NamesBody, TimelineEntry, UsernamesBody } from '../threads/schemas.ts';
+import { SetBodies, TimelineEntry, UsernamesBody } from '../threads/schemas.ts';
 import { createReview, getReview, listReviews, removeReview } from './reviews-service.ts';
 import {
   CreatePullBody,
@@ -316,10 +316,7 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     // ---------------------------------------------------------------- the issue tracker (README "Issue tracker")
     const shown = async (request: FastifyRequest) =>
       withBranchTips(deps, ...callerRepo(request), await getPull(deps, ...callerPull(request)));
-    for (const [what, body, key] of [
-      ['labels', NamesBody, 'names'],
-      ['assignees', UsernamesBody, 'usernames'],
-    ] as const) {
+    for (const [what, body, key] of SetBodies) {
       r.post(
         `${base}/:number/${what}`,
         {

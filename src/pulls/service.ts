@@ -36,7 +36,7 @@ import { TITLE_MAX } from './schemas.ts';
 import { containsText } from '../db/like.ts';
 import type { RepoRow } from '../access/index.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
-import { resolveLabels, resolveMilestone } from '../tracker/items.ts';
+import { assigneeFilter, filterUserUuid, labelFilters, milestoneFilter } from '../tracker/items.ts';
 import {
   assertMaySetTracking,
   decoratePulls,
@@ -465,12 +465,6 @@ export interface PullFilters {
   review_requested?: string;
 }
 
-async function filterUserUuid(db: Kysely<DB>, field: string, username: string): Promise<string> {
-  const row = await db.selectFrom('users').select('uuid').where('username', '=', username.toLowerCase()).executeTakeFirst();
-  if (!row) throw badRequest(`${field}: no user named ${JSON.stringify(username)}.`);
-  return row.uuid;
-}
-
 /**
  * A page of pulls with the tracker's filters: the page's keys from the (repo, status, created_at,
  * number) indexes of migration 310 with existence checks on the label, assignee and review
@@ -491,42 +485,9 @@ export async function listPullsFiltered(
   else if (f.state === 'closed') keys = keys.where('p.status', 'in', ['closed', 'merged']);
   if (f.draft !== undefined) keys = keys.where('p.draft', '=', f.draft === 'true' ? 1 : 0);
   if (f.labels !== undefined) {
-    const names = f.labels
-      .split(',')
-      .map((n) => n.trim())
-      .filter(Boolean);
-    for (const label of await resolveLabels(db, repo, names)) {
-      keys = keys.where((eb) =>
-        eb.exists(
-          eb
-            .selectFrom('item_labels as il')
-            .select('il.item_uuid')
-            .whereRef('il.item_uuid', '=', 'p.uuid')
-            .where('il.label_uuid', '=', label.uuid),
-        ),
-      );
-    }
+    for (const label of await labelFilters(db, repo, 'p', f.labels)) keys = keys.where(label);
   }
-  if (f.assignee !== undefined) {
-    const a = f.assignee;
-    if (a === '*' || a === 'none') {
-      keys = keys.where((eb) => {
-        const e = eb.exists(eb.selectFrom('item_assignees as ia').select('ia.item_uuid').whereRef('ia.item_uuid', '=', 'p.uuid'));
-        return a === '*' ? e : eb.not(e);
-      });
-    } else {
-      const uuid = await filterUserUuid(db, 'assignee', a);
-      keys = keys.where((eb) =>
-        eb.exists(
-          eb
-            .selectFrom('item_assignees as ia')
-            .select('ia.item_uuid')
-            .whereRef('ia.item_uuid', '=', 'p.uuid')
-            .where('ia.user_uuid', '=', uuid),
-        ),
-      );
-    }
-  }
+  if (f.assignee !== undefined) keys = keys.where(await assigneeFilter(db, 'p', f.assignee));
   if (f.review_requested !== undefined) {
     const uuid = await filterUserUuid(db, 'review_requested', f.review_requested);
     keys = keys.where((eb) =>
@@ -539,15 +500,7 @@ export async function listPullsFiltered(
       ),
     );
   }
-  if (f.milestone !== undefined) {
-    const m = f.milestone;
-    if (m === '*') keys = keys.where('p.milestone_uuid', 'is not', null);
-    else if (m === 'none') keys = keys.where('p.milestone_uuid', 'is', null);
-    else {
-      if (!/^[1-9][0-9]{0,9}$/.test(m)) throw badRequest('milestone: a milestone number, "none" or "*".');
-      keys = keys.where('p.milestone_uuid', '=', (await resolveMilestone(db, repo.uuid, Number(m)))!.uuid);
-    }
-  }
+  if (f.milestone !== undefined) keys = keys.where(await milestoneFilter(db, repo.uuid, 'p', f.milestone));
   if (f.author !== undefined) keys = keys.where('p.author_uuid', '=', await filterUserUuid(db, 'author', f.author));
   if (f.mentioned !== undefined) {
     const name = f.mentioned.toLowerCase();

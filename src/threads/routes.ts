@@ -12,7 +12,7 @@ import {
   CreateReplyBody,
   CreateThreadBody,
   ListQuery,
-  NamesBody,
+  SetBodies,
   ThreadListQuery,
   TimelineEntry,
   UsernamesBody,
@@ -167,10 +167,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
       },
     );
 
-    for (const [what, body, key] of [
-      ['labels', NamesBody, 'names'],
-      ['assignees', UsernamesBody, 'usernames'],
-    ] as const) {
+    for (const [what, body, key] of SetBodies) {
       r.post(
         `${base}/:number/${what}`,
         {

@@ -166,6 +166,11 @@ export const UpdateThreadBody = StrictObject({
 });
 export const NamesBody = StrictObject({ names: Type.Array(Name, { minItems: 1, maxItems: MAX_SET.labels }) });
 export const UsernamesBody = StrictObject({ usernames: Type.Array(Username, { minItems: 1, maxItems: MAX_SET.assignees }) });
+/** The POST .../labels and .../assignees routes of threads and pulls: the set, its body and the body's key. */
+export const SetBodies = [
+  ['labels', NamesBody, 'names'],
+  ['assignees', UsernamesBody, 'usernames'],
+] as const;
 const Csv = (description: string) => Type.Optional(Type.String({ maxLength: 2000, description }));
 export const ThreadListQuery = Type.Object({
   ...PageQuery,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import {
   assertCanChangeState,
   assertCanEditPost,
@@ -16,18 +16,22 @@ import { containsText } from '../db/like.ts';
 import { timelinePage } from '../tracker/timeline.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
 import {
+  assigneeFilter,
   changeAssignees,
+  changeItemSet,
   changeLabels,
   type Decorations,
   decorations,
   emitItemChanges,
+  filterUserUuid,
   type ItemChanges,
+  labelFilters,
+  milestoneFilter,
   type MilestoneRef,
   milestoneRefs,
   resolveAssignees,
   resolveLabels,
   resolveMilestone,
-  usableLabels,
 } from '../tracker/items.ts';
 import type { DB } from '../db/types.ts';
 import type { RepliesTable, ThreadsTable } from '../db/tables/threads.ts';
@@ -301,13 +305,6 @@ export interface ThreadFilters {
   direction?: 'asc' | 'desc';
 }
 
-/** A username named by a filter; an unknown one is 400 naming it. */
-async function filterUser(db: Kysely<DB>, field: string, username: string): Promise<string> {
-  const row = await db.selectFrom('users').select('uuid').where('username', '=', username.toLowerCase()).executeTakeFirst();
-  if (!row) throw badRequest(`${field}: no user named ${JSON.stringify(username)}.`);
-  return row.uuid;
-}
-
 /**
  * The page's keys with the filters applied, in the list's order, from one of the list indexes of
  * migration 310 (repo, state, sort key, number), then their rows: a deep page skips index entries
@@ -343,47 +340,14 @@ export async function listThreads(
   const state = filters.state ?? 'open';
   if (state !== 'all') keys = keys.where('t.state', '=', state);
   if (filters.labels !== undefined) {
-    const names = filters.labels
-      .split(',')
-      .map((n) => n.trim())
-      .filter(Boolean);
-    for (const label of await resolveLabels(db, repo, names)) {
-      keys = keys.where((eb) =>
-        eb.exists(
-          eb
-            .selectFrom('item_labels as il')
-            .select('il.item_uuid')
-            .whereRef('il.item_uuid', '=', 't.uuid')
-            .where('il.label_uuid', '=', label.uuid),
-        ),
-      );
-    }
+    for (const label of await labelFilters(db, repo, 't', filters.labels)) keys = keys.where(label);
   }
-  if (filters.assignee !== undefined) {
-    const a = filters.assignee;
-    const assigned = (eb: ExpressionBuilder<DB & { t: ThreadsTable }, 't'>) =>
-      eb.selectFrom('item_assignees as ia').select('ia.item_uuid').whereRef('ia.item_uuid', '=', 't.uuid');
-    if (a === '*') keys = keys.where((eb) => eb.exists(assigned(eb)));
-    else if (a === 'none') keys = keys.where((eb) => eb.not(eb.exists(assigned(eb))));
-    else {
-      const uuid = await filterUser(db, 'assignee', a);
-      keys = keys.where((eb) => eb.exists(assigned(eb).where('ia.user_uuid', '=', uuid)));
-    }
-  }
-  if (filters.milestone !== undefined) {
-    const m = filters.milestone;
-    if (m === '*') keys = keys.where('t.milestone_uuid', 'is not', null);
-    else if (m === 'none') keys = keys.where('t.milestone_uuid', 'is', null);
-    else {
-      if (!/^[1-9][0-9]{0,9}$/.test(m)) throw badRequest('milestone: a milestone number, "none" or "*".');
-      const row = await resolveMilestone(db, repo.uuid, Number(m));
-      keys = keys.where('t.milestone_uuid', '=', row!.uuid);
-    }
-  }
-  if (filters.author !== undefined) keys = keys.where('t.author_uuid', '=', await filterUser(db, 'author', filters.author));
+  if (filters.assignee !== undefined) keys = keys.where(await assigneeFilter(db, 't', filters.assignee));
+  if (filters.milestone !== undefined) keys = keys.where(await milestoneFilter(db, repo.uuid, 't', filters.milestone));
+  if (filters.author !== undefined) keys = keys.where('t.author_uuid', '=', await filterUserUuid(db, 'author', filters.author));
   if (filters.mentioned !== undefined) {
     const name = filters.mentioned.toLowerCase();
-    await filterUser(db, 'mentioned', name);
+    await filterUserUuid(db, 'mentioned', name);
     keys = keys.where((eb) =>
       eb.or([
         containsText('t.body', `@${name}`),
@@ -605,39 +569,7 @@ export async function changeThreadSet(
     assertRepoNeed(access, DISCUSS);
     assertCanTriage(access);
     if (row.removed_at) throw readOnly('thread');
-    const tracked: ItemChanges = {};
-    if (what === 'labels') {
-      const labels =
-        mode === 'add'
-          ? await resolveLabels(tx.db, access.repo, names)
-          : await usableLabels(tx.db, access.repo)
-              .where(
-                'name_key',
-                'in',
-                names.map((n) => n.toLowerCase()),
-              )
-              .execute();
-      if (mode === 'remove' && labels.length === 0) throw notFound('Label');
-      const { added, removed } = await changeLabels(tx.db, row.uuid, labels, mode);
-      tracked.labeled = added;
-      tracked.unlabeled = removed;
-    } else {
-      const users =
-        mode === 'add'
-          ? await resolveAssignees(tx.db, access.repo, names)
-          : await tx.db
-              .selectFrom('users')
-              .select(['uuid', 'username'])
-              .where(
-                'username',
-                'in',
-                names.map((n) => n.toLowerCase()),
-              )
-              .execute();
-      const { added, removed } = await changeAssignees(tx.db, row.uuid, users, mode);
-      tracked.assigned = added;
-      tracked.unassigned = removed;
-    }
+    const tracked = await changeItemSet(tx.db, access.repo, row.uuid, what, mode, names);
     if (changedAny(tracked)) {
       await tx.db.updateTable('threads').set({ updated_at: nowIso() }).where('uuid', '=', row.uuid).execute();
       await emitItemChanges(tx, viewer, 'thread', threadScopes(row, access), threadPayload(row), tracked);

@@ -3,11 +3,11 @@
  * assignees and milestone. Each label and assignee is one row (item_labels, item_assignees), so
  * adding one inserts a row and never rewrites a set a concurrent change also wrote.
  */
-import type { Kysely, Selectable } from 'kysely';
+import { type Expression, expressionBuilder, type Kysely, type Selectable, sql, type SqlBool } from 'kysely';
 import { levelAtLeast, type RepoRow, storedUserRepoLevel } from '../access/index.ts';
 import type { LabelsTable, MilestonesTable } from '../db/tables/threads.ts';
 import type { DB } from '../db/types.ts';
-import { badRequest } from '../errors.ts';
+import { badRequest, notFound } from '../errors.ts';
 import type { TxContext } from '../core/command.ts';
 import type { EventKind } from '../events/kinds.ts';
 import { actorOf } from '../events/service.ts';
@@ -222,6 +222,111 @@ export async function changeAssignees(
     }
   }
   return { added, removed };
+}
+
+/**
+ * POST/DELETE .../labels and .../assignees on a thread or a pull: adds or removes the named labels
+ * (removing none that exist is 404) or assignees; returns what changed.
+ */
+export async function changeItemSet(
+  db: Kysely<DB>,
+  repo: RepoRow,
+  itemUuid: string,
+  what: 'labels' | 'assignees',
+  mode: 'add' | 'remove',
+  names: string[],
+): Promise<ItemChanges> {
+  if (what === 'labels') {
+    const labels =
+      mode === 'add'
+        ? await resolveLabels(db, repo, names)
+        : await usableLabels(db, repo)
+            .where(
+              'name_key',
+              'in',
+              names.map((n) => n.toLowerCase()),
+            )
+            .execute();
+    if (mode === 'remove' && labels.length === 0) throw notFound('Label');
+    const { added, removed } = await changeLabels(db, itemUuid, labels, mode);
+    return { labeled: added, unlabeled: removed };
+  }
+  const users =
+    mode === 'add'
+      ? await resolveAssignees(db, repo, names)
+      : await db
+          .selectFrom('users')
+          .select(['uuid', 'username'])
+          .where(
+            'username',
+            'in',
+            names.map((n) => n.toLowerCase()),
+          )
+          .execute();
+  const { added, removed } = await changeAssignees(db, itemUuid, users, mode);
+  return { assigned: added, unassigned: removed };
+}
+
+/** The row alias of a list query's items: `t` (threads) or `p` (pulls). */
+type ItemAlias = 't' | 'p';
+const itemColumn = (alias: ItemAlias, column: 'uuid' | 'milestone_uuid') => sql.ref<string | null>(`${alias}.${column}`);
+
+/** A username named by a list filter; an unknown one is 400 naming it. */
+export async function filterUserUuid(db: Kysely<DB>, field: string, username: string): Promise<string> {
+  const row = await db.selectFrom('users').select('uuid').where('username', '=', username.toLowerCase()).executeTakeFirst();
+  if (!row) throw badRequest(`${field}: no user named ${JSON.stringify(username)}.`);
+  return row.uuid;
+}
+
+/** The `labels` list filter (names separated by commas): one existence check on item_labels per label. */
+export async function labelFilters(
+  db: Kysely<DB>,
+  repo: RepoRow,
+  alias: ItemAlias,
+  labels: string,
+): Promise<Array<Expression<SqlBool>>> {
+  const names = labels
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  const eb = expressionBuilder<DB, never>();
+  return (await resolveLabels(db, repo, names)).map((label) =>
+    eb.exists(
+      eb
+        .selectFrom('item_labels as il')
+        .select('il.item_uuid')
+        .where('il.item_uuid', '=', itemColumn(alias, 'uuid'))
+        .where('il.label_uuid', '=', label.uuid),
+    ),
+  );
+}
+
+/** The `assignee` list filter: `*` (any), `none` or a username. */
+export async function assigneeFilter(db: Kysely<DB>, alias: ItemAlias, assignee: string): Promise<Expression<SqlBool>> {
+  const eb = expressionBuilder<DB, never>();
+  const assigned = eb
+    .selectFrom('item_assignees as ia')
+    .select('ia.item_uuid')
+    .where('ia.item_uuid', '=', itemColumn(alias, 'uuid'));
+  if (assignee === '*') return eb.exists(assigned);
+  if (assignee === 'none') return eb.not(eb.exists(assigned));
+  const uuid = await filterUserUuid(db, 'assignee', assignee);
+  return eb.exists(assigned.where('ia.user_uuid', '=', uuid));
+}
+
+/** The `milestone` list filter: `*` (any), `none` or a milestone number. */
+export async function milestoneFilter(
+  db: Kysely<DB>,
+  repoUuid: string,
+  alias: ItemAlias,
+  milestone: string,
+): Promise<Expression<SqlBool>> {
+  const eb = expressionBuilder<DB, never>();
+  const column = itemColumn(alias, 'milestone_uuid');
+  if (milestone === '*') return eb(column, 'is not', null);
+  if (milestone === 'none') return eb(column, 'is', null);
+  if (!/^[1-9][0-9]{0,9}$/.test(milestone)) throw badRequest('milestone: a milestone number, "none" or "*".');
+  return eb(column, '=', (await resolveMilestone(db, repoUuid, Number(milestone)))!.uuid);
 }
 
 const labelRef = (l: LabelRow): LabelRef => ({ uuid: l.uuid, name: l.name, color: l.color });

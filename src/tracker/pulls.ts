@@ -17,12 +17,13 @@ import { command, type TxContext } from '../core/command.ts';
 import { onPull } from '../core/targets.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { badRequest, conflict, notFound } from '../errors.ts';
+import { badRequest, conflict } from '../errors.ts';
 import { actorOf } from '../events/service.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import {
   changeAssignees,
+  changeItemSet,
   changeLabels,
   emitItemChanges,
   type ItemChanges,
@@ -32,7 +33,6 @@ import {
   resolveLabels,
   resolveMilestone,
   type UserRef,
-  usableLabels,
 } from './items.ts';
 
 export interface PullTracking {
@@ -251,39 +251,7 @@ export async function changePullSet(
   await command(deps, viewer, onPull(ref, number, { level: 'read', write: true }), async (tx) => {
     const { access, pull } = tx.access;
     assertCanTriage(access);
-    const changes: ItemChanges = {};
-    if (what === 'labels') {
-      const labels =
-        mode === 'add'
-          ? await resolveLabels(tx.db, access.repo, names)
-          : await usableLabels(tx.db, access.repo)
-              .where(
-                'name_key',
-                'in',
-                names.map((n) => n.toLowerCase()),
-              )
-              .execute();
-      if (mode === 'remove' && labels.length === 0) throw notFound('Label');
-      const { added, removed } = await changeLabels(tx.db, pull.uuid, labels, mode);
-      changes.labeled = added;
-      changes.unlabeled = removed;
-    } else {
-      const users =
-        mode === 'add'
-          ? await resolveAssignees(tx.db, access.repo, names)
-          : await tx.db
-              .selectFrom('users')
-              .select(['uuid', 'username'])
-              .where(
-                'username',
-                'in',
-                names.map((n) => n.toLowerCase()),
-              )
-              .execute();
-      const { added, removed } = await changeAssignees(tx.db, pull.uuid, users, mode);
-      changes.assigned = added;
-      changes.unassigned = removed;
-    }
+    const changes = await changeItemSet(tx.db, access.repo, pull.uuid, what, mode, names);
     const { scopes, payload } = await shape(tx.db)(pull);
     await emitItemChanges(tx, viewer, 'pull', scopes, payload, changes);
   });
