@@ -263,7 +263,17 @@ for (const dialect of DIALECTS) {
           ['protection-approver-removed', [R, T], A, { ...protPayload, branch: 'main', user_uuid: B.uuid, username: 'bob' }],
           ['protection-deleted', [R, T], A, { ...protPayload, branch: 'main' }],
           ['pull-opened', [R, P], B, { ...pullPayload('Change', 'open'), head_sha: headSha, base_sha: baseSha }],
-          ['pull-updated', [R, P], B, { ...pullPayload('Change 2', 'open'), action: 'edited', changed: ['title'] }],
+          [
+            'pull-updated',
+            [R, P],
+            B,
+            {
+              ...pullPayload('Change 2', 'open'),
+              action: 'edited',
+              changed: ['title'],
+              renamed: { from: 'Change', to: 'Change 2' },
+            },
+          ],
           ['review-submitted', [R, P, `review:${review.uuid}`], A, reviewPayload],
           ['review-removed', [R, P, `review:${review.uuid}`], A, { ...reviewPayload, removed_at: removedAt }],
           [

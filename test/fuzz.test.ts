@@ -276,7 +276,16 @@ for (const dialect of DIALECTS) {
         'hook',
       );
 
+      const label = ok(
+        await t.req('POST', '/api/v1/teams/fz/repos/r1/labels', { body: { name: 'fzbug', color: 'ff0000' } }),
+        'label',
+      );
+      const teamRepo = ok(await t.req('GET', '/api/v1/teams/fz/repos/r1'), 'team repo read');
+
       Object.assign(real, {
+        name: label.name,
+        repo_uuid: teamRepo.uuid,
+        key_uuid: '00000000-0000-4000-8000-000000000000',
         username: 'fzu',
         team_slug: 'fz',
         repo_slug: 'r1',
