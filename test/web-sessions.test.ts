@@ -293,7 +293,7 @@ for (const dialect of DIALECTS) {
         form: { _csrf: form.csrf, username: 'bob', password: PASSWORD },
       });
       assert.equal(limited.status, 429);
-      assert.match(limited.text, /Too many requests for signing in/);
+      assert.match(limited.text, /Too many failed sign-ins from this address/);
       assert.doesNotMatch(limited.text, /rate_limited|api:login/);
       assert.ok(limited.headers['retry-after']);
       assert.equal(await sessionCount(), before);

@@ -303,7 +303,7 @@ for (const dialect of DIALECTS) {
 
     it('repo protections: created with approvers and required checks, edited, deleted', async () => {
       const base = `${repo}/settings/protections`;
-      const bad = await post(annB, base, { branch: 'main', required_approvals: '0', required_status_contexts: '' });
+      const bad = await post(annB, base, { branch: 'main', required_approvals: '101', required_status_contexts: '' });
       assert.equal(bad.status, 400);
       assert.ok(byId(bad.text, 'new-required_approvals-error'));
       assert.equal(
