@@ -127,3 +127,68 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+for (const dialect of DIALECTS) {
+  describe(`the load shedder sheds the heavy caller and the expensive routes, not everyone (${dialect})`, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startApp(dialect, { config: { loadShedEventLoopDelayMs: 50 } });
+    });
+    after(() => t.close());
+
+    it("while overloaded: the heavy caller gets 503 with Retry-After, another caller's GET /user is 200, its Markdown write is 503", async () => {
+      const heavy = await t.user(`heavy${dialect}`);
+      const other = await t.user(`other${dialect}`);
+      const made = await t.req('POST', `/api/v1/users/${other.username}/repos`, {
+        token: other.token,
+        body: { name: 'r', slug: 'r', visibility: 'public' },
+      });
+      assert.equal(made.status, 201, made.text);
+      assert.equal((await t.req('GET', '/api/v1/user', { token: other.token })).status, 200);
+      // the shedder arms two sample intervals (2 x 100 ms) after ready
+      await new Promise((r) => setTimeout(r, 300));
+      // the heavy caller's work: requests back to back for 2 s, most of the time recorded in
+      // the window (the other callers' set-up took a fraction of it)
+      const until = Date.now() + 2000;
+      while (Date.now() < until) await t.req('GET', '/api/v1/user', { token: heavy.token });
+      let heavyShed = false;
+      for (let attempt = 0; attempt < 5 && !heavyShed; attempt++) {
+        // and the loop held for 400 ms (an artificial block), which the sampler then sees
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 400);
+        await new Promise((r) => setTimeout(r, 1));
+        // all three arrive while the sample says overloaded
+        const [otherRead, heavyRead, otherWrite, health] = await Promise.all([
+          t.req('GET', '/api/v1/user', { token: other.token }),
+          t.req('GET', '/api/v1/user', { token: heavy.token }),
+          t.req('POST', `/api/v1/users/${other.username}/repos/r/threads`, {
+            token: other.token,
+            body: { title: 'during', body: '**hi**' },
+          }),
+          t.req('GET', '/healthz'),
+        ]);
+        assert.equal(otherRead.status, 200, otherRead.text);
+        assert.equal(health.status, 200);
+        if (heavyRead.status === 200) {
+          // the sample was taken before the block showed: not overloaded yet, so nothing was shed
+          assert.equal(otherWrite.status, 201, otherWrite.text);
+          continue;
+        }
+        heavyShed = true;
+        assert.equal(heavyRead.status, 503, heavyRead.text);
+        assert.equal(heavyRead.body.error, 'service_unavailable');
+        assert.match(String(heavyRead.headers['retry-after']), /^\d+$/);
+        // a Markdown write is an expensive route: shed for everyone while overloaded
+        assert.equal(otherWrite.status, 503, otherWrite.text);
+        assert.match(String(otherWrite.headers['retry-after']), /^\d+$/);
+      }
+      assert.ok(heavyShed, 'the heavy caller was shed while the loop was behind');
+      // once the loop keeps up, the heavy caller is served again
+      let status = 503;
+      for (let i = 0; i < 40 && status === 503; i++) {
+        await new Promise((r) => setTimeout(r, 25));
+        status = (await t.req('GET', '/api/v1/user', { token: heavy.token })).status;
+      }
+      assert.equal(status, 200);
+    });
+  });
+}

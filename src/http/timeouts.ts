@@ -110,10 +110,97 @@ export function installTimeouts(app: FastifyInstance, cfg: TimeoutConfig): void 
 }
 
 /**
- * Load shedding (@fastify/under-pressure): while the event loop's mean delay over the last
- * sample is above LOAD_SHED_EVENT_LOOP_DELAY_MS, requests are answered 503 service_unavailable
- * with Retry-After instead of queueing behind the backlog. /healthz (liveness) still answers.
- * 0 turns it off.
+ * Routes that cost the loop the most per request, shed for every caller while overloaded:
+ * writes whose body is Markdown to render (threads, replies, reviews, pings) and archive
+ * downloads. Matched against the route pattern; a route can also say `config: { expensive: true }`.
+ */
+export const EXPENSIVE_ROUTES: { methods: RegExp; url: RegExp }[] = [
+  { methods: /^(POST|PUT|PATCH)$/, url: /\/(threads|replies|reviews|ping)(\/|$)/ },
+  { methods: /^GET$/, url: /\/(archive|tarball|zipball)\b/ },
+];
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Shed for every caller while the server is overloaded (README "Timeouts and load shedding"). */
+    expensive?: boolean;
+  }
+  interface FastifyRequest {
+    /** Set by the shedder when the event loop was behind as this request arrived. */
+    overloaded?: boolean;
+  }
+}
+
+export function isExpensive(request: FastifyRequest): boolean {
+  if (request.routeOptions.config?.expensive === true) return true;
+  const url = request.routeOptions.url;
+  if (url === undefined) return false;
+  return EXPENSIVE_ROUTES.some((r) => r.methods.test(request.method) && r.url.test(url));
+}
+
+/**
+ * The time each caller's requests took over the last one to two windows (two buckets that
+ * rotate): bounded by `maxCallers` per bucket (a caller past it is not counted, so is never
+ * the one shed).
+ */
+export class CallerCosts {
+  private current = new Map<string, number>();
+  private previous = new Map<string, number>();
+  private currentTotal = 0;
+  private previousTotal = 0;
+  private rotatedAt: number;
+  constructor(
+    private readonly windowMs: number,
+    private readonly maxCallers = 10_000,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.rotatedAt = now();
+  }
+
+  private rotate(): void {
+    const now = this.now();
+    if (now - this.rotatedAt < this.windowMs) return;
+    const skipped = now - this.rotatedAt >= 2 * this.windowMs;
+    this.previous = skipped ? new Map() : this.current;
+    this.previousTotal = skipped ? 0 : this.currentTotal;
+    this.current = new Map();
+    this.currentTotal = 0;
+    this.rotatedAt = now;
+  }
+
+  add(caller: string, ms: number): void {
+    this.rotate();
+    const had = this.current.get(caller);
+    if (had === undefined && this.current.size >= this.maxCallers) return;
+    this.current.set(caller, (had ?? 0) + ms);
+    this.currentTotal += ms;
+  }
+
+  /**
+   * Whether a caller used more than its fair share: over 1.5 times the mean per caller (the sole
+   * caller counts as over it). A caller with no recorded time never is.
+   */
+  overShare(caller: string): boolean {
+    this.rotate();
+    const cost = (this.current.get(caller) ?? 0) + (this.previous.get(caller) ?? 0);
+    if (cost === 0) return false;
+    const callers = Math.max(this.current.size, this.previous.size, 1);
+    if (callers === 1) return true;
+    return cost > (1.5 * (this.currentTotal + this.previousTotal)) / callers;
+  }
+}
+
+/** The caller a request's cost is counted against: its user, else its address. */
+function callerOf(request: FastifyRequest): string {
+  const viewer = request.viewer;
+  return viewer ? `u:${viewer.uuid}` : `ip:${request.ip}`;
+}
+
+/**
+ * Load shedding (@fastify/under-pressure measures): while the event loop's mean delay over the
+ * last sample is above LOAD_SHED_EVENT_LOOP_DELAY_MS, the expensive routes (EXPENSIVE_ROUTES)
+ * and the callers (user, else address) whose requests took more than a fair share of the time
+ * in the last 10-20 s are answered 503 service_unavailable with Retry-After; everyone else's
+ * requests are served. /healthz (liveness) always answers. 0 turns it off.
  */
 export async function installLoadShedding(app: FastifyInstance, cfg: Pick<Config, 'loadShedEventLoopDelayMs'>): Promise<void> {
   if (cfg.loadShedEventLoopDelayMs === 0) return;
@@ -128,16 +215,30 @@ export async function installLoadShedding(app: FastifyInstance, cfg: Pick<Config
   app.addHook('onReady', async () => {
     armedAt = Date.now() + 2 * sampleInterval;
   });
+  const costs = new CallerCosts(10_000);
   await app.register(underPressure, {
     maxEventLoopDelay: cfg.loadShedEventLoopDelayMs,
     sampleInterval,
     retryAfter,
-    // A rejection goes to the error handler (the error envelope, X-Request-Id and all).
-    pressureHandler: async (request) => {
-      if (request.url === '/healthz' || Date.now() < armedAt) return;
-      throw new AppError(503, 'service_unavailable', 'The server is overloaded; retry after a few seconds.', undefined, {
-        'retry-after': String(retryAfter),
-      });
+    // Only marks the request: who is shed is decided once the caller is known (below).
+    pressureHandler: (request) => {
+      if (Date.now() >= armedAt) request.overloaded = true;
     },
+  });
+  // After authentication (an onRequest hook registered later), before the handler's work.
+  app.addHook('preHandler', (request, _reply, done) => {
+    if (request.overloaded !== true || request.url === '/healthz') return done();
+    if (!isExpensive(request) && !costs.overShare(callerOf(request))) return done();
+    // A rejection goes to the error handler (the error envelope, X-Request-Id and all).
+    done(
+      new AppError(503, 'service_unavailable', 'The server is overloaded; retry after a few seconds.', undefined, {
+        'retry-after': String(retryAfter),
+      }),
+    );
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    // Long-lived routes (streams, git transfers) mostly wait: their duration is not loop work.
+    if (request.url !== '/healthz' && !isLongLived(request)) costs.add(callerOf(request), reply.elapsedTime);
+    done();
   });
 }
