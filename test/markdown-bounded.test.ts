@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { BoundedMarkdown, plainHtml } from '../src/markdown/bounded.ts';
+import { CallerCosts } from '../src/http/timeouts.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
 
 const PATHOLOGICAL = ['*a', '_a', '[a', '![a'].map((s) => s.repeat(32768).slice(0, 65_000));
@@ -192,3 +193,25 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+describe('per-caller costs for the load shedder', () => {
+  it('over a fair share is over 1.5 x the mean; counts expire after two windows; the map is bounded', () => {
+    let now = 0;
+    const costs = new CallerCosts(1000, 3, () => now);
+    assert.equal(costs.overShare('a'), false, 'nothing counted: served');
+    costs.add('a', 10);
+    assert.equal(costs.overShare('a'), true, 'the sole caller');
+    costs.add('b', 10);
+    assert.equal(costs.overShare('a'), false, 'equal shares');
+    costs.add('a', 90);
+    assert.equal(costs.overShare('a'), true);
+    assert.equal(costs.overShare('b'), false);
+    costs.add('c', 1);
+    costs.add('d', 1000);
+    assert.equal(costs.overShare('d'), false, 'past the bound: not counted');
+    now = 1500;
+    assert.equal(costs.overShare('a'), true, 'the previous window still counts');
+    now = 2600;
+    assert.equal(costs.overShare('a'), false, 'two windows later: forgotten');
+  });
+});
