@@ -17,9 +17,7 @@ import { timelinePage } from '../tracker/timeline.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
 import {
   assigneeFilter,
-  changeAssignees,
   changeItemSet,
-  changeLabels,
   type Decorations,
   decorations,
   emitItemChanges,
@@ -29,9 +27,7 @@ import {
   milestoneFilter,
   type MilestoneRef,
   milestoneRefs,
-  resolveAssignees,
-  resolveLabels,
-  resolveMilestone,
+  replaceItemTracking,
 } from '../tracker/items.ts';
 import type { DB } from '../db/types.ts';
 import type { RepliesTable, ThreadsTable } from '../db/tables/threads.ts';
@@ -195,42 +191,7 @@ async function setTracking(
   thread: ThreadRow,
   input: { labels?: string[]; assignees?: string[]; milestone?: number | null },
 ): Promise<ItemChanges> {
-  const changes: ItemChanges = {};
-  if (input.labels !== undefined) {
-    const { added, removed } = await changeLabels(
-      tx.db,
-      thread.uuid,
-      await resolveLabels(tx.db, access.repo, input.labels),
-      'replace',
-    );
-    changes.labeled = added;
-    changes.unlabeled = removed;
-  }
-  if (input.assignees !== undefined) {
-    const users = await resolveAssignees(tx.db, access.repo, input.assignees);
-    const { added, removed } = await changeAssignees(tx.db, thread.uuid, users, 'replace');
-    changes.assigned = added;
-    changes.unassigned = removed;
-  }
-  if (input.milestone !== undefined) {
-    const next = await resolveMilestone(tx.db, access.repo.uuid, input.milestone);
-    if ((next?.uuid ?? null) !== thread.milestone_uuid) {
-      await tx.db
-        .updateTable('threads')
-        .set({ milestone_uuid: next?.uuid ?? null })
-        .where('uuid', '=', thread.uuid)
-        .execute();
-      if (thread.milestone_uuid !== null) {
-        changes.demilestoned = await tx.db
-          .selectFrom('milestones')
-          .selectAll()
-          .where('uuid', '=', thread.milestone_uuid)
-          .executeTakeFirst();
-      }
-      if (next) changes.milestoned = next;
-    }
-  }
-  return changes;
+  return replaceItemTracking(tx.db, 'threads', access.repo, thread, input);
 }
 
 const changedAny = (c: ItemChanges) =>

@@ -359,3 +359,46 @@ export async function emitItemChanges(
   for (const u of changes.unassigned ?? []) await emit('unassigned', { assignee: u });
   for (const u of changes.assigned ?? []) await emit('assigned', { assignee: u });
 }
+
+/**
+ * Replaces a thread's or pull's labels, assignees and milestone with the ones given (creation,
+ * PATCH, PUT), inside the caller's command; what changed, for its events.
+ */
+export async function replaceItemTracking(
+  db: Kysely<DB>,
+  table: 'threads' | 'pulls',
+  repo: RepoRow,
+  item: { uuid: string; milestone_uuid: string | null },
+  input: { labels?: string[]; assignees?: string[]; milestone?: number | null },
+): Promise<ItemChanges> {
+  const changes: ItemChanges = {};
+  if (input.labels !== undefined) {
+    const { added, removed } = await changeLabels(db, item.uuid, await resolveLabels(db, repo, input.labels), 'replace');
+    changes.labeled = added;
+    changes.unlabeled = removed;
+  }
+  if (input.assignees !== undefined) {
+    const { added, removed } = await changeAssignees(db, item.uuid, await resolveAssignees(db, repo, input.assignees), 'replace');
+    changes.assigned = added;
+    changes.unassigned = removed;
+  }
+  if (input.milestone !== undefined) {
+    const next = await resolveMilestone(db, repo.uuid, input.milestone);
+    if ((next?.uuid ?? null) !== item.milestone_uuid) {
+      await db
+        .updateTable(table)
+        .set({ milestone_uuid: next?.uuid ?? null })
+        .where('uuid', '=', item.uuid)
+        .execute();
+      if (item.milestone_uuid !== null) {
+        changes.demilestoned = await db
+          .selectFrom('milestones')
+          .selectAll()
+          .where('uuid', '=', item.milestone_uuid)
+          .executeTakeFirst();
+      }
+      if (next) changes.milestoned = next;
+    }
+  }
+  return changes;
+}

@@ -21,19 +21,7 @@ import { badRequest, conflict } from '../errors.ts';
 import { actorOf } from '../events/service.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
-import {
-  changeAssignees,
-  changeItemSet,
-  changeLabels,
-  emitItemChanges,
-  type ItemChanges,
-  MAX_ASSIGNEES,
-  type MilestoneRef,
-  resolveAssignees,
-  resolveLabels,
-  resolveMilestone,
-  type UserRef,
-} from './items.ts';
+import { changeItemSet, emitItemChanges, MAX_ASSIGNEES, type MilestoneRef, type UserRef, replaceItemTracking } from './items.ts';
 
 export interface PullTracking {
   labels: Array<{ uuid: string; name: string; color: string }>;
@@ -169,45 +157,7 @@ export async function setPullTracking(
   scopes: string[],
   payload: Record<string, unknown>,
 ): Promise<boolean> {
-  const changes: ItemChanges = {};
-  if (input.labels !== undefined) {
-    const { added, removed } = await changeLabels(
-      tx.db,
-      pull.uuid,
-      await resolveLabels(tx.db, access.repo, input.labels),
-      'replace',
-    );
-    changes.labeled = added;
-    changes.unlabeled = removed;
-  }
-  if (input.assignees !== undefined) {
-    const { added, removed } = await changeAssignees(
-      tx.db,
-      pull.uuid,
-      await resolveAssignees(tx.db, access.repo, input.assignees),
-      'replace',
-    );
-    changes.assigned = added;
-    changes.unassigned = removed;
-  }
-  if (input.milestone !== undefined) {
-    const next = await resolveMilestone(tx.db, access.repo.uuid, input.milestone);
-    if ((next?.uuid ?? null) !== pull.milestone_uuid) {
-      await tx.db
-        .updateTable('pulls')
-        .set({ milestone_uuid: next?.uuid ?? null })
-        .where('uuid', '=', pull.uuid)
-        .execute();
-      if (pull.milestone_uuid !== null) {
-        changes.demilestoned = await tx.db
-          .selectFrom('milestones')
-          .selectAll()
-          .where('uuid', '=', pull.milestone_uuid)
-          .executeTakeFirst();
-      }
-      if (next) changes.milestoned = next;
-    }
-  }
+  const changes = await replaceItemTracking(tx.db, 'pulls', access.repo, pull, input);
   await emitItemChanges(tx, viewer, 'pull', scopes, payload, changes);
   let changed = Boolean(
     changes.labeled?.length ||
