@@ -31,7 +31,7 @@ const LAYERS = [
     'markdown',
   ],
   // libraries and seams: git, blobs, jobs, the HTTP conventions, and the seams' interfaces
-  ['git', 'blobs', 'jobs', 'http', 'deps.ts'],
+  ['git', 'blobs', 'jobs', 'http', 'secrets', 'deps.ts'],
   // the core every domain builds on: access decisions, the write pipeline, the event outbox
   ['access', 'core', 'events'],
   // the domains

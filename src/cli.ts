@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { createDeps } from './root.ts';
+import type { Deps } from './deps.ts';
 import { AppError } from './errors.ts';
 import { createTokenFor } from './tokens/service.ts';
 import { inTransaction } from './core/transaction.ts';
@@ -14,6 +15,8 @@ import { hashPassword } from './users/password.ts';
 import { createUser, findUserByUsername } from './users/service.ts';
 import { weftVersion } from './version.ts';
 import { createBackup } from './backup/backup.ts';
+import { forgetPreviousKeys, rotateKeyFile, ServerSecret } from './secrets/server-secret.ts';
+import { resealAll } from './secrets/rotate.ts';
 import { BackupCryptoError } from './backup/crypto.ts';
 import { sqliteFileOf } from './backup/database.ts';
 import { BackupInvalidError, RestoreRefusedError, restoreBackup, verifyBackup } from './backup/restore.ts';
@@ -37,6 +40,9 @@ commands:
                                             WEFT_BACKUP_PASSPHRASE is set)
   backup --verify FILE                      check a backup archive against its manifest
   restore FILE                              fill an empty DATA_DIR and an empty database from a backup
+  rotate-secret-key [--forget-previous]     make a new server secret (DATA_DIR/secret.key) and re-seal
+                                            every stored secret with it; with SECRET_KEY set, re-seal
+                                            with the SECRET_KEY given (docs/secrets.md)
   help, --help                              print this
   --version                                 print the version
 
@@ -57,6 +63,7 @@ const COMMANDS = [
   'deactivate-user',
   'backup',
   'restore',
+  'rotate-secret-key',
 ];
 const NEEDS_ARG = ['create-user', 'create-token', 'list-tokens', 'set-password', 'revoke-token', 'deactivate-user', 'restore'];
 
@@ -79,10 +86,40 @@ function parse(argv: string[]) {
       name: { type: 'string', default: 'cli' },
       out: { type: 'string' },
       verify: { type: 'string' },
+      'forget-previous': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
       version: { type: 'boolean', short: 'v', default: false },
     },
   });
+}
+
+/**
+ * `weft rotate-secret-key` (docs/secrets.md "Rotating the key"). With the key in DATA_DIR: a new
+ * key file (the old one kept in secret.key.previous), then every sealed column re-sealed; running
+ * servers read the key at start, so restart them, then `--forget-previous` re-seals what they
+ * sealed meanwhile and forgets the old key. With SECRET_KEY: re-seal with it (the old one given
+ * in SECRET_KEY_PREVIOUS), `--forget-previous` being a reminder to remove that variable.
+ */
+async function rotateSecretKey(deps: Deps, forgetPrevious: boolean): Promise<number> {
+  const fromEnv = deps.config.secretKey !== null;
+  let secret = deps.secret;
+  if (!fromEnv && !forgetPrevious) {
+    rotateKeyFile(deps.config.dataDir);
+    secret = ServerSecret.load({ secretKey: null, previousKeys: deps.config.secretKeyPrevious, dataDir: deps.config.dataDir });
+  }
+  const summary = await resealAll({ ...deps, secret });
+  if (forgetPrevious && !fromEnv) forgetPreviousKeys(deps.config.dataDir);
+  console.error(
+    `re-sealed ${summary.resealed} stored secrets with key ${secret.current.id} (${summary.current} already were)` +
+      (forgetPrevious
+        ? fromEnv
+          ? "; remove SECRET_KEY_PREVIOUS from the servers' environment"
+          : '; previous keys forgotten'
+        : fromEnv
+          ? ''
+          : '; restart every server on this DATA_DIR, then run `weft rotate-secret-key --forget-previous`'),
+  );
+  return 0;
 }
 
 async function runBackupCommand(
@@ -216,6 +253,7 @@ async function run(argv: string[]): Promise<number> {
       console.log(applied.length ? `applied: ${applied.join(', ')}` : 'migrations are up to date');
       return 0;
     }
+    if (command === 'rotate-secret-key') return await rotateSecretKey(deps, values['forget-previous']);
     if (command === 'create-user') {
       const { user, token } = await createUser(
         deps,

@@ -10,6 +10,10 @@ export interface Config {
   /** null means the embedded SQLite database under dataDir. */
   databaseUrl: string | null;
   dataDir: string;
+  /** SECRET_KEY: the server secret (src/secrets/server-secret.ts); null means DATA_DIR/secret.key. */
+  secretKey: string | null;
+  /** SECRET_KEY_PREVIOUS: keys current before a rotation, comma-separated, still accepted for opening. */
+  secretKeyPrevious: string | null;
   bootstrapAdminToken: string | null;
   bootstrapAdminUsername: string;
   logLevel: string;
@@ -256,6 +260,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     databaseUrl,
     dataDir,
+    secretKey: env.SECRET_KEY || null,
+    secretKeyPrevious: env.SECRET_KEY_PREVIOUS || null,
     bootstrapAdminToken,
     bootstrapAdminUsername,
     logLevel,

@@ -7,6 +7,7 @@ import type { EventBus } from './events/bus.ts';
 import type { LiveHub } from './events/live.ts';
 import type { GitStore } from './git/store.ts';
 import type { JobQueue } from './jobs/queue.ts';
+import type { ServerSecret } from './secrets/server-secret.ts';
 import type { Clock } from './time.ts';
 import type { Viewer } from './viewer.ts';
 
@@ -65,4 +66,6 @@ export interface Deps {
   scopes: ScopeReaders;
   /** Webhook delivery: dispatcher, sender jobs, sweep (src/hooks/background.ts). */
   webhooks: WebhookDelivery;
+  /** The server secret: seals stored credentials, signs links and addresses (src/secrets, docs/secrets.md). */
+  secret: ServerSecret;
 }

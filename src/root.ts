@@ -21,6 +21,7 @@ import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
 import { startBlobSweep, stopBlobSweep } from './blobs/lifetime.ts';
 import { recoverPushes, sweepPushSpool } from './code/pushes.ts';
+import { ServerSecret } from './secrets/server-secret.ts';
 import { type Clock, systemClock } from './time.ts';
 import { TimerScheduler, type TimerSchedulerOptions } from './timers/scheduler.ts';
 
@@ -34,6 +35,7 @@ export interface DepsOverrides {
   jobs?: JobQueue;
   timers?: TimerSchedulerOptions;
   scopeReaders?: ConstructorParameters<typeof ScopeRegistry>[0];
+  secret?: ServerSecret;
 }
 
 export function createDeps(config: Config, database: Database, overrides: DepsOverrides = {}): Deps {
@@ -45,6 +47,9 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
     db: database.db,
     dialect: database.dialect,
     clock,
+    secret:
+      overrides.secret ??
+      ServerSecret.load({ secretKey: config.secretKey, previousKeys: config.secretKeyPrevious, dataDir: config.dataDir }),
     scopes: new ScopeRegistry(overrides.scopeReaders ?? SCOPE_READERS),
     bus: overrides.bus ?? (database.pool ? new PostgresBus(database.pool, database.pool.options) : new InProcessBus()),
     git: overrides.git ?? new BareGitStore(join(config.dataDir, 'git'), database.db, database),
