@@ -306,7 +306,7 @@ async function main(): Promise<void> {
       `mix: ${JSON.stringify(counts)}; answers ${JSON.stringify(statuses)}; ${pushes} pushes, ${streamsOpened} streams, ${delivered} deliveries received`,
     );
     console.log(
-      `RSS: first sample ${samples[0]!.rss.toFixed(0)} MB, after ${WARMUP} warm-up requests ${warmRss.toFixed(0)} MB, plateau (median of the middle third) ${middle[Math.floor(middle.length / 2)]!.toFixed(0)} MB, max ${Math.max(...samples.map((s) => s.rss)).toFixed(0)} MB, end ${last.rss.toFixed(0)} MB`,
+      `RSS: first sample ${samples[0]!.rss.toFixed(0)} MB, after ${WARMUP} warm-up requests ${warmRss ? `${warmRss.toFixed(0)} MB` : '(not reached)'}, plateau (median of the middle third) ${middle[Math.floor(middle.length / 2)]!.toFixed(0)} MB, max ${Math.max(...samples.map((s) => s.rss)).toFixed(0)} MB, end ${last.rss.toFixed(0)} MB`,
     );
     console.log(`RSS slope over the second half: ${(slope * 100_000).toFixed(1)} MB per 100,000 requests`);
     console.log(
