@@ -60,8 +60,9 @@ export async function installOpenApi(app: FastifyInstance, extra: DocumentExtras
     // forms of a {repo} route may share one schema object: each gets its own copy with its id.
     if (key !== null && !methods.every((m) => m === 'HEAD')) {
       const id = operationIdOf(key, /^\/api\/v1\/users\/:username\/repos\/:repo_slug(\/|$)/.test(route.url));
-      if (id === undefined) missing.push(key);
-      else route.schema = { ...route.schema, operationId: id };
+      if (id === undefined) {
+        if (!missing.includes(key)) missing.push(key); // both owner forms of a {repo} route: one line
+      } else route.schema = { ...route.schema, operationId: id };
     }
     const schema = route.schema;
     const isPublic = route.config?.public === true;
