@@ -11,10 +11,12 @@ import {
   type RepoAccess,
   type RepoRef,
   requireRepo,
+  type RepoRow,
 } from '../access/index.ts';
 import { containsText } from '../db/like.ts';
 import { timelinePage } from '../tracker/timeline.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
+import { linkReferences } from '../references/render.ts';
 import {
   assigneeFilter,
   changeItemSet,
@@ -78,6 +80,17 @@ function cleanReplyBody(raw: string): string {
 }
 
 // ---------------------------------------------------------------- threads
+
+/** Items with their references linked for the reader (references/render.ts). */
+async function linked<T extends { body_html: string }>(db: Kysely<DB>, viewer: Viewer, repo: RepoRow, items: T[]): Promise<T[]> {
+  const htmls = await linkReferences(
+    db,
+    viewer,
+    repo,
+    items.map((i) => i.body_html),
+  );
+  return items.map((item, i) => (htmls[i] === item.body_html ? item : { ...item, body_html: htmls[i]! }));
+}
 
 type ThreadWithNames = ThreadRow & {
   author_username: string;
@@ -266,39 +279,13 @@ export interface ThreadFilters {
   direction?: 'asc' | 'desc';
 }
 
-/**
- * The page's keys with the filters applied, in the list's order, from one of the list indexes of
- * migration 310 (repo, state, sort key, number), then their rows: a deep page skips index entries
- * only. Labels and assignees are existence checks on their primary keys.
- */
-export async function listThreads(
-  deps: Deps,
-  viewer: Viewer,
-  ref: RepoRef,
-  page: PageArgs,
-  filters?: ThreadFilters,
-): Promise<ThreadJson[]> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
-  const db = deps.db;
-  if (!filters) {
-    // the legacy order (web pages): every thread not removed, by number
-    const keys = db
-      .selectFrom('threads')
-      .select('uuid')
-      .where('repo_uuid', '=', repo.uuid)
-      .where('removed_at', 'is', null)
-      .orderBy('number')
-      .offset(page.offset)
-      .limit(page.limit);
-    const rows = await threadsWithNames(db).where('t.uuid', 'in', keys).orderBy('t.number').execute();
-    return threadsToJson(db, rows as ThreadWithNames[]);
-  }
+/** The thread keys of a repo that pass the list filters, in no order (`state` as given). */
+async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: ThreadFilters, state: 'open' | 'closed' | 'all') {
   let keys = db
     .selectFrom('threads as t')
     .select('t.uuid')
     .where('t.repo_uuid', '=', repo.uuid)
     .where('t.removed_at', 'is', null);
-  const state = filters.state ?? 'open';
   if (state !== 'all') keys = keys.where('t.state', '=', state);
   if (filters.labels !== undefined) {
     for (const label of await labelFilters(db, repo, 't', filters.labels)) keys = keys.where(label);
@@ -339,6 +326,55 @@ export async function listThreads(
       ]),
     );
   }
+  return keys;
+}
+
+/** How many threads pass the filters, open and closed (the Issues tab's counts). */
+export async function countThreads(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  filters: ThreadFilters,
+): Promise<{ open: number; closed: number }> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const keys = await filteredThreadKeys(deps.db, repo, filters, 'all');
+  const rows = await keys
+    .clearSelect()
+    .select(['t.state', (eb) => eb.fn.countAll().as('n')])
+    .groupBy('t.state')
+    .execute();
+  const count = (state: string) => Number(rows.find((r) => r.state === state)?.n ?? 0);
+  return { open: count('open'), closed: count('closed') };
+}
+
+/**
+ * The page's keys with the filters applied, in the list's order, from one of the list indexes of
+ * migration 310 (repo, state, sort key, number), then their rows: a deep page skips index entries
+ * only. Labels and assignees are existence checks on their primary keys.
+ */
+export async function listThreads(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  page: PageArgs,
+  filters?: ThreadFilters,
+): Promise<ThreadJson[]> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const db = deps.db;
+  if (!filters) {
+    // the legacy order (web pages): every thread not removed, by number
+    const keys = db
+      .selectFrom('threads')
+      .select('uuid')
+      .where('repo_uuid', '=', repo.uuid)
+      .where('removed_at', 'is', null)
+      .orderBy('number')
+      .offset(page.offset)
+      .limit(page.limit);
+    const rows = await threadsWithNames(db).where('t.uuid', 'in', keys).orderBy('t.number').execute();
+    return linked(db, viewer, repo, await threadsToJson(db, rows as ThreadWithNames[]));
+  }
+  const keys = await filteredThreadKeys(db, repo, filters, filters.state ?? 'open');
   const dir = filters.direction ?? 'desc';
   const sort = filters.sort ?? 'created';
   const replyCount = sql`(select count(*) from replies r where r.thread_uuid = t.uuid and r.removed_at is null)`;
@@ -355,7 +391,7 @@ export async function listThreads(
     .execute()) as ThreadWithNames[];
   const at = new Map(pageKeys.map((k, i) => [k.uuid, i]));
   rows.sort((a, b) => at.get(a.uuid)! - at.get(b.uuid)!);
-  return threadsToJson(db, rows);
+  return linked(db, viewer, repo, await threadsToJson(db, rows));
 }
 
 /** GET {repo}/threads/{n}/timeline: its events as timeline entries, oldest first (tracker/timeline.ts). */
@@ -367,7 +403,8 @@ export async function threadTimeline(deps: Deps, viewer: Viewer, ref: RepoRef, n
 
 export async function getThread(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<ThreadJson> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
-  return loadThreadJson(deps.db, (await findThread(deps.db, repo.uuid, number)).uuid);
+  const thread = await loadThreadJson(deps.db, (await findThread(deps.db, repo.uuid, number)).uuid);
+  return (await linked(deps.db, viewer, repo, [thread]))[0]!;
 }
 
 /** Who closes a thread and how (`closed_by`): a person, or a merged pull or pushed commit of theirs. */
@@ -750,7 +787,7 @@ export async function listReplies(
     .offset(page.offset)
     .limit(page.limit);
   const rows = await repliesWithNames(deps.db).where('r.uuid', 'in', keys).orderBy('r.number').execute();
-  return rows.map(replyToJson);
+  return linked(deps.db, viewer, repo, rows.map(replyToJson));
 }
 
 export async function getReply(
@@ -762,7 +799,8 @@ export async function getReply(
 ): Promise<ReplyJson> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
   const thread = await findThread(deps.db, repo.uuid, number);
-  return loadReplyJson(deps.db, (await findReply(deps.db, thread.uuid, replyNumber)).uuid);
+  const reply = await loadReplyJson(deps.db, (await findReply(deps.db, thread.uuid, replyNumber)).uuid);
+  return (await linked(deps.db, viewer, repo, [reply]))[0]!;
 }
 
 /**
