@@ -90,11 +90,11 @@ export async function linkReferences(
   }
   const found = new Map<string, { uuid: string; title: string; href: string }>();
   for (const kind of ['thread', 'pull'] as const) {
-    const byRepo = new Map<string, { place: RepoPlace; numbers: number[]; keys: string[] }>();
-    for (const [key, w] of wants) {
+    const byRepo = new Map<string, { place: RepoPlace; numbers: number[] }>();
+    for (const w of wants.values()) {
       const place = places.get(w.repoKey);
       if (w.kind !== kind || !place) continue;
-      const entry = byRepo.get(place.uuid) ?? { place, numbers: [], keys: [] };
+      const entry = byRepo.get(place.uuid) ?? { place, numbers: [] };
       entry.numbers.push(w.number);
       byRepo.set(place.uuid, entry);
     }
