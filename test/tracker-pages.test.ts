@@ -118,6 +118,31 @@ for (const dialect of DIALECTS) {
       assert.match(unknown.text, /value="is:open label:nope"/);
     });
 
+    it('the API list pages by keyset: next carries after, every thread once, in order, with each sort', async () => {
+      for (const sort of ['created', 'updated', 'replies']) {
+        for (const direction of ['desc', 'asc']) {
+          const seen: number[] = [];
+          let url: string | null = `${api}/threads?state=all&per_page=7&sort=${sort}&direction=${direction}`;
+          while (url) {
+            const res = await t.req('GET', url, { token: w.member.token });
+            assert.equal(res.status, 200, res.text);
+            seen.push(...res.body.results.map((r: { number: number }) => r.number));
+            url = res.body.next;
+            if (url) assert.match(url, /after=/);
+          }
+          const all = await t.req('GET', `${api}/threads?state=all&per_page=100&sort=${sort}&direction=${direction}`, {
+            token: w.member.token,
+          });
+          assert.deepEqual(
+            seen,
+            all.body.results.map((r: { number: number }) => r.number),
+            `${sort} ${direction}`,
+          );
+        }
+      }
+      assert.equal((await t.req('GET', `${api}/threads?after=bogus`, { token: w.member.token })).status, 400);
+    });
+
     it('the side bar: forms for write access only; labels, assignees, milestone, close with a reason, lock; the timeline shows them', async () => {
       const forMember = await get(mem, `${page}/threads/1`);
       for (const action of ['labels', 'assignees', 'milestone', 'state', 'lock']) {

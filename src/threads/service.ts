@@ -13,7 +13,7 @@ import {
   requireRepo,
   type RepoRow,
 } from '../access/index.ts';
-import { containsText } from '../db/like.ts';
+import { threadTerms, wordsOf } from '../db/terms.ts';
 import { timelinePage } from '../tracker/timeline.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
 import { linkReferences } from '../references/render.ts';
@@ -80,6 +80,20 @@ function cleanReplyBody(raw: string): string {
 }
 
 // ---------------------------------------------------------------- threads
+
+/** Replaces the terms (words, @-mentions) a thread's or reply's text gives the list filters (table thread_terms). */
+async function indexTerms(db: Kysely<DB>, repoUuid: string, threadUuid: string, sourceUuid: string, text: string | null) {
+  await db.deleteFrom('thread_terms').where('source_uuid', '=', sourceUuid).execute();
+  if (text === null) return;
+  const rows = threadTerms(text).map((term) => ({ repo_uuid: repoUuid, term, thread_uuid: threadUuid, source_uuid: sourceUuid }));
+  for (let i = 0; i < rows.length; i += 500) {
+    await db
+      .insertInto('thread_terms')
+      .values(rows.slice(i, i + 500))
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  }
+}
 
 /** Items with their references linked for the reader (references/render.ts). */
 async function linked<T extends { body_html: string }>(db: Kysely<DB>, viewer: Viewer, repo: RepoRow, items: T[]): Promise<T[]> {
@@ -244,6 +258,7 @@ export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, inp
       removed_at: null,
     };
     await tx.db.insertInto('threads').values(row).execute();
+    await indexTerms(tx.db, access.repo.uuid, uuid, uuid, `${row.title}\n${row.body}`);
     const changes = tracking
       ? await setTracking(tx, viewer, access, { ...row, ...NEW_THREAD_TRACKING }, input)
       : ({} as ItemChanges);
@@ -266,8 +281,28 @@ const NEW_THREAD_TRACKING = {
   milestone_uuid: null,
 };
 
+/** A keyset cursor of the thread list: the last row's sort value and number (README "Issue tracker"). */
+export function threadCursor(thread: ThreadJson, sort: ThreadFilters['sort']): string {
+  const value = sort === 'replies' ? thread.reply_count : sort === 'updated' ? thread.updated_at : thread.created_at;
+  return Buffer.from(JSON.stringify([value, thread.number])).toString('base64url');
+}
+
+function readCursor(cursor: string, numeric: boolean): [string | number, number] {
+  try {
+    const [value, number] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if ((numeric ? typeof value === 'number' : typeof value === 'string') && Number.isSafeInteger(number)) {
+      return [value as string | number, number as number];
+    }
+  } catch {
+    // refused below
+  }
+  throw badRequest('after: not a cursor of this list (take it from the `next` link of a page with the same sort).');
+}
+
 /** The list filters of GET {repo}/threads (README "Issue tracker"), already checked by the route schema. */
 export interface ThreadFilters {
+  /** a keyset cursor (`next` of the previous page) */
+  after?: string;
   state?: 'open' | 'closed' | 'all';
   labels?: string;
   assignee?: string;
@@ -293,39 +328,15 @@ async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: Thread
   if (filters.assignee !== undefined) keys = keys.where(await assigneeFilter(db, 't', filters.assignee));
   if (filters.milestone !== undefined) keys = keys.where(await milestoneFilter(db, repo.uuid, 't', filters.milestone));
   if (filters.author !== undefined) keys = keys.where('t.author_uuid', '=', await filterUserUuid(db, 'author', filters.author));
+  // words and mentions: the thread_terms index (repo, term) gives the threads that have them
+  const withTerm = (term: string) =>
+    db.selectFrom('thread_terms').select('thread_uuid').where('repo_uuid', '=', repo.uuid).where('term', '=', term);
   if (filters.mentioned !== undefined) {
     const name = filters.mentioned.toLowerCase();
     await filterUserUuid(db, 'mentioned', name);
-    keys = keys.where((eb) =>
-      eb.or([
-        containsText('t.body', `@${name}`),
-        eb.exists(
-          eb
-            .selectFrom('replies as r')
-            .select('r.uuid')
-            .whereRef('r.thread_uuid', '=', 't.uuid')
-            .where('r.removed_at', 'is', null)
-            .where(containsText('r.body', `@${name}`)),
-        ),
-      ]),
-    );
+    keys = keys.where('t.uuid', 'in', withTerm(`@${name}`));
   }
-  for (const word of (filters.q ?? '').split(/\s+/).filter(Boolean)) {
-    keys = keys.where((eb) =>
-      eb.or([
-        containsText('t.title', word),
-        containsText('t.body', word),
-        eb.exists(
-          eb
-            .selectFrom('replies as r')
-            .select('r.uuid')
-            .whereRef('r.thread_uuid', '=', 't.uuid')
-            .where('r.removed_at', 'is', null)
-            .where(containsText('r.body', word)),
-        ),
-      ]),
-    );
-  }
+  for (const word of wordsOf(filters.q ?? '').slice(0, 10)) keys = keys.where('t.uuid', 'in', withTerm(word));
   return keys;
 }
 
@@ -378,8 +389,16 @@ export async function listThreads(
   const dir = filters.direction ?? 'desc';
   const sort = filters.sort ?? 'created';
   const replyCount = sql`(select count(*) from replies r where r.thread_uuid = t.uuid and r.removed_at is null)`;
-  const ordered =
-    sort === 'replies' ? keys.orderBy(replyCount, dir) : keys.orderBy(sort === 'updated' ? 't.updated_at' : 't.created_at', dir);
+  const sortKey = sort === 'replies' ? replyCount : sql.ref(sort === 'updated' ? 't.updated_at' : 't.created_at');
+  let ordered = keys.orderBy(sortKey, dir);
+  if (filters.after !== undefined) {
+    // keyset paging: the rows after the cursor's (sort value, number) in the list's order
+    const [value, number] = readCursor(filters.after, sort === 'replies');
+    const cmp = dir === 'desc' ? '<' : '>';
+    ordered = ordered.where((eb) =>
+      eb.or([eb(sortKey, cmp, value), eb.and([eb(sortKey, '=', value), eb('t.number', cmp, number)])]),
+    );
+  }
   const pageKeys = await ordered.orderBy('t.number', dir).offset(page.offset).limit(page.limit).execute();
   if (pageKeys.length === 0) return [];
   const rows = (await threadsWithNames(db)
@@ -494,6 +513,7 @@ export async function updateThread(
         .execute();
       const renamed = changes.title === undefined ? {} : { renamed: { from: row.title, to: changes.title } };
       const edited = { ...row, ...changes };
+      await indexTerms(tx.db, access.repo.uuid, row.uuid, row.uuid, `${edited.title}\n${edited.body}`);
       await recordReferences(tx, viewer, threadSource(access, edited), `${edited.title}\n${edited.body}`);
       await emitThread(tx, viewer, access, await loadThreadJson(tx.db, row.uuid), 'thread-updated', {
         fields: Object.keys(changes),
@@ -760,6 +780,7 @@ export async function createReply(
       removed_at: null,
     };
     await tx.db.insertInto('replies').values(row).execute();
+    await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, body);
     await insertVersion(tx, row, viewer.uuid, now);
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-created');
@@ -860,6 +881,7 @@ export async function updateReply(
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-edited', { fields });
     if (fields.includes('body')) {
+      await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, next.body);
       await recordReferences(tx, viewer, { ...threadSource(access, thread), kind: 'reply', key: row.uuid }, next.body);
     }
     return reply;
@@ -884,6 +906,7 @@ export async function removeReply(deps: Deps, viewer: Viewer, ref: RepoRef, numb
       .where('removed_at', 'is', null)
       .executeTakeFirst();
     if (Number(res.numUpdatedRows) === 0) return;
+    await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, null);
     await emitReply(tx, viewer, access, thread, await loadReplyJson(tx.db, row.uuid), 'reply-removed');
   });
 }
