@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
-import { getRepo } from '../repos/service.ts';
 import {
   createReply,
   getReply,
@@ -22,12 +21,14 @@ import type { PageCaller } from './context.ts';
 import type { FormState } from './forms.ts';
 import { allLabels } from './tracker/issues.ts';
 import { sidebar, threadPowers, timelineEntry } from './tracker/sidebar.ts';
+import { headerCan, viewerLevel } from './tracker/common.ts';
+import { getRepo } from '../repos/service.ts';
 import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
 import { type Html, html, pager, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { NumberParam, pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
+import { NumberParam, pageRepo, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
@@ -129,7 +130,7 @@ export async function renderThreadPage(
         : [];
     }),
   ].sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
-  const body = html`${repoHeader(repo, 'threads', level)}
+  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
     <div id="thread-main">
       <h2>#${thread.number} ${thread.title}</h2>
       <p class="muted">
@@ -190,21 +191,19 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
 
   repoRoute(app, 'POST', '/threads/:number/replies', { params: ThreadParams, body: ReplyForm }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
     const { number } = request.params as Params;
-    const created = await createReply(deps, c.viewer, ref, number, { body: (request.body as { body: string }).body });
-    const repo = await getRepo(deps, c.viewer, ref);
+    const created = await createReply(deps, c.viewer, ref.ref, number, { body: (request.body as { body: string }).body });
     return seeOther(reply, `${repoHref(repo)}/threads/${number}#reply-${created.number}`);
   });
 
   repoRoute(app, 'GET', '/threads/:number/replies/:reply_number/edit', { params: ReplyParams }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const { number, reply_number } = request.params as Required<Params>;
-    const repo = await getRepo(deps, c.viewer, ref);
-    const r = await getReply(deps, c.viewer, ref, number, reply_number);
+    const r = await getReply(deps, c.viewer, ref.ref, number, reply_number);
     const base = `${repoHref(repo)}/threads/${number}`;
-    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'threads', can)}
       <h2>Edit reply ${reply_number} of <a href="${base}">thread #${number}</a></h2>
       ${
         repo.is_archived
@@ -227,10 +226,9 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     { params: ReplyParams, body: ReplyForm },
     async (request, reply) => {
       const c = requirePage(request);
-      const ref = pageRepoRef(request);
+      const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
       const { number, reply_number } = request.params as Required<Params>;
-      await updateReply(deps, c.viewer, ref, number, reply_number, { body: (request.body as { body: string }).body });
-      const repo = await getRepo(deps, c.viewer, ref);
+      await updateReply(deps, c.viewer, ref.ref, number, reply_number, { body: (request.body as { body: string }).body });
       return seeOther(reply, `${repoHref(repo)}/threads/${number}#reply-${reply_number}`);
     },
   );
@@ -242,13 +240,12 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     { params: ReplyParams, querystring: HistoryQuery },
     async (request, reply) => {
       const c = requirePage(request);
-      const ref = pageRepoRef(request);
+      const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
       const { number, reply_number } = request.params as Required<Params>;
       const after = (request.query as { after_version?: number }).after_version;
-      const repo = await getRepo(deps, c.viewer, ref);
       // the API's pages of versions: at most VERSIONS_PER_PAGE, cut short by their size
       // (GET {repo}/threads/{n}/replies/{r}/versions with after_version)
-      const page = await listReplyVersions(deps, c.viewer, ref, number, reply_number, {
+      const page = await listReplyVersions(deps, c.viewer, ref.ref, number, reply_number, {
         offset: 0,
         limit: VERSIONS_PER_PAGE + 1,
         afterVersion: after,
@@ -258,7 +255,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
       const older =
         after === undefined || shown.length === 0
           ? null
-          : await previousVersionPage(deps, c.viewer, ref, number, reply_number, shown[0]!.version, VERSIONS_PER_PAGE);
+          : await previousVersionPage(deps, c.viewer, ref.ref, number, reply_number, shown[0]!.version, VERSIONS_PER_PAGE);
       const base = `${repoHref(repo)}/threads/${number}`;
       const here = `${base}/replies/${reply_number}/history`;
       const link = (afterVersion: number | undefined) =>
@@ -271,7 +268,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
               ${more ? html`<a href="${link(shown.at(-1)!.version)}" rel="next">Newer versions</a>` : ''}
             </nav>`
           : '';
-      const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+      const body = html`${repoHeader(repo, 'threads', can)}
         <h2>History of reply ${reply_number} in <a href="${base}#reply-${reply_number}">thread #${number}</a></h2>
         ${nav('top')}
         ${shown.map(

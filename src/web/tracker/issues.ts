@@ -20,9 +20,9 @@ import { attempt, emptyForm, field, formMessage, type FormState, typedValues } f
 import { type Html, html, pager, seg, when } from '../html.ts';
 import { repoHref } from '../home-pages.ts';
 import { csrfField, layout } from '../layout.ts';
-import { pageRepoRef, repoHeader, repoRoute, viewerLevel } from '../repo-common.ts';
+import { pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
 import { inWords } from '../words.ts';
-import { filterQuery, issuesHref, labelChip, parseQueryBox, queryBoxText } from './common.ts';
+import { filterQuery, issuesHref, labelChip, parseQueryBox, queryBoxText, headerCan, viewerLevel } from './common.ts';
 
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
 const Text = Type.Optional(Type.String({ maxLength: 2000 }));
@@ -131,7 +131,7 @@ async function issuesPage(deps: Deps, c: PageCaller, ref: ReturnType<typeof page
     ['replies-desc', 'Most replies'],
     ['replies-asc', 'Fewest replies'],
   ];
-  const body = html`${repoHeader(repo, 'threads', level)}
+  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
     <div class="row">
       <h2 class="grow">Issues</h2>
       <a href="${base}/labels">Labels</a> <a href="${base}/milestones">Milestones</a>
@@ -270,7 +270,7 @@ async function newIssuePage(
         listMilestones(deps, c.viewer, ref, { offset: 0, limit: 100, state: 'open', sort: 'due_on' }),
       ])
     : [[], []];
-  const body = html`${repoHeader(repo, 'threads', level)}
+  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
     <h2>New issue</h2>
     ${
       repo.is_archived

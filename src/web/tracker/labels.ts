@@ -15,8 +15,8 @@ import { attempt, dangerForm, emptyForm, field, formMessage, type FormState, typ
 import { type Html, html } from '../html.ts';
 import { repoHref } from '../home-pages.ts';
 import { csrfField, layout } from '../layout.ts';
-import { pageRepoRef, repoHeader, repoRoute, viewerLevel } from '../repo-common.ts';
-import { contrast, issuesHref, labelChip, labelHref } from './common.ts';
+import { pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
+import { contrast, issuesHref, labelChip, labelHref, headerCan, viewerLevel } from './common.ts';
 import { allLabels } from './issues.ts';
 
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
@@ -67,7 +67,7 @@ async function labelsPage(deps: Deps, c: PageCaller, repo: RepoJson, level: Repo
   const base = repoHref(repo);
   const labels = await allLabels(deps, c.viewer, { repo: refOf(repo) });
   const maintain = levelAtLeast(level, 'maintain') && !repo.is_archived;
-  const body = html`${repoHeader(repo, 'threads', level)}
+  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
     <div class="row">
       <h2 class="grow">Labels</h2>
       <a href="${base}/threads">Issues</a> <a href="${base}/milestones">Milestones</a>
@@ -103,7 +103,7 @@ async function labelsPage(deps: Deps, c: PageCaller, repo: RepoJson, level: Repo
 
 async function editPage(deps: Deps, c: PageCaller, repo: RepoJson, level: RepoLevel, label: LabelJson, state?: FormState) {
   const base = repoHref(repo);
-  const body = html`${repoHeader(repo, 'threads', level)}
+  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
     <h2>Edit label ${labelChip(label)}</h2>
     <p><a href="${base}/labels">All labels</a></p>
     <form class="stack" method="post" action="${labelHref(base, label.name)}/edit">

@@ -23,9 +23,9 @@ import { attempt, dangerForm, emptyForm, field, formMessage, type FormState, typ
 import { type Html, html, trusted, when } from '../html.ts';
 import { repoHref } from '../home-pages.ts';
 import { csrfField, layout } from '../layout.ts';
-import { NumberParam, pageRepoRef, repoHeader, repoRoute, viewerLevel } from '../repo-common.ts';
+import { NumberParam, pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
 import { boundedMarkdown } from '../../markdown/bounded.ts';
-import { issuesHref, labelChip } from './common.ts';
+import { issuesHref, labelChip, headerCan, viewerLevel } from './common.ts';
 
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
 const MilestoneForm = Type.Object(
@@ -90,7 +90,7 @@ async function listPage(
   const write = levelAtLeast(level, 'write') && !repo.is_archived;
   const tab = (s: string, label: string) =>
     html`<a href="${base}/milestones?state=${s}" ${which === s ? html` aria-current="page"` : ''}>${label}</a>`;
-  const body = html`${repoHeader(repo, 'threads', level)}
+  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
     <div class="row">
       <h2 class="grow">Milestones</h2>
       <a href="${base}/threads">Issues</a> <a href="${base}/labels">Labels</a>
@@ -133,7 +133,7 @@ async function onePage(deps: Deps, c: PageCaller, repo: RepoJson, level: RepoLev
   const m = await getMilestone(deps, c.viewer, ref, number);
   const threads = await listThreads(deps, c.viewer, ref, { offset: 0, limit: 50 }, { state: 'all', milestone: String(number) });
   const write = levelAtLeast(level, 'write') && !repo.is_archived;
-  const body = html`${repoHeader(repo, 'threads', level)}
+  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
     <p><a href="${base}/milestones">All milestones</a></p>
     <h2>
       ${m.title}
