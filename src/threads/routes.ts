@@ -36,6 +36,7 @@ import {
   listReplyVersions,
   VERSION_PAGE_MAX_CHARS,
   listThreads,
+  threadCursor,
   threadTimeline,
   changeThreadSet,
   type ThreadFilters,
@@ -48,7 +49,18 @@ import {
 type ThreadParams = RepoParams & { number: number };
 
 /** The list filters out of a parsed query (the page fields are ignored). */
-const FILTER_KEYS = ['state', 'labels', 'assignee', 'milestone', 'author', 'mentioned', 'q', 'sort', 'direction'] as const;
+const FILTER_KEYS = [
+  'state',
+  'labels',
+  'assignee',
+  'milestone',
+  'author',
+  'mentioned',
+  'q',
+  'sort',
+  'direction',
+  'after',
+] as const;
 function filtersOf(query: unknown): ThreadFilters {
   const q = query as Record<string, string | undefined>;
   const out: Record<string, string> = {};
@@ -79,7 +91,8 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           description:
             'Filters (README "Issue tracker"): state (open default, closed, all), labels (comma-separated, every one on it), ' +
             'assignee and milestone (a value, none or *), author, mentioned, q (words in the title, body or replies); ' +
-            'sort created (default), updated or replies; direction desc (default) or asc. An unknown value, label, milestone or user is 400.',
+            'sort created (default), updated or replies; direction desc (default) or asc. An unknown value, label, milestone or user is 400. ' +
+            'Paging is by keyset: `next` carries `after` (the last row\u2019s cursor), so every page costs what the first does; `page` still works.',
           params: repoParams,
           querystring: ThreadListQuery,
           response: { 200: Page(Thread) },
@@ -88,7 +101,12 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
       async (request, reply) => {
         const { viewer, ref } = repoRequest(request);
         const p = pageParams(request.query);
-        return pageOf(request, reply, p, await listThreads(deps, viewer, ref, p, filtersOf(request.query)));
+        const filters = filtersOf(request.query);
+        const rows = await listThreads(deps, viewer, ref, p, filters);
+        // the next page by keyset (after the last row), so a deep page costs what the first does
+        const last = rows.length > p.perPage ? rows[p.perPage - 1] : undefined;
+        const next = last ? { after: threadCursor(last, filters.sort), page: '1' } : undefined;
+        return pageOf(request, reply, p, rows, undefined, next);
       },
     );
 

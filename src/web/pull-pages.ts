@@ -30,6 +30,7 @@ import { RenderCache, markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
 import { renderDiff } from './diff.ts';
+import { linkReferences } from '../references/render.ts';
 import { pullFiles } from '../code/pulls.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
@@ -214,6 +215,14 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known),
     ]);
     const base = `${repoHref(repo)}/pulls/${pull.number}`;
+    // the description and reviews with their references linked for this reader (references/render.ts)
+    const shownReviews = reviews.slice(0, w.perPage);
+    const [descriptionHtml, ...reviewHtmls] = (
+      await linkReferences(deps.db, c.viewer, { uuid: repo.uuid, path: repoHref(repo) }, [
+        markdownHtml(pull.body).text,
+        ...shownReviews.map((rv) => markdownHtml(rv.body).text),
+      ])
+    ).map(trusted);
     const body = html`${repoHeader(repo, 'pulls', can)}
       <h2>#${pull.number} ${pull.title} <span class="badge ${pull.status}" id="pull-status">${pull.status}</span></h2>
       <p class="muted">
@@ -228,7 +237,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       <div class="grid">
         <div>
           <section class="box markdown" aria-label="Description">
-            ${pull.body.trim() ? markdownHtml(pull.body) : html`<p class="muted">No description.</p>`}
+            ${pull.body.trim() ? descriptionHtml : html`<p class="muted">No description.</p>`}
           </section>
           <section class="box" aria-labelledby="checks-h">
             <h2 id="checks-h">Protection and checks</h2>
@@ -253,7 +262,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             ${
               reviews.length
                 ? html`<ul class="plain">
-                    ${reviews.slice(0, w.perPage).map((rv) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${markdownHtml(rv.body)}</div>` : ''}</li>`)}
+                    ${shownReviews.map((rv, i) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${reviewHtmls[i]}</div>` : ''}</li>`)}
                   </ul>`
                 : html`<p class="muted">No reviews yet.</p>`
             }

@@ -65,7 +65,7 @@ export function repoHeader(repo: RepoJson, tab: RepoTab, can: Pick<RepoAbilities
       <span class="badge">${repo.visibility}</span>${repo.is_archived ? html` <span class="badge">archived</span>` : ''}
     </h1>
     <nav class="tabs" aria-label="Repo">
-      ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Threads', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
+      ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Issues', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
         href="${base}/tags"
         >Tags</a
       >${can.manage ? item('settings', 'Settings', `${base}/settings`) : ''}
