@@ -64,7 +64,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
         : html`<p class="muted">No threads yet.</p>`
     }
     ${pager(base, w.page, threads.length > w.perPage)}`;
-    return sendPage(reply, layout({ title: `Threads · ${repo.full_name}`, caller: c }, body));
+    return sendPage(reply, layout({ title: `Threads · ${repo.full_name}`, caller: c, repo: repo.full_name }, body));
   });
 
   repoRoute(app, 'GET', '/threads/new', {}, async (request, reply) => {
@@ -82,7 +82,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
               <div><button type="submit" class="primary">Start thread</button></div>
             </form>`
       }`;
-    return sendPage(reply, layout({ title: `New thread · ${repo.full_name}`, caller: c }, body));
+    return sendPage(reply, layout({ title: `New thread · ${repo.full_name}`, caller: c, repo: repo.full_name }, body));
   });
 
   repoRoute(app, 'POST', '/threads/new', { body: NewThreadForm }, async (request, reply) => {
