@@ -299,6 +299,9 @@ async function indexPass(
   }
 
   await indexCommits(deps, dir, repoUuid, base, tip);
+  // a whole tree just written: PostgreSQL's planner needs fresh statistics to choose the trigram
+  // index over a scan (autovacuum would analyze the table later)
+  if (!base && changes.length >= 1000 && deps.dialect === 'postgres') await sql`analyze search_code_files`.execute(deps.db);
   return { sha: tip, branch: repo.default_branch };
 }
 

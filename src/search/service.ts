@@ -124,6 +124,22 @@ interface Candidate {
 
 /** GET /search/code. */
 export async function searchCode(deps: Deps, viewer: Viewer, query: CodeQuery, page: PageWindow): Promise<Counted<CodeHit>> {
+  if (deps.dialect !== 'postgres') return searchCodeOn(deps, deps.db, viewer, query, page);
+  // PostgreSQL prices a scan of the table low (the text is TOASTed apart) and would read every
+  // file's text instead of asking the trigram index: the search runs with scans off
+  return deps.db.transaction().execute(async (trx) => {
+    await sql`set local enable_seqscan = off`.execute(trx);
+    return searchCodeOn(deps, trx, viewer, query, page);
+  });
+}
+
+async function searchCodeOn(
+  deps: Deps,
+  db: Kysely<DB>,
+  viewer: Viewer,
+  query: CodeQuery,
+  page: PageWindow,
+): Promise<Counted<CodeHit>> {
   const { text, quals } = takeQualifiers(query.q, ['repo', 'path', 'lang']);
   const repo = query.repo ?? one(quals, 'repo');
   const path = query.path ?? one(quals, 'path');
@@ -135,20 +151,27 @@ export async function searchCode(deps: Deps, viewer: Viewer, query: CodeQuery, p
   const conditions: Expression<SqlBool>[] = [repoReadableBy(viewer)];
   if (repo) conditions.push(repoNamed(repo));
   else if (!query.forks) conditions.push(sql<SqlBool>`repos.fork_of_uuid is null`);
-  if (path) conditions.push(pathCondition(path));
-  if (lang) conditions.push(sql<SqlBool>`f.language = ${lang.toLowerCase()}`);
-  if (pg) conditions.push(pgNeed(pattern.need));
+  const fileConditions: Expression<SqlBool>[] = [];
+  if (path) fileConditions.push(pathCondition(path));
+  if (lang) fileConditions.push(sql<SqlBool>`f.language = ${lang.toLowerCase()}`);
+  if (pg) fileConditions.push(pgNeed(pattern.need));
   else
-    conditions.push(
+    fileConditions.push(
       sql<SqlBool>`f.id in (select rowid from search_code_fts where search_code_fts match ${ftsQuery(pattern.need)})`,
     );
 
   // a literal is decided by the statement itself; a regex (or a case-insensitive literal beyond
   // ASCII on SQLite, whose LIKE folds ASCII only) is decided by verification
   const exact = exactCondition(pattern, caseSensitive, pg);
-  if (exact) conditions.push(exact);
-  const where = sql.join(conditions, sql` and `);
-  const base = sql`from search_code_files f
+  if (exact) fileConditions.push(exact);
+  // PostgreSQL: the files first, from the trigram index (`offset 0` keeps the planner from
+  // reading every file of a repo through the repo's index instead)
+  const files = pg
+    ? sql`(select f.id, f.repo_uuid, f.path, f.language, f.blob_sha from search_code_files f
+        where ${sql.join(fileConditions, sql` and `)} offset 0) f`
+    : sql`search_code_files f`;
+  const where = sql.join(pg ? conditions : [...conditions, ...fileConditions], sql` and `);
+  const base = sql`from ${files}
     join repos on repos.uuid = f.repo_uuid
     left join search_index_state s on s.repo_uuid = f.repo_uuid
     where ${where}`;
@@ -156,14 +179,13 @@ export async function searchCode(deps: Deps, viewer: Viewer, query: CodeQuery, p
     sql<Candidate>`select * from (select f.id, f.repo_uuid, ${ownerName()} || '/' || repos.slug as full_name, f.path, f.language,
         f.blob_sha, s.commit_sha ${base}) c
       ${after ? sql`where (c.full_name > ${after.full_name} or (c.full_name = ${after.full_name} and c.path > ${after.path}))` : sql``}
-      order by c.full_name, c.path limit ${limit} offset ${offset}`.execute(deps.db);
+      order by c.full_name, c.path limit ${limit} offset ${offset}`.execute(db);
 
   if (exact) {
-    const [countRow, rows] = await Promise.all([
-      sql<{ n: number }>`select count(*) as n from (select 1 ${base} limit ${COUNT_CAP + 1}) x`.execute(deps.db),
-      candidates(null, page.limit, page.offset),
-    ]);
-    const hits = await verify(deps, pattern, rows.rows, Infinity);
+    const countRow = await sql<{ n: number }>`select count(*) as n from (select 1 ${base} limit ${COUNT_CAP + 1}) x`.execute(db);
+    const rows = await candidates(null, page.limit, page.offset);
+    const hits = await verify(db, pattern, rows.rows, Infinity);
+
     return { rows: hits.filter((h): h is CodeHit => h !== null), total: Number(countRow.rows[0]?.n ?? 0) };
   }
 
@@ -176,7 +198,7 @@ export async function searchCode(deps: Deps, viewer: Viewer, query: CodeQuery, p
     const chunk: Candidate[] = (await candidates(after, 200)).rows;
     if (chunk.length === 0) break;
     after = chunk.at(-1)!;
-    const hits = await verify(deps, pattern, chunk, deadline);
+    const hits = await verify(db, pattern, chunk, deadline);
     for (const hit of hits) {
       if (!hit) continue;
       if (total >= page.offset && found.length < page.limit) found.push(hit);
@@ -191,7 +213,8 @@ export async function searchCode(deps: Deps, viewer: Viewer, query: CodeQuery, p
 function exactCondition(pattern: CodePattern, caseSensitive: boolean, pg: boolean): RawBuilder<SqlBool> | null {
   const lit = pattern.literal;
   if (lit === null) return null;
-  if (pg) return caseSensitive ? sql<SqlBool>`(f.content like ${`%${likeEscape(lit)}%`})` : null; // ilike already is the need
+  // on PostgreSQL the need's `ilike` already decides a case-insensitive literal
+  if (pg) return caseSensitive ? sql<SqlBool>`(f.content like ${`%${likeEscape(lit)}%`})` : sql<SqlBool>`1 = 1`;
   if (caseSensitive) return sql<SqlBool>`(instr(f.content, ${lit}) > 0)`;
   // eslint-disable-next-line no-control-regex
   if (/^[\x00-\x7f]*$/.test(lit)) return sql<SqlBool>`(f.content like ${`%${likeEscape(lit)}%`} escape '\\')`;
@@ -199,11 +222,11 @@ function exactCondition(pattern: CodePattern, caseSensitive: boolean, pg: boolea
 }
 
 /** Each candidate verified against its text (null when it does not match); throws query_too_broad past the deadline. */
-async function verify(deps: Deps, pattern: CodePattern, rows: Candidate[], deadline: number): Promise<(CodeHit | null)[]> {
+async function verify(db: Kysely<DB>, pattern: CodePattern, rows: Candidate[], deadline: number): Promise<(CodeHit | null)[]> {
   const out: (CodeHit | null)[] = [];
   for (let i = 0; i < rows.length; i += 25) {
     const part = rows.slice(i, i + 25);
-    const texts = await deps.db
+    const texts = await db
       .selectFrom('search_code_files')
       .select(['id', 'content'])
       .where(
