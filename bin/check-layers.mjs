@@ -56,6 +56,7 @@ const LAYERS = [
     'activity',
     'attachments',
     'code',
+    'search',
     'ssh',
     'tracker',
     'references',

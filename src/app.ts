@@ -33,6 +33,7 @@ import { gitRoutes } from './code/ref-routes.ts';
 import { codeRoutes } from './code/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
 import { statusesRoutes } from './statuses/routes.ts';
+import { searchRoutes } from './search/routes.ts';
 import { pullsRoutes } from './pulls/routes.ts';
 import { timersRoutes } from './timers/routes.ts';
 import { reposRoutes } from './repos/routes.ts';
@@ -83,6 +84,7 @@ const MODULES = [
   codeRoutes,
   statusesRoutes,
   hooksRoutes,
+  searchRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

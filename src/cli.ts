@@ -18,6 +18,7 @@ import { createBackup } from './backup/backup.ts';
 import { forgetPreviousKeys, rotateKeyFile, ServerSecret } from './secrets/server-secret.ts';
 import { resealAll } from './secrets/rotate.ts';
 import { BackupCryptoError } from './backup/crypto.ts';
+import { reindex } from './search/service.ts';
 import { sqliteFileOf } from './backup/database.ts';
 import { BackupInvalidError, RestoreRefusedError, restoreBackup, verifyBackup } from './backup/restore.ts';
 
@@ -43,6 +44,8 @@ commands:
   rotate-secret-key [--forget-previous]     make a new server secret (DATA_DIR/secret.key) and re-seal
                                             every stored secret with it; with SECRET_KEY set, re-seal
                                             with the SECRET_KEY given (docs/secrets.md)
+  reindex [OWNER/REPO]                      rebuild the code search index of one repo, or of every repo,
+                                            in this process (docs/search.md)
   help, --help                              print this
   --version                                 print the version
 
@@ -64,6 +67,7 @@ const COMMANDS = [
   'backup',
   'restore',
   'rotate-secret-key',
+  'reindex',
 ];
 const NEEDS_ARG = ['create-user', 'create-token', 'list-tokens', 'set-password', 'revoke-token', 'deactivate-user', 'restore'];
 
@@ -254,6 +258,28 @@ async function run(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'rotate-secret-key') return await rotateSecretKey(deps, values['forget-previous']);
+    if (command === 'reindex') {
+      let uuids: string[] | null = null;
+      if (arg) {
+        const [owner, slug] = arg.split('/');
+        const row = await deps.db
+          .selectFrom('repos as r')
+          .leftJoin('teams as t', (j) => j.onRef('t.uuid', '=', 'r.owner_uuid').on('r.owner_kind', '=', 'team'))
+          .leftJoin('users as u', (j) => j.onRef('u.uuid', '=', 'r.owner_uuid').on('r.owner_kind', '=', 'user'))
+          .select('r.uuid')
+          .where('r.slug', '=', slug ?? '')
+          .where((eb) => eb.or([eb('t.slug', '=', owner ?? ''), eb('u.username', '=', owner ?? '')]))
+          .executeTakeFirst();
+        if (!row) {
+          console.error(`weft: no repo ${arg}`);
+          return 1;
+        }
+        uuids = [row.uuid];
+      }
+      const n = await reindex(deps, uuids);
+      console.log(`reindexed ${n} repo${n === 1 ? '' : 's'}`);
+      return 0;
+    }
     if (command === 'create-user') {
       const { user, token } = await createUser(
         deps,

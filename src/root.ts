@@ -16,6 +16,7 @@ import { ScopeRegistry } from './events/scopes.ts';
 import { BareGitStore } from './git/bare-store.ts';
 import type { GitStore } from './git/store.ts';
 import { registerGitMaintenance } from './git/maintenance.ts';
+import { registerSearchIndexer } from './search/service.ts';
 import { Webhooks } from './hooks/background.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
@@ -66,6 +67,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
   deps.timers = new TimerScheduler(deps as Deps, overrides.timers);
   deps.webhooks = new Webhooks(deps as Deps);
   registerGitMaintenance(deps as Deps);
+  registerSearchIndexer(deps as Deps);
   return deps as Deps;
 }
 

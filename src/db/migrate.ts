@@ -3,9 +3,9 @@ import * as m001 from './migrations/001_foundation.ts';
 import * as m002 from './migrations/002_teams_repos_pulls.ts';
 import * as m005 from './migrations/005_review_seq.ts';
 import * as m006 from './migrations/006_jobs.ts';
+import * as m010 from './migrations/010_threads_uploads.ts';
 import * as m020 from './migrations/020_limits_settings_invites.ts';
 import * as m030 from './migrations/030_timers.ts';
-import * as m010 from './migrations/010_threads_uploads.ts';
 import * as m040 from './migrations/040_git.ts';
 import * as m080 from './migrations/080_list_indexes.ts';
 import * as m085 from './migrations/085_more_list_indexes.ts';
@@ -25,11 +25,12 @@ import * as m181 from './migrations/181_unique_email.ts';
 import * as m200 from './migrations/200_hook_request_bodies.ts';
 import * as m310 from './migrations/310_tracker.ts';
 import * as m311 from './migrations/311_references.ts';
-import * as m400 from './migrations/400_thread_terms.ts';
 import * as m320 from './migrations/320_default_login_limits.ts';
 import * as m330 from './migrations/330_hook_skipped_and_secrets.ts';
 import * as m340 from './migrations/340_deploy_keys.ts';
 import * as m341 from './migrations/341_merge_claim_tips.ts';
+import * as m400 from './migrations/400_thread_terms.ts';
+import * as m450 from './migrations/450_search.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -45,9 +46,9 @@ const MIGRATIONS: Migration[] = [
   { name: '002_teams_repos_pulls', up: m002.up },
   { name: '005_review_seq', up: m005.up },
   { name: '006_jobs', up: m006.up },
+  { name: '010_threads_uploads', up: m010.up },
   { name: '020_limits_settings_invites', up: m020.up },
   { name: '030_timers', up: m030.up },
-  { name: '010_threads_uploads', up: m010.up },
   { name: '040_git', up: m040.up },
   { name: '080_list_indexes', up: m080.up },
   { name: '085_more_list_indexes', up: m085.up },
@@ -72,6 +73,7 @@ const MIGRATIONS: Migration[] = [
   { name: '340_deploy_keys', up: m340.up },
   { name: '341_merge_claim_tips', up: m341.up },
   { name: '400_thread_terms', up: m400.up },
+  { name: '450_search', up: m450.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
+import { scheduleSearchIndex } from '../search/service.ts';
 import { type RepoRef, forkRecordReadable, repoReadableBy, requireRepo, requireRepoCreation } from '../access/index.ts';
 import type { DB, ForksTable } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
@@ -85,6 +86,7 @@ export async function createFork(deps: Deps, viewer: Viewer, ref: RepoRef, teamS
     };
     await tx.db.insertInto('forks').values(fork).execute();
     await deps.git.copyForFork(tx, source, repo);
+    await scheduleSearchIndex(deps, tx.db, repo.uuid);
     const sourceFullName = `${sourceOwner.name}/${source.slug}`;
     const json = await forkToJson(tx.db, fork, deps.config, undefined, sourceFullName);
     await tx.emit({

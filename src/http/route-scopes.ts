@@ -164,6 +164,12 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'get {repo}/commits/*': 'read:repo',
   'post {repo}/statuses/{sha}': 'write:repo',
   'get {repo}/commits/{ref}/statuses': 'read:repo',
+  // search (docs/search.md)
+  'get /search/code': 'read:repo',
+  'get /search/threads': 'read:repo',
+  'get /search/commits': 'read:repo',
+  'get /search/repos': 'read:repo',
+  'get {repo}/search-index': 'read:repo',
   'get {repo}/commits/{ref}/status': 'read:repo',
   'get {repo}/compare/*': 'read:repo',
   'get {repo}/contents': 'read:repo',

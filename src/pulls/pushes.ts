@@ -2,6 +2,7 @@ import type { TxContext } from '../core/command.ts';
 import type { Deps } from '../deps.ts';
 import { actorOf } from '../events/service.ts';
 import { scheduleMaintenance } from '../git/maintenance.ts';
+import { scheduleSearchIndex } from '../search/service.ts';
 import { ZERO_SHA } from '../git/run.ts';
 import { type PullHeadFields, repoFullNames } from './heads.ts';
 import { loadPullJson, pullEventPayload, pullScopes } from './service.ts';
@@ -38,6 +39,10 @@ export async function emitRefMoves(
   if (moves.length === 0) return [];
   // the refs it wrote loose get packed soon after (one queued job per repo)
   await scheduleMaintenance(deps, tx.db, repoUuid);
+  // the code search index follows the default branch (docs/search.md)
+  const repoRow = await tx.db.selectFrom('repos').select('default_branch').where('uuid', '=', repoUuid).executeTakeFirst();
+  if (repoRow && moves.some((m) => m.ref === `refs/heads/${repoRow.default_branch}`))
+    await scheduleSearchIndex(deps, tx.db, repoUuid);
   const fullName = (await repoFullNames(tx.db, [repoUuid])).get(repoUuid) ?? null;
   for (const m of moves) {
     await tx.emit({

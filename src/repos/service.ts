@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
+import { scheduleSearchIndex } from '../search/service.ts';
 import {
   assertCanSetDiskQuota,
   assertMayCheckRepoSlugs,
@@ -321,6 +322,7 @@ export async function updateRepo(deps: Deps, viewer: Viewer, ref: RepoRef, input
       changes.default_branch = input.default_branch;
       const branch = input.default_branch;
       tx.afterCommit(() => deps.git.setHead(repo.uuid, branch));
+      if (branch !== repo.default_branch) await scheduleSearchIndex(deps, tx.db, repo.uuid);
     }
     if (input.public_repo_pull_policy !== undefined) changes.public_repo_pull_policy = input.public_repo_pull_policy;
     if (input.max_disk_bytes !== undefined) changes.max_disk_bytes = input.max_disk_bytes;

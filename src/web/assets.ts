@@ -57,7 +57,9 @@ a{color:var(--accent)}
 header.top{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;padding:8px 16px;border-bottom:1px solid var(--line);background:var(--soft)}
 header.top .brand{font-weight:700;text-decoration:none;color:var(--fg)}
 header.top nav{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin-left:auto}
-header.top form{margin:0}
+header.top form{margin:0}header.top form.search{display:flex;gap:4px;flex:1 1 14rem;max-width:28rem}
+.sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}
+mark{background:#fff8c5;color:inherit}.hit pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}.hit .ln{color:var(--muted);display:inline-block;min-width:3em;text-align:right;margin-right:8px}
 main{max-width:1100px;margin:0 auto;padding:16px}
 h1{font-size:1.5rem;margin:.5rem 0 1rem;overflow-wrap:anywhere}
 h2{font-size:1.2rem;margin:1.5rem 0 .5rem}
@@ -122,6 +124,7 @@ form.row select,form.row input[type=text]{width:auto;flex:1 1 10rem;max-width:24
 @media (prefers-color-scheme:dark){
 :root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--line:#3d444d;--accent:#58a6ff;--ok:#3fb950;--bad:#f85149;--soft:#151b23;color-scheme:dark}
 .skip:focus{background:var(--bg)}
+mark{background:#5c4a00}
 input[type=text],input[type=password],input:not([type]),textarea,select,input[type=email],input[type=number],input[type=url],input[type=search]{background:var(--bg)}
 .error{background:#3c0a0e;color:#ffdcd7}.field-error{color:#ff9492}.warning{background:#2e2400;color:#f2cc60;border-color:#9e6a03}
 .badge.open,.badge.approved,.badge.success{background:#033a16;color:#aff5b4}.badge.merged{background:#271052;color:#e2c5ff}

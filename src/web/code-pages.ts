@@ -102,7 +102,8 @@ function fileView(path: string, bytes: Buffer): Html {
       ? trusted(hljs.highlight(text, { language, ignoreIllegals: true }).value)
       : html`${text}`;
   const count = text.endsWith('\n') ? text.split('\n').length - 1 : text.split('\n').length;
-  const numbers = Array.from({ length: count }, (_, i) => String(i + 1)).join('\n');
+  // each number is the target of a link to its line (`#L12`: search results link there)
+  const numbers = trusted(Array.from({ length: count }, (_, i) => `<span id="L${i + 1}">${i + 1}</span>`).join('\n'));
   // cells built apart: whitespace inside them would show (pre)
   const gutter = html`<pre aria-hidden="true">${numbers}</pre>`;
   const source = html`<pre><code class="hljs">${code}</code></pre>`;
@@ -131,7 +132,10 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
     const body = html`${repoHeader(repo, 'code', can)} ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path)}`;
-    return sendPage(reply, layout({ title: `${found.path || repo.slug} · ${repo.full_name}`, caller: c }, body));
+    return sendPage(
+      reply,
+      layout({ title: `${found.path || repo.slug} · ${repo.full_name}`, caller: c, repo: repo.full_name }, body),
+    );
   });
 
   repoRoute(app, 'GET', '/blob/*', { params: Rest }, async (request, reply) => {
@@ -159,7 +163,10 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
         >
       </p>
       ${content}`;
-    return sendPage(reply, layout({ title: `${found.path} · ${repo.full_name}`, caller: c, styles: ['highlight.css'] }, body));
+    return sendPage(
+      reply,
+      layout({ title: `${found.path} · ${repo.full_name}`, caller: c, repo: repo.full_name, styles: ['highlight.css'] }, body),
+    );
   });
 
   /**
@@ -204,7 +211,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
           : html`<p class="muted">No commits yet.</p>`
       }
       ${pager(`${repoHref(repo)}/commits/${segPath(name)}`, w.page, rows.length > w.perPage, path ? { path } : {})}`;
-    return sendPage(reply, layout({ title: `Commits · ${repo.full_name}`, caller: c }, body));
+    return sendPage(reply, layout({ title: `Commits · ${repo.full_name}`, caller: c, repo: repo.full_name }, body));
   });
 
   repoRoute(
@@ -229,7 +236,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
           <a href="${at(repo, 'tree', commit.sha, '')}">Browse files</a>
         </p>
         ${renderDiff(commit.files, commit.files_truncated)}`;
-      return sendPage(reply, layout({ title: `${title} · ${repo.full_name}`, caller: c }, body));
+      return sendPage(reply, layout({ title: `${title} · ${repo.full_name}`, caller: c, repo: repo.full_name }, body));
     },
   );
 
@@ -255,7 +262,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
         )}
       </ul>
       ${renderDiff(cmp.files, cmp.files_truncated)}`;
-    return sendPage(reply, layout({ title: `Compare · ${repo.full_name}`, caller: c }, body));
+    return sendPage(reply, layout({ title: `Compare · ${repo.full_name}`, caller: c, repo: repo.full_name }, body));
   });
 
   repoRoute(app, 'GET', '/tags', { querystring: PageQuery }, async (request, reply) => {
@@ -279,6 +286,6 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
           : html`<p class="muted">No tags.</p>`
       }
       ${pager(`${repoHref(repo)}/tags`, w.page, tags.length > w.perPage)}`;
-    return sendPage(reply, layout({ title: `Tags · ${repo.full_name}`, caller: c }, body));
+    return sendPage(reply, layout({ title: `Tags · ${repo.full_name}`, caller: c, repo: repo.full_name }, body));
   });
 }

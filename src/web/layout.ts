@@ -23,6 +23,18 @@ export interface LayoutOptions {
   caller: PageCaller | null;
   /** extra stylesheets (highlight.js's theme on code pages) */
   styles?: string[];
+  /** on a repo's pages, its `full_name`: the header's search box searches that repo (docs/search.md) */
+  repo?: string;
+}
+
+/** The header's search box (docs/search.md): scoped to the repo on a repo's pages. */
+function searchBox(repo: string | undefined): Html {
+  return html`<form class="search" role="search" method="get" action="/search">
+    ${repo ? html`<input type="hidden" name="repo" value="${repo}" />` : ''}
+    <label for="top-search" class="sr-only">${repo ? `Search ${repo}` : 'Search'}</label>
+    <input type="search" id="top-search" name="q" placeholder="${repo ? 'Search this repo' : 'Search'}" />
+    <button type="submit">Search</button>
+  </form>`;
 }
 
 /** The staff pages' link in the header, for staff only. */
@@ -48,6 +60,7 @@ ${(opts.styles ?? []).map((s) => html`<link rel="stylesheet" href="/static/${s}"
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">
 <a class="brand" href="/">Weft</a>
+${c ? searchBox(opts.repo) : ''}
 <nav aria-label="Account">
 ${
   c

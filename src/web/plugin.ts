@@ -22,6 +22,7 @@ import { threadFormPages } from './tracker/thread-forms.ts';
 import { uploadPages } from './upload-pages.ts';
 import { codePages } from './code-pages.ts';
 import { createPages } from './create-pages.ts';
+import { searchPages } from './search-pages.ts';
 import { firstRunPages } from './first-run.ts';
 import { hookPages } from './hook-pages.ts';
 import { hookDeliveryPages } from './hook-deliveries.ts';
@@ -107,6 +108,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(uploadPages, { deps });
   await app.register(codePages, { deps });
   await app.register(createPages, { deps });
+  await app.register(searchPages, { deps });
   await app.register(firstRunPages, { deps });
   await app.register(hookPages, { deps });
   await app.register(hookDeliveryPages, { deps });

@@ -100,7 +100,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
           : html`<p class="muted">No ${status} pulls.</p>`
       }
       ${pager(base, w.page, pulls.length > w.perPage, { status })}`;
-    return sendPage(reply, layout({ title: `Pulls · ${repo.full_name}`, caller: c }, body));
+    return sendPage(reply, layout({ title: `Pulls · ${repo.full_name}`, caller: c, repo: repo.full_name }, body));
   });
 
   repoRoute(app, 'GET', '/pulls/new', { querystring: NewPullQuery }, async (request, reply) => {
@@ -154,7 +154,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
               <div><button type="submit" class="primary">Open pull</button></div>
             </form>`
       }`;
-    return sendPage(reply, layout({ title: `New pull · ${repo.full_name}`, caller: c }, body));
+    return sendPage(reply, layout({ title: `New pull · ${repo.full_name}`, caller: c, repo: repo.full_name }, body));
   });
 
   repoRoute(app, 'POST', '/pulls/new', { body: NewPullForm }, async (request, reply) => {

@@ -65,7 +65,7 @@ git push -u origin ${repo.default_branch}</pre>`
         </div>
         ${liveFeed({ id: 'repo-feed', label: 'Activity', scopes: [scope], after, events })}
       </div>`;
-    return sendPage(reply, layout({ title: repo.full_name, caller: c }, body));
+    return sendPage(reply, layout({ title: repo.full_name, caller: c, repo: repo.full_name }, body));
   });
 
   repoRoute(app, 'GET', '/branches', { querystring: PageQuery }, async (request, reply) => {
@@ -83,6 +83,6 @@ git push -u origin ${repo.default_branch}</pre>`
           : html`<p class="muted">No branches yet.</p>`
       }
       ${pager(`${repoHref(repo)}/branches`, w.page, branches.length > w.perPage)}`;
-    return sendPage(reply, layout({ title: `Branches · ${repo.full_name}`, caller: c }, body));
+    return sendPage(reply, layout({ title: `Branches · ${repo.full_name}`, caller: c, repo: repo.full_name }, body));
   });
 }

@@ -1,0 +1,310 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
+import { DIALECTS, isErrorBody, startApp, type TestApp } from './helpers.ts';
+import { waitUntil } from './webhooks-helpers.ts';
+
+/**
+ * docs/search.md: code search (trigram candidates verified against the text, ranges, regex,
+ * query_too_broad, qualifiers, case, forks, binary and large files skipped, re-index on push and
+ * force push, a deleted repo leaves no rows), access inside the query (private repos in neither
+ * results nor counts), and thread, pull, commit and repo search with snippets.
+ */
+type User = { token: string; uuid: string; username: string };
+type Hit = {
+  repo: { full_name: string };
+  path: string;
+  language: string | null;
+  matches: { line_number: number; line: string; ranges: [number, number][] }[];
+  match_count: number;
+};
+
+for (const dialect of DIALECTS) {
+  describe(`search (${dialect})`, () => {
+    let t: TestApp;
+    let g: GitClient;
+    let alice: User;
+    let bob: User;
+    let carol: User;
+    let work: string;
+    let pubUuid: string;
+    const pubUrl = () => g.url(`/git/users/${alice.username}/pub.git`, alice.token);
+
+    const search = async (kind: string, q: string, token: string, extra = '') =>
+      t.req('GET', `/api/v1/search/${kind}?q=${encodeURIComponent(q)}${extra}`, { token });
+    const paths = (res: { body: { results: Hit[] } }) => res.body.results.map((h) => `${h.repo.full_name}:${h.path}`);
+    const indexed = async (owner: string, slug: string, sha: string | null = null) =>
+      waitUntil(
+        async () => {
+          const s = await t.req('GET', `/api/v1/users/${owner}/repos/${slug}/search-index`, { token: t.adminToken });
+          return s.body.state === 'ready' && (sha === null || s.body.commit_sha === sha);
+        },
+        30_000,
+        `the index of ${owner}/${slug}`,
+      );
+    const head = async (dir: string) => (await g.run(['-C', dir, 'rev-parse', 'HEAD'])).stdout.trim();
+    const newRepo = async (u: User, slug: string, visibility = 'public') => {
+      const res = await t.req('POST', `/api/v1/users/${u.username}/repos`, {
+        token: u.token,
+        body: { name: slug, slug, visibility },
+      });
+      assert.equal(res.status, 201, res.text);
+      return res.body.uuid as string;
+    };
+
+    before(async () => {
+      t = await startApp(dialect);
+      g = await gitClient(t);
+      alice = await t.user(`alice${dialect}`);
+      bob = await t.user(`bob${dialect}`);
+      carol = await t.user(`carol${dialect}`);
+      pubUuid = await newRepo(alice, 'pub');
+      work = await makeWorkTree(g, 'pub', [
+        {
+          'src/a.ts': 'needle at start\nconst x = needle;\nends with needle\n',
+          'crlf.txt': 'first line\r\nhas NeedLe here\r\n',
+          'multi.txt': 'caf\u00e9 \u65e5\u672c needle \ud83d\ude00needle\n',
+          'slow.txt': `needle${'x'.repeat(32)}\n`,
+          'big.txt': `${'needle\n'.repeat(160_000)}`,
+          'README.md': 'A haystack.\n',
+        },
+      ]);
+      writeFileSync(join(work, 'bin.dat'), Buffer.concat([Buffer.from('needle'), Buffer.from([0, 1, 2, 0])]));
+      await g.run(['-C', work, 'add', '-A']);
+      await g.run(['-C', work, 'commit', '-q', '-m', 'Add the binary haystack']);
+      await g.run(['-C', work, 'push', '-q', pubUrl(), 'main']);
+      await indexed(alice.username, 'pub', await head(work));
+    });
+    after(async () => {
+      await t.close();
+      g.cleanup();
+    });
+
+    it('finds a literal with line numbers and ranges (line start and end, multi-byte, CRLF); binary and >1 MiB files are skipped', async () => {
+      const res = await search('code', 'needle', alice.token);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.headers['x-total-count'], '4');
+      const pre = `${alice.username}/pub`;
+      assert.deepEqual(paths(res), [`${pre}:crlf.txt`, `${pre}:multi.txt`, `${pre}:slow.txt`, `${pre}:src/a.ts`]);
+      const [crlf, multi, , a] = res.body.results as Hit[];
+      assert.deepEqual(a!.matches, [
+        { line_number: 1, line: 'needle at start', ranges: [[0, 6]] },
+        { line_number: 2, line: 'const x = needle;', ranges: [[10, 16]] },
+        { line_number: 3, line: 'ends with needle', ranges: [[10, 16]] },
+      ]);
+      assert.equal(a!.match_count, 3);
+      assert.equal(a!.language, 'typescript');
+      // CRLF: the line has no "\r", the range ends at the line's end
+      assert.deepEqual(crlf!.matches, [{ line_number: 2, line: 'has NeedLe here', ranges: [[4, 10]] }]);
+      // ranges count characters (code points): "café 日本 " is 8, the emoji one
+      assert.deepEqual(multi!.matches[0]!.ranges, [
+        [8, 14],
+        [16, 22],
+      ]);
+      const state = await t.req('GET', `/api/v1/users/${alice.username}/repos/pub/search-index`, { token: alice.token });
+      assert.equal(state.body.files, 5); // bin.dat and big.txt are not indexed
+      assert.equal((await search('code', 'haystack', alice.token)).headers['x-total-count'], '1');
+    });
+
+    it('case=sensitive, qualifiers (path, lang, repo) and regexes', async () => {
+      let res = await search('code', 'NeedLe', alice.token, '&case=sensitive');
+      assert.deepEqual(paths(res), [`${alice.username}/pub:crlf.txt`]);
+      res = await search('code', 'needle path:src/', alice.token);
+      assert.deepEqual(paths(res), [`${alice.username}/pub:src/a.ts`]);
+      res = await search('code', 'needle path:*.txt lang:text', alice.token);
+      assert.equal(res.body.results.length, 3);
+      res = await search('code', `repo:${alice.username}/pub needle`, alice.token, '&path=src/a.ts');
+      assert.equal(res.body.results.length, 1);
+      res = await search('code', '/^needle/', alice.token);
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(
+        (res.body.results as Hit[]).map((h) => [h.path, h.matches.map((m) => m.line_number)]),
+        [
+          ['slow.txt', [1]],
+          ['src/a.ts', [1]],
+        ],
+      );
+      res = await search('code', '/(needle|haystack)\\.?$/', alice.token);
+      assert.deepEqual(
+        (res.body.results as Hit[]).map((h) => h.path),
+        ['README.md', 'multi.txt', 'src/a.ts'],
+      );
+      assert.deepEqual((res.body.results as Hit[])[0]!.matches[0]!.ranges, [[2, 11]]);
+    });
+
+    it('query_too_broad: short literals, regexes without a literal run, runaway regexes; bad regexes are 400', async () => {
+      for (const q of ['ne', '/a.b/', '/[a-z]+/', '/(ab|cd)e/', '/n.e.e.d/']) {
+        const res = await search('code', q, alice.token);
+        assert.equal(res.status, 400, q);
+        assert.ok(isErrorBody(res.body, 'query_too_broad'), `${q}: ${res.text}`);
+      }
+      const slow = await search('code', '/needle(x+x+)+y/', alice.token);
+      assert.equal(slow.status, 400);
+      assert.ok(isErrorBody(slow.body, 'query_too_broad'), slow.text);
+      const bad = await search('code', '/needle(/', alice.token);
+      assert.equal(bad.status, 400);
+      assert.ok(isErrorBody(bad.body, 'invalid_request'), bad.text);
+    });
+
+    it('private repos are in neither results nor counts for outsiders; paging is full', async () => {
+      await newRepo(bob, 'secret', 'private');
+      const dir = await makeWorkTree(g, 'secret', [{ 'needle.txt': 'needle needle\n' }]);
+      await g.run(['-C', dir, 'push', '-q', g.url(`/git/users/${bob.username}/secret.git`, bob.token), 'main']);
+      await indexed(bob.username, 'secret', await head(dir));
+      const mine = await search('code', 'needle', bob.token);
+      assert.equal(mine.headers['x-total-count'], '5');
+      assert.ok(paths(mine).includes(`${bob.username}/secret:needle.txt`));
+      for (const token of [alice.token, carol.token]) {
+        const res = await search('code', 'needle', token, '&per_page=2');
+        assert.equal(res.headers['x-total-count'], '4');
+        assert.equal(res.body.results.length, 2);
+        const page2 = await search('code', 'needle', token, '&per_page=2&page=2');
+        assert.equal(page2.body.results.length, 2);
+        assert.ok(![...paths(res), ...paths(page2)].some((p) => p.includes('secret')));
+        const rx = await search('code', '/needle{2}|needle/', token);
+        assert.equal(rx.headers['x-total-count'], '4');
+      }
+      const named = await search('code', `needle repo:${bob.username}/secret`, alice.token);
+      assert.equal(named.status, 200);
+      assert.equal(named.body.results.length, 0);
+      assert.equal(named.headers['x-total-count'], '0');
+    });
+
+    it('forks only with repo: or forks=true', async () => {
+      const fork = await t.req('POST', `/api/v1/users/${alice.username}/repos/pub/forks`, { token: carol.token });
+      assert.equal(fork.status, 201, fork.text);
+      await indexed(carol.username, 'pub', await head(work));
+      assert.equal((await search('code', 'needle', carol.token)).headers['x-total-count'], '4');
+      assert.equal((await search('code', 'needle', carol.token, '&forks=true')).headers['x-total-count'], '8');
+      const named = await search('code', `needle repo:${carol.username}/pub`, carol.token);
+      assert.equal(named.headers['x-total-count'], '4');
+      assert.ok(paths(named).every((p) => p.startsWith(`${carol.username}/pub:`)));
+    });
+
+    it('a push re-indexes the changed files; a force push that removes files removes them; commits are searchable', async () => {
+      await commitFiles(g, work, [{ 'src/a.ts': 'no more\n', 'src/new.ts': 'a fresh needle\n' }], 'Replace the needle loader');
+      await g.run(['-C', work, 'push', '-q', pubUrl(), 'main']);
+      await indexed(alice.username, 'pub', await head(work));
+      let res = await search('code', 'needle path:src/', alice.token);
+      assert.deepEqual(paths(res), [`${alice.username}/pub:src/new.ts`]);
+      const commits = await search('commits', 'needle loader', alice.token);
+      assert.equal(commits.status, 200, commits.text);
+      assert.equal(commits.body.results.length, 1);
+      assert.match(commits.body.results[0].snippet, /<mark>needle<\/mark> <mark>loader<\/mark>/);
+      assert.equal(
+        (await search('commits', 'needle loader', carol.token, `&repo=${bob.username}/secret`)).body.results.length,
+        0,
+      );
+      // force push: back to a history without src/new.ts and multi.txt
+      await g.run(['-C', work, 'reset', '-q', '--hard', 'HEAD~2']);
+      await g.run(['-C', work, 'rm', '-q', 'multi.txt']);
+      await g.run(['-C', work, 'commit', '-q', '-m', 'Drop multi']);
+      await g.run(['-C', work, 'push', '-q', '--force', pubUrl(), 'main']);
+      await indexed(alice.username, 'pub', await head(work));
+      res = await search('code', 'needle', alice.token);
+      assert.deepEqual(paths(res), [
+        `${alice.username}/pub:crlf.txt`,
+        `${alice.username}/pub:slow.txt`,
+        `${alice.username}/pub:src/a.ts`,
+      ]);
+      assert.equal((await search('commits', 'needle loader', alice.token)).body.results.length, 0);
+    });
+
+    it('a default-branch change re-indexes; a deleted repo leaves no rows; weft reindex rebuilds', async () => {
+      await g.run(['-C', work, 'checkout', '-q', '-b', 'other']);
+      await commitFiles(g, work, [{ 'other.txt': 'only on other: spindle\n' }]);
+      await g.run(['-C', work, 'push', '-q', pubUrl(), 'other']);
+      assert.equal((await search('code', 'spindle', alice.token)).body.results.length, 0);
+      const put = await t.req('PUT', `/api/v1/users/${alice.username}/repos/pub`, {
+        token: alice.token,
+        body: { default_branch: 'other' },
+      });
+      assert.equal(put.status, 200, put.text);
+      await indexed(alice.username, 'pub', await head(work));
+      assert.equal((await search('code', 'spindle', alice.token)).body.results.length, 1);
+
+      const { reindex } = await import('../src/search/service.ts');
+      await t.deps.db.deleteFrom('search_code_files').where('repo_uuid', '=', pubUuid).execute();
+      assert.equal(await reindex(t.deps, [pubUuid]), 1);
+      assert.equal((await search('code', 'spindle', alice.token)).body.results.length, 1);
+
+      const del = await t.req('DELETE', `/api/v1/users/${alice.username}/repos/pub`, { token: alice.token });
+      assert.equal(del.status, 204, del.text);
+      for (const table of ['search_code_files', 'search_commits', 'search_index_state'] as const) {
+        const n = await t.deps.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('repo_uuid', '=', pubUuid)
+          .executeTakeFirstOrThrow();
+        assert.equal(Number(n.n), 0, table);
+      }
+    });
+
+    it('threads and pulls: words, phrases, qualifiers, snippets; replies and reviews count; private ones stay hidden', async () => {
+      await newRepo(alice, 'tracker');
+      await newRepo(bob, 'hidden', 'private');
+      const base = `/api/v1/users/${alice.username}/repos/tracker`;
+      const thread = async (b: string, title: string, body: string, token = alice.token) => {
+        const res = await t.req('POST', `${b}/threads`, { token, body: { title, body } });
+        assert.equal(res.status, 201, res.text);
+        return res.body.number as number;
+      };
+      const n1 = await thread(base, 'Crash when parsing zebra files', 'The parser fails on striped input.');
+      const n2 = await thread(base, 'Slow startup', 'It takes ages; maybe the zebra cache?');
+      await thread(`/api/v1/users/${bob.username}/repos/hidden`, 'Secret zebra plan', 'zebra zebra', bob.token);
+      const reply = await t.req('POST', `${base}/threads/${n2}/replies`, {
+        token: carol.token,
+        body: { body: 'Seen with okapi logs too.' },
+      });
+      assert.equal(reply.status, 201, reply.text);
+
+      let res = await search('threads', 'zebra', alice.token);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.headers['x-total-count'], '2');
+      // the title hit first
+      assert.deepEqual(
+        res.body.results.map((r: { number: number }) => r.number),
+        [n1, n2],
+      );
+      assert.equal(res.body.results[0].kind, 'thread');
+      assert.match(res.body.results[1].snippet, /<mark>zebra<\/mark>/);
+      res = await search('threads', 'okapi', alice.token);
+      assert.deepEqual(
+        res.body.results.map((r: { number: number }) => r.number),
+        [n2],
+      );
+      assert.match(res.body.results[0].snippet, /<mark>okapi<\/mark>/);
+      res = await search('threads', '"striped input"', alice.token);
+      assert.equal(res.body.results.length, 1);
+      res = await search('threads', '"input striped"', alice.token);
+      assert.equal(res.body.results.length, 0);
+      res = await search('threads', `zebra is:pull repo:${alice.username}/tracker`, alice.token);
+      assert.equal(res.body.results.length, 0);
+      res = await search('threads', `zebra author:${alice.username} is:open`, alice.token);
+      assert.equal(res.body.results.length, 2);
+      // closing follows in the write's own transaction
+      const closed = await t.req('PATCH', `${base}/threads/${n1}`, { token: alice.token, body: { state: 'closed' } });
+      assert.equal(closed.status, 200, closed.text);
+      assert.equal((await search('threads', 'zebra is:closed', alice.token)).body.results.length, 1);
+      // an edit is searchable at once
+      await t.req('PATCH', `${base}/threads/${n2}`, { token: alice.token, body: { title: 'Slow giraffe startup' } });
+      assert.equal((await search('threads', 'giraffe', alice.token)).body.results.length, 1);
+      assert.equal((await search('threads', 'zebra', bob.token)).headers['x-total-count'], '3');
+      assert.equal((await search('threads', 'zebra', carol.token)).headers['x-total-count'], '2');
+      assert.ok(isErrorBody((await search('threads', 'zebra is:nonsense', alice.token)).body, 'invalid_request'));
+    });
+
+    it('repos by name and description', async () => {
+      const res = await search('repos', 'tracker', carol.token);
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(
+        res.body.results.map((r: { full_name: string }) => r.full_name),
+        [`${alice.username}/tracker`],
+      );
+      assert.equal((await search('repos', 'hidden', carol.token)).headers['x-total-count'], '0');
+      assert.equal((await search('repos', 'hidden', bob.token)).headers['x-total-count'], '1');
+    });
+  });
+}
