@@ -20,6 +20,7 @@ import { resealAll } from './secrets/rotate.ts';
 import { BackupCryptoError } from './backup/crypto.ts';
 import { sqliteFileOf } from './backup/database.ts';
 import { BackupInvalidError, RestoreRefusedError, restoreBackup, verifyBackup } from './backup/restore.ts';
+import { sendTestMail } from './notifications/mail.ts';
 
 export { weftVersion };
 
@@ -43,6 +44,7 @@ commands:
   rotate-secret-key [--forget-previous]     make a new server secret (DATA_DIR/secret.key) and re-seal
                                             every stored secret with it; with SECRET_KEY set, re-seal
                                             with the SECRET_KEY given (docs/secrets.md)
+  send-test-mail <address>                  send one mail with SMTP_URL and MAIL_FROM (docs/notifications.md)
   help, --help                              print this
   --version                                 print the version
 
@@ -64,8 +66,18 @@ const COMMANDS = [
   'backup',
   'restore',
   'rotate-secret-key',
+  'send-test-mail',
 ];
-const NEEDS_ARG = ['create-user', 'create-token', 'list-tokens', 'set-password', 'revoke-token', 'deactivate-user', 'restore'];
+const NEEDS_ARG = [
+  'send-test-mail',
+  'create-user',
+  'create-token',
+  'list-tokens',
+  'set-password',
+  'revoke-token',
+  'deactivate-user',
+  'restore',
+];
 
 async function readStdinLine(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('password: ');
@@ -217,6 +229,25 @@ async function run(argv: string[]): Promise<number> {
     return 2;
   }
   if (command === 'backup' || command === 'restore') return runBackupCommand(command, arg, values);
+  if (command === 'send-test-mail') {
+    if (!/^[^\s@]+@[^\s@]+$/.test(arg ?? '')) {
+      console.error('weft: send-test-mail needs an email address');
+      return 2;
+    }
+    const config = loadConfig();
+    if (!config.smtpUrl || !config.mailFrom) {
+      console.error('weft: set SMTP_URL and MAIL_FROM to send mail (docs/notifications.md)');
+      return 2;
+    }
+    try {
+      await sendTestMail(config, arg!);
+    } catch (err) {
+      console.error(`weft: sending the test mail failed: ${(err as Error).message}`);
+      return 3;
+    }
+    console.log(`sent a test mail to ${arg}`);
+    return 0;
+  }
   let password = '';
   if (command === 'set-password') {
     password = await readStdinLine();

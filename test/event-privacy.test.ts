@@ -571,9 +571,12 @@ for (const dialect of DIALECTS) {
           assertNoLeak(c, res.body, `/events/${e.id}`);
           seen++;
         }
-        // a user timer is its owner's alone: staff see every event but other users' timers' events
+        // a user timer and a user's inbox updates are that user's alone: staff see every event but
+        // other users' timers' events and notification-updated events
         const othersTimers = events.filter(
-          (e) => e.kind.startsWith('timer-') && e.scopes.some((s) => s.startsWith('user:') && s !== `user:${c.uuid}`),
+          (e) =>
+            (e.kind.startsWith('timer-') || e.kind === 'notification-updated') &&
+            e.scopes.some((s) => s.startsWith('user:') && s !== `user:${c.uuid}`),
         );
         if (c.staff) {
           assert.ok(othersTimers.length > 0);

@@ -217,13 +217,15 @@ import type { LimitsTables } from './tables/limits.ts';
 import type { TimersTables } from './tables/timers.ts';
 import type { ThreadsTables } from './tables/threads.ts';
 import type { SessionsTables } from './tables/sessions.ts';
+import type { NotificationsTables } from './tables/notifications.ts';
 import type { StorageTables } from './tables/storage.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables {
+export interface DB
+  extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables, NotificationsTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;
