@@ -61,6 +61,7 @@ const LAYERS = [
     'tracker',
     'references',
     'backup',
+    'notifications',
   ],
   // pages and the composition root
   ['web', 'app.ts', 'root.ts', 'main.ts', 'serve.ts', 'cli.ts'],

@@ -8,6 +8,7 @@ import { attachmentsRoutes } from './attachments/routes.ts';
 import { eventsRoutes } from './activity/event-routes.ts';
 import { webhooksDocument } from './hooks/openapi-webhooks.ts';
 import { hooksRoutes } from './hooks/routes.ts';
+import { notificationsRoutes } from './notifications/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
 import { resolveRepo } from './access/repo-read.ts';
@@ -85,6 +86,7 @@ const MODULES = [
   statusesRoutes,
   hooksRoutes,
   searchRoutes,
+  notificationsRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

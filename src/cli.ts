@@ -21,6 +21,7 @@ import { BackupCryptoError } from './backup/crypto.ts';
 import { reindex } from './search/service.ts';
 import { sqliteFileOf } from './backup/database.ts';
 import { BackupInvalidError, RestoreRefusedError, restoreBackup, verifyBackup } from './backup/restore.ts';
+import { sendTestMail } from './notifications/mail.ts';
 
 export { weftVersion };
 
@@ -46,6 +47,7 @@ commands:
                                             with the SECRET_KEY given (docs/secrets.md)
   reindex [OWNER/REPO]                      rebuild the code search index of one repo, or of every repo,
                                             in this process (docs/search.md)
+  send-test-mail <address>                  send one mail with SMTP_URL and MAIL_FROM (docs/notifications.md)
   help, --help                              print this
   --version                                 print the version
 
@@ -68,8 +70,18 @@ const COMMANDS = [
   'restore',
   'rotate-secret-key',
   'reindex',
+  'send-test-mail',
 ];
-const NEEDS_ARG = ['create-user', 'create-token', 'list-tokens', 'set-password', 'revoke-token', 'deactivate-user', 'restore'];
+const NEEDS_ARG = [
+  'send-test-mail',
+  'create-user',
+  'create-token',
+  'list-tokens',
+  'set-password',
+  'revoke-token',
+  'deactivate-user',
+  'restore',
+];
 
 async function readStdinLine(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('password: ');
@@ -221,6 +233,25 @@ async function run(argv: string[]): Promise<number> {
     return 2;
   }
   if (command === 'backup' || command === 'restore') return runBackupCommand(command, arg, values);
+  if (command === 'send-test-mail') {
+    if (!/^[^\s@]+@[^\s@]+$/.test(arg ?? '')) {
+      console.error('weft: send-test-mail needs an email address');
+      return 2;
+    }
+    const config = loadConfig();
+    if (!config.smtpUrl || !config.mailFrom) {
+      console.error('weft: set SMTP_URL and MAIL_FROM to send mail (docs/notifications.md)');
+      return 2;
+    }
+    try {
+      await sendTestMail(config, arg!);
+    } catch (err) {
+      console.error(`weft: sending the test mail failed: ${(err as Error).message}`);
+      return 3;
+    }
+    console.log(`sent a test mail to ${arg}`);
+    return 0;
+  }
   let password = '';
   if (command === 'set-password') {
     password = await readStdinLine();

@@ -95,6 +95,16 @@ export interface Config {
   gitMaintenanceDelayMs: number;
   /** GIT_MAX_REQUEST_BYTES: largest fetch negotiation body (git-upload-pack), read before git starts; 413 beyond. */
   gitMaxRequestBytes: number;
+  /** SMTP_URL: `smtp://` or `smtps://` (with credentials) for notification mail (docs/notifications.md); null: no mail. */
+  smtpUrl: string | null;
+  /** MAIL_FROM: the From of notification mail; mail is sent only when it and SMTP_URL are set. */
+  mailFrom: string | null;
+  /** MAIL_REPLY_DOMAIN: the domain of `reply+TOKEN@` addresses (reply by mail, with SMTP_INBOUND_PORT). */
+  mailReplyDomain: string | null;
+  /** SMTP_INBOUND_PORT: the reply-by-mail SMTP listener's port; 0 (default) turns it off. */
+  smtpInboundPort: number;
+  /** MAIL_BATCH_MS: activity on one subject within this is batched into one mail (default 60 s). */
+  mailBatchMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -257,6 +267,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const gitWaitMs = intVar(env, 'GIT_WAIT_MS', 60_000, 0, 3_600_000);
   const gitMaintenanceDelayMs = intVar(env, 'GIT_MAINTENANCE_DELAY_MS', 60_000, 0, 86_400_000);
   const gitMaxRequestBytes = intVar(env, 'GIT_MAX_REQUEST_BYTES', 16 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
+  const smtpUrl = env.SMTP_URL || null;
+  if (smtpUrl !== null && !/^smtps?:\/\//i.test(smtpUrl)) throw new ConfigError('SMTP_URL must start with smtp:// or smtps://');
+  const smtpInboundPort = intVar(env, 'SMTP_INBOUND_PORT', 0, 0, 65_535);
+  const mailBatchMs = intVar(env, 'MAIL_BATCH_MS', 60_000, 0, 3_600_000);
 
   return {
     trustProxy,
@@ -304,5 +318,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     gitWaitMs,
     gitMaintenanceDelayMs,
     gitMaxRequestBytes,
+    smtpUrl,
+    mailFrom: env.MAIL_FROM || null,
+    mailReplyDomain: env.MAIL_REPLY_DOMAIN || null,
+    smtpInboundPort,
+    mailBatchMs,
   };
 }

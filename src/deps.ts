@@ -111,6 +111,8 @@ export interface Deps {
   scopes: ScopeReaders;
   /** Webhook delivery: dispatcher, sender jobs, sweep (src/hooks/background.ts). */
   webhooks: WebhookDelivery;
+  /** The notification fan-out (src/notifications/fanout.ts). */
+  notifications: BackgroundPart;
   /** The server secret: seals stored credentials, signs links and addresses (src/secrets, docs/secrets.md). */
   secret: ServerSecret;
 }

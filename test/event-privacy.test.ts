@@ -589,9 +589,12 @@ for (const dialect of DIALECTS) {
           assertPayloadDocumented(res.body as EventJson, c.username);
           seen++;
         }
-        // a user timer is its owner's alone: staff see every event but other users' timers' events
+        // a user timer and a user's inbox updates are that user's alone: staff see every event but
+        // other users' timers' events and notification-updated events
         const othersTimers = events.filter(
-          (e) => e.kind.startsWith('timer-') && e.scopes.some((s) => s.startsWith('user:') && s !== `user:${c.uuid}`),
+          (e) =>
+            (e.kind.startsWith('timer-') || e.kind === 'notification-updated') &&
+            e.scopes.some((s) => s.startsWith('user:') && s !== `user:${c.uuid}`),
         );
         if (c.staff) {
           assert.ok(othersTimers.length > 0);

@@ -104,7 +104,7 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   r.get(
     '/tail-events',
     {
-      // README "Web interface": the one API route a web session's cookie (or a stream ticket) opens.
+      // README "Web interface": an API route a web session's cookie (or a stream ticket) opens (the other: GET /notifications/count).
       config: { sessionCookie: true },
       schema: {
         tags,

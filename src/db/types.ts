@@ -217,6 +217,7 @@ import type { LimitsTables } from './tables/limits.ts';
 import type { TimersTables } from './tables/timers.ts';
 import type { ThreadsTables } from './tables/threads.ts';
 import type { SessionsTables } from './tables/sessions.ts';
+import type { NotificationsTables } from './tables/notifications.ts';
 import type { StorageTables } from './tables/storage.ts';
 import type { SearchTables } from './tables/search.ts';
 
@@ -225,7 +226,16 @@ import type { SearchTables } from './tables/search.ts';
  * as one `XTables` interface and list it here.
  */
 export interface DB
-  extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables, SearchTables {
+  extends
+    JobsTables,
+    LimitsTables,
+    TimersTables,
+    ThreadsTables,
+    HooksTables,
+    StorageTables,
+    SessionsTables,
+    SearchTables,
+    NotificationsTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

@@ -116,6 +116,12 @@ export const EVENT_KINDS = {
   'user-created': ofScopes(user('user_uuid', 'username')),
   'user-updated': ofScopes(user('user_uuid', 'username')),
   'user-mention': ofScopes(user('from.uuid', 'from.username'), user('to.uuid', 'to.username')),
+  // a user's inbox changed (docs/notifications.md): for that user alone, staff included
+  'notification-updated': {
+    subject: anyScope,
+    names: [],
+    onlyFor: (e) => (typeof e.payload.user_uuid === 'string' ? e.payload.user_uuid : '-'),
+  },
   'token-created': ofScopes(),
   'token-deleted': ofScopes(),
   'token-revoked': ofScopes(),

@@ -150,6 +150,11 @@ export const EVENT_PAYLOADS: Record<EventKind, PayloadSchema> = {
   'user-created': obj({ user_uuid: uuid, username: str() }),
   'user-updated': obj({ user_uuid: uuid, username: str(), fields }),
   'user-mention': obj({ from: userRef, to: userRef, body: str(), body_html: str() }),
+  'notification-updated': obj({
+    user_uuid: uuid,
+    notification_uuids: { type: 'array', items: uuid, description: 'the notifications that changed' },
+    change: { type: 'string', enum: ['activity', 'read', 'unread', 'done', 'undone'] },
+  }),
   'token-created': obj({ ...token, expires_at: timeOrNull }),
   'token-deleted': obj(token),
   'token-revoked': obj(token),

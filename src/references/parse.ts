@@ -59,3 +59,15 @@ export function findReferences(text: string): Reference[] {
 
 /** The thread references a closing keyword names. */
 export const closingReferences = (text: string): Reference[] => findReferences(text).filter((r) => r.closing);
+
+const MENTION_RE = /(?<![\w@/.-])@([a-z0-9][a-z0-9_-]{0,99})(?![\w@-])/gi;
+
+/**
+ * The `@name` mentions in Markdown text (a username or a team slug, lower-cased, each once, in
+ * order); code and URLs hold none, as for references (docs/notifications.md).
+ */
+export function findMentions(text: string): string[] {
+  const found = new Set<string>();
+  for (const m of maskNonText(text).matchAll(MENTION_RE)) found.add(m[1]!.toLowerCase());
+  return [...found];
+}

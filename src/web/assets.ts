@@ -39,6 +39,31 @@ document.addEventListener('htmx:sseMessage', function (e) {
 document.querySelectorAll('input[data-tz]').forEach(function (input) {
   try { input.value = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (err) { /* UTC then */ }
 });
+// The unread badge of the header (docs/notifications.md): the count, then again on every
+// notification-updated event of the user's own scope (any instance: the stream follows the store).
+(function () {
+  var link = document.getElementById('inbox-link');
+  var badge = document.getElementById('inbox-count');
+  if (!link || !badge || !window.fetch) return;
+  var refresh = function () {
+    fetch('/api/v1/notifications/count', { credentials: 'same-origin' })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (body) {
+        if (!body || typeof body.unread !== 'number') return;
+        badge.textContent = String(body.unread);
+        badge.hidden = body.unread === 0;
+        link.setAttribute('aria-label', 'Inbox, ' + body.unread + ' unread');
+        document.dispatchEvent(new CustomEvent('weft:unread', { detail: body.unread }));
+      })
+      .catch(function () {});
+  };
+  refresh();
+  if (!window.EventSource) return;
+  var scope = 'user:' + link.getAttribute('data-user');
+  var stream = new EventSource('/api/v1/tail-events?scope=' + encodeURIComponent(scope) + '&kind=notification-updated');
+  stream.addEventListener('notification-updated', refresh);
+  stream.addEventListener('open', refresh);
+})();
 document.addEventListener('htmx:sseOpen', function (e) {
   var status = document.getElementById('live-status');
   if (status) status.textContent = 'live';

@@ -64,7 +64,10 @@ ${c ? searchBox(opts.repo) : ''}
 <nav aria-label="Account">
 ${
   c
-    ? html`<a href="/explore">Explore</a> <a href="/new">New repo</a> <a href="/teams/new">New team</a> ${staffLink(c)}
+    ? html`<a href="/notifications" id="inbox-link" data-user="${c.viewer.uuid}"
+          >Inbox <span class="badge" id="inbox-count" hidden></span
+        ></a>
+        <a href="/explore">Explore</a> <a href="/new">New repo</a> <a href="/teams/new">New team</a> ${staffLink(c)}
         <a href="/users/${seg(c.viewer.username)}">${c.viewer.username}</a>
         <a href="/settings">Settings</a>
         <form method="post" action="/logout">

@@ -5,6 +5,8 @@ import { AppError } from '../errors.ts';
 import { SESSION_COOKIE_NAME, cookieValue } from '../http/auth.ts';
 import { SESSION_TTL_MS, authenticateSession, csrfTokenFor, csrfTokenMatches } from '../sessions/service.ts';
 import { assetRoutes } from './assets.ts';
+import { inboxPages } from './notifications/inbox.ts';
+import { unsubscribePages } from './notifications/unsubscribe.ts';
 import { LOGIN_COOKIE, authPages, cookie } from './auth-pages.ts';
 import { csrfRefused, sendPage } from './context.ts';
 import { html } from './html.ts';
@@ -60,6 +62,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   // before anything else is done with it (the sign-in and sign-up forms: the token of their login cookie).
   app.addHook('preValidation', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
+    // RFC 8058 one-click unsubscribe: a mail client's POST, whose signed token is its credential
+    if (request.routeOptions.url === '/notifications/unsubscribe/:token') return;
     // a form field or the header htmx sends (a streamed multipart form: its first field, read by its handler)
     const given = (request.body as Record<string, unknown> | undefined)?._csrf ?? request.headers['x-csrf-token'];
     if (
@@ -119,6 +123,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(userSettingsPages, { deps });
   await app.register(tokenSettingsPages, { deps });
   await app.register(keySettingsPages, { deps });
+  await app.register(inboxPages, { deps });
+  await app.register(unsubscribePages, { deps });
   await app.register(teamSettingsPages, { deps });
   await app.register(repoSettingsPages, { deps });
   await app.register(repoProtectionPages, { deps });

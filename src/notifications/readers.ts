@@ -1,0 +1,28 @@
+import { type Kysely, type SqlBool, sql } from 'kysely';
+import { repoLevelSql } from '../access/index.ts';
+import type { DB } from '../db/types.ts';
+
+/** The users among `users` (active) who may read the repo now: the repo rule (access/repo-level.ts) in SQL. */
+export async function readersOf(db: Kysely<DB>, repoUuid: string, users: string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (let i = 0; i < users.length; i += 500) {
+    const chunk = users.slice(i, i + 500);
+    const level = repoLevelSql({
+      repo: 'r',
+      viewerUuid: sql.ref('u.uuid'),
+      viewerStaff: sql.ref('u.is_staff'),
+      role: sql`(select tm.role from team_members tm where tm.team_uuid = r.owner_uuid and tm.user_uuid = u.uuid)`,
+      ownerActive: sql<SqlBool>`exists (select 1 from users ou where ou.uuid = r.owner_uuid and ou.is_active = 1)`,
+    });
+    const rows = await db
+      .selectFrom('users as u')
+      .innerJoin('repos as r', (j) => j.on('r.uuid', '=', repoUuid))
+      .select('u.uuid')
+      .where('u.uuid', 'in', chunk)
+      .where('u.is_active', '=', 1)
+      .where(sql<SqlBool>`${level} >= 1`)
+      .execute();
+    for (const r of rows) out.add(r.uuid);
+  }
+  return out;
+}
