@@ -58,6 +58,7 @@ const LAYERS = [
     'code',
     'ssh',
     'tracker',
+    'lfs',
     'references',
     'backup',
   ],

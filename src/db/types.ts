@@ -218,12 +218,14 @@ import type { TimersTables } from './tables/timers.ts';
 import type { ThreadsTables } from './tables/threads.ts';
 import type { SessionsTables } from './tables/sessions.ts';
 import type { StorageTables } from './tables/storage.ts';
+import type { LfsTables } from './tables/lfs.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables {
+export interface DB
+  extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables, LfsTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

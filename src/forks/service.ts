@@ -1,3 +1,4 @@
+import { copyLfsForFork } from '../lfs/service.ts';
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import { type RepoRef, forkRecordReadable, repoReadableBy, requireRepo, requireRepoCreation } from '../access/index.ts';
@@ -85,6 +86,8 @@ export async function createFork(deps: Deps, viewer: Viewer, ref: RepoRef, teamS
     };
     await tx.db.insertInto('forks').values(fork).execute();
     await deps.git.copyForFork(tx, source, repo);
+    // the fork holds its source's LFS objects too (the bytes are shared)
+    await copyLfsForFork(tx.db, source.uuid, repo.uuid);
     const sourceFullName = `${sourceOwner.name}/${source.slug}`;
     const json = await forkToJson(tx.db, fork, deps.config, undefined, sourceFullName);
     await tx.emit({
