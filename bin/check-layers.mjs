@@ -59,6 +59,7 @@ const LAYERS = [
     'ssh',
     'tracker',
     'lfs',
+    'releases',
     'references',
     'backup',
   ],

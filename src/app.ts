@@ -40,6 +40,7 @@ import { teamsRoutes } from './teams/routes.ts';
 import { threadsRoutes } from './threads/routes.ts';
 import { trackerRoutes } from './tracker/routes.ts';
 import { uploadsRoutes } from './uploads/routes.ts';
+import { releasesRoutes } from './releases/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { sshKeysRoutes } from './sshkeys/routes.ts';
 import { usersRoutes } from './users/routes.ts';
@@ -83,6 +84,7 @@ const MODULES = [
   codeRoutes,
   statusesRoutes,
   hooksRoutes,
+  releasesRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

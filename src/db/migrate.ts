@@ -30,6 +30,7 @@ import * as m330 from './migrations/330_hook_skipped_and_secrets.ts';
 import * as m340 from './migrations/340_deploy_keys.ts';
 import * as m341 from './migrations/341_merge_claim_tips.ts';
 import * as m460 from './migrations/460_lfs.ts';
+import * as m461 from './migrations/461_releases.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -72,6 +73,7 @@ const MIGRATIONS: Migration[] = [
   { name: '340_deploy_keys', up: m340.up },
   { name: '341_merge_claim_tips', up: m341.up },
   { name: '460_lfs', up: m460.up },
+  { name: '461_releases', up: m461.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

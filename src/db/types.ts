@@ -219,13 +219,23 @@ import type { ThreadsTables } from './tables/threads.ts';
 import type { SessionsTables } from './tables/sessions.ts';
 import type { StorageTables } from './tables/storage.ts';
 import type { LfsTables } from './tables/lfs.ts';
+import type { ReleasesTables } from './tables/releases.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
 export interface DB
-  extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables, LfsTables {
+  extends
+    JobsTables,
+    LimitsTables,
+    TimersTables,
+    ThreadsTables,
+    HooksTables,
+    StorageTables,
+    SessionsTables,
+    LfsTables,
+    ReleasesTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

@@ -17,6 +17,7 @@ import { repoPages } from './repo-pages.ts';
 import { threadPages } from './thread-pages.ts';
 import { uploadPages } from './upload-pages.ts';
 import { codePages } from './code-pages.ts';
+import { releasePages } from './release-pages.ts';
 import { createPages } from './create-pages.ts';
 import { firstRunPages } from './first-run.ts';
 import { hookPages } from './hook-pages.ts';
@@ -98,6 +99,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(threadPages, { deps });
   await app.register(uploadPages, { deps });
   await app.register(codePages, { deps });
+  await app.register(releasePages, { deps });
   await app.register(createPages, { deps });
   await app.register(firstRunPages, { deps });
   await app.register(hookPages, { deps });

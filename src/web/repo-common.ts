@@ -59,6 +59,7 @@ export function repoHeader(repo: RepoJson, tab: RepoTab, level: RepoLevel = 'own
       ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Threads', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
         href="${base}/tags"
         >Tags</a
+      ><a href="${base}/releases">Releases</a
       >${levelAtLeast(level, 'maintain') ? item('settings', 'Settings', `${base}/settings`) : ''}
     </nav>
     ${repo.is_archived ? html`<p class="muted" role="note">This repo is archived: it is read-only.</p>` : ''}`;
