@@ -1,17 +1,15 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { levelAtLeast } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { getRelease, listReleases, openAsset, type ReleaseJson } from '../releases/service.ts';
 import { notFound } from '../errors.ts';
-import { getRepo } from '../repos/service.ts';
 import type { RepoJson } from '../repos/view.ts';
 import { pageWindow, requirePage, sendPage } from './context.ts';
 import { type Html, html, pager, seg, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
-import { pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
+import { pageRepo, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
 
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
@@ -48,12 +46,10 @@ function assetsBox(repo: RepoJson, r: ReleaseJson): Html {
 export async function releasePages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/releases', { querystring: PageQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const repo = await getRepo(deps, c.viewer, ref);
-    const level = await viewerLevel(deps, c.viewer, repo);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const w = pageWindow(request.query as { page?: number });
     const rows = await listReleases(deps, c.viewer, ref, { offset: w.offset, limit: w.perPage + 1 });
-    const body = html`${repoHeader(repo, 'code', level)}
+    const body = html`${repoHeader(repo, 'code', can)}
       <h2>Releases</h2>
       ${
         rows.length
@@ -98,11 +94,9 @@ export async function releasePages(app: FastifyInstance, { deps }: { deps: Deps 
 
   repoRoute(app, 'GET', '/releases/tag/*', { params: Rest }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const repo = await getRepo(deps, c.viewer, ref);
-    const level = await viewerLevel(deps, c.viewer, repo);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const r = await getRelease(deps, c.viewer, ref, (request.params as { '*': string })['*']);
-    const body = html`${repoHeader(repo, 'code', level)}
+    const body = html`${repoHeader(repo, 'code', can)}
       <p class="crumbs"><a href="${repoHref(repo)}/releases">Releases</a> /</p>
       <h2>${r.name}${badges(r)}</h2>
       <p class="muted">
@@ -111,7 +105,7 @@ export async function releasePages(app: FastifyInstance, { deps }: { deps: Deps 
       </p>
       ${r.body ? html`<section class="box markdown" aria-label="Release notes">${markdownHtml(r.body)}</section>` : ''}
       ${assetsBox(repo, r)}
-      ${levelAtLeast(level, 'write') ? html`<p class="muted">Change it through the API: <code>PATCH &hellip;/releases/${r.tag_name}</code>.</p>` : ''}`;
+      ${can.write ? html`<p class="muted">Change it through the API: <code>PATCH &hellip;/releases/${r.tag_name}</code>.</p>` : ''}`;
     return sendPage(reply, layout({ title: `${r.name} · ${repo.full_name}`, caller: c }, body));
   });
 }
