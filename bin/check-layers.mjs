@@ -59,6 +59,8 @@ const LAYERS = [
     'search',
     'ssh',
     'tracker',
+    'lfs',
+    'releases',
     'references',
     'backup',
     'notifications',

@@ -30,6 +30,7 @@ import { invitesRoutes } from './invites/routes.ts';
 import { rateLimitsRoutes } from './ratelimits/routes.ts';
 import { settingsRoutes } from './settings/routes.ts';
 import { gitHttpRoutes } from './code/git-http.ts';
+import { lfsRoutes } from './lfs/routes.ts';
 import { gitRoutes } from './code/ref-routes.ts';
 import { codeRoutes } from './code/routes.ts';
 import { protectionsRoutes } from './protections/routes.ts';
@@ -42,6 +43,7 @@ import { teamsRoutes } from './teams/routes.ts';
 import { threadsRoutes } from './threads/routes.ts';
 import { trackerRoutes } from './tracker/routes.ts';
 import { uploadsRoutes } from './uploads/routes.ts';
+import { releasesRoutes } from './releases/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { sshKeysRoutes } from './sshkeys/routes.ts';
 import { usersRoutes } from './users/routes.ts';
@@ -87,6 +89,7 @@ const MODULES = [
   hooksRoutes,
   searchRoutes,
   notificationsRoutes,
+  releasesRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */
@@ -175,6 +178,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   // git smart HTTP at each repo's clone_url, outside /api/v1 (its own body handling).
   await app.register(gitHttpRoutes, { deps });
+  // Git LFS beside it (docs/lfs.md).
+  await app.register(lfsRoutes, { deps });
   if (deps.config.metrics === 'api') {
     app.get('/metrics', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>
       reply.type(metricsRegistry.contentType).send(await metricsText()),

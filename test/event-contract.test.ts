@@ -41,6 +41,9 @@ const KINDS_COVERED = [
   'review-submitted',
   'review-removed',
   'notification-updated',
+  'release-published',
+  'release-updated',
+  'release-deleted',
 ];
 
 for (const dialect of DIALECTS) {
@@ -115,6 +118,11 @@ for (const dialect of DIALECTS) {
         const removedAt = ok(await t.req('GET', `${base}/pulls/1/reviews/${review.uuid}`, as(alice)), 200).body.removed_at;
         const pullMergedSha = ok(await t.req('POST', `${base}/pulls/1/merge`, { ...as(alice), body: {} }), 200).body
           .merge_commit_sha as string;
+
+        // a release: its tag made at main, published, changed, deleted
+        const release = ok(await t.req('POST', `${base}/releases`, { ...as(alice), body: { tag_name: 'v1' } }), 201).body;
+        ok(await t.req('PATCH', `${base}/releases/v1`, { ...as(alice), body: { name: 'One', prerelease: true } }), 200);
+        ok(await t.req('DELETE', `${base}/releases/v1`, as(alice)), 204);
 
         ok(await t.req('DELETE', '/api/v1/teams/crew/members/bob', as(alice)), 204);
         ok(await t.req('DELETE', base, as(alice)), 204);
@@ -303,6 +311,50 @@ for (const dialect of DIALECTS) {
               merge_strategy: 'merge',
               merge_commit_sha: pullMergedSha,
               merged_by_username: 'alice',
+            },
+          ],
+          [
+            'branch-pushed',
+            [R],
+            A,
+            {
+              repo_uuid: repo.uuid,
+              repo: { uuid: repo.uuid, full_name: 'crew/tool' },
+              ref: 'refs/tags/v1',
+              before: '0'.repeat(40),
+              after: pullMergedSha,
+              forced: false,
+              pusher: { uuid: A.uuid, username: 'alice' },
+            },
+          ],
+          [
+            'release-published',
+            [R, T],
+            A,
+            {
+              repo_uuid: repo.uuid,
+              repo: { uuid: repo.uuid, full_name: 'crew/tool' },
+              release: { uuid: release.uuid, tag_name: 'v1', name: 'v1', prerelease: false },
+            },
+          ],
+          [
+            'release-updated',
+            [R, T],
+            A,
+            {
+              repo_uuid: repo.uuid,
+              repo: { uuid: repo.uuid, full_name: 'crew/tool' },
+              release: { uuid: release.uuid, tag_name: 'v1', name: 'One', prerelease: true },
+            },
+          ],
+          [
+            'release-deleted',
+            [R, T],
+            A,
+            {
+              repo_uuid: repo.uuid,
+              repo: { uuid: repo.uuid, full_name: 'crew/tool' },
+              release: { uuid: release.uuid, tag_name: 'v1', name: 'One', prerelease: true },
             },
           ],
           [

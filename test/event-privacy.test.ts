@@ -277,6 +277,10 @@ for (const dialect of DIALECTS) {
       ok(await req('DELETE', `${r.base}/protections/${prot.uuid}`, maint.token), 204);
       const featureSha = await seedCommit(t, r.uuid, 'feature', { onto: 'main' });
       ok(await req('POST', `${r.base}/statuses/${featureSha}`, writer.token, { state: 'success', context: 'ci' }), 201, 'status');
+      // releases: published, updated, deleted
+      ok(await req('POST', `${r.base}/releases`, writer.token, { tag_name: 'v1', target_commitish: featureSha }), 201, 'release');
+      ok(await req('PATCH', `${r.base}/releases/v1`, writer.token, { body: 'notes' }), 200, 'release update');
+      ok(await req('DELETE', `${r.base}/releases/v1`, writer.token), 204, 'release delete');
       const pull = ok(
         await req('POST', `${r.base}/pulls`, writer.token, {
           title: 'P',

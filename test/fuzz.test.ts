@@ -281,6 +281,15 @@ for (const dialect of DIALECTS) {
         'label',
       );
       const teamRepo = ok(await t.req('GET', '/api/v1/teams/fz/repos/r1'), 'team repo read');
+      // a draft release (no tag needed) with an asset
+      ok(await t.req('POST', '/api/v1/teams/fz/repos/r1/releases', { body: { tag_name: 'v1', draft: true } }), 'release');
+      const asset = ok(
+        await t.req('POST', '/api/v1/teams/fz/repos/r1/releases/v1/assets?name=a.bin', {
+          rawBody: 'abc',
+          headers: { 'content-type': 'application/octet-stream' },
+        }),
+        'asset',
+      );
 
       Object.assign(real, {
         name: label.name,
@@ -302,6 +311,8 @@ for (const dialect of DIALECTS) {
         upload_uuid: upload.uuid,
         group_uuid: group.uuid,
         timer_uuid: timer.uuid,
+        tag: 'v1',
+        asset_uuid: asset.uuid,
         // reading code (the repo has no commit: these resolve to a 404, which is enough for the paths)
         ref: 'main',
         basehead: 'main...main',

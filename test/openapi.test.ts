@@ -152,6 +152,9 @@ describe('OpenAPI document', () => {
         // Uploads take the raw bytes or multipart/form-data, both documented.
         assert.ok(op.requestBody.content?.['multipart/form-data'], `${key} documents multipart`);
         assert.ok(op.requestBody.content?.['application/octet-stream'], `${key} documents the raw body`);
+      } else if (op.requestBody && key.startsWith('post ') && key.endsWith('/releases/{tag}/assets')) {
+        // A release asset is the raw bytes (docs/bring-in.md).
+        assert.ok(op.requestBody.content?.['application/octet-stream'], `${key} documents the raw body`);
       } else if (op.requestBody) {
         const schema = op.requestBody.content?.['application/json']?.schema;
         assert.equal(schema?.type, 'object', `${key} body is an object`);

@@ -59,6 +59,11 @@ export async function releaseBlobs(deps: LifetimeDeps, blobs: Array<{ sha256: st
         .where('status', '=', 'active')
         .executeTakeFirst();
       if (used) return;
+      // Git LFS objects (docs/lfs.md) live in the same store, under their oid
+      const lfs = await trx.selectFrom('lfs_objects').select('oid').where('oid', '=', blob.sha256).executeTakeFirst();
+      if (lfs) return;
+      const asset = await trx.selectFrom('release_assets').select('uuid').where('sha256', '=', blob.sha256).executeTakeFirst();
+      if (asset) return;
       const held = await trx.selectFrom('blob_holds').select('id').where('sha256', '=', blob.sha256).executeTakeFirst();
       if (held) return;
       await deps.blobs.delete(blob.sha256);

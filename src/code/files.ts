@@ -5,6 +5,8 @@ import { AppError, badRequest } from '../errors.ts';
 import { etagMatches, parseRange } from '../http/ranges.ts';
 import { lookupPath, pathNotFound, refNotFound, resolveRefAndPath } from '../git/resolve.ts';
 import type { RepoAt, Viewer } from '../viewer.ts';
+import { MAX_POINTER_BYTES, parsePointer } from '../lfs/pointer.ts';
+import { heldObject } from '../lfs/service.ts';
 import { commitOf, immutableCache, MAX_INLINE_BYTES, openRepo } from './service.ts';
 
 /**
@@ -61,8 +63,20 @@ export async function serveRaw(
   if (!entry || (entry.type !== 'file' && entry.type !== 'symlink')) throw pathNotFound(found.path);
   const info = (await objects.info(o.dir, [entry.oid]))[0];
   if (!info) throw pathNotFound(found.path);
-  const size = info.size;
-  const etag = `"${entry.oid}"`;
+  let size = info.size;
+  let etag = `"${entry.oid}"`;
+  // A Git LFS pointer whose object the repo holds: the object's bytes instead (docs/lfs.md)
+  let lfsOid: string | null = null;
+  if (entry.type === 'file' && size <= MAX_POINTER_BYTES) {
+    const small = await objects.one(o.dir, entry.oid);
+    const pointer = small ? parsePointer(small.data) : null;
+    const held = pointer ? await heldObject(deps.db, o.repo.uuid, pointer.oid) : null;
+    if (pointer && held !== null) {
+      lfsOid = pointer.oid;
+      size = held;
+      etag = `"${pointer.oid}"`;
+    }
+  }
   safeHeaders(reply);
   reply.header('etag', etag);
   reply.header('accept-ranges', 'bytes');
@@ -84,6 +98,17 @@ export async function serveRaw(
   } else reply.status(200);
   reply.header('content-length', Math.max(0, end - start + 1));
 
+  if (lfsOid) {
+    if (size === 0) {
+      reply.header('content-type', rawContentType(found.path, Buffer.alloc(0)));
+      return reply.send(Buffer.alloc(0));
+    }
+    const head = await readHead(deps.blobs.get(lfsOid, { start: 0, end: Math.min(size, SNIFF_BYTES) - 1 }));
+    reply.header('content-type', rawContentType(found.path, head));
+    const stream = deps.blobs.get(lfsOid, { start, end });
+    reply.raw.on('close', () => stream.destroy());
+    return reply.send(stream);
+  }
   if (size <= MAX_INLINE_BYTES) {
     const blob = await objects.one(o.dir, entry.oid);
     if (!blob) throw pathNotFound(found.path);
@@ -96,6 +121,12 @@ export async function serveRaw(
   const head = await peek(stdout, SNIFF_BYTES);
   reply.header('content-type', rawContentType(found.path, head));
   return reply.send(range ? stdout.pipe(slice(start, end)) : stdout);
+}
+
+async function readHead(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
 }
 
 /** Reads at least `n` bytes (or to the end) and puts them back: the stream still starts at byte 0. */

@@ -33,6 +33,8 @@ import * as m400 from './migrations/400_thread_terms.ts';
 import * as m440 from './migrations/440_notifications.ts';
 import * as m441 from './migrations/441_notification_mail.ts';
 import * as m450 from './migrations/450_search.ts';
+import * as m460 from './migrations/460_lfs.ts';
+import * as m461 from './migrations/461_releases.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -78,6 +80,8 @@ const MIGRATIONS: Migration[] = [
   { name: '440_notifications', up: m440.up },
   { name: '441_notification_mail', up: m441.up },
   { name: '450_search', up: m450.up },
+  { name: '460_lfs', up: m460.up },
+  { name: '461_releases', up: m461.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

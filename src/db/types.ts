@@ -220,6 +220,8 @@ import type { SessionsTables } from './tables/sessions.ts';
 import type { NotificationsTables } from './tables/notifications.ts';
 import type { StorageTables } from './tables/storage.ts';
 import type { SearchTables } from './tables/search.ts';
+import type { LfsTables } from './tables/lfs.ts';
+import type { ReleasesTables } from './tables/releases.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
@@ -235,7 +237,9 @@ export interface DB
     StorageTables,
     SessionsTables,
     SearchTables,
-    NotificationsTables {
+    NotificationsTables,
+    LfsTables,
+    ReleasesTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

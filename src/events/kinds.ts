@@ -214,6 +214,10 @@ export const EVENT_KINDS = {
   'reply-removed': ofRepo(),
   // uploads and attachments
   'upload-created': ofRepo(),
+  // releases (docs/releases.md): published ones only
+  'release-published': ofRepo(),
+  'release-updated': ofRepo(),
+  'release-deleted': ofRepo(),
   'upload-removed': ofRepo(),
   'upload-group-created': ofRepo(),
   'upload-group-deleted': ofRepo(),

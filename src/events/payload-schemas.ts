@@ -53,6 +53,11 @@ const reply = {
   kind: str(),
   status: str(),
 };
+const releaseEvent = obj({
+  repo_uuid: uuid,
+  repo: obj({ uuid, full_name: str() }),
+  release: obj({ uuid, tag_name: str(), name: str(), prerelease: bool }),
+});
 const labelRef = obj({ uuid, name: str(), color: str() });
 const milestoneRef = obj({ number: int, title: str(), state: str() });
 const reference = obj({
@@ -304,6 +309,9 @@ export const EVENT_PAYLOADS: Record<EventKind, PayloadSchema> = {
   'hook-created': obj({ ...hookOwner, hook }, ['repo_uuid', 'team_uuid']),
   'hook-updated': obj({ ...hookOwner, hook, fields }, ['repo_uuid', 'team_uuid']),
   'hook-deleted': obj({ ...hookOwner, hook }, ['repo_uuid', 'team_uuid']),
+  'release-published': releaseEvent,
+  'release-updated': releaseEvent,
+  'release-deleted': releaseEvent,
   'hook-disabled': obj({ ...hookOwner, hook_uuid: uuid, reason: str('failures, gone or creator_lost_access') }, [
     'repo_uuid',
     'team_uuid',

@@ -1,3 +1,4 @@
+import { copyLfsForFork } from '../lfs/service.ts';
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import { scheduleSearchIndex } from '../search/service.ts';
@@ -87,6 +88,8 @@ export async function createFork(deps: Deps, viewer: Viewer, ref: RepoRef, teamS
     await tx.db.insertInto('forks').values(fork).execute();
     await deps.git.copyForFork(tx, source, repo);
     await scheduleSearchIndex(deps, tx.db, repo.uuid);
+    // the fork holds its source's LFS objects too (the bytes are shared)
+    await copyLfsForFork(tx.db, source.uuid, repo.uuid);
     const sourceFullName = `${sourceOwner.name}/${source.slug}`;
     const json = await forkToJson(tx.db, fork, deps.config, undefined, sourceFullName);
     await tx.emit({

@@ -25,6 +25,7 @@ import { type DeployKeyGrant, deployKeyGrant, touchDeployKey } from '../sshkeys/
 import { type KeyOwner, keyOwner, touchSshKey } from '../sshkeys/service.ts';
 import { loadOrCreateHostKey } from './host-key.ts';
 import { ONLY_GIT, parseGitCommand, refuse, runGitCommand } from './git-command.ts';
+import { lfsAuthenticate, parseLfsAuthenticate } from '../lfs/ssh.ts';
 
 export interface SshServer {
   /** the port it listens on (the real one when asked for port 0) */
@@ -112,6 +113,24 @@ export async function startSshServer(deps: Deps, opts: SshServerOptions = {}): P
         session.on('subsystem', (accept) => refuse(accept(), ONLY_GIT));
         session.on('exec', (accept, _reject, info) => {
           const channel: ServerChannel = accept();
+          const lfs = parseLfsAuthenticate(info.command);
+          if (lfs) {
+            // git-lfs-authenticate (docs/lfs.md): the LFS API's address and a short-lived header
+            void findPrincipal(deps, { keyUuid: keyUuid! }, deployKey)
+              .then(async (owner) => {
+                if (!owner) return refuse(channel, 'this key is no longer registered, or its user is inactive.');
+                const answer = await lfsAuthenticate(deps, owner.viewer, owner.deploy, lfs);
+                if ('refusal' in answer) return refuse(channel, answer.refusal);
+                channel.write(`${JSON.stringify(answer.json)}\n`);
+                channel.exit(0);
+                channel.end();
+              })
+              .catch((err) => {
+                console.error('weft: git-lfs-authenticate failed:', err);
+                refuse(channel, 'internal error.');
+              });
+            return;
+          }
           const command = parseGitCommand(info.command);
           if (!command) return refuse(channel, ONLY_GIT);
           // a slot of the user's (past the cap: wait in line up to GIT_WAIT_MS), held until the channel closes

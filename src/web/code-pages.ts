@@ -1,3 +1,5 @@
+import { parsePointer } from '../lfs/pointer.ts';
+import { heldObject } from '../lfs/service.ts';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type HighlightJs from 'highlight.js';
@@ -118,6 +120,20 @@ function fileView(path: string, bytes: Buffer): Html {
   </div>`;
 }
 
+/** A Git LFS pointer's object when the repo holds it: its size, and its bytes when small enough to show. */
+async function lfsContent(deps: Deps, repoUuid: string, bytes: Buffer): Promise<{ size: number; bytes: Buffer | null } | null> {
+  const pointer = parsePointer(bytes);
+  const size = pointer ? await heldObject(deps.db, repoUuid, pointer.oid) : null;
+  if (!pointer || size === null) return null;
+  if (size > MAX_LFS_VIEW_BYTES) return { size, bytes: null };
+  const chunks: Buffer[] = [];
+  if (size > 0) for await (const c of deps.blobs.get(pointer.oid)) chunks.push(c as Buffer);
+  return { size, bytes: Buffer.concat(chunks) };
+}
+
+/** The largest LFS object the file view shows inline. */
+const MAX_LFS_VIEW_BYTES = 1024 * 1024;
+
 /** Code pages (README "Web interface"): tree, file, commits, a commit, compare, tags; read through src/code/. */
 export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const resolve = async (viewer: Viewer, ref: RepoAt, rest: string) => {
@@ -148,8 +164,22 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
         .status(303)
         .header('location', at(repo, 'tree', found.ref.name, found.path))
         .send();
-    const content =
-      file.body.type !== 'file'
+    const lfs =
+      file.body.type === 'file' && file.body.content
+        ? await lfsContent(deps, repo.uuid, Buffer.from(file.body.content, 'base64'))
+        : null;
+    const content = lfs
+      ? html`<p class="row"><span class="badge">Stored with Git LFS</span> <span class="muted">${lfs.size} bytes</span></p>
+          ${
+            lfs.bytes === null
+              ? html`<p class="muted">The file is too large to show: use Raw.</p>`
+              : /\.(png|jpe?g|gif|webp)$/i.test(found.path)
+                ? html`<p>
+                    <img src="${at(repo, 'raw', found.ref.name, found.path)}" alt="${found.path}" style="max-width:100%" />
+                  </p>`
+                : fileView(found.path, lfs.bytes)
+          }`
+      : file.body.type !== 'file'
         ? html`<p class="muted">${file.body.type}${file.body.target ? html`: ${file.body.target}` : ''}</p>`
         : file.body.content === null || file.body.content === undefined
           ? html`<p class="muted">The file is too large to show (${file.body.size} bytes).</p>`

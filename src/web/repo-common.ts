@@ -68,7 +68,7 @@ export function repoHeader(repo: RepoJson, tab: RepoTab, can: Pick<RepoAbilities
       ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Issues', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
         href="${base}/tags"
         >Tags</a
-      >${can.manage ? item('settings', 'Settings', `${base}/settings`) : ''}
+      ><a href="${base}/releases">Releases</a>${can.manage ? item('settings', 'Settings', `${base}/settings`) : ''}
     </nav>
     ${repo.is_archived ? html`<p class="muted" role="note">This repo is archived: it is read-only.</p>` : ''}`;
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../deps.ts';
 import { listBranches } from '../code/refs.ts';
+import { latestReleaseName } from '../releases/service.ts';
 import { activityOfScope } from './activity.ts';
 import { treeView } from './code-pages.ts';
 import { pageWindow, requirePage, sendPage } from './context.ts';
@@ -26,6 +27,7 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const branches = await listBranches(deps, c.viewer, ref, { offset: 0, limit: 11 });
     const scope = `repo:${repo.uuid}`;
     const events = await activityOfScope(deps, c.viewer, scope, undefined, [scope]);
+    const latest = await latestReleaseName(deps, repo.uuid);
     // the file tree at the default branch with its README, once that branch has been pushed
     const tree =
       (await deps.git.branchSha(repo.uuid, repo.default_branch)) !== null
@@ -61,6 +63,18 @@ git push -u origin ${repo.default_branch}</pre>`
             }
             ${branches.length > 10 ? html`<p><a href="${repoHref(repo)}/branches">All branches</a></p>` : ''}
           </section>
+          ${
+            latest
+              ? html`<section class="box" aria-labelledby="release-h">
+                  <h2 id="release-h">Latest release</h2>
+                  <p>
+                    <a href="${repoHref(repo)}/releases/tag/${seg(latest.tag_name)}">${latest.name}</a>
+                    <code>${latest.tag_name}</code>
+                  </p>
+                  <p><a href="${repoHref(repo)}/releases">All releases</a></p>
+                </section>`
+              : ''
+          }
           ${repo.about ? html`<section class="box markdown" aria-label="About">${markdownHtml(repo.about)}</section>` : ''}
         </div>
         ${liveFeed({ id: 'repo-feed', label: 'Activity', scopes: [scope], after, events })}
