@@ -43,6 +43,7 @@ import { tokensRoutes } from './tokens/routes.ts';
 import { sshKeysRoutes } from './sshkeys/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 import { sessionsRoutes } from './sessions/routes.ts';
+import { signinRoutes } from './signin/routes.ts';
 import { authenticateSession } from './sessions/service.ts';
 import { webRoutes } from './web/plugin.ts';
 
@@ -82,6 +83,7 @@ const MODULES = [
   codeRoutes,
   statusesRoutes,
   hooksRoutes,
+  signinRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

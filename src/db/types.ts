@@ -212,6 +212,7 @@ export interface ReviewsTable {
 }
 
 import type { HooksTables } from './tables/hooks.ts';
+import type { SigninTables } from './tables/signin.ts';
 import type { JobsTables } from './tables/jobs.ts';
 import type { LimitsTables } from './tables/limits.ts';
 import type { TimersTables } from './tables/timers.ts';
@@ -223,7 +224,8 @@ import type { StorageTables } from './tables/storage.ts';
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables {
+export interface DB
+  extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables, SigninTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

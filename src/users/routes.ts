@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
+import { requireSecondFactor } from '../signin/two-factor.ts';
 import { requireViewer } from '../http/auth.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { errors } from '../http/route-schemas.ts';
@@ -128,12 +129,17 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       schema: {
         tags: ['auth'],
         summary: 'Exchange a username and password for a new API token',
-        description: 'A wrong password, an unknown or deactivated user, and a user without a password all get the same 401.',
+        description:
+          'A wrong password, an unknown or deactivated user, and a user without a password all get the same 401. An account with a ' +
+          'second factor (docs/signin.md "Two-factor") then needs otp, a code of its authenticator app or a recovery code: without ' +
+          'it 401 two_factor_required, wrong 401 invalid_two_factor_code; five wrong codes in 15 minutes lock the second step for 15 ' +
+          'minutes (429 rate_limited with Retry-After). Tokens made here are not asked for a second factor later.',
         body: LoginBody,
-        response: { 201: CreatedToken, ...errors(401) },
+        response: { 201: CreatedToken, ...errors(401, 429) },
       },
     },
-    async (request, reply) => reply.status(201).send(await login(deps, request.body)),
+    async (request, reply) =>
+      reply.status(201).send(await login(deps, request.body, (row) => requireSecondFactor(deps, row.uuid, request.body.otp))),
   );
   r.post(
     '/users/:username/ping',

@@ -240,9 +240,12 @@ export async function checkCredentials(deps: Deps, username: string, password: s
 
 export async function login(
   deps: Deps,
-  input: { username: string; password: string; token_name: string },
+  input: { username: string; password: string; token_name: string; otp?: string },
+  afterPassword?: (row: UserRow) => Promise<void>,
 ): Promise<CreatedToken> {
   const row = await checkCredentials(deps, input.username, input.password);
+  // the second factor (src/signin): checked once the password is right, so only who knows it learns of it
+  if (afterPassword) await afterPassword(row);
   const name = input.token_name.trim();
   if (!name) throw badRequest('token_name must not be blank.');
   // the password decided who the caller is; the token is theirs

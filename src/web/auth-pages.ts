@@ -5,26 +5,18 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { SESSION_COOKIE_NAME } from '../http/auth.ts';
-import { SESSION_TTL_MS, revokeSession, startSession } from '../sessions/service.ts';
+import { revokeSession } from '../sessions/service.ts';
 import { checkCredentials } from '../users/service.ts';
+import { hasSecondFactor } from '../signin/two-factor.ts';
+import { finishSignIn, startSecondStep } from './signin-pages.ts';
 import { readSettings } from '../settings/service.ts';
 import { requirePage, seeOther, sendPage } from './context.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
 import { firstRunNote, isFirstRun } from './first-run-state.ts';
 
-/** The cookie that binds the sign-in form to the browser that loaded it (login CSRF). */
-export const LOGIN_COOKIE = 'weft_login';
-
-/** Where to go after signing in: a path on this site only (never `//host` or a scheme). */
-export function localPath(next: unknown): string {
-  return typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) && next.length <= 2000 ? next : '/';
-}
-
-export function cookie(deps: Deps, name: string, value: string, maxAgeSeconds: number): string {
-  const secure = deps.config.publicUrl.startsWith('https:') ? '; Secure' : '';
-  return `${name}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`;
-}
+export { LOGIN_COOKIE, cookie, localPath } from './cookies.ts';
+import { LOGIN_COOKIE, cookie, localPath } from './cookies.ts';
 
 const LoginForm = Type.Object(
   {
@@ -100,12 +92,8 @@ export async function authPages(app: FastifyInstance, { deps }: { deps: Deps }):
         }
         throw err;
       }
-      const { secret } = await startSession(deps, user, request.headers['user-agent']);
-      reply.header('set-cookie', [
-        cookie(deps, SESSION_COOKIE_NAME, secret, SESSION_TTL_MS / 1000),
-        cookie(deps, LOGIN_COOKIE, '', 0),
-      ]);
-      return seeOther(reply, next);
+      if (await hasSecondFactor(deps, user.uuid)) return startSecondStep(deps, request, reply, user, next);
+      return finishSignIn(deps, request, reply, user, next);
     },
   );
 
