@@ -8,6 +8,7 @@ import { SESSION_COOKIE_NAME } from '../http/auth.ts';
 import { revokeSession } from '../sessions/service.ts';
 import { checkCredentials } from '../users/service.ts';
 import { hasSecondFactor } from '../signin/two-factor.ts';
+import { enabledSources } from '../signin/sources.ts';
 import { finishSignIn, startSecondStep } from './signin-pages.ts';
 import { readSettings } from '../settings/service.ts';
 import { requirePage, seeOther, sendPage } from './context.ts';
@@ -37,6 +38,7 @@ export async function loginPageFor(
 ) {
   const canSignUp = (await readSettings(deps.db)).signups_enabled === 1;
   const firstRun = await isFirstRun(deps);
+  const sources = await enabledSources(deps, 'oidc');
   const bound = randomBytes(18).toString('base64url');
   reply.header('set-cookie', cookie(deps, LOGIN_COOKIE, bound, 3600));
   return sendPage(
@@ -54,6 +56,20 @@ export async function loginPageFor(
           <input id="password" name="password" type="password" autocomplete="current-password" required />
           <div><button type="submit" class="primary">Sign in</button></div>
         </form>
+        ${
+          sources.length
+            ? html`<ul class="plain" aria-label="Other ways to sign in">
+                ${sources.map(
+                  (s) =>
+                    html`<li>
+                      <a class="button" href="/login/oidc/${encodeURIComponent(s.row.name)}?next=${encodeURIComponent(next)}"
+                        >Sign in with ${s.row.display_name}</a
+                      >
+                    </li>`,
+                )}
+              </ul>`
+            : ''
+        }
         ${canSignUp ? html`<p>New here? <a href="/signup">Create an account</a></p>` : ''}`,
     ),
     opts.status ?? 200,

@@ -8,12 +8,15 @@ import {
   startTotp,
   twoFactorStatus,
 } from '../signin/two-factor.ts';
+import { listIdentities, unlinkIdentity } from '../signin/identities.ts';
+import { enabledSources } from '../signin/sources.ts';
 import { type PageCaller, requirePage, seeOther, sendPage } from './context.ts';
 import { attempt, field, formMessage } from './forms.ts';
 import { type Html, html } from './html.ts';
 import { csrfField } from './layout.ts';
 import { FormBody, type FormFields, type States, stateOf, statusOf, text } from './settings-common.ts';
 import { settingsPage } from './settings-user.ts';
+import { UuidParams } from './admin-common.ts';
 
 /** `/settings/security` (docs/signin.md "Two-factor"): the authenticator app, recovery codes, links to password and sessions. */
 
@@ -46,6 +49,8 @@ export async function securitySettingsPages(app: FastifyInstance, { deps }: { de
   const page = async (reply: FastifyReply, c: PageCaller, states: States = {}, shown?: string[]) => {
     const status = await twoFactorStatus(deps, c.viewer);
     const pending = status.totp ? null : await pendingTotp(deps, c.viewer);
+    const ids = await listIdentities(deps, c.viewer);
+    const sources = await enabledSources(deps, 'oidc');
     let totp: Html;
     if (status.totp) {
       totp = html`<p>
@@ -95,6 +100,33 @@ export async function securitySettingsPages(app: FastifyInstance, { deps }: { de
         <h2 id="totp-h">Two-factor: authenticator app</h2>
         ${totp}
       </section>
+      <section aria-labelledby="ids-h">
+        <h2 id="ids-h">Linked identities</h2>
+        ${formMessage(stateOf(states, 'unlink'))}
+        ${
+          ids.length
+            ? html`<ul class="plain" aria-label="Linked identities">
+                ${ids.map(
+                  (i) =>
+                    html`<li id="identity-${i.uuid}">
+                      <strong>${i.display_name}</strong> <code>${i.subject}</code>
+                      <form method="post" action="/settings/security/identities/${i.uuid}/delete" class="row">
+                        ${csrfField(c)}<button type="submit" class="danger">Unlink</button>
+                      </form>
+                    </li>`,
+                )}
+              </ul>`
+            : html`<p class="muted">No identity of a sign-in source is linked to this account.</p>`
+        }
+        ${sources
+          .filter((s) => s.oidc && !ids.some((i) => i.source === s.row.name))
+          .map(
+            (s) =>
+              html`<form method="post" action="/settings/security/link/${encodeURIComponent(s.row.name)}">
+                ${csrfField(c)}<button type="submit">Link ${s.row.display_name}</button>
+              </form>`,
+          )}
+      </section>
       <section aria-labelledby="more-h">
         <h2 id="more-h">Password and sessions</h2>
         <p><a href="/settings">Change your password</a> &middot; <a href="/settings/sessions">Signed-in sessions</a></p>
@@ -138,4 +170,15 @@ export async function securitySettingsPages(app: FastifyInstance, { deps }: { de
     if (!done.ok) return page(reply, c, { off: done.state });
     return seeOther(reply, '/settings/security');
   });
+
+  app.post(
+    '/settings/security/identities/:uuid/delete',
+    { config: { public: true }, schema: { hide: true, params: UuidParams, body: FormBody } },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const done = await attempt({}, [], () => unlinkIdentity(deps, c.viewer, (request.params as { uuid: string }).uuid));
+      if (!done.ok) return page(reply, c, { unlink: done.state });
+      return seeOther(reply, '/settings/security');
+    },
+  );
 }

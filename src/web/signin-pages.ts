@@ -110,6 +110,17 @@ const CodeForm = Type.Object(
   { additionalProperties: false },
 );
 
+/** The OIDC flow cookie: longer than the other cookies (a sealed JSON), same alphabet. */
+function flowCookie(header: string | undefined): string | null {
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== FLOW_COOKIE) continue;
+    const value = part.slice(eq + 1).trim();
+    return /^[A-Za-z0-9_-]{1,2000}$/.test(value) ? value : null;
+  }
+  return null;
+}
+
 export async function signinPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.post(
@@ -197,7 +208,7 @@ export async function signinPages(app: FastifyInstance, { deps }: { deps: Deps }
     },
     async (request, reply) => {
       const source = await enabledOidc(request.params.name);
-      const flow = readFlow(deps, cookieValue(request.headers.cookie, FLOW_COOKIE));
+      const flow = readFlow(deps, flowCookie(request.headers.cookie));
       reply.header('set-cookie', cookie(deps, FLOW_COOKIE, '', 0));
       const title = `Sign-in with ${source.row.display_name} failed`;
       if (!flow || flow.source !== source.row.uuid) {
