@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireSecondFactor } from '../signin/two-factor.ts';
+import { passwordSignIn } from '../signin/password-signin.ts';
 import { requireViewer } from '../http/auth.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { errors } from '../http/route-schemas.ts';
@@ -139,7 +140,16 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
     },
     async (request, reply) =>
-      reply.status(201).send(await login(deps, request.body, (row) => requireSecondFactor(deps, row.uuid, request.body.otp))),
+      reply.status(201).send(
+        await login(deps, request.body, async (username, password) => {
+          const signed = await passwordSignIn(deps, username, password, (source, err) =>
+            request.log.warn({ err, source }, 'LDAP sign-in source failed'),
+          );
+          // the second factor: checked once the password is right, so only who knows it learns of it
+          if (signed.source?.row.satisfies_two_factor !== 1) await requireSecondFactor(deps, signed.user.uuid, request.body.otp);
+          return signed.user;
+        }),
+      ),
   );
   r.post(
     '/users/:username/ping',

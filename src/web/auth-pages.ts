@@ -6,7 +6,7 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { SESSION_COOKIE_NAME } from '../http/auth.ts';
 import { revokeSession } from '../sessions/service.ts';
-import { checkCredentials } from '../users/service.ts';
+import { type PasswordSignIn, passwordSignIn } from '../signin/password-signin.ts';
 import { hasSecondFactor } from '../signin/two-factor.ts';
 import { enabledSources } from '../signin/sources.ts';
 import { finishSignIn, startSecondStep } from './signin-pages.ts';
@@ -99,16 +99,21 @@ export async function authPages(app: FastifyInstance, { deps }: { deps: Deps }):
     { config: { public: true, rateLimit: 'api:login' }, schema: { hide: true, body: LoginForm } },
     async (request, reply) => {
       const next = localPath(request.body.next);
-      let user;
+      let signed: PasswordSignIn;
       try {
-        user = await checkCredentials(deps, request.body.username, request.body.password);
+        signed = await passwordSignIn(deps, request.body.username, request.body.password, (source, err) =>
+          request.log.warn({ err, source }, 'LDAP sign-in source failed'),
+        );
       } catch (err) {
         if (err instanceof AppError && err.status === 401) {
           return loginPageFor(reply, deps, next, { error: err.detail, username: request.body.username, status: 401 });
         }
         throw err;
       }
-      if (await hasSecondFactor(deps, user.uuid)) return startSecondStep(deps, request, reply, user, next);
+      const user = signed.user;
+      if (signed.source?.row.satisfies_two_factor !== 1 && (await hasSecondFactor(deps, user.uuid))) {
+        return startSecondStep(deps, request, reply, user, next);
+      }
       return finishSignIn(deps, request, reply, user, next);
     },
   );
