@@ -64,6 +64,7 @@ const LAYERS = [
     'references',
     'backup',
     'notifications',
+    'signin',
   ],
   // pages and the composition root
   ['web', 'app.ts', 'root.ts', 'main.ts', 'serve.ts', 'cli.ts'],

@@ -48,6 +48,7 @@ import { tokensRoutes } from './tokens/routes.ts';
 import { sshKeysRoutes } from './sshkeys/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 import { sessionsRoutes } from './sessions/routes.ts';
+import { signinRoutes } from './signin/routes.ts';
 import { authenticateSession } from './sessions/service.ts';
 import { webRoutes } from './web/plugin.ts';
 
@@ -90,6 +91,7 @@ const MODULES = [
   searchRoutes,
   notificationsRoutes,
   releasesRoutes,
+  signinRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

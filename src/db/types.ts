@@ -212,6 +212,7 @@ export interface ReviewsTable {
 }
 
 import type { HooksTables } from './tables/hooks.ts';
+import type { SigninTables } from './tables/signin.ts';
 import type { JobsTables } from './tables/jobs.ts';
 import type { LimitsTables } from './tables/limits.ts';
 import type { TimersTables } from './tables/timers.ts';
@@ -239,7 +240,8 @@ export interface DB
     SearchTables,
     NotificationsTables,
     LfsTables,
-    ReleasesTables {
+    ReleasesTables,
+    SigninTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

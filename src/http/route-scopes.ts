@@ -68,6 +68,18 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'get /sessions': 'read:user',
   'get /sessions/{uuid}': 'read:user',
   'put /sessions/{uuid}/revoke': 'write:user',
+  // sign-in sources and the second factor (docs/signin.md)
+  'get /admin/auth-sources': 'admin',
+  'post /admin/auth-sources': 'admin',
+  'get /admin/auth-sources/{uuid}': 'admin',
+  'put /admin/auth-sources/{uuid}': 'admin',
+  'delete /admin/auth-sources/{uuid}': 'admin',
+  'post /admin/auth-sources/{uuid}/test': 'admin',
+  'get /user/two-factor': 'read:user',
+  'post /user/two-factor/totp': 'write:user',
+  'post /user/two-factor/totp/confirm': 'write:user',
+  'delete /user/two-factor/totp': 'write:user',
+  'post /user/two-factor/recovery-codes': 'write:user',
   // signup invites
   'get /signup-invites': 'read:user',
   'post /signup-invites': 'write:user',

@@ -12,4 +12,9 @@ export interface SealedColumn {
   purpose: string;
 }
 
-export const SEALED_COLUMNS: SealedColumn[] = [];
+export const SEALED_COLUMNS: SealedColumn[] = [
+  // sign-in sources: the OIDC client secret or the LDAP bind password (docs/signin.md)
+  { table: 'auth_sources', key: 'uuid', column: 'secret', purpose: 'auth-source-secret' },
+  // TOTP secrets of users' second factor
+  { table: 'user_totp', key: 'user_uuid', column: 'secret', purpose: 'totp-secret' },
+];

@@ -51,6 +51,13 @@ export const LoginBody = StrictObject({
   username: Type.String({ minLength: 1, maxLength: 200 }),
   password: Type.String({ minLength: 1, maxLength: 256 }),
   token_name: Type.String({ minLength: 1, maxLength: 100, ...NoControl }),
+  otp: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 40,
+      description: 'a code of the authenticator app or a recovery code (accounts with a second factor)',
+    }),
+  ),
 });
 
 export const PingBody = StrictObject(

@@ -240,9 +240,11 @@ export async function checkCredentials(deps: Deps, username: string, password: s
 
 export async function login(
   deps: Deps,
-  input: { username: string; password: string; token_name: string },
+  input: { username: string; password: string; token_name: string; otp?: string },
+  // src/signin passes its own: the local password, then LDAP sources, then the second factor
+  verify: (username: string, password: string) => Promise<UserRow> = (u, p) => checkCredentials(deps, u, p),
 ): Promise<CreatedToken> {
-  const row = await checkCredentials(deps, input.username, input.password);
+  const row = await verify(input.username, input.password);
   const name = input.token_name.trim();
   if (!name) throw badRequest('token_name must not be blank.');
   // the password decided who the caller is; the token is theirs

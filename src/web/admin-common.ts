@@ -4,7 +4,7 @@ import type { PageCaller } from './context.ts';
 import { layout } from './layout.ts';
 import { checked, typedValues } from './forms.ts';
 
-export type AdminTab = 'users' | 'invites' | 'rate-limits' | 'settings' | 'hooks';
+export type AdminTab = 'users' | 'invites' | 'rate-limits' | 'settings' | 'hooks' | 'sources';
 
 const TABS: ReadonlyArray<readonly [AdminTab, string, string]> = [
   ['users', 'Users', '/admin/users'],
@@ -12,6 +12,7 @@ const TABS: ReadonlyArray<readonly [AdminTab, string, string]> = [
   ['rate-limits', 'Rate limits', '/admin/rate-limits'],
   ['settings', 'Site settings', '/admin/settings'],
   ['hooks', 'Site hooks', '/admin/hooks'],
+  ['sources', 'Sign-in sources', '/admin/auth-sources'],
 ];
 
 /**

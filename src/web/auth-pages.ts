@@ -5,26 +5,19 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { SESSION_COOKIE_NAME } from '../http/auth.ts';
-import { SESSION_TTL_MS, revokeSession, startSession } from '../sessions/service.ts';
-import { checkCredentials } from '../users/service.ts';
+import { revokeSession } from '../sessions/service.ts';
+import { type PasswordSignIn, passwordSignIn } from '../signin/password-signin.ts';
+import { hasSecondFactor } from '../signin/two-factor.ts';
+import { enabledSources } from '../signin/sources.ts';
+import { finishSignIn, startSecondStep } from './signin-pages.ts';
 import { readSettings } from '../settings/service.ts';
 import { requirePage, seeOther, sendPage } from './context.ts';
 import { html } from './html.ts';
 import { layout } from './layout.ts';
 import { firstRunNote, isFirstRun } from './first-run-state.ts';
 
-/** The cookie that binds the sign-in form to the browser that loaded it (login CSRF). */
-export const LOGIN_COOKIE = 'weft_login';
-
-/** Where to go after signing in: a path on this site only (never `//host` or a scheme). */
-export function localPath(next: unknown): string {
-  return typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) && next.length <= 2000 ? next : '/';
-}
-
-export function cookie(deps: Deps, name: string, value: string, maxAgeSeconds: number): string {
-  const secure = deps.config.publicUrl.startsWith('https:') ? '; Secure' : '';
-  return `${name}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`;
-}
+export { LOGIN_COOKIE, cookie, localPath } from './cookies.ts';
+import { LOGIN_COOKIE, cookie, localPath } from './cookies.ts';
 
 const LoginForm = Type.Object(
   {
@@ -45,6 +38,7 @@ export async function loginPageFor(
 ) {
   const canSignUp = (await readSettings(deps.db)).signups_enabled === 1;
   const firstRun = await isFirstRun(deps);
+  const sources = await enabledSources(deps, 'oidc');
   const bound = randomBytes(18).toString('base64url');
   reply.header('set-cookie', cookie(deps, LOGIN_COOKIE, bound, 3600));
   return sendPage(
@@ -62,6 +56,20 @@ export async function loginPageFor(
           <input id="password" name="password" type="password" autocomplete="current-password" required />
           <div><button type="submit" class="primary">Sign in</button></div>
         </form>
+        ${
+          sources.length
+            ? html`<ul class="plain" aria-label="Other ways to sign in">
+                ${sources.map(
+                  (s) =>
+                    html`<li>
+                      <a class="button" href="/login/oidc/${encodeURIComponent(s.row.name)}?next=${encodeURIComponent(next)}"
+                        >Sign in with ${s.row.display_name}</a
+                      >
+                    </li>`,
+                )}
+              </ul>`
+            : ''
+        }
         ${canSignUp ? html`<p>New here? <a href="/signup">Create an account</a></p>` : ''}`,
     ),
     opts.status ?? 200,
@@ -91,21 +99,22 @@ export async function authPages(app: FastifyInstance, { deps }: { deps: Deps }):
     { config: { public: true, rateLimit: 'api:login' }, schema: { hide: true, body: LoginForm } },
     async (request, reply) => {
       const next = localPath(request.body.next);
-      let user;
+      let signed: PasswordSignIn;
       try {
-        user = await checkCredentials(deps, request.body.username, request.body.password);
+        signed = await passwordSignIn(deps, request.body.username, request.body.password, (source, err) =>
+          request.log.warn({ err, source }, 'LDAP sign-in source failed'),
+        );
       } catch (err) {
         if (err instanceof AppError && err.status === 401) {
           return loginPageFor(reply, deps, next, { error: err.detail, username: request.body.username, status: 401 });
         }
         throw err;
       }
-      const { secret } = await startSession(deps, user, request.headers['user-agent']);
-      reply.header('set-cookie', [
-        cookie(deps, SESSION_COOKIE_NAME, secret, SESSION_TTL_MS / 1000),
-        cookie(deps, LOGIN_COOKIE, '', 0),
-      ]);
-      return seeOther(reply, next);
+      const user = signed.user;
+      if (signed.source?.row.satisfies_two_factor !== 1 && (await hasSecondFactor(deps, user.uuid))) {
+        return startSecondStep(deps, request, reply, user, next);
+      }
+      return finishSignIn(deps, request, reply, user, next);
     },
   );
 

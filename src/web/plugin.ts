@@ -32,6 +32,8 @@ import { hookDeliveryPages } from './hook-deliveries.ts';
 import { adminUserPages } from './admin-users.ts';
 import { adminInvitePages } from './admin-invites.ts';
 import { adminLimitPages } from './admin-limits.ts';
+import { adminSourcePages } from './admin-sources.ts';
+import { signinPages } from './signin-pages.ts';
 import { signupPages } from './signup-pages.ts';
 import { keySettingsPages } from './settings-keys.ts';
 import { repoProtectionPages } from './settings-protections.ts';
@@ -39,6 +41,7 @@ import { repoSettingsPages } from './settings-repo.ts';
 import { teamSettingsPages } from './settings-team.ts';
 import { tokenSettingsPages } from './settings-tokens.ts';
 import { userSettingsPages } from './settings-user.ts';
+import { securitySettingsPages } from './settings-security.ts';
 
 /**
  * The web interface (README "Web interface"): server-rendered pages under `/`, each reading and
@@ -69,6 +72,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     const given = (request.body as Record<string, unknown> | undefined)?._csrf ?? request.headers['x-csrf-token'];
     if (
       request.routeOptions.url === '/login' ||
+      request.routeOptions.url === '/login/two-factor' ||
       request.routeOptions.url === '/signup' ||
       request.routeOptions.url === '/setup'
     ) {
@@ -102,6 +106,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
 
   await app.register(assetRoutes);
   await app.register(authPages, { deps });
+  await app.register(signinPages, { deps });
   await app.register(homePages, { deps });
   await app.register(repoPages, { deps });
   await app.register(pullPages, { deps });
@@ -121,8 +126,10 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(adminUserPages, { deps });
   await app.register(adminInvitePages, { deps });
   await app.register(adminLimitPages, { deps });
+  await app.register(adminSourcePages, { deps });
   await app.register(signupPages, { deps });
   await app.register(userSettingsPages, { deps });
+  await app.register(securitySettingsPages, { deps });
   await app.register(tokenSettingsPages, { deps });
   await app.register(keySettingsPages, { deps });
   await app.register(inboxPages, { deps });

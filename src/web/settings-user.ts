@@ -18,6 +18,7 @@ export const userTabs = (current: string): Html =>
       ['/settings/tokens', 'API tokens'],
       ['/settings/sessions', 'Sessions'],
       ['/settings/keys', 'SSH keys'],
+      ['/settings/security', 'Security'],
     ],
     current,
   );
