@@ -21,3 +21,4 @@ export * from './git.ts';
 export * from './ssh-keys.ts';
 export * from './hooks.ts';
 export * from './tracker.ts';
+export * from './review-comments.ts';

@@ -139,6 +139,8 @@ export interface ProtectionsTable {
   required_approvals: number;
   /** JSON array of the status contexts a merge needs as success (migration 120) */
   required_status_contexts: Generated<string>;
+  /** merges need every conversation resolved (migration 410) */
+  require_conversation_resolution: Generated<number>;
   created_at: string;
   updated_at: string;
 }
@@ -184,6 +186,9 @@ export interface PullsTable {
   /** the issue tracker (migration 310) */
   draft: Generated<number>;
   milestone_uuid: string | null;
+  /** the head and the target tip a merge landed (migration 410): the pull's diff after merge */
+  merged_head_sha: Generated<string | null>;
+  merged_base_sha: Generated<string | null>;
 }
 
 export interface CommitStatusesTable {
@@ -209,6 +214,8 @@ export interface ReviewsTable {
   removed_at: string | null;
   /** per-pull order of submission (migration 005) */
   seq: number;
+  /** the pull's head when it was submitted (migration 410) */
+  commit_sha: Generated<string | null>;
 }
 
 import type { HooksTables } from './tables/hooks.ts';
@@ -218,12 +225,14 @@ import type { TimersTables } from './tables/timers.ts';
 import type { ThreadsTables } from './tables/threads.ts';
 import type { SessionsTables } from './tables/sessions.ts';
 import type { StorageTables } from './tables/storage.ts';
+import type { ReviewTables } from './tables/reviews.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables {
+export interface DB
+  extends ReviewTables, JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;
