@@ -5,7 +5,7 @@ import { pingDatabase } from './db/index.ts';
 import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
 import { attachmentsRoutes } from './attachments/routes.ts';
-import { eventsRoutes } from './events/routes.ts';
+import { eventsRoutes } from './activity/event-routes.ts';
 import { hooksRoutes } from './hooks/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
-import { type OnRepo, onRepo, pagedRepoList } from '../http/repo-routes.ts';
+import { type RepoRequest, pagedRepoList, repoRequest } from '../http/repo-routes.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
@@ -86,7 +86,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request, reply) => {
-        const { viewer, ref } = onRepo(request);
+        const { viewer, ref } = repoRequest(request);
         const p = pageParams(request.query);
         return pageOf(request, reply, p, await listThreads(deps, viewer, ref, p, filtersOf(request.query)));
       },
@@ -181,7 +181,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           },
         },
         async (request) => {
-          const { viewer, ref, params } = onRepo<ThreadParams>(request);
+          const { viewer, ref, params } = repoRequest<ThreadParams>(request);
           const names = (request.body as Record<string, string[]>)[key]!;
           return changeThreadSet(deps, viewer, ref, params.number, what, 'add', names);
         },
@@ -199,7 +199,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request) => {
-        const { viewer, ref, params } = onRepo<ThreadParams & { name: string }>(request);
+        const { viewer, ref, params } = repoRequest<ThreadParams & { name: string }>(request);
         return changeThreadSet(deps, viewer, ref, params.number, 'labels', 'remove', [params.name]);
       },
     );
@@ -216,7 +216,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request) => {
-        const { viewer, ref, params } = onRepo<ThreadParams>(request);
+        const { viewer, ref, params } = repoRequest<ThreadParams>(request);
         return changeThreadSet(deps, viewer, ref, params.number, 'assignees', 'remove', request.body.usernames);
       },
     );
@@ -236,7 +236,9 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(TimelineEntry) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<ThreadParams>, p) => threadTimeline(deps, viewer, ref, params.number, p)),
+      pagedRepoList(({ viewer, ref, params }: RepoRequest<ThreadParams>, p) =>
+        threadTimeline(deps, viewer, ref, params.number, p),
+      ),
     );
 
     r.get(
@@ -251,7 +253,9 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(Participant) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<ThreadParams>, p) => listParticipants(deps, viewer, ref, params.number, p)),
+      pagedRepoList(({ viewer, ref, params }: RepoRequest<ThreadParams>, p) =>
+        listParticipants(deps, viewer, ref, params.number, p),
+      ),
     );
 
     r.get(
@@ -265,7 +269,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(Reply) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<ThreadParams>, p) => listReplies(deps, viewer, ref, params.number, p)),
+      pagedRepoList(({ viewer, ref, params }: RepoRequest<ThreadParams>, p) => listReplies(deps, viewer, ref, params.number, p)),
     );
 
     r.post(
@@ -359,7 +363,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request, reply) => {
-        const { viewer, ref, params } = onRepo<ReplyParams>(request);
+        const { viewer, ref, params } = repoRequest<ReplyParams>(request);
         const p = pageParams(request.query);
         const afterVersion = request.query.after_version;
         const page = await listReplyVersions(deps, viewer, ref, params.number, params.reply_number, { ...p, afterVersion });

@@ -10,6 +10,7 @@ import {
   DISCUSS,
   type RepoAccess,
   type RepoRef,
+  repoContextOf,
   requireRepo,
 } from '../access/index.ts';
 import { containsText } from '../db/like.ts';
@@ -41,7 +42,7 @@ import { nextRepoNumber } from '../repos/numbers.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
 import { readSettings } from '../settings/service.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import {
   type CreateReplyInput,
   type CreateThreadInput,
@@ -274,11 +275,11 @@ export interface ThreadFilters {
 export async function listThreads(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  repoAt: RepoAt,
   page: PageArgs,
   filters?: ThreadFilters,
 ): Promise<ThreadJson[]> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const { repo } = await repoContextOf(deps.database, viewer, repoAt);
   const db = deps.db;
   if (!filters) {
     // the legacy order (web pages): every thread not removed, by number
@@ -365,8 +366,8 @@ export async function threadTimeline(deps: Deps, viewer: Viewer, ref: RepoRef, n
   return timelinePage(deps, viewer, `thread:${thread.uuid}`, 'thread', page);
 }
 
-export async function getThread(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<ThreadJson> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+export async function getThread(deps: Deps, viewer: Viewer, at: RepoAt, number: number): Promise<ThreadJson> {
+  const { repo } = await repoContextOf(deps.database, viewer, at);
   return loadThreadJson(deps.db, (await findThread(deps.db, repo.uuid, number)).uuid);
 }
 
@@ -731,14 +732,8 @@ export async function createReply(
   });
 }
 
-export async function listReplies(
-  deps: Deps,
-  viewer: Viewer,
-  ref: RepoRef,
-  number: number,
-  page: PageArgs,
-): Promise<ReplyJson[]> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+export async function listReplies(deps: Deps, viewer: Viewer, at: RepoAt, number: number, page: PageArgs): Promise<ReplyJson[]> {
+  const { repo } = await repoContextOf(deps.database, viewer, at);
   const thread = await findThread(deps.db, repo.uuid, number);
   // The page's keys from replies_thread_list_idx (index entries only), then their rows with names.
   const keys = deps.db

@@ -27,10 +27,10 @@ import { type StatusJson, combinedState, latestStatuses } from '../statuses/serv
 import type { PullProtectionJson } from '../pulls/protection-status.ts';
 import { getRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson } from '../repos/view.ts';
-import type { RepoRef, Viewer } from '../viewer.ts';
+import type { RepoContext, RepoRef, Viewer } from '../viewer.ts';
 import { readRepoPull } from '../access/repo-read.ts';
 import { AppError } from '../errors.ts';
-import { levelAtLeast } from '../access/index.ts';
+import { pullAbilities } from '../access/abilities.ts';
 import { inWords } from './words.ts';
 import { getForkIn, getOwnFork, listForks } from '../forks/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
@@ -41,7 +41,7 @@ import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { NumberParam, pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
+import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
 import { pullFiles } from '../code/pulls.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
@@ -112,16 +112,15 @@ const REVIEWS_PER_PAGE = 100;
 export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/pulls', { querystring: ListQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const q = request.query as { status?: PullStatus; page?: number };
     const status = q.status ?? 'open';
-    const repo = await getRepo(deps, c.viewer, ref);
     const w = pageWindow(q);
     const pulls = await listPulls(deps, c.viewer, ref, { status, offset: w.offset, limit: w.limit });
     const base = `${repoHref(repo)}/pulls`;
     // a fork offers a pull into the repo it was forked from (when the caller may read that one)
-    const upstream = repo.fork_of_uuid ? await forkSource(deps, c.viewer, ref) : null;
-    const body = html`${repoHeader(repo, 'pulls', await viewerLevel(deps, c.viewer, repo))}
+    const upstream = repo.fork_of_uuid ? await forkSource(deps, c.viewer, ref.ref) : null;
+    const body = html`${repoHeader(repo, 'pulls', can)}
       <div class="row">
         <nav class="row" aria-label="Pull states">
           ${PULL_STATUSES.map((s) => html`<a href="${base}?status=${s}" ${s === status ? html` aria-current="page"` : ''}>${s}</a>`)}
@@ -142,9 +141,8 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
 
   repoRoute(app, 'GET', '/pulls/new', { querystring: NewPullQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const q = request.query as { source?: string; source_repo?: string };
-    const repo = await getRepo(deps, c.viewer, ref);
     const heads = await headRepos(deps, c.viewer, ref, repo);
     // the head repo chosen (this repo unless another readable one of its forks is named)
     const head = heads.find((h) => h.uuid === q.source_repo) ?? heads[0]!;
@@ -157,7 +155,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const options = (list: typeof branches, selected: string | undefined) =>
       list.map((b) => html`<option value="${b.name}" ${b.name === selected ? html` selected` : ''}>${b.name}</option>`);
     const preselected = q.source ?? (own ? branches.find((b) => b.name !== repo.default_branch)?.name : head.default_branch);
-    const body = html`${repoHeader(repo, 'pulls', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'pulls', can)}
       <h2>Open a pull</h2>
       ${
         heads.length > 1
@@ -197,7 +195,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
 
   repoRoute(app, 'POST', '/pulls/new', { body: NewPullForm }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
     const { _csrf, ...input } = request.body as {
       _csrf: string;
       title: string;
@@ -208,8 +206,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     };
     void _csrf;
     // as POST {repo}/pulls: source_repo names the fork the branch lives in (absent: this repo)
-    const pull = await createPull(deps, c.viewer, ref, input);
-    const repo = await getRepo(deps, c.viewer, ref);
+    const pull = await createPull(deps, c.viewer, ref.ref, input);
     return seeOther(reply, `${repoHref(repo)}/pulls/${pull.number}`);
   });
 
@@ -234,12 +231,12 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const at = await readRepoPull(deps.database, c.viewer, ref, number);
     const [repo, pull] = await Promise.all([getRepo(deps, c.viewer, at), getPull(deps, c.viewer, at, number)]);
     // what the viewer may read, known from that decision (the activity feed checks no scope again)
-    const level = at.level;
+    const can = pullAbilities(c.viewer, at);
+    const verdicts = REVIEW_STATUSES.filter((s) => can.verdicts.includes(s));
     const isAuthor = pull.author_uuid === c.viewer.uuid;
-    const canWrite = !repo.is_archived && levelAtLeast(level, 'write');
-    const canMerge = pull.status === 'open' && canWrite;
-    const canEdit = !repo.is_archived && pull.status !== 'merged' && (isAuthor || levelAtLeast(level, 'maintain'));
-    const verdicts = isAuthor ? REVIEW_STATUSES.filter((s) => s === 'commented') : REVIEW_STATUSES;
+    const canWrite = can.write;
+    const canMerge = can.merge;
+    const canEdit = can.edit;
     const refusal = (form: 'merge' | 'review') =>
       refused?.form === form ? html`<p class="error" role="alert" id="${form}-error">${inWords(refused.err.detail)}</p>` : '';
     const known = [`pull:${pull.uuid}`, `repo:${repo.uuid}`];
@@ -249,7 +246,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       base,
       canComment: !repo.is_archived && pull.status !== 'merged',
       canApply: canMerge && pull.source_repo.uuid === pull.repo_uuid,
-      canResolve: (author) => !repo.is_archived && (isAuthor || author === c.viewer.uuid || levelAtLeast(level, 'write')),
+      canResolve: (author) => !repo.is_archived && (isAuthor || author === c.viewer.uuid || can.write),
     };
     // the page's independent parts, concurrently (the Files tab reads the diff, the others do not)
     const [after, tips, reviews, protection, comments] = await Promise.all([
@@ -267,7 +264,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       .find((rv) => rv.author_uuid === c.viewer.uuid && rv.status !== 'pending' && rv.commit_sha);
     const tabLink = (t: string, label: string) =>
       html`<a href="${base}?tab=${t}" ${t === tab ? html` aria-current="page"` : ''}>${label}</a>`;
-    const header = html`${repoHeader(repo, 'pulls', level)}
+    const header = html`${repoHeader(repo, 'pulls', can)}
       <h2>#${pull.number} ${pull.title} <span class="badge ${pull.status}" id="pull-status">${pull.status}</span></h2>
       <p class="muted">
         ${pull.author_username} wants to merge
@@ -352,7 +349,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         listAttachments(deps, c.viewer, at, { kind: 'pull', number }, { offset: 0, limit: 100 }),
         activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known),
       ]);
-      const canRequest = !repo.is_archived && pull.status !== 'merged' && (isAuthor || levelAtLeast(level, 'write'));
+      const canRequest = !repo.is_archived && pull.status !== 'merged' && (isAuthor || can.write);
       const requested = new Set((pull.requested_reviewers ?? []).map((u) => u.username));
       const reviewers = [
         ...new Set(
@@ -406,7 +403,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}${protection.require_conversation_resolution ? html`; every conversation resolved` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
             ${checksView(statuses, protection)}
             ${
-              canMerge
+              can.merge
                 ? html`${refusal('merge')}
                     <form class="row" method="post" action="${base}/merge">
                       ${csrfField(c)}
@@ -461,7 +458,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
                 : html`<p class="muted">No attachments.</p>`
             }
             ${
-              repo.is_archived || pull.status === 'merged'
+              !can.attach
                 ? ''
                 : html`<form class="row" method="post" action="${base}/attachments" enctype="multipart/form-data">
                     <input type="hidden" name="_csrf" value="${c.csrf}" />
@@ -516,7 +513,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     { params: { number: NumberParam }, body: ReviewForm },
     async (request, reply) => {
       const c = requirePage(request);
-      const ref = pageRepoRef(request);
+      const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
       const number = (request.params as { number: number }).number;
       const form = request.body as { status: (typeof REVIEW_STATUSES)[number]; body?: string };
       try {
@@ -525,28 +522,26 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
           (rv) => rv.status === 'pending' && rv.author_uuid === c.viewer.uuid,
         );
         if (pending)
-          await submitReview(deps, c.viewer, ref, number, pending.uuid, { status: form.status, body: form.body ?? '' });
-        else await createReview(deps, c.viewer, ref, number, { status: form.status, body: form.body ?? '' });
+          await submitReview(deps, c.viewer, ref.ref, number, pending.uuid, { status: form.status, body: form.body ?? '' });
+        else await createReview(deps, c.viewer, ref.ref, number, { status: form.status, body: form.body ?? '' });
       } catch (err) {
         if (!actionable(err)) throw err;
         return pullPage(request, reply, { form: 'review', err, body: form.body ?? '', status: form.status });
       }
-      const repo = await getRepo(deps, c.viewer, ref);
       return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
     },
   );
 
   repoRoute(app, 'POST', '/pulls/:number/merge', { params: { number: NumberParam }, body: MergeForm }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
     const number = (request.params as { number: number }).number;
     try {
-      await mergePull(deps, c.viewer, ref, number, (request.body as { merge_strategy: MergeStrategy }).merge_strategy);
+      await mergePull(deps, c.viewer, ref.ref, number, (request.body as { merge_strategy: MergeStrategy }).merge_strategy);
     } catch (err) {
       if (!actionable(err)) throw err;
       return pullPage(request, reply, { form: 'merge', err });
     }
-    const repo = await getRepo(deps, c.viewer, ref);
     return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
   });
   repoRoute(app, 'POST', '/pulls/:number/edit', { params: { number: NumberParam }, body: EditForm }, async (request, reply) => {
@@ -655,7 +650,8 @@ const refOf = (r: RepoJson): RepoRef => ({ ownerKind: r.owner.kind, ownerName: r
  * caller's own fork of it, then the other forks of it the caller may read (the first 100) (README
  * "Pulls from forks").
  */
-async function headRepos(deps: Deps, viewer: Viewer, ref: RepoRef, repo: RepoJson): Promise<HeadRepo[]> {
+async function headRepos(deps: Deps, viewer: Viewer, at: RepoContext, repo: RepoJson): Promise<HeadRepo[]> {
+  const ref = at.ref;
   const out: HeadRepo[] = [
     {
       uuid: repo.uuid,

@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
-import { getRepo } from '../repos/service.ts';
 import {
   createReply,
   createThread,
@@ -20,7 +19,7 @@ import { html, pager, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { NumberParam, pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
+import { NumberParam, pageRepo, repoHeader, repoRoute } from './repo-common.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
@@ -49,12 +48,11 @@ type Params = { number: number; reply_number?: number };
 export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/threads', { querystring: PageQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const repo = await getRepo(deps, c.viewer, ref);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const w = pageWindow(request.query as { page?: number });
     const threads = await listThreads(deps, c.viewer, ref, w);
     const base = `${repoHref(repo)}/threads`;
-    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'threads', can)}
     ${repo.is_archived ? '' : html`<p><a href="${base}/new" class="badge">New thread</a></p>`}
     ${
       threads.length
@@ -69,8 +67,8 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
 
   repoRoute(app, 'GET', '/threads/new', {}, async (request, reply) => {
     const c = requirePage(request);
-    const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
-    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+    const { repo, can } = await pageRepo(deps, c.viewer, request);
+    const body = html`${repoHeader(repo, 'threads', can)}
       <h2>New thread</h2>
       ${
         repo.is_archived
@@ -87,26 +85,24 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
 
   repoRoute(app, 'POST', '/threads/new', { body: NewThreadForm }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
     const form = request.body as { title: string; body?: string };
-    const thread = await createThread(deps, c.viewer, ref, { title: form.title, body: form.body ?? '' });
-    const repo = await getRepo(deps, c.viewer, ref);
+    const thread = await createThread(deps, c.viewer, ref.ref, { title: form.title, body: form.body ?? '' });
     return seeOther(reply, `${repoHref(repo)}/threads/${thread.number}`);
   });
 
   repoRoute(app, 'GET', '/threads/:number', { params: ThreadParams, querystring: PageQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const { number } = request.params as Params;
     const w = pageWindow(request.query as { page?: number }, REPLIES_PER_PAGE);
     const after = await resumePoint(deps);
-    const repo = await getRepo(deps, c.viewer, ref);
     const thread = await getThread(deps, c.viewer, ref, number);
     const replies = await listReplies(deps, c.viewer, ref, number, w);
     const attachments = await listAttachments(deps, c.viewer, ref, { kind: 'thread', number }, { offset: 0, limit: 100 });
     const events = await activityOfScope(deps, c.viewer, `thread:${thread.uuid}`);
     const base = `${repoHref(repo)}/threads/${thread.number}`;
-    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'threads', can)}
       <h2>#${thread.number} ${thread.title}</h2>
       <p class="muted">Started by ${thread.author_username} ${when(thread.created_at)}</p>
       <div class="grid">
@@ -159,21 +155,19 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
 
   repoRoute(app, 'POST', '/threads/:number/replies', { params: ThreadParams, body: ReplyForm }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
     const { number } = request.params as Params;
-    const created = await createReply(deps, c.viewer, ref, number, { body: (request.body as { body: string }).body });
-    const repo = await getRepo(deps, c.viewer, ref);
+    const created = await createReply(deps, c.viewer, ref.ref, number, { body: (request.body as { body: string }).body });
     return seeOther(reply, `${repoHref(repo)}/threads/${number}#reply-${created.number}`);
   });
 
   repoRoute(app, 'GET', '/threads/:number/replies/:reply_number/edit', { params: ReplyParams }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const { number, reply_number } = request.params as Required<Params>;
-    const repo = await getRepo(deps, c.viewer, ref);
-    const r = await getReply(deps, c.viewer, ref, number, reply_number);
+    const r = await getReply(deps, c.viewer, ref.ref, number, reply_number);
     const base = `${repoHref(repo)}/threads/${number}`;
-    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'threads', can)}
       <h2>Edit reply ${reply_number} of <a href="${base}">thread #${number}</a></h2>
       ${
         repo.is_archived
@@ -196,10 +190,9 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     { params: ReplyParams, body: ReplyForm },
     async (request, reply) => {
       const c = requirePage(request);
-      const ref = pageRepoRef(request);
+      const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
       const { number, reply_number } = request.params as Required<Params>;
-      await updateReply(deps, c.viewer, ref, number, reply_number, { body: (request.body as { body: string }).body });
-      const repo = await getRepo(deps, c.viewer, ref);
+      await updateReply(deps, c.viewer, ref.ref, number, reply_number, { body: (request.body as { body: string }).body });
       return seeOther(reply, `${repoHref(repo)}/threads/${number}#reply-${reply_number}`);
     },
   );
@@ -211,13 +204,12 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     { params: ReplyParams, querystring: HistoryQuery },
     async (request, reply) => {
       const c = requirePage(request);
-      const ref = pageRepoRef(request);
+      const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
       const { number, reply_number } = request.params as Required<Params>;
       const after = (request.query as { after_version?: number }).after_version;
-      const repo = await getRepo(deps, c.viewer, ref);
       // the API's pages of versions: at most VERSIONS_PER_PAGE, cut short by their size
       // (GET {repo}/threads/{n}/replies/{r}/versions with after_version)
-      const page = await listReplyVersions(deps, c.viewer, ref, number, reply_number, {
+      const page = await listReplyVersions(deps, c.viewer, ref.ref, number, reply_number, {
         offset: 0,
         limit: VERSIONS_PER_PAGE + 1,
         afterVersion: after,
@@ -227,7 +219,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
       const older =
         after === undefined || shown.length === 0
           ? null
-          : await previousVersionPage(deps, c.viewer, ref, number, reply_number, shown[0]!.version, VERSIONS_PER_PAGE);
+          : await previousVersionPage(deps, c.viewer, ref.ref, number, reply_number, shown[0]!.version, VERSIONS_PER_PAGE);
       const base = `${repoHref(repo)}/threads/${number}`;
       const here = `${base}/replies/${reply_number}/history`;
       const link = (afterVersion: number | undefined) =>
@@ -240,7 +232,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
               ${more ? html`<a href="${link(shown.at(-1)!.version)}" rel="next">Newer versions</a>` : ''}
             </nav>`
           : '';
-      const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+      const body = html`${repoHeader(repo, 'threads', can)}
         <h2>History of reply ${reply_number} in <a href="${base}#reply-${reply_number}">thread #${number}</a></h2>
         ${nav('top')}
         ${shown.map(
