@@ -156,7 +156,7 @@ for (const dialect of DIALECTS) {
       await a.getByRole('heading', { name: 'Files changed (2)' }).waitFor();
       await a.getByText('+LINE 40').waitFor();
       await checkPage(a, 'a merged pull keeps its diff');
-      await a.getByRole('link', { name: 'Commits' }).click();
+      await a.getByRole('navigation', { name: 'Pull tabs' }).getByRole('link', { name: 'Commits' }).click();
       await a.getByRole('heading', { name: 'Commits (2)' }).waitFor();
       await checkPage(a, 'commits tab');
     });
