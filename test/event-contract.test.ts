@@ -44,6 +44,11 @@ const KINDS_COVERED = [
   'release-published',
   'release-updated',
   'release-deleted',
+  'review-comment-created',
+  'review-comment-edited',
+  'review-comment-deleted',
+  'conversation-resolved',
+  'conversation-unresolved',
 ];
 
 for (const dialect of DIALECTS) {
@@ -116,6 +121,24 @@ for (const dialect of DIALECTS) {
         ).body;
         ok(await t.req('DELETE', `${base}/pulls/1/reviews/${review.uuid}`, as(alice)), 204);
         const removedAt = ok(await t.req('GET', `${base}/pulls/1/reviews/${review.uuid}`, as(alice)), 200).body.removed_at;
+        // code review on lines: a comment, a reply, an edit, resolution and its undoing, a deletion
+        const seedPath = ok(await t.req('GET', `${base}/pulls/1/files`, as(alice)), 200).body.results[0].path as string;
+        const lineReview = ok(
+          await t.req('POST', `${base}/pulls/1/reviews`, {
+            ...as(alice),
+            body: { status: 'commented', comments: [{ path: seedPath, line: 1, body: 'Nice' }] },
+          }),
+          201,
+        ).body;
+        const lineComment = ok(await t.req('GET', `${base}/pulls/1/comments`, as(alice)), 200).body.results[0];
+        const lineReply = ok(
+          await t.req('POST', `${base}/pulls/1/comments/${lineComment.uuid}/replies`, { ...as(bob), body: { body: 'Thanks' } }),
+          201,
+        ).body;
+        ok(await t.req('PATCH', `${base}/pulls/1/comments/${lineComment.uuid}`, { ...as(alice), body: { body: 'Nice!' } }), 200);
+        ok(await t.req('PUT', `${base}/pulls/1/comments/${lineComment.uuid}/resolution`, as(bob)), 200);
+        ok(await t.req('DELETE', `${base}/pulls/1/comments/${lineComment.uuid}/resolution`, as(bob)), 200);
+        ok(await t.req('DELETE', `${base}/pulls/1/comments/${lineReply.uuid}`, as(bob)), 204);
         const pullMergedSha = ok(await t.req('POST', `${base}/pulls/1/merge`, { ...as(alice), body: {} }), 200).body
           .merge_commit_sha as string;
 
@@ -155,6 +178,37 @@ for (const dialect of DIALECTS) {
           base_sha: baseSha,
         };
         const protPayload = { repo_uuid: repo.uuid, protection_uuid: prot.uuid };
+        const commentPayload = (
+          uuid: string,
+          reviewUuid: string | null,
+          inReplyTo: string | null,
+          body: string,
+          author: string,
+        ) => ({
+          repo_uuid: repo.uuid,
+          pull_uuid: pull.uuid,
+          pull_number: 1,
+          comment_uuid: uuid,
+          review_uuid: reviewUuid,
+          in_reply_to: inReplyTo,
+          path: seedPath,
+          line: 1,
+          side: 'RIGHT',
+          start_line: null,
+          start_side: null,
+          commit_sha: headSha,
+          body,
+          author_username: author,
+        });
+        const conversationPayload = {
+          repo_uuid: repo.uuid,
+          pull_uuid: pull.uuid,
+          pull_number: 1,
+          comment_uuid: lineComment.uuid,
+          path: seedPath,
+          line: 1,
+          side: 'RIGHT',
+        };
 
         // kind, scopes, actor, payload: one row per event, in the order the scenario wrote them.
         const expected: [string, string[], { uuid: string; username: string } | null, Record<string, unknown>][] = [
@@ -286,6 +340,32 @@ for (const dialect of DIALECTS) {
           ],
           ['review-submitted', [R, P, `review:${review.uuid}`], A, reviewPayload],
           ['review-removed', [R, P, `review:${review.uuid}`], A, { ...reviewPayload, removed_at: removedAt }],
+          [
+            'review-submitted',
+            [R, P, `review:${lineReview.uuid}`],
+            A,
+            { ...reviewPayload, review_uuid: lineReview.uuid, status: 'commented' },
+          ],
+          ['review-comment-created', [R, P], A, commentPayload(lineComment.uuid, lineReview.uuid, null, 'Nice', 'alice')],
+          ['review-comment-created', [R, P], B, commentPayload(lineReply.uuid, null, lineComment.uuid, 'Thanks', 'bob')],
+          ['review-comment-edited', [R, P], A, commentPayload(lineComment.uuid, lineReview.uuid, null, 'Nice!', 'alice')],
+          ['conversation-resolved', [R, P], B, conversationPayload],
+          ['conversation-unresolved', [R, P], B, conversationPayload],
+          [
+            'review-comment-deleted',
+            [R, P],
+            B,
+            {
+              repo_uuid: repo.uuid,
+              pull_uuid: pull.uuid,
+              pull_number: 1,
+              comment_uuid: lineReply.uuid,
+              review_uuid: null,
+              in_reply_to: lineComment.uuid,
+              path: seedPath,
+              author_username: 'bob',
+            },
+          ],
           [
             'branch-pushed',
             [R],

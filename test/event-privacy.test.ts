@@ -318,6 +318,24 @@ for (const dialect of DIALECTS) {
         201,
       ).body;
       w.parts.set(review2.uuid, r.uuid);
+      // code review on lines: a comment, a reply, an edit, resolution and its undoing, a deletion
+      const seeded = ok(await req('GET', `${r.base}/pulls/${pull.number}/files`, maint.token)).body.results[0].path;
+      const lined = ok(
+        await req('POST', `${r.base}/pulls/${pull.number}/reviews`, maint.token, {
+          status: 'commented',
+          comments: [{ path: seeded, line: 1, body: 'line' }],
+        }),
+        201,
+        'line review',
+      ).body;
+      w.parts.set(lined.uuid, r.uuid);
+      const lineComment = ok(await req('GET', `${r.base}/pulls/${pull.number}/comments`, maint.token)).body.results[0];
+      const cbase = `${r.base}/pulls/${pull.number}/comments/${lineComment.uuid}`;
+      const lineReply = ok(await req('POST', `${cbase}/replies`, writer.token, { body: 'reply' }), 201, 'line reply').body;
+      ok(await req('PATCH', cbase, maint.token, { body: 'line!' }), 200, 'line edit');
+      ok(await req('PUT', `${cbase}/resolution`, writer.token), 200, 'resolve');
+      ok(await req('DELETE', `${cbase}/resolution`, writer.token), 200, 'unresolve');
+      ok(await req('DELETE', `${r.base}/pulls/${pull.number}/comments/${lineReply.uuid}`, writer.token), 204, 'line delete');
       ok(await req('POST', `${r.base}/pulls/${pull.number}/merge`, maint.token, {}), 200, 'merge');
       const timer = ok(await req('POST', `${r.base}/timers`, maint.token, { message: 'tick', run_in: '1m' }), 201, 'timer').body;
       w.timers.set(timer.uuid, { uuid: timer.uuid, kind: 'repo', ownerUuid: r.uuid });

@@ -307,6 +307,7 @@ for (const dialect of DIALECTS) {
         user_uuid: fzu.uuid,
         number: String(pull.number),
         review_uuid: review.uuid,
+        comment_uuid: '00000000-0000-4000-8000-000000000000',
         reply_number: String(reply.number),
         upload_uuid: upload.uuid,
         group_uuid: group.uuid,

@@ -12,6 +12,7 @@ const UNPROTECTED = {
   approved_by: [],
   required_status_contexts: [],
   status_checks: [],
+  require_conversation_resolution: false,
   satisfied: true,
 };
 
@@ -294,6 +295,7 @@ for (const dialect of DIALECTS) {
           approved_by: [],
           required_status_contexts: [],
           status_checks: [],
+          require_conversation_resolution: false,
           satisfied: false,
         });
         await review(repo, pull.number, w.reader.token, 'approved'); // read level: does not count

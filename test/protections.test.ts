@@ -99,6 +99,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(Object.keys(p).sort(), [
         'branch',
         'created_at',
+        'require_conversation_resolution',
         'required_approvals',
         'required_status_contexts',
         'updated_at',

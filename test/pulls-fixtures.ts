@@ -175,4 +175,5 @@ export const REVIEW_KEYS = [
   'author_uuid',
   'created_at',
   'removed_at',
+  'commit_sha',
 ].sort();

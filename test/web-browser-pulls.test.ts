@@ -84,6 +84,7 @@ for (const dialect of DIALECTS) {
         await b.fill('#title', 'Faster x');
         await Promise.all([b.waitForURL(`${base}${repoPath}/pulls/1`), b.getByRole('button', { name: 'Open pull' }).click()]);
         await b.getByText('bob/api:faster').waitFor();
+        await b.goto(`${base}${repoPath}/pulls/1?tab=files`);
         assert.ok(await b.getByText('export const fast = true;').isVisible(), 'the diff shows the fork branch');
         const pull = await t.req('GET', `${api}/pulls/1`, { token: alice.token });
         assert.equal(pull.body.source_repo.full_name, 'bob/api');

@@ -144,7 +144,9 @@ for (const dialect of DIALECTS) {
       await a.fill('#body', 'Raises **x** to 2.');
       await Promise.all([a.waitForURL(`${base}${repoPath}/pulls/1`), a.getByRole('button', { name: 'Open pull' }).click()]);
       await a.locator('strong', { hasText: 'x' }).first().waitFor();
+      await a.goto(`${base}${repoPath}/pulls/1?tab=files`);
       assert.ok(await a.getByText('export const added = true;').isVisible(), 'the diff shows the added line');
+      await a.goto(`${base}${repoPath}/pulls/1`);
       assert.ok(await a.getByText('0 of 1 required approvals').isVisible());
       await checkPage(a, 'pull page');
 

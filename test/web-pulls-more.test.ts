@@ -158,11 +158,11 @@ for (const dialect of DIALECTS) {
       const pull = await t.req('GET', `${api}/pulls/2`, { token: bob.token });
       assert.equal(pull.body.source_repo.uuid, forkUuid);
       assert.equal(pull.body.source_repo.full_name, 'bob/proj');
-      let page = await pageReq(t, 'GET', `${repo}/pulls/2`, { cookie: bobPage.cookie });
+      let page = await pageReq(t, 'GET', `${repo}/pulls/2?tab=files`, { cookie: bobPage.cookie });
       assert.match(norm(page.text), /<code>bob\/proj:fix<\/code>/);
       assert.match(norm(page.text), /src\/fix\.ts/);
       // alice cannot read bob's private fork: its name is not shown to her (as the API redacts it), its changes are
-      page = await pageReq(t, 'GET', `${repo}/pulls/2`, { cookie: ann.cookie });
+      page = await pageReq(t, 'GET', `${repo}/pulls/2?tab=files`, { cookie: ann.cookie });
       assert.match(norm(page.text), /<code>\(a repo you cannot read\):fix<\/code>/);
       assert.doesNotMatch(page.text, /bob\/proj/);
       assert.match(norm(page.text), /src\/fix\.ts/);

@@ -22,3 +22,4 @@ export * from './ssh-keys.ts';
 export * from './hooks.ts';
 export * from './tracker.ts';
 export * from './signin.ts';
+export * from './review-comments.ts';

@@ -48,6 +48,8 @@ const PULL_COLUMNS = [
   'milestone_uuid',
   'merge_claim_before',
   'merge_claim_head',
+  'merged_head_sha',
+  'merged_base_sha',
 ] as const;
 
 // compiledOnce passes placeholder strings while building (numberParam binds the pull number as a number).
@@ -165,6 +167,8 @@ const pullFrom = (r: Record<string, unknown>): PullReadRow =>
     milestone_uuid: r.p_milestone_uuid,
     merge_claim_before: r.p_merge_claim_before,
     merge_claim_head: r.p_merge_claim_head,
+    merged_head_sha: r.p_merged_head_sha,
+    merged_base_sha: r.p_merged_base_sha,
     author_username: r.p_author_username,
     merged_by_username: r.p_merged_by_username,
   }) satisfies Record<keyof PullReadRow, unknown> as PullReadRow;

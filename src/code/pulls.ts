@@ -1,11 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { diffTrees, type DiffFile } from '../git/diff.ts';
-import { mergeBase } from '../git/history.ts';
-import { codeReaders } from '../git/readers.ts';
-import { EMPTY_TREE } from '../git/resolve.ts';
 import type { PageParams } from '../http/paging.ts';
-import { pullHeadForReading } from '../pulls/heads.ts';
+import { pullRange } from '../pulls/diff-range.ts';
 import { pullContextOf } from '../access/index.ts';
 import type { RepoAt, Viewer } from '../viewer.ts';
 
@@ -23,16 +20,10 @@ export function wantsDiff(request: FastifyRequest): boolean {
   return DIFF_TYPES.some((t) => accept.includes(t));
 }
 
-/** The merge base and the head of a pull (`pullHeadForReading`; none while there is no head). */
+/** The merge base and the head of a pull (`pullRange`: a merged pull keeps its merged diff; none while there is no head). */
 async function range(deps: Deps, viewer: Viewer, at: RepoAt, number: number) {
   const { repo, pull } = await pullContextOf(deps.database, viewer, at, number);
-  const readers = codeReaders(deps);
-  const dir = readers.dirOf(repo.uuid);
-  const head = dir ? await pullHeadForReading(deps, pull) : null;
-  if (!dir || head === null) return null;
-  const base = await deps.git.branchSha(repo.uuid, pull.target_branch);
-  const from = base === null ? EMPTY_TREE : ((await mergeBase(readers.limits, dir, base, head)) ?? EMPTY_TREE);
-  return { readers, dir, from, head };
+  return pullRange(deps, repo.uuid, pull);
 }
 
 /** GET {repo}/pulls/{n}/files: one page of the pull's files, by path, with patches. */

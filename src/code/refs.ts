@@ -24,9 +24,12 @@ export async function listBranches(deps: Deps, viewer: Viewer, at: RepoAt, page:
   });
 }
 
-/** The pull's head (`pullHeadForReading`) and base (null while there is none). */
+/** The pull's head (`pullHeadForReading`) and base (null while there is none); a merged pull's as merged. */
 async function tips(deps: Deps, viewer: Viewer, ref: RepoRef, number: number) {
   const { access, pull } = await requirePull(deps, viewer, ref, number);
+  if (pull.status === 'merged' && pull.merged_head_sha) {
+    return { uuid: access.repo.uuid, head: pull.merged_head_sha, base: pull.merged_base_sha };
+  }
   const head = await pullHeadForReading(deps, pull);
   const base = await deps.git.branchSha(access.repo.uuid, pull.target_branch);
   return { uuid: access.repo.uuid, head, base };

@@ -30,6 +30,7 @@ import * as m330 from './migrations/330_hook_skipped_and_secrets.ts';
 import * as m340 from './migrations/340_deploy_keys.ts';
 import * as m341 from './migrations/341_merge_claim_tips.ts';
 import * as m400 from './migrations/400_thread_terms.ts';
+import * as m410 from './migrations/410_review_comments.ts';
 import * as m420 from './migrations/420_signin.ts';
 import * as m440 from './migrations/440_notifications.ts';
 import * as m441 from './migrations/441_notification_mail.ts';
@@ -78,6 +79,7 @@ const MIGRATIONS: Migration[] = [
   { name: '340_deploy_keys', up: m340.up },
   { name: '341_merge_claim_tips', up: m341.up },
   { name: '400_thread_terms', up: m400.up },
+  { name: '410_review_comments', up: m410.up },
   { name: '420_signin', up: m420.up },
   { name: '440_notifications', up: m440.up },
   { name: '441_notification_mail', up: m441.up },

@@ -139,6 +139,8 @@ export interface ProtectionsTable {
   required_approvals: number;
   /** JSON array of the status contexts a merge needs as success (migration 120) */
   required_status_contexts: Generated<string>;
+  /** merges need every conversation resolved (migration 410) */
+  require_conversation_resolution: Generated<number>;
   created_at: string;
   updated_at: string;
 }
@@ -184,6 +186,9 @@ export interface PullsTable {
   /** the issue tracker (migration 310) */
   draft: Generated<number>;
   milestone_uuid: string | null;
+  /** the head and the target tip a merge landed (migration 410): the pull's diff after merge */
+  merged_head_sha: Generated<string | null>;
+  merged_base_sha: Generated<string | null>;
 }
 
 export interface CommitStatusesTable {
@@ -209,6 +214,8 @@ export interface ReviewsTable {
   removed_at: string | null;
   /** per-pull order of submission (migration 005) */
   seq: number;
+  /** the pull's head when it was submitted (migration 410) */
+  commit_sha: Generated<string | null>;
 }
 
 import type { HooksTables } from './tables/hooks.ts';
@@ -223,6 +230,7 @@ import type { StorageTables } from './tables/storage.ts';
 import type { SearchTables } from './tables/search.ts';
 import type { LfsTables } from './tables/lfs.ts';
 import type { ReleasesTables } from './tables/releases.ts';
+import type { ReviewTables } from './tables/reviews.ts';
 
 /**
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
@@ -241,7 +249,8 @@ export interface DB
     NotificationsTables,
     LfsTables,
     ReleasesTables,
-    SigninTables {
+    SigninTables,
+    ReviewTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

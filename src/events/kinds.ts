@@ -172,6 +172,12 @@ export const EVENT_KINDS = {
   'status-created': ofRepo(),
   'review-submitted': ofRepo(),
   'review-removed': ofRepo(),
+  // code review on lines (README "Code review")
+  'review-comment-created': ofRepo(),
+  'review-comment-edited': ofRepo(),
+  'review-comment-deleted': ofRepo(),
+  'conversation-resolved': ofRepo(),
+  'conversation-unresolved': ofRepo(),
   // threads and replies
   'thread-created': ofRepo(),
   'thread-updated': ofRepo(),

@@ -58,6 +58,31 @@ const releaseEvent = obj({
   repo: obj({ uuid, full_name: str() }),
   release: obj({ uuid, tag_name: str(), name: str(), prerelease: bool }),
 });
+const reviewComment = {
+  repo_uuid: uuid,
+  pull_uuid: uuid,
+  pull_number: int,
+  comment_uuid: uuid,
+  review_uuid: uuidOrNull,
+  in_reply_to: uuidOrNull,
+  path: str(),
+  line: int,
+  side: str('LEFT or RIGHT'),
+  start_line: { type: ['integer', 'null'] },
+  start_side: strOrNull(),
+  commit_sha: sha,
+  body: str(),
+  author_username: str(),
+};
+const conversation = obj({
+  repo_uuid: uuid,
+  pull_uuid: uuid,
+  pull_number: int,
+  comment_uuid: uuid,
+  path: str(),
+  line: int,
+  side: str('LEFT or RIGHT'),
+});
 const labelRef = obj({ uuid, name: str(), color: str() });
 const milestoneRef = obj({ number: int, title: str(), state: str() });
 const reference = obj({
@@ -312,6 +337,20 @@ export const EVENT_PAYLOADS: Record<EventKind, PayloadSchema> = {
   'release-published': releaseEvent,
   'release-updated': releaseEvent,
   'release-deleted': releaseEvent,
+  'review-comment-created': obj(reviewComment),
+  'review-comment-edited': obj(reviewComment),
+  'review-comment-deleted': obj({
+    repo_uuid: uuid,
+    pull_uuid: uuid,
+    pull_number: int,
+    comment_uuid: uuid,
+    review_uuid: uuidOrNull,
+    in_reply_to: uuidOrNull,
+    path: str(),
+    author_username: str(),
+  }),
+  'conversation-resolved': conversation,
+  'conversation-unresolved': conversation,
   'hook-disabled': obj({ ...hookOwner, hook_uuid: uuid, reason: str('failures, gone or creator_lost_access') }, [
     'repo_uuid',
     'team_uuid',

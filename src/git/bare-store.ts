@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readdir, readFile, rm, stat, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -9,7 +10,7 @@ import type { InTransaction } from '../db/tx.ts';
 import { readBranchTip } from './ref-files.ts';
 import { withRepoLock } from './repo-lock.ts';
 import { git, GitError, ZERO_SHA } from './run.ts';
-import type { GitStore, MergeOutcome, MergeRequest } from './store.ts';
+import type { CommitFilesRequest, GitStore, MergeOutcome, MergeRequest } from './store.ts';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Forks of this repo that borrow its objects, one uuid a line (read when the repo is deleted). */
@@ -335,6 +336,44 @@ export class BareGitStore implements GitStore {
         return await this.mergeLocked(req, account);
       } finally {
         await account();
+      }
+    });
+  }
+
+  async commitFiles(req: CommitFilesRequest): Promise<{ sha: string } | { moved: true }> {
+    const { repoUuid, branch, expected } = req;
+    if (!this.exists(repoUuid)) return { moved: true };
+    return withRepoLock(this.database, repoUuid, async () => {
+      const dir = this.pathOf(repoUuid);
+      const before = await this.size(repoUuid);
+      // a temporary index: the commit's tree is the branch's with these files replaced, no work tree
+      const index = join(dir, `weft-index-${randomUUID()}`);
+      const env = { GIT_INDEX_FILE: index };
+      try {
+        if ((await this.branchSha(repoUuid, branch)) !== expected) return { moved: true };
+        await git(dir, ['read-tree', expected], { env });
+        for (const f of req.files) {
+          const ls = await git(dir, ['ls-tree', '-z', expected, '--', f.path]);
+          const mode = /^(100644|100755)\b/.exec(ls.stdout)?.[1] ?? '100644';
+          const blob = (await git(dir, ['hash-object', '-w', '--stdin'], { input: f.content })).stdout.trim();
+          await git(dir, ['update-index', '--add', '--cacheinfo', `${mode},${blob},${f.path}`], { env });
+        }
+        const tree = (await git(dir, ['write-tree'], { env })).stdout.trim();
+        const commit = await git(dir, ['commit-tree', tree, '-p', expected], {
+          input: req.message,
+          env: {
+            GIT_AUTHOR_NAME: req.author.name,
+            GIT_AUTHOR_EMAIL: req.author.email,
+            GIT_COMMITTER_NAME: req.committer.name,
+            GIT_COMMITTER_EMAIL: req.committer.email,
+          },
+        });
+        const sha = commit.stdout.trim();
+        const moved = await git(dir, ['update-ref', `refs/heads/${branch}`, sha, expected], { okCodes: [1, 128] });
+        return moved.code === 0 ? { sha } : { moved: true };
+      } finally {
+        await rm(index, { force: true });
+        if (this.db) await addDiskUsage({ db: this.db }, repoUuid, (await this.size(repoUuid)) - before);
       }
     });
   }

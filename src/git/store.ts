@@ -47,6 +47,18 @@ export interface MergeRequest {
   beforeMove?: (sha: string, before: string | null) => Promise<void>;
 }
 
+/** Files a commit replaces on a branch (README "Code review": applied suggestions). */
+export interface CommitFilesRequest {
+  repoUuid: string;
+  branch: string;
+  /** the branch's tip the commit is made on: a branch that moved meanwhile is `{ moved: true }` */
+  expected: string;
+  files: Array<{ path: string; content: string }>;
+  message: string;
+  author: { name: string; email: string };
+  committer: { name: string; email: string };
+}
+
 /**
  * Everything Weft asks of git storage, in one interface on `Deps` (`deps.git`). Services call
  * only this; the implementation (`bare-store.ts`) owns every git command.
@@ -64,6 +76,11 @@ export interface GitStore {
    * against its old value, so a concurrent push is never overwritten.
    */
   merge(req: MergeRequest): Promise<MergeOutcome>;
+  /**
+   * One commit on a branch replacing whole files, made without a work tree (a temporary index)
+   * under the repo's git write lock; the branch moves with `update-ref` against `expected`.
+   */
+  commitFiles(req: CommitFilesRequest): Promise<{ sha: string } | { moved: true }>;
   /** A branch's tip, or null when it does not exist. */
   branchSha(uuid: string, branch: string): Promise<string | null>;
   /** The commit a full ref (`refs/pull/3/head`) names, or null when it does not exist. */
@@ -105,6 +122,9 @@ export class EmptyGitStore implements GitStore {
   async copyForFork(): Promise<void> {}
   async merge(): Promise<MergeOutcome> {
     return { nothingToMerge: true };
+  }
+  async commitFiles(): Promise<{ moved: true }> {
+    return { moved: true };
   }
   async branchSha(): Promise<string | null> {
     return null;

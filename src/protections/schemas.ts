@@ -9,6 +9,9 @@ export const Protection = Type.Object(
     required_status_contexts: Type.Array(Type.String(), {
       description: 'status contexts that must be `success` on the pull head before a merge (sorted); empty: none',
     }),
+    require_conversation_resolution: Type.Boolean({
+      description: 'merges need every review conversation resolved (409 conversations_unresolved)',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -40,15 +43,21 @@ const RequiredContexts = Type.Array(Type.String({ minLength: 1, maxLength: 255, 
     '`success` for a merge (409 checks_unsatisfied otherwise); default []. On update, the whole list is replaced.',
 });
 
+const RequireResolution = Type.Boolean({
+  description: 'merges need every review conversation resolved (409 conversations_unresolved); default false',
+});
+
 export const CreateProtectionBody = StrictObject({
   branch: Branch,
   required_approvals: Type.Optional(RequiredApprovals),
   required_status_contexts: Type.Optional(RequiredContexts),
+  require_conversation_resolution: Type.Optional(RequireResolution),
 });
 export const UpdateProtectionBody = StrictObject({
   branch: Type.Optional(Branch),
   required_approvals: Type.Optional(RequiredApprovals),
   required_status_contexts: Type.Optional(RequiredContexts),
+  require_conversation_resolution: Type.Optional(RequireResolution),
 });
 export const AddApproverBody = StrictObject({ username: Type.String({ minLength: 1, maxLength: 200 }) });
 

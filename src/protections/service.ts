@@ -21,6 +21,7 @@ export interface ProtectionJson {
   branch: string;
   required_approvals: number;
   required_status_contexts: string[];
+  require_conversation_resolution: boolean;
   created_at: string;
   updated_at: string;
 }
@@ -36,6 +37,7 @@ export const protectionToJson = (row: ProtectionRow): ProtectionJson => ({
   branch: row.branch,
   required_approvals: row.required_approvals,
   required_status_contexts: requiredContexts(row),
+  require_conversation_resolution: row.require_conversation_resolution === 1,
   created_at: row.created_at,
   updated_at: row.updated_at,
 });
@@ -126,7 +128,12 @@ export async function createProtection(
   deps: Deps,
   viewer: Viewer,
   ref: RepoRef,
-  input: { branch: string; required_approvals?: number; required_status_contexts?: string[] },
+  input: {
+    branch: string;
+    required_approvals?: number;
+    required_status_contexts?: string[];
+    require_conversation_resolution?: boolean;
+  },
 ): Promise<ProtectionJson> {
   return command(deps, viewer, onRepo(ref, MANAGE), async (tx) => {
     const { repo } = tx.access;
@@ -139,6 +146,7 @@ export async function createProtection(
       branch,
       required_approvals: input.required_approvals ?? 1,
       required_status_contexts: contextsText(input.required_status_contexts ?? []),
+      require_conversation_resolution: input.require_conversation_resolution ? 1 : 0,
       created_at: now,
       updated_at: now,
     };
@@ -168,7 +176,12 @@ export async function updateProtection(
   viewer: Viewer,
   ref: RepoRef,
   uuid: string,
-  input: { branch?: string; required_approvals?: number; required_status_contexts?: string[] },
+  input: {
+    branch?: string;
+    required_approvals?: number;
+    required_status_contexts?: string[];
+    require_conversation_resolution?: boolean;
+  },
 ): Promise<ProtectionJson> {
   return command(deps, viewer, onRepo(ref, itemWrite(MANAGE)), async (tx) => {
     const { repo } = tx.access;
@@ -186,6 +199,10 @@ export async function updateProtection(
     if (input.required_status_contexts !== undefined) {
       const text = contextsText(input.required_status_contexts);
       if (text !== contextsText(requiredContexts(row))) changes.required_status_contexts = text;
+    }
+    if (input.require_conversation_resolution !== undefined) {
+      const flag = input.require_conversation_resolution ? 1 : 0;
+      if (flag !== row.require_conversation_resolution) changes.require_conversation_resolution = flag;
     }
     if (Object.keys(changes).length === 0) return protectionToJson(row);
     const updated = { ...row, ...changes, updated_at: nowIso() };

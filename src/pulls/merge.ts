@@ -16,6 +16,7 @@ import { ZERO_SHA } from '../git/run.ts';
 import { syncedPullHead, syncPullHeads } from './heads.ts';
 import { emitRefMoves } from './pushes.ts';
 import { pullProtectionStatus } from './protection-status.ts';
+import { unresolvedConversations } from './comments-store.ts';
 import { loadPullJson, type PullJson, type PullRow, pullEventPayload, pullScopes, requirePull } from './service.ts';
 
 export interface MergeResultJson {
@@ -116,6 +117,16 @@ export async function mergePull(
         `Required status checks are not success on ${head}: ${failing.map((c) => `${c.context} (${c.state})`).join(', ')}.`,
       );
     }
+    // README "Code review": a protection may need every conversation resolved
+    if (protection.require_conversation_resolution) {
+      const open = await unresolvedConversations(tx.db, pull.uuid);
+      if (open > 0) {
+        throw conflict(
+          'conversations_unresolved',
+          `${open} review conversation(s) are not resolved: resolve them before merging.`,
+        );
+      }
+    }
     return current;
   });
 
@@ -213,6 +224,9 @@ async function finishMerge(
       .updateTable('pulls')
       .set({
         merge_commit_sha: sha,
+        // the pull's diff after the merge runs from the merge base of these two
+        merged_head_sha: tips.head,
+        merged_base_sha: tips.before,
         merge_pending: 0,
         merge_claimed_at: null,
         merge_claim_sha: null,

@@ -19,6 +19,8 @@ export interface PullProtectionJson {
   approved_by: string[];
   required_status_contexts: string[];
   status_checks: Array<{ context: string; state: string }>;
+  /** merges need every review conversation resolved (README "Code review") */
+  require_conversation_resolution: boolean;
   /** the approvals alone are enough (the merge tells protection_unsatisfied from checks_unsatisfied) */
   approvals_satisfied: boolean;
   satisfied: boolean;
@@ -80,6 +82,7 @@ export async function pullProtectionStatus(
       approved_by: [],
       required_status_contexts: [],
       status_checks: [],
+      require_conversation_resolution: false,
       approvals_satisfied: true,
       satisfied: true,
     };
@@ -105,6 +108,7 @@ export async function pullProtectionStatus(
     .select(['r.author_uuid', 'r.status', 'r.seq', 'u.username', 'u.is_staff', 'u.is_active'])
     .where('r.pull_uuid', '=', pull.uuid)
     .where('r.removed_at', 'is', null)
+    .where('r.status', '<>', 'pending')
     .orderBy('r.seq')
     .orderBy('r.created_at')
     .orderBy('r.uuid')
@@ -136,6 +140,7 @@ export async function pullProtectionStatus(
     approved_by: approvedBy,
     required_status_contexts: contexts,
     status_checks: checks,
+    require_conversation_resolution: protection.require_conversation_resolution === 1,
     approvals_satisfied: approvedBy.length >= protection.required_approvals,
     satisfied: approvedBy.length >= protection.required_approvals && checks.every((c) => c.state === 'success'),
   };

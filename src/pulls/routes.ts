@@ -29,6 +29,7 @@ import { timelinePage } from '../tracker/timeline.ts';
 import { requireRepoPull } from '../access/index.ts';
 import { SetBodies, TimelineEntry, UsernamesBody } from '../threads/schemas.ts';
 import { createReview, getReview, listReviews, removeReview } from './reviews-service.ts';
+import { commentRoutes } from './comments-routes.ts';
 import {
   CreatePullBody,
   CreateReviewBody,
@@ -63,7 +64,12 @@ const UPDATE_RULES =
 
 const REVIEW_RULES =
   'Read access is enough to review. The pull author may only comment (403 cannot_approve_own_pull). A merged pull ' +
-  'takes no reviews (409 pull_merged); a closed pull still does. Archived repo: 403 repo_archived.';
+  'takes no reviews (409 pull_merged); a closed pull still does. Archived repo: 403 repo_archived. Without `status` ' +
+  'the review is pending (visible to its author only, left out of approvals) and collects `comments` until ' +
+  'POST .../reviews/{uuid}/submit; a second pending review of the same author adds its comments to the first. Each ' +
+  "comment anchors to the pull's diff at its head now (`commit_sha`): `line` (and `start_line` for a range, in the " +
+  'same hunk, not after it) must be a line of that diff on its `side` (RIGHT default: the head; LEFT: the merge ' +
+  'base), else 400 naming it. At most 100 comments.';
 
 const REMOVE_RULES =
   'Soft removal by the review author or maintain level (403 otherwise): the review keeps its record with removed_at ' +
@@ -312,6 +318,9 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         return reply.status(204).send();
       },
     );
+
+    // ---------------------------------------------------------------- code review on lines (README "Code review")
+    commentRoutes(app, deps, form);
 
     // ---------------------------------------------------------------- the issue tracker (README "Issue tracker")
     const shown = async (request: FastifyRequest) =>

@@ -132,20 +132,98 @@ export const Review = Type.Object(
     uuid: Type.String(),
     pull_uuid: Type.String(),
     pull_number: Type.Integer(),
-    status: literals(REVIEW_STATUSES),
+    status: literals([...REVIEW_STATUSES, 'pending'] as const, 'pending: collecting comments, visible to its author only'),
     body: Type.String(),
     author_username: Type.String(),
     author_uuid: Type.String(),
-    created_at: Timestamp,
+    created_at: { ...Timestamp, description: 'when it was submitted (created, while pending)' },
     removed_at: { ...NullableTimestamp, description: 'set once the review is removed; a removed review no longer counts' },
+    commit_sha: NullableString({
+      description: "the pull's head when the review was submitted (null while pending and for reviews made before line comments)",
+    }),
   },
   { additionalProperties: false, title: 'PullReview' },
 );
 
-export const CreateReviewBody = StrictObject({
-  status: literals(REVIEW_STATUSES, "the pull's author may only use commented"),
-  body: Type.Optional(Type.String({ maxLength: BODY_MAX, description: 'Markdown; default empty' })),
+const Side = literals(
+  ['LEFT', 'RIGHT'] as const,
+  'RIGHT: the head (added and unchanged lines); LEFT: the merge base (removed and unchanged lines)',
+);
+const LineNumber = Type.Integer({ minimum: 1, maximum: 2_147_483_647 });
+
+export const ReviewCommentInput = StrictObject({
+  path: Type.String({ minLength: 1, maxLength: 4096, description: "a file of the pull's diff" }),
+  line: { ...LineNumber, description: 'the (last) line: a line of the diff on `side` (400 naming it otherwise)' },
+  side: Type.Optional(Side),
+  start_line: Type.Optional({ ...LineNumber, description: 'a range: its first line, in the same hunk, not after `line`' }),
+  start_side: Type.Optional(Side),
+  body: Type.String({
+    minLength: 1,
+    maxLength: BODY_MAX,
+    description: 'Markdown; a fenced ```suggestion block proposes the lines that replace the commented ones',
+  }),
 });
+
+export const CreateReviewBody = StrictObject({
+  status: Type.Optional(
+    literals(
+      REVIEW_STATUSES,
+      "absent: a pending review (visible to its author only) until submitted; the pull's author may only use commented",
+    ),
+  ),
+  body: Type.Optional(Type.String({ maxLength: BODY_MAX, description: 'Markdown; default empty' })),
+  comments: Type.Optional(Type.Array(ReviewCommentInput, { maxItems: 100, description: 'line comments, at most 100' })),
+});
+
+export const SubmitReviewBody = StrictObject({
+  status: literals(REVIEW_STATUSES, "the pull's author may only use commented"),
+  body: Type.Optional(Type.String({ maxLength: BODY_MAX, description: "Markdown; default the pending review's body" })),
+});
+
+const Person = Type.Object({ uuid: Type.String(), username: Type.String() }, { additionalProperties: false });
+
+export const ReviewComment = Type.Object(
+  {
+    uuid: Type.String(),
+    review_uuid: NullableString({ description: 'the review that made it; null for a reply' }),
+    path: Type.String(),
+    line: Type.Integer({ description: 'its (last) line on the current diff; while outdated, the last line it had' }),
+    side: Side,
+    start_line: Type.Union([Type.Integer(), Type.Null()], { description: 'a range: its first line, else null' }),
+    start_side: Type.Union([Side, Type.Null()]),
+    commit_sha: Type.String({ description: "the pull's head when the comment was made" }),
+    original_line: Type.Integer({ description: 'its line in the diff at commit_sha' }),
+    original_start_line: Type.Union([Type.Integer(), Type.Null()]),
+    position_outdated: Type.Boolean({ description: 'true once a later push changed its hunk' }),
+    body: Type.String(),
+    author: Person,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    in_reply_to: NullableString({ description: "the conversation's first comment, for a reply" }),
+    resolved: Type.Boolean({ description: "the conversation's state (carried by its first comment)" }),
+    resolved_by: Type.Union([Person, Type.Null()]),
+    pending: Type.Boolean({ description: 'part of a pending review (visible to its author only)' }),
+  },
+  { additionalProperties: false, title: 'ReviewComment' },
+);
+
+export const CommentUuid = Type.String({ minLength: 1, maxLength: 100 });
+export const CommentBody = StrictObject({ body: Type.String({ minLength: 1, maxLength: BODY_MAX, description: 'Markdown' }) });
+export const ApplySuggestionsBody = StrictObject({
+  comment_uuids: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+    minItems: 1,
+    maxItems: 100,
+    description: 'comments with a ```suggestion block, on the RIGHT side',
+  }),
+});
+export const AppliedSuggestions = Type.Object(
+  {
+    commit_sha: Type.String({ description: 'the new tip of the source branch' }),
+    branch: Type.String(),
+    comment_uuids: Type.Array(Type.String()),
+  },
+  { additionalProperties: false, title: 'AppliedSuggestions' },
+);
 
 export const PullProtection = Type.Object(
   {
@@ -169,6 +247,9 @@ export const PullProtection = Type.Object(
       ),
       { description: "each required context's latest status on the pull's head_sha, sorted by context" },
     ),
+    require_conversation_resolution: Type.Boolean({
+      description: 'merges need every review conversation resolved (409 conversations_unresolved)',
+    }),
     satisfied: Type.Boolean({
       description: 'approved_by has at least required_approvals entries and every status check is success',
     }),

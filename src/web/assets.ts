@@ -64,6 +64,22 @@ document.querySelectorAll('input[data-tz]').forEach(function (input) {
   stream.addEventListener('notification-updated', refresh);
   stream.addEventListener('open', refresh);
 })();
+// Code review (README "Code review"): a shift-click on a line number of a pull's diff asks for a
+// comment on the range from the line chosen before (the page's address names it) to this one.
+document.addEventListener('click', function (e) {
+  var a = e.target.closest && e.target.closest('a[data-line]');
+  if (!a || !e.shiftKey) return;
+  var cur = new URL(location.href).searchParams;
+  var url = new URL(a.href);
+  var q = url.searchParams;
+  if (!cur.get('line') || cur.get('path') !== q.get('path') || cur.get('side') !== q.get('side')) return;
+  var first = Number(cur.get('start_line') || cur.get('line'));
+  var clicked = Number(a.dataset.line);
+  q.set('line', String(Math.max(first, clicked)));
+  q.set('start_line', String(Math.min(first, clicked)));
+  e.preventDefault();
+  location.href = url.pathname + '?' + q.toString() + '#new-comment';
+});
 document.addEventListener('htmx:sseOpen', function (e) {
   var status = document.getElementById('live-status');
   if (status) status.textContent = 'live';
@@ -130,6 +146,9 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 .diff table{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}
 .diff td{border:0;padding:0 8px;white-space:pre;vertical-align:top}
 .diff td.n{color:var(--muted);text-align:right;user-select:none;width:1%}
+.thread{border:1px solid var(--line);border-radius:6px;padding:6px 10px;margin:6px 0;background:var(--bg);white-space:normal;font-family:system-ui,sans-serif}
+.comments td{padding:4px 8px!important}
+.tabs a{padding:4px 8px}.tabs a[aria-current]{font-weight:600;border-bottom:2px solid var(--accent)}
 .diff tr.add td{background:#dafbe1}.diff tr.del td{background:#ffebe9}.diff tr.hunk td{background:#ddf4ff;color:var(--muted)}
 .code{overflow-x:auto;border:1px solid var(--line);border-radius:6px}
 .code table td{border:0;padding:0 8px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}

@@ -6,15 +6,28 @@ import type { Deps } from '../deps.ts';
 import { listBranches } from '../code/refs.ts';
 import { mergePull } from '../pulls/merge.ts';
 import { getPullProtection } from '../pulls/protection-status.ts';
-import { createReview, listReviews } from '../pulls/reviews-service.ts';
+import { createReview, listReviews, submitReview } from '../pulls/reviews-service.ts';
+import { listComments } from '../pulls/comments-service.ts';
+import { filesSince } from '../pulls/diff-range.ts';
+import { listPullCommits } from '../code/refs.ts';
+import {
+  FILES_PER_SCREEN,
+  pullReviewForms,
+  reviewDiff,
+  type ReviewView,
+  type Selected,
+  threadHtml,
+  threadsOf,
+} from './pull-review.ts';
 import { MERGE_STRATEGIES, PULL_STATUSES, REVIEW_STATUSES } from '../pulls/schemas.ts';
-import { type PullJson, type PullStatus, createPull, getPull, listPulls, withBranchTips } from '../pulls/service.ts';
-import { pullHeadSha } from '../pulls/heads.ts';
+import { type PullStatus, createPull, getPull, listPulls, pullEventShape, updatePull, withBranchTips } from '../pulls/service.ts';
+import { changeReviewRequests } from '../tracker/pulls.ts';
+import { deleteBranch } from '../code/branches.ts';
 import { type StatusJson, combinedState, latestStatuses } from '../statuses/service.ts';
 import type { PullProtectionJson } from '../pulls/protection-status.ts';
 import { getRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson } from '../repos/view.ts';
-import type { RepoAt, RepoContext, RepoRef, Viewer } from '../viewer.ts';
+import type { RepoContext, RepoRef, Viewer } from '../viewer.ts';
 import { readRepoPull } from '../access/repo-read.ts';
 import { AppError } from '../errors.ts';
 import { pullAbilities } from '../access/abilities.ts';
@@ -26,11 +39,9 @@ import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
 import { type Html, html, pager, seg, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
-import { RenderCache, markdownHtml } from './render-cache.ts';
+import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
-import { renderDiff } from './diff.ts';
-import { linkReferences } from '../references/render.ts';
 import { pullFiles } from '../code/pulls.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
@@ -41,9 +52,28 @@ const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 const PullQuery = Type.Object(
-  { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
+  {
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    tab: Type.Optional(union(['conversation', 'commits', 'files'])),
+    since: Type.Optional(Type.Literal('review')),
+    from: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+    path: Type.Optional(Type.String({ maxLength: 4096 })),
+    line: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_147_483_647 })),
+    start_line: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_147_483_647 })),
+    side: Type.Optional(union(['LEFT', 'RIGHT'])),
+  },
   { additionalProperties: false },
 );
+interface PullQueryValue {
+  page?: number;
+  tab?: 'conversation' | 'commits' | 'files';
+  since?: 'review';
+  from?: number;
+  path?: string;
+  line?: number;
+  start_line?: number;
+  side?: 'LEFT' | 'RIGHT';
+}
 const Uuid = Type.String({ minLength: 36, maxLength: 36, pattern: '^[0-9a-fA-F-]{36}$' });
 const NewPullQuery = Type.Object(
   { source: Type.Optional(Type.String({ maxLength: 255 })), source_repo: Type.Optional(Uuid) },
@@ -64,13 +94,19 @@ const ReviewForm = Type.Object(
   { _csrf: Csrf, status: union(REVIEW_STATUSES), body: Type.Optional(Type.String({ maxLength: 65_536 })) },
   { additionalProperties: false },
 );
+const EditForm = Type.Object(
+  { _csrf: Csrf, title: Type.String({ maxLength: 4096 }), body: Type.String({ maxLength: 65_536 }) },
+  { additionalProperties: false },
+);
+const StateForm = Type.Object({ _csrf: Csrf, status: union(['open', 'closed']) }, { additionalProperties: false });
+const RerequestForm = Type.Object(
+  { _csrf: Csrf, username: Type.String({ minLength: 1, maxLength: 200 }) },
+  { additionalProperties: false },
+);
+const CsrfOnly = Type.Object({ _csrf: Csrf }, { additionalProperties: false });
 const MergeForm = Type.Object({ _csrf: Csrf, merge_strategy: union(MERGE_STRATEGIES) }, { additionalProperties: false });
 const REVIEW_LABELS: Record<string, string> = { approved: 'Approve', changes_requested: 'Request changes', commented: 'Comment' };
 const REVIEWS_PER_PAGE = 100;
-/** Changed files shown on the pull page at most (the API's files route pages through all). */
-const MAX_FILES = 100;
-/** The pull page's rendered diffs, by the shas of the target's tip and the pull's head. */
-const diffCache = new RenderCache(32 * 1024 * 1024, 8 * 1024 * 1024);
 
 /** Pulls list, opening a pull, the pull page, reviewing and merging (README "Web interface"). */
 export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -187,7 +223,9 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const c = requirePage(request);
     const ref = pageRepoRef(request);
     const number = (request.params as { number: number }).number;
-    const w = pageWindow((request.method === 'GET' ? request.query : {}) as { page?: number }, REVIEWS_PER_PAGE);
+    const q = (request.method === 'GET' ? request.query : {}) as PullQueryValue;
+    const tab = q.tab ?? 'conversation';
+    const w = pageWindow(q, REVIEWS_PER_PAGE);
     // The one access decision of the page: the repo, the viewer's level and the pull, in one
     // statement; every part below receives it and decides nothing again.
     const at = await readRepoPull(deps.database, c.viewer, ref, number);
@@ -195,35 +233,38 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     // what the viewer may read, known from that decision (the activity feed checks no scope again)
     const can = pullAbilities(c.viewer, at);
     const verdicts = REVIEW_STATUSES.filter((s) => can.verdicts.includes(s));
+    const isAuthor = pull.author_uuid === c.viewer.uuid;
+    const canWrite = can.write;
+    const canMerge = can.merge;
+    const canEdit = can.edit;
     const refusal = (form: 'merge' | 'review') =>
       refused?.form === form ? html`<p class="error" role="alert" id="${form}-error">${inWords(refused.err.detail)}</p>` : '';
     const known = [`pull:${pull.uuid}`, `repo:${repo.uuid}`];
-    // the page's independent parts, concurrently
-    const [after, [tips, statuses, changes], reviews, protection, attachments, events] = await Promise.all([
+    const base = `${repoHref(repo)}/pulls/${pull.number}`;
+    const view: ReviewView = {
+      c,
+      base,
+      canComment: !repo.is_archived && pull.status !== 'merged',
+      canApply: canMerge && pull.source_repo.uuid === pull.repo_uuid,
+      canResolve: (author) => !repo.is_archived && (isAuthor || author === c.viewer.uuid || can.write),
+    };
+    // the page's independent parts, concurrently (the Files tab reads the diff, the others do not)
+    const [after, tips, reviews, protection, comments] = await Promise.all([
       resumePoint(deps),
-      withBranchTips(deps, c.viewer, ref, pull).then(async (t) => {
-        // the head's statuses (the pull was read above: the caller may read the repo) and its diff
-        const [s, d] = await Promise.all([
-          t.head_sha ? latestStatuses(deps.db, pull.repo_uuid, t.head_sha) : [],
-          pullChanges(deps, c.viewer, at, pull, t),
-        ]);
-        return [t, s, d] as const;
-      }),
+      withBranchTips(deps, c.viewer, ref, pull),
       listReviews(deps, c.viewer, at, number, w),
       getPullProtection(deps, c.viewer, at, number),
-      listAttachments(deps, c.viewer, at, { kind: 'pull', number }, { offset: 0, limit: 100 }),
-      activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known),
+      tab === 'commits' ? [] : listComments(deps, c.viewer, at, number, { offset: 0, limit: 10_000 }, tab === 'files'),
     ]);
-    const base = `${repoHref(repo)}/pulls/${pull.number}`;
-    // the description and reviews with their references linked for this reader (references/render.ts)
-    const shownReviews = reviews.slice(0, w.perPage);
-    const [descriptionHtml, ...reviewHtmls] = (
-      await linkReferences(deps.db, c.viewer, { uuid: repo.uuid, path: repoHref(repo) }, [
-        markdownHtml(pull.body).text,
-        ...shownReviews.map((rv) => markdownHtml(rv.body).text),
-      ])
-    ).map(trusted);
-    const body = html`${repoHeader(repo, 'pulls', can)}
+    const threads = threadsOf(comments);
+    const pendingReview = reviews.find((rv) => rv.status === 'pending' && rv.author_uuid === c.viewer.uuid) ?? null;
+    const pendingCount = pendingReview ? comments.filter((cm) => cm.review_uuid === pendingReview.uuid).length : 0;
+    const lastReview = [...reviews]
+      .reverse()
+      .find((rv) => rv.author_uuid === c.viewer.uuid && rv.status !== 'pending' && rv.commit_sha);
+    const tabLink = (t: string, label: string) =>
+      html`<a href="${base}?tab=${t}" ${t === tab ? html` aria-current="page"` : ''}>${label}</a>`;
+    const header = html`${repoHeader(repo, 'pulls', can)}
       <h2>#${pull.number} ${pull.title} <span class="badge ${pull.status}" id="pull-status">${pull.status}</span></h2>
       <p class="muted">
         ${pull.author_username} wants to merge
@@ -234,14 +275,132 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         opened
         ${when(pull.created_at)}${pull.merged_at ? html` · merged by ${pull.merged_by_username} ${when(pull.merged_at)}${pull.merge_commit_sha ? html` as <code>${pull.merge_commit_sha.slice(0, 10)}</code>` : ''}` : ''}
       </p>
-      <div class="grid">
+      <nav class="row tabs" aria-label="Pull tabs">
+        ${tabLink('conversation', 'Conversation')} ${tabLink('commits', 'Commits')} ${tabLink('files', 'Files changed')}
+      </nav>`;
+
+    let main: Html;
+    if (tab === 'commits') {
+      const commits = await listPullCommits(deps, c.viewer, ref, number, { offset: 0, limit: 250 });
+      main = html`<section aria-labelledby="commits-h">
+        <h2 id="commits-h">Commits (${commits.length})</h2>
+        ${
+          commits.length
+            ? html`<ol class="plain">
+                ${commits.map(
+                  (cm) =>
+                    html`<li>
+                      <a href="${repoHref(repo)}/commit/${cm.sha}"><code>${cm.sha.slice(0, 10)}</code></a>
+                      ${cm.message.split('\n')[0]} <span class="muted">by ${cm.author_name} ${when(cm.authored_at)}</span>
+                    </li>`,
+                )}
+              </ol>`
+            : html`<p class="muted">No commits.</p>`
+        }
+      </section>`;
+    } else if (tab === 'files') {
+      const since = q.since === 'review' && lastReview ? lastReview.commit_sha! : null;
+      const all = since
+        ? ((await filesSince(deps, repo.uuid, at.pull, since).catch(() => null)) ?? [])
+        : await pullFiles(deps, c.viewer, at, number, { offset: 0, limit: 3000 });
+      const from = Math.min(q.from ?? 0, Math.max(0, all.length - 1));
+      const shown = all.slice(from, from + FILES_PER_SCREEN);
+      const selected: Selected | null =
+        q.path && q.line && view.canComment && !since
+          ? { path: q.path, line: q.line, side: q.side ?? 'RIGHT', ...(q.start_line ? { start_line: q.start_line } : {}) }
+          : null;
+      const href = (extra: Record<string, string>) =>
+        `${base}?${new URLSearchParams({ tab: 'files', ...(from ? { from: String(from) } : {}), ...extra })}`;
+      const diff = reviewDiff(view, shown, threads, { selected, pending: pendingReview !== null, inline: !since, href });
+      const rest = all.length > from + FILES_PER_SCREEN;
+      main = html`<section aria-labelledby="files-h">
+        <h2 id="files-h">Files changed (${all.length})</h2>
+        <p class="row">
+          ${
+            since
+              ? html`Showing the changes since your last review (<code>${since.slice(0, 10)}</code>).
+                  <a href="${base}?tab=files">Show all changes</a>`
+              : lastReview && lastReview.commit_sha !== tips.head_sha
+                ? html`<a href="${base}?tab=files&amp;since=review">Show only the changes since your last review</a>`
+                : ''
+          }
+        </p>
+        ${trusted(diff)}
+        ${
+          from > 0 || rest
+            ? html`<nav class="row" aria-label="More files">
+                ${from > 0 ? html`<a href="${base}?tab=files${since ? '&since=review' : ''}&amp;from=${Math.max(0, from - FILES_PER_SCREEN)}">Previous files</a>` : ''}
+                ${
+                  rest
+                    ? html`<span class="muted">${all.length - from - FILES_PER_SCREEN} more files:</span>
+                        <a href="${base}?tab=files${since ? '&since=review' : ''}&amp;from=${from + FILES_PER_SCREEN}"
+                          >Load the next files</a
+                        >`
+                    : ''
+                }
+              </nav>`
+            : ''
+        }
+        ${reviewForm(pendingCount)}
+      </section>`;
+    } else {
+      const [statuses, attachments, events] = await Promise.all([
+        tips.head_sha ? latestStatuses(deps.db, pull.repo_uuid, tips.head_sha) : [],
+        listAttachments(deps, c.viewer, at, { kind: 'pull', number }, { offset: 0, limit: 100 }),
+        activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known),
+      ]);
+      const canRequest = !repo.is_archived && pull.status !== 'merged' && (isAuthor || can.write);
+      const requested = new Set((pull.requested_reviewers ?? []).map((u) => u.username));
+      const reviewers = [
+        ...new Set(
+          reviews.filter((rv) => rv.status !== 'pending' && rv.author_uuid !== pull.author_uuid).map((rv) => rv.author_username),
+        ),
+      ];
+      const canDeleteBranch =
+        pull.status === 'merged' &&
+        canWrite &&
+        pull.source_repo.uuid === pull.repo_uuid &&
+        tips.head_sha !== null &&
+        pull.source_branch !== repo.default_branch;
+      main = html`<div class="grid">
         <div>
           <section class="box markdown" aria-label="Description">
-            ${pull.body.trim() ? descriptionHtml : html`<p class="muted">No description.</p>`}
+            ${pull.body.trim() ? markdownHtml(pull.body) : html`<p class="muted">No description.</p>`}
           </section>
+          ${
+            canEdit
+              ? html`<details class="box">
+                  <summary>Edit title and description</summary>
+                  <form class="stack" method="post" action="${base}/edit">
+                    ${csrfField(c)}
+                    <label for="edit-title">Title</label>
+                    <input id="edit-title" name="title" type="text" required maxlength="256" value="${pull.title}" />
+                    <label for="edit-body">Description (Markdown)</label>
+                    <textarea id="edit-body" name="body">${pull.body}</textarea>
+                    <div><button type="submit">Save</button></div>
+                  </form>
+                </details>`
+              : ''
+          }
+          ${
+            canEdit
+              ? html`<form class="row" method="post" action="${base}/state">
+                  ${csrfField(c)}<input type="hidden" name="status" value="${pull.status === 'open' ? 'closed' : 'open'}" />
+                  <button type="submit">${pull.status === 'open' ? 'Close pull' : 'Reopen pull'}</button>
+                </form>`
+              : ''
+          }
+          ${
+            canDeleteBranch
+              ? html`<form class="row" method="post" action="${base}/delete-branch">
+                  ${csrfField(c)}<span class="muted">The pull is merged.</span>
+                  <button type="submit">Delete branch ${pull.source_branch}</button>
+                </form>`
+              : ''
+          }
           <section class="box" aria-labelledby="checks-h">
             <h2 id="checks-h">Protection and checks</h2>
-            ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
+            ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}${protection.require_conversation_resolution ? html`; every conversation resolved` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
             ${checksView(statuses, protection)}
             ${
               can.merge
@@ -262,26 +421,32 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             ${
               reviews.length
                 ? html`<ul class="plain">
-                    ${shownReviews.map((rv, i) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${reviewHtmls[i]}</div>` : ''}</li>`)}
+                    ${reviews.slice(0, w.perPage).map((rv) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${markdownHtml(rv.body)}</div>` : ''}</li>`)}
                   </ul>`
                 : html`<p class="muted">No reviews yet.</p>`
             }
             ${pager(base, w.page, reviews.length > w.perPage)}
             ${
-              can.review
-                ? html`${refusal('review')}
-                    <form class="stack" method="post" action="${base}/reviews">
-                      ${csrfField(c)}
-                      <label for="review-body">Review (Markdown)</label>
-                      <textarea id="review-body" name="body">${refused?.form === 'review' ? (refused.body ?? '') : ''}</textarea>
-                      <fieldset class="row">
-                        <legend>Verdict</legend>
-                        ${verdicts.map((s) => html`<label><input type="radio" name="status" value="${s}" ${(refused?.form === 'review' && refused.status ? s === refused.status : s === 'commented') ? html` checked` : ''} /> ${REVIEW_LABELS[s]}</label>`)}
-                      </fieldset>
-                      <div><button type="submit">Submit review</button></div>
-                    </form>`
+              canRequest && reviewers.some((u) => !requested.has(u))
+                ? html`<div class="row">
+                    ${reviewers
+                      .filter((u) => !requested.has(u))
+                      .map(
+                        (u) =>
+                          html`<form method="post" action="${base}/rerequest" class="row">
+                            ${csrfField(c)}<input type="hidden" name="username" value="${u}" />
+                            <button type="submit">Re-request review from ${u}</button>
+                          </form>`,
+                      )}
+                  </div>`
                 : ''
             }
+            ${requested.size ? html`<p class="muted">Review requested from ${[...requested].join(', ')}.</p>` : ''}
+            ${reviewForm(pendingCount)}
+          </section>
+          <section class="box" aria-labelledby="conv-h">
+            <h2 id="conv-h">Conversations on the code (${threads.length})</h2>
+            ${threads.length ? threads.map((t) => threadHtml(view, t, null, true)) : html`<p class="muted">No comments on lines yet.</p>`}
           </section>
           <section class="box" aria-labelledby="att-h">
             <h2 id="att-h">Attachments</h2>
@@ -304,12 +469,33 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
           </section>
         </div>
         ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: [`pull:${pull.uuid}`], after, events })}
-      </div>
-      <section aria-labelledby="files-h">
-        <h2 id="files-h">Files changed (${changes.count > MAX_FILES ? `${MAX_FILES}+` : changes.count})</h2>
-        ${trusted(changes.html)}
-      </section>`;
-    return sendPage(reply, layout({ title: `#${pull.number} ${pull.title}`, caller: c }, body), refused?.err.status ?? 200);
+      </div>`;
+    }
+
+    function reviewForm(pending: number): Html | string {
+      if (pull.status === 'merged' || repo.is_archived) return '';
+      return html`${refusal('review')}
+        <form class="stack" method="post" action="${base}/reviews">
+          ${csrfField(c)}
+          <label for="review-body">Review (Markdown)</label>
+          <textarea id="review-body" name="body">${refused?.form === 'review' ? (refused.body ?? '') : ''}</textarea>
+          <fieldset class="row">
+            <legend>Verdict</legend>
+            ${verdicts.map((s) => html`<label><input type="radio" name="status" value="${s}" ${(refused?.form === 'review' && refused.status ? s === refused.status : s === 'commented') ? html` checked` : ''} /> ${REVIEW_LABELS[s]}</label>`)}
+          </fieldset>
+          <div>
+            <button type="submit">
+              ${pending ? `Submit review (${pending} pending comment${pending === 1 ? '' : 's'})` : 'Submit review'}
+            </button>
+          </div>
+        </form>`;
+    }
+
+    return sendPage(
+      reply,
+      layout({ title: `#${pull.number} ${pull.title}`, caller: c }, html`${header}${main}`),
+      refused?.err.status ?? 200,
+    );
   };
 
   repoRoute(app, 'GET', '/pulls/:number', { params: { number: NumberParam }, querystring: PullQuery }, (request, reply) =>
@@ -331,7 +517,13 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       const number = (request.params as { number: number }).number;
       const form = request.body as { status: (typeof REVIEW_STATUSES)[number]; body?: string };
       try {
-        await createReview(deps, c.viewer, ref.ref, number, { status: form.status, body: form.body ?? '' });
+        // a pending review (line comments collected on the Files tab) is submitted; else a new review
+        const pending = (await listReviews(deps, c.viewer, ref, number, { offset: 0, limit: 100 })).find(
+          (rv) => rv.status === 'pending' && rv.author_uuid === c.viewer.uuid,
+        );
+        if (pending)
+          await submitReview(deps, c.viewer, ref.ref, number, pending.uuid, { status: form.status, body: form.body ?? '' });
+        else await createReview(deps, c.viewer, ref.ref, number, { status: form.status, body: form.body ?? '' });
       } catch (err) {
         if (!actionable(err)) throw err;
         return pullPage(request, reply, { form: 'review', err, body: form.body ?? '', status: form.status });
@@ -352,6 +544,62 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     }
     return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
   });
+  repoRoute(app, 'POST', '/pulls/:number/edit', { params: { number: NumberParam }, body: EditForm }, async (request, reply) => {
+    const c = requirePage(request);
+    const number = (request.params as { number: number }).number;
+    const { title, body } = request.body as { title: string; body: string };
+    await updatePull(deps, c.viewer, pageRepoRef(request), number, { title, body });
+    return seeOther(reply, await pullHref(request, number));
+  });
+
+  repoRoute(app, 'POST', '/pulls/:number/state', { params: { number: NumberParam }, body: StateForm }, async (request, reply) => {
+    const c = requirePage(request);
+    const number = (request.params as { number: number }).number;
+    await updatePull(deps, c.viewer, pageRepoRef(request), number, {
+      status: (request.body as { status: 'open' | 'closed' }).status,
+    });
+    return seeOther(reply, await pullHref(request, number));
+  });
+
+  repoRoute(
+    app,
+    'POST',
+    '/pulls/:number/rerequest',
+    { params: { number: NumberParam }, body: RerequestForm },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const number = (request.params as { number: number }).number;
+      const username = (request.body as { username: string }).username;
+      await changeReviewRequests(deps, c.viewer, pageRepoRef(request), number, 'add', [username], pullEventShape);
+      return seeOther(reply, await pullHref(request, number));
+    },
+  );
+
+  repoRoute(
+    app,
+    'POST',
+    '/pulls/:number/delete-branch',
+    { params: { number: NumberParam }, body: CsrfOnly },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const ref = pageRepoRef(request);
+      const number = (request.params as { number: number }).number;
+      const pull = await getPull(deps, c.viewer, ref, number);
+      // only a merged pull's branch of this repo (DELETE {repo}/branches/{name} decides the rest)
+      if (pull.status !== 'merged' || pull.source_repo.uuid !== pull.repo_uuid) {
+        throw new AppError(409, 'pull_not_merged', 'Only the branch of a merged pull of this repo is deleted here.');
+      }
+      await deleteBranch(deps, c.viewer, ref, pull.source_branch);
+      return seeOther(reply, await pullHref(request, number));
+    },
+  );
+
+  pullReviewForms(app, deps);
+
+  async function pullHref(request: FastifyRequest, number: number): Promise<string> {
+    const repo = await getRepo(deps, requirePage(request).viewer, pageRepoRef(request));
+    return `${repoHref(repo)}/pulls/${number}`;
+  }
   void seg;
 }
 
@@ -433,38 +681,6 @@ const notFoundAsNull = (err: unknown): null => {
   if (err instanceof AppError && err.status === 404) return null;
   throw err;
 };
-
-/**
- * The pull's changed files as the page shows them: read through the API's files service
- * (`pullFiles`) and rendered, then kept by the two commits they were read at (the target's tip and
- * the pull's head: a diff between two commits never changes), so the next view of the same pull at
- * the same commits neither runs git nor renders again.
- */
-async function pullChanges(
-  deps: Deps,
-  viewer: Viewer,
-  ref: RepoAt,
-  pull: PullJson,
-  tips: { head_sha: string | null; base_sha: string | null },
-): Promise<{ html: string; count: number }> {
-  const key = tips.head_sha && tips.base_sha ? `${tips.base_sha}...${tips.head_sha}` : null;
-  const hit = key ? diffCache.peek(key) : undefined;
-  if (hit !== undefined) {
-    const cut = hit.indexOf('\n');
-    return { count: Number(hit.slice(0, cut)), html: hit.slice(cut + 1) };
-  }
-  const files = await pullFiles(deps, viewer, ref, pull.number, { offset: 0, limit: MAX_FILES + 1 });
-  const out = { html: renderDiff(files.slice(0, MAX_FILES), files.length > MAX_FILES).text, count: files.length };
-  if (key) {
-    // kept only when nothing moved while it was read (a push in between: the next view reads again)
-    const [head, base] = await Promise.all([
-      pullHeadSha(deps, { ...pull, source_repo_uuid: pull.source_repo.uuid ?? pull.repo_uuid }),
-      deps.git.branchSha(pull.repo_uuid, pull.target_branch),
-    ]);
-    if (`${base}...${head}` === key) diffCache.set(key, `${out.count}\n${out.html}`);
-  }
-  return out;
-}
 
 /** The repo a fork was made from, when the caller may read it (its fork record: `GET {repo}/fork`). */
 async function forkSource(deps: Deps, viewer: Viewer, ref: RepoRef): Promise<RepoJson | null> {
