@@ -60,6 +60,7 @@ const LAYERS = [
     'tracker',
     'references',
     'backup',
+    'ci',
   ],
   // pages and the composition root
   ['web', 'app.ts', 'root.ts', 'main.ts', 'serve.ts', 'cli.ts'],
