@@ -7,6 +7,7 @@ import { activityRoutes } from './activity/routes.ts';
 import { attachmentsRoutes } from './attachments/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { hooksRoutes } from './hooks/routes.ts';
+import { ciRoutes } from './ci/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
 import { resolveRepo } from './access/repo-read.ts';
@@ -82,6 +83,7 @@ const MODULES = [
   codeRoutes,
   statusesRoutes,
   hooksRoutes,
+  ciRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

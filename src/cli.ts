@@ -43,6 +43,11 @@ commands:
   rotate-secret-key [--forget-previous]     make a new server secret (DATA_DIR/secret.key) and re-seal
                                             every stored secret with it; with SECRET_KEY set, re-seal
                                             with the SECRET_KEY given (docs/secrets.md)
+  runner register --url U --token T --name N [--labels a,b] [--capacity N] [--config FILE]
+                                            register a CI runner; its secret goes to FILE
+                                            (default .weft-runner.json, mode 600; docs/ci.md)
+  runner [--config FILE] [--capacity N] [--workdir DIR]
+                                            run the CI runner: poll for jobs and run them
   help, --help                              print this
   --version                                 print the version
 
@@ -176,6 +181,8 @@ async function runBackupCommand(
 }
 
 async function run(argv: string[]): Promise<number> {
+  // `weft runner …` (docs/ci.md): the CI runner, which needs no database
+  if (argv[0] === 'runner') return (await import('./ci/runner/runner.ts')).runnerMain(argv.slice(1));
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);

@@ -29,6 +29,7 @@ import * as m320 from './migrations/320_default_login_limits.ts';
 import * as m330 from './migrations/330_hook_skipped_and_secrets.ts';
 import * as m340 from './migrations/340_deploy_keys.ts';
 import * as m341 from './migrations/341_merge_claim_tips.ts';
+import * as m430 from './migrations/430_ci.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -70,6 +71,7 @@ const MIGRATIONS: Migration[] = [
   { name: '330_hook_skipped_and_secrets', up: m330.up },
   { name: '340_deploy_keys', up: m340.up },
   { name: '341_merge_claim_tips', up: m341.up },
+  { name: '430_ci', up: m430.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -7,6 +7,7 @@ import type { Generated } from 'kysely';
  */
 export type { Bool01 } from './tables/bool.ts';
 import type { Bool01 } from './tables/bool.ts';
+import type { CiTables } from './tables/ci.ts';
 
 export interface UsersTable {
   uuid: string;
@@ -223,7 +224,8 @@ import type { StorageTables } from './tables/storage.ts';
  * Every table. Domains added after the first ones declare their tables in `db/tables/<domain>.ts`
  * as one `XTables` interface and list it here.
  */
-export interface DB extends JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables {
+export interface DB
+  extends CiTables, JobsTables, LimitsTables, TimersTables, ThreadsTables, HooksTables, StorageTables, SessionsTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;
