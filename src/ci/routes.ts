@@ -117,7 +117,7 @@ export async function ciRoutes(app: FastifyInstance, { deps }: { deps: Deps }): 
           '(the detail names the offset to send from). Lines are sent prefixed with their timestamp.',
         params: JobUuidParam,
         body: Type.Object(
-          { offset: Type.Integer({ minimum: 0 }), data: Type.String({ maxLength: 1024 * 1024 }) },
+          { offset: Type.Integer({ minimum: 0, maximum: 2 ** 40 }), data: Type.String({ maxLength: 256 * 1024 }) },
           { additionalProperties: false },
         ),
         response: {

@@ -174,7 +174,7 @@ class JobLog {
     if (this.flushing) return this.flushing;
     this.flushing = (async () => {
       while (this.pending) {
-        const data = this.pending.slice(0, 256 * 1024);
+        const data = this.pending.slice(0, 64 * 1024);
         try {
           const r = (await call(this.cfg, `/runner/jobs/${this.jobUuid}/log`, { offset: this.offset, data })) as {
             offset: number;
