@@ -30,7 +30,7 @@ async function serve(): Promise<void> {
   const { serveWeft } = await import('./serve-weft.ts');
   const { inTransaction } = await import('../src/core/transaction.ts');
   const { actorOf } = await import('../src/events/service.ts');
-  const { MAX_FEED_DEPTH } = await import('../src/events/feed.ts');
+  const { MAX_FEED_DEPTH } = await import('../src/activity/feed.ts');
   const server = await serveWeft(
     TOKEN,
     async (app, _db, deps) => {

@@ -202,7 +202,7 @@ function watchDatabase(database: import('../src/db/index.ts').Database): void {
 async function serveWeftChild(): Promise<void> {
   const { inTransaction } = await import('../src/core/transaction.ts');
   // BENCH_SSE_RECHECKS=Infinity: every stream's access re-check every 1.5 s, unbounded (the "before").
-  const { TAIL } = await import('../src/events/tail.ts');
+  const { TAIL } = await import('../src/activity/tail.ts');
   if (process.env.BENCH_SSE_RECHECKS) TAIL.maxRechecksPerSecond = Number(process.env.BENCH_SSE_RECHECKS);
   // BENCH_SSE_IN_FLIGHT=N: at most N re-checks at once (TAIL.maxRechecksInFlight).
   if (process.env.BENCH_SSE_IN_FLIGHT) TAIL.maxRechecksInFlight = Number(process.env.BENCH_SSE_IN_FLIGHT);

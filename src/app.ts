@@ -5,7 +5,8 @@ import { pingDatabase } from './db/index.ts';
 import type { Deps } from './deps.ts';
 import { activityRoutes } from './activity/routes.ts';
 import { attachmentsRoutes } from './attachments/routes.ts';
-import { eventsRoutes } from './events/routes.ts';
+import { eventsRoutes } from './activity/event-routes.ts';
+import { webhooksDocument } from './hooks/openapi-webhooks.ts';
 import { hooksRoutes } from './hooks/routes.ts';
 import { ciRoutes } from './ci/routes.ts';
 import { installAuth } from './http/auth.ts';
@@ -146,7 +147,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installNoBodyCheck(app);
   installErrorHandling(app);
   installTokenScopes(app);
-  await installOpenApi(app);
+  await installOpenApi(app, { webhooks: webhooksDocument });
   installUrlCheck(app);
   installAuth(
     app,

@@ -1,6 +1,11 @@
 import { cpus } from 'node:os';
 import { resolve } from 'node:path';
-import { MAX_SECRET_LENGTH } from './tokens/secret.ts';
+
+/**
+ * The longest secret that can authenticate (generated ones are 45 characters; the bootstrap
+ * admin's is chosen by the operator and is checked against this at start-up).
+ */
+export const MAX_SECRET_LENGTH = 200;
 
 /** Every environment variable Weft reads, parsed and validated in one place (docs/behaviour.md "Serving and configuration"). */
 export interface Config {

@@ -3,13 +3,58 @@ import type { BlobStore } from './blobs/store.ts';
 import type { Config } from './config.ts';
 import type { Database, Dialect } from './db/index.ts';
 import type { DB } from './db/types.ts';
-import type { EventBus } from './events/bus.ts';
-import type { LiveHub } from './events/live.ts';
+import type { EventRecord } from './db/rows.ts';
 import type { GitStore } from './git/store.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { ServerSecret } from './secrets/server-secret.ts';
 import type { Clock } from './time.ts';
 import type { Viewer } from './viewer.ts';
+
+/**
+ * Fan-out of committed events to live subscribers (events/bus.ts: in process, or PostgreSQL
+ * LISTEN/NOTIFY across instances). `publish` is called after the writing transaction commits.
+ * The bus carries hints, not the events: a live stream re-reads the store by id (events/live.ts),
+ * so a lost or late notification delays an event but never loses it.
+ */
+/**
+ * What a hint knows: the kinds of the events it is about, or null when unknown (another
+ * instance's notification without them, a reconnection). Listeners that only re-read may ignore it.
+ */
+export interface NewEventsHint {
+  kinds: readonly string[] | null;
+}
+
+export interface EventBus {
+  publish(event: EventRecord): void;
+  /** The events this instance committed, as they are published. */
+  subscribe(listener: (event: EventRecord) => void): () => void;
+  /** Called when events may exist past what was read: committed here or on another instance. */
+  onNewEvents(listener: (hint: NewEventsHint) => void): () => void;
+  /** Starts listening for other instances' events (no-op in process). */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** One live stream's interest: a scope, optionally one kind. */
+export interface LiveSubscriber {
+  scope: string;
+  kind?: string;
+  /** Called with this scope's settled events in increasing id order. */
+  deliver(event: EventRecord): void;
+  /** Called when the hub stops (server shutdown). */
+  close(): void;
+}
+
+/** The live side of the event store (events/live.ts `LiveHub`): follows the store and feeds the streams. */
+export interface LiveFeed {
+  start(): void;
+  /** Subscribes a stream; the id of the newest settled event, where it starts. */
+  add(sub: LiveSubscriber): Promise<number>;
+  remove(sub: LiveSubscriber): void;
+  /** Streams subscribed on this instance. */
+  readonly subscriberCount: number;
+  close(): Promise<void>;
+}
 
 /** Who may read one event scope kind's scopes (access/scopes.ts registers one per kind). */
 export type ScopeReader = (deps: Deps, viewer: Viewer, id: string) => Promise<boolean>;
@@ -56,7 +101,7 @@ export interface Deps {
   dialect: Dialect;
   bus: EventBus;
   /** The live side of the event store: follows it and feeds the SSE streams (events/live.ts). */
-  live: LiveHub;
+  live: LiveFeed;
   git: GitStore;
   blobs: BlobStore;
   jobs: JobQueue;

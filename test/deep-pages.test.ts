@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
-import { FEED_SCAN_BUDGET, MAX_FEED_DEPTH } from '../src/events/feed.ts';
+import { FEED_SCAN_BUDGET, MAX_FEED_DEPTH } from '../src/activity/feed.ts';
 import { inTransaction } from '../src/core/transaction.ts';
 import { actorOf } from '../src/events/service.ts';
 import type { Viewer } from '../src/viewer.ts';

@@ -12,6 +12,9 @@ import { after, before, describe, it } from 'node:test';
 import { EVENT_KINDS } from '../src/events/kinds.ts';
 import { type EventKind } from '../src/events/kinds.ts';
 import { inTransaction } from '../src/core/transaction.ts';
+import { deliveredPayloadSchema } from '../src/hooks/openapi-webhooks.ts';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
 import type { EventJson, Person } from './common.ts';
 import { makeWorkTree, gitClient, seedCommit } from './git-fixtures.ts';
 import { DIALECTS, type Res, type TestApp, startApp } from './helpers.ts';
@@ -532,6 +535,20 @@ for (const dialect of DIALECTS) {
         res = ok(await t.req('GET', res.body.previous as string, { token: c.token }));
       }
     };
+    // src/events/payload-schemas.ts, as the OpenAPI document's webhooks publish it
+    const ajv = new Ajv.default({ allErrors: true, strict: false });
+    addFormats.default(ajv);
+    const validators = new Map<string, ReturnType<typeof ajv.compile>>();
+    const assertPayloadDocumented = (e: EventJson, who: string) => {
+      const schema = deliveredPayloadSchema(e.kind as EventKind);
+      let validate = validators.get(e.kind);
+      if (!validate) validators.set(e.kind, (validate = ajv.compile(schema)));
+      const where = `${e.kind} ${e.id} as ${who} sees it: ${JSON.stringify(e.payload)}`;
+      assert.ok(validate(e.payload), `${where}\n${ajv.errorsText(validate.errors)} (src/events/payload-schemas.ts)`);
+      const known = Object.keys(schema.properties as object);
+      const undocumented = Object.keys(e.payload as object).filter((k) => !known.includes(k));
+      assert.deepEqual(undocumented, [], `${where}: fields missing from src/events/payload-schemas.ts`);
+    };
     const assertNoLeak = (c: UserM, e: EventJson, where: string) => {
       const leaks = w.leaks(c, e);
       assert.deepEqual(leaks, [], `${c.username} via ${where}: ${e.kind} ${e.id} ${JSON.stringify(e)}`);
@@ -560,7 +577,7 @@ for (const dialect of DIALECTS) {
       for (const scope of scopes.slice(0, 20)) ok(await req('GET', `/events?scope=${scope}`, null), 401);
     });
 
-    it('every caller × every event: GET /events/{id} shows nothing the caller may not read', async () => {
+    it('every caller × every event: GET /events/{id} shows nothing the caller may not read; its payload is as the OpenAPI webhooks say', async () => {
       const events = await allEvents();
       for (const c of callers()) {
         let seen = 0;
@@ -569,6 +586,7 @@ for (const dialect of DIALECTS) {
           if (res.status === 404) continue;
           ok(res, 200);
           assertNoLeak(c, res.body, `/events/${e.id}`);
+          assertPayloadDocumented(res.body as EventJson, c.username);
           seen++;
         }
         // a user timer is its owner's alone: staff see every event but other users' timers' events

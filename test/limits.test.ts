@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { sweepRateLimitHits } from '../src/ratelimits/counter.ts';
+import { sweepRateLimitHits } from '../src/http/rate-counter.ts';
 import { countRows, snapshot } from './foundation-helpers.ts';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
 import { ManualClock, countHits, createRule, setSettings } from './limits-fixtures.ts';

@@ -6,12 +6,16 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
+import { EVENT_KINDS } from '../src/events/kinds.ts';
+import { routesWithoutOperationId } from '../src/http/openapi.ts';
 import { ERROR_CODES } from '../src/http/openapi-transform.ts';
+import { OPERATION_IDS, RESPONSE_SCHEMAS, TAGS } from '../src/http/operation-ids.ts';
+import { ROUTE_SCOPES } from '../src/http/route-scopes.ts';
 import { ROOT } from './foundation-helpers.ts';
 import { type TestApp, startApp } from './helpers.ts';
 
-// The OpenAPI document as code generators see it. Generic rules only, so routes added later
-// (which get fallback operationIds) keep this gate green.
+// The OpenAPI document as code generators see it. A route added later without its operationId,
+// or answering an unnamed object, fails here with the line to add to src/http/operation-ids.ts.
 
 type Json = any;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
@@ -51,9 +55,109 @@ describe('OpenAPI for code generators', () => {
     assert.equal(byKey['get /events'], 'listEvents');
   });
 
+  it('every route has the operationId chosen for it in src/http/operation-ids.ts', () => {
+    const missing = routesWithoutOperationId(t.app);
+    assert.deepEqual(
+      missing,
+      [],
+      `routes without an operationId: add a line for each to OPERATION_IDS in src/http/operation-ids.ts, keyed as in src/http/route-scopes.ts, with a camelCase verb-noun id written for the team form (the user form inserts User after the verb), e.g.\n${missing.map((k) => `  '${k}': 'listThings',`).join('\n')}`,
+    );
+    const stale = Object.keys(OPERATION_IDS).filter((k) => !Object.hasOwn(ROUTE_SCOPES, k));
+    assert.deepEqual(stale, [], 'entries in OPERATION_IDS (src/http/operation-ids.ts) without a route');
+    const ids = new Set(ops.map((o) => o.op.operationId));
+    const unused = Object.keys(RESPONSE_SCHEMAS).filter((id) => !ids.has(id));
+    assert.deepEqual(unused, [], 'entries in RESPONSE_SCHEMAS (src/http/operation-ids.ts) naming no operation');
+  });
+
+  it('every 2xx JSON object body is a named component schema (a Page: its items too)', () => {
+    const schemas = doc.components.schemas;
+    const named = (schema: Json) => typeof schema?.$ref === 'string';
+    const inline: string[] = [];
+    for (const { key, op } of ops) {
+      for (const [status, response] of Object.entries<Json>(op.responses)) {
+        if (!/^2\d\d$/.test(status)) continue;
+        const body = response.content?.['application/json']?.schema;
+        if (!body) continue;
+        const branches = body.anyOf ?? body.oneOf ?? [body];
+        for (const branch of branches) {
+          if (branch.type === 'object' && !named(branch)) inline.push(`${key} ${status} (${op.operationId})`);
+          const target = named(branch) ? schemas[branch.$ref.split('/').pop()] : null;
+          const items = target?.properties?.results?.items;
+          if (items?.type === 'object') inline.push(`${key} ${status} results items (${op.operationId})`);
+        }
+      }
+    }
+    assert.deepEqual(
+      inline,
+      [],
+      "bodies a generator would call InlineResponse200: name each in RESPONSE_SCHEMAS (src/http/operation-ids.ts), keyed by the team-form operationId, e.g. `getThing: 'Thing'` (a Page: its items), or give an anyOf branch a `title`",
+    );
+    assert.equal(doc['x-schema-name-conflicts'], undefined, JSON.stringify(doc['x-schema-name-conflicts']));
+    for (const name of [
+      'Hook',
+      'HookDelivery',
+      'CommitStatus',
+      'CombinedCommitStatus',
+      'Thread',
+      'Reply',
+      'Label',
+      'Timer',
+      'DeployKey',
+    ])
+      assert.ok(schemas[name], `components.schemas.${name}`);
+    const createHook = ops.find((o) => o.op.operationId === 'createHook')!.op;
+    assert.equal(createHook.responses['201'].content['application/json'].schema.$ref, '#/components/schemas/NewHook');
+    const listHooks = ops.find((o) => o.op.operationId === 'listUserHooks')!.op;
+    assert.equal(listHooks.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/HooksPage');
+    assert.equal(schemas.HooksPage.properties.results.items.$ref, '#/components/schemas/Hook');
+  });
+
+  it('top-level tags describe every tag an operation uses', () => {
+    const used = new Set(ops.flatMap((o) => o.op.tags ?? []));
+    const undescribed = [...used].filter((tag) => !Object.hasOwn(TAGS, tag));
+    assert.deepEqual(undescribed, [], 'tags without a description: add them to TAGS in src/http/operation-ids.ts');
+    const top = new Map<string, string>(doc.tags.map((tag: Json) => [tag.name, tag.description]));
+    for (const tag of [...used, 'webhook-events']) assert.ok(top.get(tag), `tags: ${tag}`);
+  });
+
+  it("webhooks: one POST per event kind and ping, its body the delivery with that kind's payload, its headers documented", () => {
+    assert.deepEqual(Object.keys(doc.webhooks).sort(), [...Object.keys(EVENT_KINDS), 'ping'].sort());
+    const resolve = (node: Json) =>
+      node.$ref
+        ? node.$ref
+            .split('/')
+            .slice(1)
+            .reduce((o: Json, k: string) => o[k], doc)
+        : node;
+    for (const [kind, item] of Object.entries<Json>(doc.webhooks)) {
+      const op = item.post;
+      assert.match(op.operationId, /^[a-z][A-Za-z0-9]*Webhook$/, kind);
+      const headers = op.parameters.map((p: Json) => resolve(p).name);
+      for (const h of [
+        'webhook-id',
+        'webhook-timestamp',
+        'webhook-signature',
+        'X-Weft-Event',
+        'X-Weft-Hook',
+        'X-Weft-Attempt',
+        'X-Hub-Signature-256',
+      ])
+        assert.ok(headers.includes(h), `${kind} documents ${h}`);
+      const delivery = resolve(op.requestBody.content['application/json'].schema);
+      assert.deepEqual(delivery.required, ['hook_uuid', 'event']);
+      assert.deepEqual(delivery.properties.event.properties.kind.enum, [kind]);
+      const payload = resolve(delivery.properties.event.properties.payload);
+      assert.equal(payload.type, 'object', kind);
+    }
+    // a field a privacy rule may clear is nullable in what a hook receives
+    const opened = doc.components.schemas.PullOpenedPayload;
+    assert.deepEqual(opened.properties.source_repo.properties.full_name.type, ['string', 'null']);
+    assert.equal(doc.components.schemas.BranchPushedPayload.properties.forced.type, 'boolean');
+  });
+
   it('names its schemas: Error with every code as an enum, records and Page envelopes by $ref', () => {
     const schemas = doc.components.schemas;
-    for (const name of ['Error', 'User', 'UserPage', 'Repo', 'Pull', 'PullsPage', 'Team', 'ApiToken', 'Event']) {
+    for (const name of ['Error', 'User', 'UsersPage', 'Repo', 'Pull', 'PullsPage', 'Team', 'ApiToken', 'Event']) {
       assert.ok(schemas[name], `components.schemas.${name}`);
     }
     assert.deepEqual(schemas.Error.properties.error.enum, [...ERROR_CODES]);
@@ -139,6 +243,11 @@ export const error: components['schemas']['Error'] = { error: code, detail: 'Thi
 // @ts-expect-error: not an error code
 export const wrong: components['schemas']['Error']['error'] = 'no_such_code';
 export const me = (u: Ok<'getAuthenticatedUser'>): boolean => u.is_staff;
+export const hookUrl = (h: components['schemas']['Hook']): string => h.url;
+export const threadNumber = (t: Ok<'getUserThread'>): number => t.number;
+export const combined = (c: Ok<'getCombinedCommitStatus'>): components['schemas']['CombinedCommitStatus'] => c;
+export const forced = (d: components['schemas']['BranchPushedDelivery']): boolean => d.event.payload.forced;
+export const head = (d: components['schemas']['PullUpdatedDelivery']): string | undefined => d.event.payload.head_sha;
 `,
     );
     const program = ts.createProgram([join(dir, 'client.ts')], {

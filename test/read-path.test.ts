@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { type DecisionObserver, decisionObservers } from '../src/access/decisions.ts';
 import { after, before, describe, it } from 'node:test';
 import { fastPathOn, setFastPath } from '../src/db/fast-path.ts';
 import type { QueryObserver } from '../src/db/query-timing.ts';
@@ -40,6 +41,21 @@ for (const dialect of DIALECTS) {
         t.deps.database.queryObservers.delete(observe);
       }
       return n;
+    };
+    /** The access decisions `run` makes (src/access/decisions.ts), by kind, in its async context. */
+    const decisions = async (run: () => Promise<unknown>): Promise<string[]> => {
+      const mine = new AsyncLocalStorage<true>();
+      const seen: string[] = [];
+      const observe: DecisionObserver = (kind) => {
+        if (mine.getStore()) seen.push(kind);
+      };
+      decisionObservers.add(observe);
+      try {
+        await mine.run(true, run);
+      } finally {
+        decisionObservers.delete(observe);
+      }
+      return seen;
     };
     const ok = (res: { status: number; text: string }, status = 200) => assert.equal(res.status, status, res.text);
 
@@ -118,6 +134,36 @@ for (const dialect of DIALECTS) {
       });
       assert.equal(page.status, 200, page.text);
       assert.ok(n <= 12, `the pull page ran ${n} statements`);
+    });
+
+    it('the pull page, GET {repo} and GET {repo}/pulls/{n} decide access once', async () => {
+      let page = { status: 0, text: '' };
+      assert.deepEqual(
+        await decisions(async () => {
+          page = await pageReq(t, 'GET', '/teams/core/proj/pulls/1', { cookie: ann.cookie });
+        }),
+        ['repo'],
+      );
+      assert.equal(page.status, 200, page.text);
+      assert.deepEqual(await decisions(async () => ok(await t.req('GET', api, { token: alice.token }))), ['repo']);
+      // the repo's other pages too: resolved once (pageRepo), every part handed the context
+      for (const path of [
+        '/teams/core/proj',
+        '/teams/core/proj/threads',
+        '/teams/core/proj/pulls',
+        '/teams/core/proj/branches',
+      ]) {
+        let res = { status: 0, text: '' };
+        assert.deepEqual(
+          await decisions(async () => {
+            res = await pageReq(t, 'GET', path, { cookie: ann.cookie });
+          }),
+          ['repo'],
+          path,
+        );
+        assert.equal(res.status, 200, `${path}: ${res.text}`);
+      }
+      assert.deepEqual(await decisions(async () => ok(await t.req('GET', `${api}/pulls/1`, { token: alice.token }))), ['repo']);
     });
   });
 }

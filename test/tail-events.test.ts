@@ -2,7 +2,7 @@ import type { EventKind } from '../src/events/kinds.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { inTransaction } from '../src/core/transaction.ts';
-import { AccessRecheck, TAIL } from '../src/events/tail.ts';
+import { AccessRecheck, TAIL } from '../src/activity/tail.ts';
 import type { Person } from './common.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';

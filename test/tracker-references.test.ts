@@ -97,6 +97,39 @@ for (const dialect of DIALECTS) {
       void secret;
     });
 
+    it('rendered Markdown links references the reader can read, titled; an unreadable or missing one stays text', async () => {
+      const secret = await thread(w.teamPrivate.base, w.member.token, 'Hidden roadmap');
+      const shown = await thread(pub(), w.member.token, 'Shown target');
+      const pull = await openPull(t, pub(), { token: w.member.token, title: 'Visible pull' });
+      const slug = w.team.slug;
+      const text = `See #${shown.number}, !${pull.number}, ${slug}/r-private#${secret.number}, #99999 and \`#${shown.number}\`.`;
+      const src = await thread(pub(), w.member.token, 'Links', text);
+      const asMember = (await t.req('GET', `${pub()}/threads/${src.number}`, { token: w.member.token })).body.body_html as string;
+      const page = `/teams/${slug}`;
+      assert.match(
+        asMember,
+        new RegExp(`<a href="${page}/r-public/threads/${shown.number}" class="ref" title="Shown target">#${shown.number}</a>`),
+      );
+      assert.match(
+        asMember,
+        new RegExp(`<a href="${page}/r-public/pulls/${pull.number}" class="ref" title="Visible pull">!${pull.number}</a>`),
+      );
+      assert.match(
+        asMember,
+        new RegExp(`<a href="${page}/r-private/threads/${secret.number}" class="ref" title="Hidden roadmap">`),
+      );
+      assert.match(asMember, /#99999 and <code>/);
+      const asOutsider = (await t.req('GET', `${pub()}/threads/${src.number}`, { token: w.outsider.token })).body
+        .body_html as string;
+      assert.ok(!asOutsider.includes('Hidden roadmap'), asOutsider);
+      assert.ok(!asOutsider.includes('r-private/threads'), asOutsider);
+      assert.match(asOutsider, new RegExp(`${slug}/r-private#${secret.number}`));
+      assert.match(asOutsider, /title="Shown target"/);
+      const listed = await t.req('GET', `${pub()}/threads?state=all&q=Links`, { token: w.outsider.token });
+      assert.ok(!JSON.stringify(listed.body).includes('Hidden roadmap'));
+      assert.match(listed.body.results[0].body_html, /title="Shown target"/);
+    });
+
     it('a pull merged into the default branch closes the threads its keywords name; fixes #1, fixes #2 closes both', async () => {
       const a = await thread(pub(), w.outsider.token, 'Bug A');
       const b = await thread(pub(), w.outsider.token, 'Bug B');

@@ -375,7 +375,7 @@ for (const dialect of DIALECTS) {
       });
 
       it('BOOTSTRAP_ADMIN_USERNAME names the admin; a secret of the longest allowed length works with both schemes', async () => {
-        const { MAX_SECRET_LENGTH } = await import('../src/tokens/secret.ts');
+        const { MAX_SECRET_LENGTH } = await import('../src/config.ts');
         const secret = `root-${'A1b2:C3d4!'.repeat(40)}`.slice(0, MAX_SECRET_LENGTH);
         const other = await startApp(dialect, { config: { bootstrapAdminUsername: 'root', bootstrapAdminToken: secret } });
         try {

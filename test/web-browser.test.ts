@@ -183,7 +183,7 @@ for (const dialect of DIALECTS) {
       await a.goto(`${base}${repoPath}/threads/new`);
       await a.fill('#title', 'Release plan');
       await a.fill('#body', 'When do we ship?');
-      await Promise.all([a.waitForURL(`${base}${repoPath}/threads/1`), a.getByRole('button', { name: 'Start thread' }).click()]);
+      await Promise.all([a.waitForURL(`${base}${repoPath}/threads/1`), a.getByRole('button', { name: 'Create issue' }).click()]);
       await a.fill('#reply-body', 'Friday, maybe.');
       await Promise.all([a.waitForURL(/\/threads\/1/), a.getByRole('button', { name: 'Reply' }).click()]);
       await a.getByText('Friday, maybe.').waitFor();

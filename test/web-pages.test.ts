@@ -96,7 +96,7 @@ for (const dialect of DIALECTS) {
           { _csrf: ann.csrf, status: 'approved' },
         ],
         ['POST', `${repo}/pulls/1/merge`, 400, /That did not work/, { _csrf: ann.csrf, merge_strategy: 'octopus' }],
-        ['POST', `${repo}/threads/new`, 400, /That did not work/, { _csrf: ann.csrf, title: ' ' }],
+        ['POST', `${repo}/threads/new`, 400, /must not be blank/, { _csrf: ann.csrf, title: ' ' }],
       ];
       for (const [method, url, status, body, form] of cases) {
         const res = await pageReq(t, method, url, { cookie: ann.cookie, ...(form ? { form } : {}) });

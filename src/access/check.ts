@@ -10,6 +10,7 @@ import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/types.ts';
 import type { Viewer } from '../viewer.ts';
 import { repoReadableBy } from './repo-level.ts';
+import { noteDecision } from './decisions.ts';
 
 export type Permission = 'repo.read' | 'pull.read' | 'review.read' | 'thread.read' | 'reply.read' | 'team.read' | 'user.read';
 
@@ -22,6 +23,7 @@ export async function checkAccess(
 ): Promise<Set<string>> {
   const wanted = [...new Set(ids)];
   if (wanted.length === 0 || !viewer) return new Set();
+  noteDecision('check');
   const rows = await accessQuery(db, viewer, permission, wanted).execute();
   return new Set(rows.map((r) => r.id));
 }

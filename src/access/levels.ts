@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { type RowLock, withRowLock } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import type { RepoLevel, Viewer } from '../viewer.ts';
+import { noteDecision } from './decisions.ts';
 
 export type { RepoRow, TeamRow, UserRow } from '../db/rows.ts';
 
@@ -28,6 +29,7 @@ export async function teamRole(
   lock?: RowLock,
 ): Promise<TeamRole | null> {
   if (!viewer) return null;
+  noteDecision('team-role');
   const query = db
     .selectFrom('team_members')
     .select('role')

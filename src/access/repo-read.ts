@@ -17,6 +17,7 @@ import type { PullReadRow, RepoReadRow } from '../db/rows.ts';
 import { notFound } from '../errors.ts';
 import type { PullContext, RepoContext, RepoRef, RepoResolution, RepoTarget, Viewer } from '../viewer.ts';
 import { LEVEL_BY_RANK, repoLevelSql, tokenReachesRepo } from './repo-level.ts';
+import { noteDecision } from './decisions.ts';
 
 export type { PullReadRow, RepoReadRow } from '../db/rows.ts';
 
@@ -277,6 +278,7 @@ export async function tokenWithRepoRead(
  * owner, then repo, then access, then the pull.
  */
 export function resolutionFromRow(viewer: Viewer, target: RepoTarget, row: Record<string, unknown> | undefined): RepoResolution {
+  noteDecision('repo');
   const { ref, number } = target;
   const r = row as (Record<string, unknown> & Facts) | undefined;
   if (!r || r.o_uuid === null || (ref.ownerKind === 'user' && r.o_is_active !== 1 && !viewer.isStaff)) {

@@ -8,6 +8,7 @@ import { type TeamRow, type RepoRow, type UserRow, type RepoLevel, levelAtLeast,
 import { checkAccess, hasAccess } from './check.ts';
 import { repoLevelFrom, tokenReachesRepo } from './repo-level.ts';
 import { requireTeam, assertTeamActive } from './teams.ts';
+import { noteDecision } from './decisions.ts';
 
 // ---------------------------------------------------------------- repos
 
@@ -43,6 +44,7 @@ export async function resolveOwner(
 
 /** The viewer's level on a repo (docs/behaviour.md "Teams and access"); staff are owners everywhere. */
 export async function repoAccessLevel(db: Kysely<DB>, viewer: Viewer | null, repo: RepoRow, lock?: RowLock): Promise<RepoLevel> {
+  noteDecision('level');
   if (!tokenReachesRepo(viewer, repo.uuid)) return 'none';
   if (viewer?.isStaff) return 'owner';
   const role = viewer && repo.owner_kind === 'team' ? await teamRole(db, viewer, repo.owner_uuid, lock) : null;

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { Cursor, Event } from '../events/schemas.ts';
+import { Cursor, Event } from './schemas.ts';
 import { requireViewer } from '../http/auth.ts';
 import { type PageParams, pageOf, pageParams } from '../http/paging.ts';
 import { Page, PageQuery } from '../http/schemas.ts';

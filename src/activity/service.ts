@@ -2,13 +2,13 @@ import { requireTeam } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { sql } from 'kysely';
 import { callerActorKeys } from '../events/actor-index.ts';
-import { type FeedWindow, type ScanRow, visibleEventsNewestFirst } from '../events/feed.ts';
+import { type FeedWindow, type ScanRow, visibleEventsNewestFirst } from './feed.ts';
 import { readableBound } from '../events/order.ts';
 import { type EventRecord, eventFromRow, teamActivityKey } from '../events/service.ts';
 import { getUser } from '../users/service.ts';
 import type { Viewer } from '../viewer.ts';
 
-export { FEED_SCAN_BUDGET, type FeedWindow, MAX_FEED_DEPTH, assertFeedDepth } from '../events/feed.ts';
+export { FEED_SCAN_BUDGET, type FeedWindow, MAX_FEED_DEPTH, assertFeedDepth } from './feed.ts';
 
 export interface Window {
   offset: number;

@@ -1,9 +1,9 @@
 import type { Static } from '@sinclair/typebox';
-import { type RepoRef, requireRepo } from '../access/index.ts';
+import { type RepoRef, repoContextOf } from '../access/index.ts';
 import type { Deps } from '../deps.ts';
 import { pullHeadForReading } from '../pulls/heads.ts';
 import { requirePull } from '../pulls/service.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import { branchMatchesPattern } from '../git/refname.ts';
 import { pullFiles } from './pulls.ts';
 import type { DiffFile } from './schemas.ts';
@@ -12,8 +12,8 @@ import type { Branch, Commit } from './ref-schemas.ts';
 type Window = { offset: number; limit: number };
 
 /** GET {repo}/branches: every branch, sorted by name, with its tip and whether a protection matches it. */
-export async function listBranches(deps: Deps, viewer: Viewer, ref: RepoRef, page: Window): Promise<Static<typeof Branch>[]> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
+export async function listBranches(deps: Deps, viewer: Viewer, at: RepoAt, page: Window): Promise<Static<typeof Branch>[]> {
+  const { repo } = await repoContextOf(deps.database, viewer, at);
   const patterns = (await deps.db.selectFrom('protections').select('branch').where('repo_uuid', '=', repo.uuid).execute()).map(
     (r) => r.branch,
   );

@@ -25,6 +25,7 @@ import * as m181 from './migrations/181_unique_email.ts';
 import * as m200 from './migrations/200_hook_request_bodies.ts';
 import * as m310 from './migrations/310_tracker.ts';
 import * as m311 from './migrations/311_references.ts';
+import * as m400 from './migrations/400_thread_terms.ts';
 import * as m320 from './migrations/320_default_login_limits.ts';
 import * as m330 from './migrations/330_hook_skipped_and_secrets.ts';
 import * as m340 from './migrations/340_deploy_keys.ts';
@@ -71,6 +72,7 @@ const MIGRATIONS: Migration[] = [
   { name: '330_hook_skipped_and_secrets', up: m330.up },
   { name: '340_deploy_keys', up: m340.up },
   { name: '341_merge_claim_tips', up: m341.up },
+  { name: '400_thread_terms', up: m400.up },
   { name: '430_ci', up: m430.up },
 ];
 

@@ -16,3 +16,19 @@ export type RepoReadRow = Selectable<ReposTable> & {
 
 /** The pull row with its author's and merger's usernames. */
 export type PullReadRow = Selectable<PullsTable> & { author_username: string; merged_by_username: string | null };
+
+/** Who caused an event (events/service.ts `actorOf`). */
+export interface EventActor {
+  uuid: string;
+  username: string;
+}
+
+/** An event as it is stored and served (README "Live event stream"). */
+export interface EventRecord {
+  id: string;
+  kind: string;
+  scopes: string[];
+  actor: EventActor | null;
+  payload: Record<string, unknown>;
+  created_at: string;
+}

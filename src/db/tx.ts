@@ -13,6 +13,11 @@ interface OpenTransaction {
 
 const current = new AsyncLocalStorage<OpenTransaction>();
 
+/** What a library below the write pipeline needs of a write's transaction (the git store's disk usage). */
+export interface InTransaction {
+  db: Transaction<DB>;
+}
+
 export interface TxHandle {
   trx: Transaction<DB>;
   /** Runs `fn` once the outermost transaction has committed (never when it rolls back). */

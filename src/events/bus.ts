@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
+import type { EventBus, NewEventsHint } from '../deps.ts';
 import type { EventRecord } from './service.ts';
 
 /**
@@ -10,25 +11,6 @@ import type { EventRecord } from './service.ts';
  * The bus carries hints, not the events: a live stream re-reads the store by id
  * (events/live.ts), so a lost or late notification delays an event but never loses it.
  */
-/**
- * What a hint knows: the kinds of the events it is about, or null when unknown (another
- * instance's notification without them, a reconnection). Listeners that only re-read may ignore it.
- */
-export interface NewEventsHint {
-  kinds: readonly string[] | null;
-}
-
-export interface EventBus {
-  publish(event: EventRecord): void;
-  /** The events this instance committed, as they are published. */
-  subscribe(listener: (event: EventRecord) => void): () => void;
-  /** Called when events may exist past what was read: committed here or on another instance. */
-  onNewEvents(listener: (hint: NewEventsHint) => void): () => void;
-  /** Starts listening for other instances' events (no-op in process). */
-  start(): Promise<void>;
-  close(): Promise<void>;
-}
-
 export class InProcessBus implements EventBus {
   protected readonly emitter = new EventEmitter();
 

@@ -1,19 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Dialect } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
-import type { EventBus } from './bus.ts';
+import type { EventBus, LiveFeed, LiveSubscriber } from '../deps.ts';
 import { settledBound } from './order.ts';
 import { type EventRecord, eventFromRow } from './service.ts';
-
-/** One live stream's interest: a scope, optionally one kind. */
-export interface LiveSubscriber {
-  scope: string;
-  kind?: string;
-  /** Called with this scope's settled events in increasing id order. */
-  deliver(event: EventRecord): void;
-  /** Called when the hub stops (server shutdown). */
-  close(): void;
-}
 
 const BATCH = 500;
 /** How often the store is re-read while events are committed but not settled yet (PostgreSQL). */
@@ -28,7 +18,7 @@ const POLL_MS = 2000;
  * retried while committed events are not settled yet, and polled every few seconds in case a
  * notification was lost. One reader serves every subscriber of the instance, however many.
  */
-export class LiveHub {
+export class LiveHub implements LiveFeed {
   private readonly byScope = new Map<string, Set<LiveSubscriber>>();
   private size = 0;
   /** The highest id read and dispatched; null while nobody listens. */

@@ -6,11 +6,9 @@ import { type EventKind, assertDeclaredEvent } from './kinds.ts';
 import { type RepoOwnerInfo, actorClassKey, actorClasses } from './actor-index.ts';
 
 export type { EventKind } from './kinds.ts';
+import type { EventActor, EventRecord } from '../db/rows.ts';
 
-export interface EventActor {
-  uuid: string;
-  username: string;
-}
+export type { EventActor, EventRecord } from '../db/rows.ts';
 
 /** The event actor for a request's viewer. */
 export const actorOf = (viewer: { uuid: string; username: string }): EventActor => ({
@@ -24,15 +22,6 @@ export interface EventInput {
   scopes: string[];
   actor: EventActor | null;
   payload: Record<string, unknown>;
-}
-
-export interface EventRecord {
-  id: string;
-  kind: string;
-  scopes: string[];
-  actor: EventActor | null;
-  payload: Record<string, unknown>;
-  created_at: string;
 }
 
 /**

@@ -5,7 +5,7 @@ import { type Kysely, sql } from 'kysely';
 import type { RepoRow } from '../db/rows.ts';
 import type { Database } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
-import type { TxContext } from '../core/tx-context.ts';
+import type { InTransaction } from '../db/tx.ts';
 import { readBranchTip } from './ref-files.ts';
 import { withRepoLock } from './repo-lock.ts';
 import { git, GitError, ZERO_SHA } from './run.ts';
@@ -86,7 +86,7 @@ export class BareGitStore implements GitStore {
     return dir;
   }
 
-  async create(tx: TxContext, repo: RepoRow): Promise<void> {
+  async create(tx: InTransaction, repo: RepoRow): Promise<void> {
     await this.init(repo);
     const size = await this.size(repo.uuid);
     await addDiskUsage(tx, repo.uuid, size);
@@ -123,7 +123,7 @@ export class BareGitStore implements GitStore {
     if (this.db) await addDiskUsage({ db: this.db }, uuid, (await this.size(uuid)) - before);
   }
 
-  async copyForFork(tx: TxContext, source: RepoRow, fork: RepoRow): Promise<void> {
+  async copyForFork(tx: InTransaction, source: RepoRow, fork: RepoRow): Promise<void> {
     const dir = await this.init(fork);
     const sourceDir = this.pathOf(source.uuid);
     if (!this.exists(source.uuid)) return;

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { RepoRow } from '../db/rows.ts';
 import type { PullsTable } from '../db/types.ts';
-import type { TxContext } from '../core/tx-context.ts';
+import type { InTransaction } from '../db/tx.ts';
 
 export type MergeStrategy = 'merge' | 'squash' | 'rebase' | 'fast_forward';
 
@@ -53,11 +53,11 @@ export interface MergeRequest {
  */
 export interface GitStore {
   /** Called inside the repo-creating transaction, after the row exists: a throw undoes the creation. */
-  create(tx: TxContext, repo: RepoRow): Promise<void>;
+  create(tx: InTransaction, repo: RepoRow): Promise<void>;
   /** Called once a repo's deletion has committed; its forks get their own objects first. */
   remove(repo: { uuid: string }): Promise<void>;
   /** Gives a new fork its content; inside the fork's transaction, after both rows exist. */
-  copyForFork(tx: TxContext, source: RepoRow, fork: RepoRow): Promise<void>;
+  copyForFork(tx: InTransaction, source: RepoRow, fork: RepoRow): Promise<void>;
   /**
    * Merges a pull's source branch into its target, outside any transaction (the pull is claimed
    * first). Nothing moves unless the whole merge succeeds; the target moves with `update-ref`

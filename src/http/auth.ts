@@ -35,8 +35,6 @@ declare module 'fastify' {
      * "The read path"). Reads only: a write resolves its target inside its transaction (`command`).
      */
     repo?: RouteRepoNeed;
-    /** @deprecated the former name of `repo`; still honoured. */
-    repoRead?: RouteRepoNeed;
     /**
      * The route also accepts the web session cookie when no Authorization header is sent
      * (README "Web interface": `GET /api/v1/tail-events` only; pages resolve sessions themselves).
@@ -72,7 +70,7 @@ export function tokenFromHeader(header: string | undefined): string | null | fal
  */
 function repoTarget(request: FastifyRequest): RepoTarget | undefined {
   const config = request.routeOptions.config;
-  const kind = config?.repo ?? config?.repoRead;
+  const kind = config?.repo;
   if (!kind) return undefined;
   const params = request.params as { number?: string; repo_slug?: string; team_slug?: string; username?: string };
   let number: number | null = null;
@@ -159,7 +157,7 @@ export function installAuth(
     const url = request.routeOptions.url;
     const isPublic = request.routeOptions.config?.public === true || url === undefined || url.startsWith('/docs');
     const sessionRoute = request.routeOptions.config?.sessionCookie === true;
-    // A stream ticket in the query authenticates in the route itself (events/tickets.ts).
+    // A stream ticket in the query authenticates in the route itself (activity/tickets.ts).
     if (sessionRoute && /[?&]ticket=/.test(request.url)) return done();
     if (authenticateSession && sessionRoute) {
       const secret = cookieValue(request.headers.cookie, SESSION_COOKIE_NAME);

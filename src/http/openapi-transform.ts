@@ -1,9 +1,10 @@
 /**
  * Post-processing of the generated OpenAPI document for code generators (README "Deploying",
- * "OpenAPI"): operationIds, named component schemas referenced with $ref, real enums, documented
- * response headers and a licence. It works on whatever routes exist, so routes added later get
- * deterministic fallback ids and the same treatment.
+ * "OpenAPI"): named component schemas referenced with $ref (src/http/operation-ids.ts names them),
+ * real enums, documented response headers, tags, the webhooks and a licence. The operationIds are
+ * set on the routes (src/http/openapi.ts, from src/http/operation-ids.ts).
  */
+import { RESPONSE_SCHEMAS, TAGS } from './operation-ids.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the document is walked generically
 type Json = any;
@@ -62,124 +63,6 @@ export const ERROR_CODES = [
 ] as const;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
-const REPO_TEAM = '/teams/{team_slug}/repos/{repo_slug}';
-const REPO_USER = '/users/{username}/repos/{repo_slug}';
-
-/**
- * Explicit ids for the routes that exist; `{repo}` stands for both owner forms: the team form
- * gets the id as written, the user form inserts `User` after the verb (`mergePull`, `mergeUserPull`).
- */
-const OPERATION_IDS: Record<string, string> = {
-  'get /openapi.json': 'getOpenApiDocument',
-  'post /auth/login': 'login',
-  'post /users': 'createUser',
-  'get /user': 'getAuthenticatedUser',
-  'get /users': 'listUsers',
-  'get /users/{username}': 'getUser',
-  'put /users/{username}': 'updateUser',
-  'get /users/{username}/activity': 'listUserActivity',
-  'get /check-username': 'checkUsername',
-  'get /suggest-users': 'suggestUsers',
-  'get /api-tokens': 'listApiTokens',
-  'post /api-tokens': 'createApiToken',
-  'get /api-tokens/self': 'getCurrentApiToken',
-  'get /api-tokens/{uuid}': 'getApiToken',
-  'delete /api-tokens/{uuid}': 'deleteApiToken',
-  'put /api-tokens/{uuid}/revoke': 'revokeApiToken',
-  'get /user/keys': 'listSshKeys',
-  'post /user/keys': 'createSshKey',
-  'get /user/keys/{uuid}': 'getSshKey',
-  'delete /user/keys/{uuid}': 'deleteSshKey',
-  'get /events': 'listEvents',
-  'get /events/{id}': 'getEvent',
-  'get /teams': 'listTeams',
-  'post /teams': 'createTeam',
-  'get /teams/{team_slug}': 'getTeam',
-  'put /teams/{team_slug}': 'updateTeam',
-  'get /teams/{team_slug}/activity': 'listTeamActivity',
-  'get /check-team-slug': 'checkTeamSlug',
-  'get /teams/{team_slug}/members': 'listMembers',
-  'post /teams/{team_slug}/members': 'addMember',
-  'get /teams/{team_slug}/members/{username}': 'getMember',
-  'put /teams/{team_slug}/members/{username}': 'updateMember',
-  'delete /teams/{team_slug}/members/{username}': 'removeMember',
-  'get /teams/{team_slug}/repos': 'listTeamRepos',
-  'post /teams/{team_slug}/repos': 'createTeamRepo',
-  'get /users/{username}/repos': 'listUserRepos',
-  'post /users/{username}/repos': 'createUserRepo',
-  'get /teams/{team_slug}/check-repo-slug': 'checkTeamRepoSlug',
-  'get /users/{username}/check-repo-slug': 'checkUserRepoSlug',
-  'get /forks/{fork_uuid}': 'getFork',
-  'get {repo}': 'getRepo',
-  'put {repo}': 'updateRepo',
-  'delete {repo}': 'deleteRepo',
-  'put {repo}/archive': 'archiveRepo',
-  'delete {repo}/archive': 'unarchiveRepo',
-  'post {repo}/forks': 'createFork',
-  'get {repo}/forks': 'listForks',
-  'get {repo}/fork': 'getRepoForkRecord',
-  'get {repo}/forks/team/{fork_team_slug}': 'getTeamFork',
-  'get {repo}/forks/user/{fork_username}': 'getUserFork',
-  'get {repo}/protections': 'listProtections',
-  'post {repo}/protections': 'createProtection',
-  'get {repo}/protections/{protection_uuid}': 'getProtection',
-  'put {repo}/protections/{protection_uuid}': 'updateProtection',
-  'delete {repo}/protections/{protection_uuid}': 'deleteProtection',
-  'get {repo}/protections/{protection_uuid}/approvers': 'listProtectionApprovers',
-  'post {repo}/protections/{protection_uuid}/approvers': 'addProtectionApprover',
-  'delete {repo}/protections/{protection_uuid}/approvers/{user_uuid}': 'removeProtectionApprover',
-  'get {repo}/pulls': 'listPulls',
-  'post {repo}/pulls': 'createPull',
-  'get {repo}/pulls/{number}': 'getPull',
-  'put {repo}/pulls/{number}': 'updatePull',
-  'post {repo}/pulls/{number}/merge': 'mergePull',
-  'get {repo}/pulls/{number}/protection': 'getPullProtectionStatus',
-  'get {repo}/pulls/{number}/reviews': 'listReviews',
-  'post {repo}/pulls/{number}/reviews': 'createReview',
-  'get {repo}/pulls/{number}/reviews/{review_uuid}': 'getReview',
-  'delete {repo}/pulls/{number}/reviews/{review_uuid}': 'removeReview',
-  // reading code (src/code/)
-  'get {repo}/commits': 'listCommits',
-  'get {repo}/commits/{ref}': 'getCommit',
-  'get {repo}/compare/{basehead}': 'compareCommits',
-  'get {repo}/contents': 'getRootContents',
-  'get {repo}/contents/{path}': 'getContents',
-  'get {repo}/raw/{ref_and_path}': 'getRawFile',
-  'get {repo}/archive/{archive}': 'getArchive',
-  'get {repo}/branches/{branch}': 'getBranch',
-  'post {repo}/branches': 'createBranch',
-  'delete {repo}/branches/{branch}': 'deleteBranch',
-  'get {repo}/tags': 'listTags',
-  // commit statuses (src/statuses/)
-  'post {repo}/statuses/{sha}': 'createCommitStatus',
-  'get {repo}/commits/{ref}/statuses': 'listCommitStatuses',
-  'get {repo}/commits/{ref}/status': 'getCombinedCommitStatus',
-};
-
-/** Component names for the records read by these operations (their 200 body, or Page items). */
-const RECORDS: Record<string, string> = {
-  getAuthenticatedUser: 'User',
-  getApiToken: 'ApiToken',
-  getSshKey: 'SshKey',
-  getEvent: 'Event',
-  getTeam: 'Team',
-  getMember: 'Member',
-  getRepo: 'Repo',
-  getFork: 'Fork',
-  getProtection: 'Protection',
-  getPull: 'Pull',
-  getPullProtectionStatus: 'PullProtectionStatus',
-  getReview: 'Review',
-  listUsers: 'User',
-  listProtectionApprovers: 'Approver',
-  listCommits: 'CodeCommit',
-  getCommit: 'CommitDetail',
-  compareCommits: 'Comparison',
-  getContents: 'Contents',
-  listTags: 'Tag',
-};
-
-const VERBS: Record<string, string> = { get: 'get', put: 'update', post: 'create', delete: 'delete', patch: 'patch' };
 
 const pascal = (s: string) =>
   s
@@ -188,7 +71,12 @@ const pascal = (s: string) =>
     .map((w) => w[0]!.toUpperCase() + w.slice(1))
     .join('');
 
-/** A deterministic id for a route without an explicit one: verb + every path segment. */
+const VERBS: Record<string, string> = { get: 'get', put: 'update', post: 'create', delete: 'delete', patch: 'patch' };
+
+/**
+ * The id of a route missing from src/http/operation-ids.ts (verb + every path segment), so the
+ * document stays usable; test/openapi-gate.test.ts fails on it.
+ */
 export function fallbackOperationId(method: string, path: string): string {
   const words = path
     .split('/')
@@ -197,20 +85,9 @@ export function fallbackOperationId(method: string, path: string): string {
   return (VERBS[method] ?? method) + words.join('');
 }
 
-export function operationIdFor(method: string, path: string): string {
-  const key = `${method} ${path}`;
-  if (OPERATION_IDS[key]) return OPERATION_IDS[key];
-  for (const [prefix, owner] of [
-    [REPO_TEAM, ''],
-    [REPO_USER, 'User'],
-  ] as const) {
-    if (path === prefix || path.startsWith(`${prefix}/`)) {
-      const id = OPERATION_IDS[`${method} {repo}${path.slice(prefix.length)}`];
-      if (id) return owner ? id.replace(/^([a-z]+)/, `$1${owner}`) : id;
-    }
-  }
-  return fallbackOperationId(method, path);
-}
+/** The team-form id of a user-form {repo} operation (`mergeUserPull` → `mergePull`). */
+const canonicalId = (id: string, path: string): string =>
+  path.startsWith('/users/{username}/repos/{repo_slug}') ? id.replace(/^([a-z]+)User/, '$1') : id;
 
 const HEADERS: Record<string, Json> = {
   XRequestId: {
@@ -242,6 +119,18 @@ function isErrorSchema(schema: Json): boolean {
     schema.required.includes('detail') &&
     Object.keys(schema.properties ?? {}).every((k) => ['error', 'detail', 'conflict_paths'].includes(k))
   );
+}
+
+/** The JSON bodies of an operation's 2xx responses. */
+function successBodies(op: Json): Json[] {
+  return Object.entries<Json>(op.responses ?? {})
+    .filter(([status]) => /^2\d\d$/.test(status))
+    .map(([, response]) => response?.content?.['application/json']?.schema)
+    .filter(Boolean);
+}
+
+function hasResults(schema: Json): boolean {
+  return schema?.type === 'object' && schema.properties?.results?.type === 'array';
 }
 
 function isPage(schema: Json): boolean {
@@ -306,7 +195,12 @@ function namedWildcards(paths: Record<string, Json>): Record<string, Json> {
   return out;
 }
 
-export function transformDocument(input: Json): Json {
+/** What higher layers add to the document: the webhooks (src/hooks/openapi-webhooks.ts). */
+export interface DocumentExtras {
+  webhooks?: () => { webhooks: Json; schemas: Json; parameters: Json; tag: { name: string; description: string } };
+}
+
+export function transformDocument(input: Json, extra: DocumentExtras = {}): Json {
   const doc = realEnums(structuredClone(input));
   doc.info.license = { name: 'MIT', identifier: 'MIT' };
   doc.components ??= {};
@@ -319,7 +213,7 @@ export function transformDocument(input: Json): Json {
   }
   const seen = new Set<string>();
   for (const o of ops) {
-    let id: string = o.op.operationId ?? operationIdFor(o.method, o.path);
+    let id: string = o.op.operationId ?? fallbackOperationId(o.method, o.path);
     if (seen.has(id)) id = fallbackOperationId(o.method, o.path);
     const base = id;
     for (let n = 2; seen.has(id); n++) id = `${base}${n}`;
@@ -327,32 +221,50 @@ export function transformDocument(input: Json): Json {
     o.op.operationId = id;
   }
 
-  // Named schemas: the error envelope, the records read by the RECORDS operations, Page envelopes.
+  // Named schemas: the 2xx body of each operation (a Page's items) under the name that
+  // RESPONSE_SCHEMAS gives it, and the Page envelope as <Things>Page after its list operation.
   const byShape = new Map<string, string>();
-  const name = (schema: Json, n: string) => {
+  const conflicts: string[] = [];
+  const name = (schema: Json, n: string, by: string) => {
     const shape = JSON.stringify(schema);
-    if (byShape.has(shape) || schemas[n]) return;
+    if (byShape.has(shape)) return;
+    if (schemas[n]) {
+      conflicts.push(`${by}: the name ${n} is taken by another shape`);
+      return;
+    }
     schemas[n] = structuredClone(schema);
     byShape.set(shape, n);
   };
-  const success = (op: Json) =>
-    op.responses?.['200']?.content?.['application/json']?.schema ?? op.responses?.['201']?.content?.['application/json']?.schema;
+  const isObject = (schema: Json) => schema?.type === 'object';
   for (const o of ops) {
-    const record = RECORDS[o.op.operationId];
-    const body = success(o.op);
-    if (!record || !body) continue;
-    if (isPage(body)) {
-      name(body.properties.results.items, record);
-      name(body, `${record}Page`);
-    } else name(body, record);
-  }
-  // Page envelopes of every other list, named after their operation (listForks → ForksPage).
-  for (const o of ops) {
-    const body = success(o.op);
-    if (body && isPage(body) && !byShape.has(JSON.stringify(body))) {
-      name(body, `${pascal(o.op.operationId.replace(/^list/, ''))}Page`);
+    const id = canonicalId(o.op.operationId, o.path);
+    const record = RESPONSE_SCHEMAS[id];
+    for (const body of successBodies(o.op)) {
+      if (!record) continue;
+      if (hasResults(body)) {
+        if (isObject(body.properties.results.items)) name(body.properties.results.items, record, id);
+        if (!isPage(body)) name(body, `${record}List`, id);
+      } else if (isObject(body)) name(body, record, id);
     }
   }
+  // A body of several shapes: each object branch under its own `title`, as the route schema gives it.
+  for (const o of ops) {
+    for (const body of successBodies(o.op)) {
+      for (const branch of [...(body.anyOf ?? []), ...(body.oneOf ?? [])]) {
+        if (isObject(branch) && typeof branch.title === 'string') name(branch, branch.title, o.op.operationId);
+      }
+    }
+  }
+  // Page envelopes, named after their list operation (listForks → ForksPage).
+  for (const o of ops) {
+    for (const body of successBodies(o.op)) {
+      if (isPage(body)) {
+        const id = canonicalId(o.op.operationId, o.path);
+        name(body, `${pascal(id.replace(/^list/, ''))}Page`, id);
+      }
+    }
+  }
+  if (conflicts.length > 0) doc['x-schema-name-conflicts'] = conflicts;
   // Error: one schema, its code an enum; every error response refers to it.
   let errorShape: Json = null;
   for (const o of ops) {
@@ -373,6 +285,23 @@ export function transformDocument(input: Json): Json {
   for (const o of ops) refReplace(o.op, byShape);
   // Named schemas may contain other named ones (a Page holds records).
   for (const [n, schema] of Object.entries(schemas)) schemas[n] = refReplace(schema, byShape, true);
+
+  // Top-level tags: every tag an operation uses, described (TAGS order first), then the webhooks.
+  const used = new Set<string>();
+  for (const o of ops) for (const tag of o.op.tags ?? []) used.add(tag);
+  doc.tags = [
+    ...Object.entries(TAGS)
+      .filter(([tag]) => used.has(tag))
+      .map(([tag, description]) => ({ name: tag, description })),
+    ...[...used].filter((tag) => !Object.hasOwn(TAGS, tag)).map((tag) => ({ name: tag })),
+  ];
+  if (extra.webhooks) {
+    const hooks = extra.webhooks();
+    doc.webhooks = hooks.webhooks;
+    for (const [n, schema] of Object.entries(hooks.schemas)) schemas[n] ??= schema;
+    doc.components.parameters = { ...(doc.components.parameters ?? {}), ...hooks.parameters };
+    doc.tags.push(hooks.tag);
+  }
 
   // Response headers.
   doc.components.headers = { ...HEADERS, ...(doc.components.headers ?? {}) };

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
-import { type RateDecision, countRequest, refundRequest } from '../ratelimits/counter.ts';
+import { type RateDecision, countRequest, refundRequest } from './rate-counter.ts';
 
 /** docs/behaviour.md "Events and scopes": the operations a stored rate-limit rule can name. */
 export const RATE_LIMITED_OPERATIONS = [

@@ -55,11 +55,3 @@ export function pagedRepoList<T, P extends RepoParams = RepoParams>(
     return pageOf(request, reply, page, await list(repoRequest<P>(request), page));
   };
 }
-
-/**
- * @deprecated `repoRequest`: `onRepo` names a command's target (src/core/targets.ts); this alias
- * stays for routes written before the rename.
- */
-export const onRepo = repoRequest;
-/** @deprecated `RepoRequest`. */
-export type OnRepo<P extends RepoParams = RepoParams> = RepoRequest<P>;

@@ -16,7 +16,7 @@ import { AppError, badRequest, conflict, notFound } from '../errors.ts';
 import { actorOf, type EventKind } from '../events/service.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { decide } from '../core/targets.ts';
-import { takeFromWindow } from '../ratelimits/counter.ts';
+import { takeFromWindow } from '../http/rate-counter.ts';
 import { minAccountAgeMs, readSettings } from '../settings/service.ts';
 import { canonicalTimestamp } from '../time.ts';
 import type { Viewer } from '../viewer.ts';

@@ -1,7 +1,8 @@
 import type MarkdownIt from 'markdown-it';
-import type { StateInline } from 'markdown-it';
+import type { StateInline, Token } from 'markdown-it';
 import type SanitizeHtml from 'sanitize-html';
 import { lazyRequire } from '../lazy-require.ts';
+import { REF_MARK_CLOSE, REF_MARK_OPEN, referencePattern } from './references.ts';
 
 // Both are loaded with the first text rendered, not when the server starts.
 const markdownIt = lazyRequire<typeof MarkdownIt>('markdown-it');
@@ -44,6 +45,53 @@ function mentionRule(mentionHref: (username: string) => string) {
   };
 }
 
+const escapeText = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+
+/**
+ * Marks each reference (`#N`, `!N`, `owner/slug#N`) in the text of a paragraph as
+ * `<span class="ref">`, outside links and code (which are other tokens). A page links the marks
+ * the reader may follow (src/references/render.ts); unlinked, a mark is the text as written.
+ */
+function referenceRule(state: { tokens: Token[]; Token: new (type: string, tag: string, nesting: number) => Token }): void {
+  for (const block of state.tokens) {
+    if (block.type !== 'inline' || !block.children) continue;
+    let inLink = 0;
+    const out: Token[] = [];
+    for (const tok of block.children) {
+      if (tok.type === 'link_open') inLink++;
+      if (tok.type === 'link_close') inLink--;
+      if (tok.type !== 'text' || inLink > 0 || !/[#!]/.test(tok.content)) {
+        out.push(tok);
+        continue;
+      }
+      let last = 0;
+      const text = tok.content;
+      for (const m of text.matchAll(referencePattern())) {
+        if (m.index > last) out.push(textToken(state, text.slice(last, m.index), tok.level));
+        const mark = new state.Token('html_inline', '', 0);
+        mark.content = `${REF_MARK_OPEN}${escapeText(m[0])}${REF_MARK_CLOSE}`;
+        mark.level = tok.level;
+        out.push(mark);
+        last = m.index + m[0].length;
+      }
+      if (last === 0) out.push(tok);
+      else if (last < text.length) out.push(textToken(state, text.slice(last), tok.level));
+    }
+    block.children = out;
+  }
+}
+
+function textToken(
+  state: { Token: new (type: string, tag: string, nesting: number) => Token },
+  content: string,
+  level: number,
+): Token {
+  const t = new state.Token('text', '', 0);
+  t.content = content;
+  t.level = level;
+  return t;
+}
+
 function sanitizeOptions(sanitizeHtml: typeof SanitizeHtml): SanitizeHtml.IOptions {
   const SANITIZE: SanitizeHtml.IOptions = {
     allowedTags: [
@@ -74,15 +122,18 @@ function sanitizeOptions(sanitizeHtml: typeof SanitizeHtml): SanitizeHtml.IOptio
       'th',
       'td',
       'img',
+      'span',
     ],
     allowedAttributes: {
       a: ['href', 'class', 'title'],
       img: ['src', 'alt', 'title'],
+      span: ['class'],
       code: ['class'],
       th: ['style'],
       td: ['style'],
       ol: ['start'],
     },
+    allowedClasses: { span: ['ref'] },
     allowedSchemes: ['http', 'https', 'mailto'],
     allowedSchemesAppliedToAttributes: ['href', 'src'],
     allowProtocolRelative: false,
@@ -107,6 +158,7 @@ export function createMarkdownRenderer(opts: { mentionHref?: (username: string) 
   const build = () => {
     const built = new (markdownIt())({ html: false, linkify: true, breaks: false });
     built.inline.ruler.after('emphasis', 'mention', mentionRule(href));
+    built.core.ruler.push('references', referenceRule as Parameters<typeof built.core.ruler.push>[1]);
     return built;
   };
   return { render: (markdown) => sanitize((md ??= build()).render(markdown)) };

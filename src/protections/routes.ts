@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
-import { type OnRepo, pagedRepoList } from '../http/repo-routes.ts';
+import { type RepoRequest, pagedRepoList } from '../http/repo-routes.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
 import {
@@ -136,7 +136,7 @@ export async function protectionsRoutes(app: FastifyInstance, { deps }: { deps: 
           response: { 200: Page(Approver) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<ProtectionParams>, p) =>
+      pagedRepoList(({ viewer, ref, params }: RepoRequest<ProtectionParams>, p) =>
         listApprovers(deps, viewer, ref, params.protection_uuid, p),
       ),
     );

@@ -105,7 +105,7 @@ export const UpdatePullBody = StrictObject({
   draft: Type.Optional(Type.Boolean({ description: 'the author or write access' })),
 });
 
-const { state: _state, ...threadFilters } = ThreadListQuery.properties;
+const { state: _state, after: _after, ...threadFilters } = ThreadListQuery.properties;
 export const ListPullsQuery = Type.Object({
   ...threadFilters,
   state: Type.Optional(

@@ -5,6 +5,7 @@
  * case) names. Code (fenced and indented blocks, inline code spans) and URLs (bare, autolinks and
  * link targets) hold no references. Pure: no database, no I/O.
  */
+import { referencePattern } from '../markdown/references.ts';
 
 export interface Reference {
   kind: 'thread' | 'pull';
@@ -34,15 +35,13 @@ export function maskNonText(text: string): string {
   return out;
 }
 
-const NAME = '[a-z0-9][a-z0-9_-]{0,99}';
-const REF_RE = new RegExp(`(?<![\\w/&#!.-])(?:(${NAME})/(${NAME}))?([#!])([0-9]{1,10})(?![\\w])`, 'gi');
 const KEYWORD_RE = /(?:^|[^\w])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?[ \t]+$/i;
 
 /** Every reference in the text, in order, each (kind, owner, slug, number) once; closing if any occurrence is. */
 export function findReferences(text: string): Reference[] {
   const masked = maskNonText(text);
   const found = new Map<string, Reference>();
-  for (const m of masked.matchAll(REF_RE)) {
+  for (const m of masked.matchAll(referencePattern())) {
     const number = Number(m[4]);
     if (!Number.isSafeInteger(number) || number < 1 || number > 2 ** 31 - 1) continue;
     const owner = m[1]?.toLowerCase() ?? null;

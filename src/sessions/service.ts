@@ -9,7 +9,8 @@ import { command } from '../core/command.ts';
 import { inTransaction } from '../core/transaction.ts';
 import { decide } from '../core/targets.ts';
 import { nowIso } from '../time.ts';
-import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from '../tokens/secret.ts';
+import { MAX_SECRET_LENGTH } from '../config.ts';
+import { hashSecret, hashesEqual, newTokenSecret } from '../tokens/secret.ts';
 import type { UserRow } from '../users/service.ts';
 import type { AuthenticatedUser, Viewer } from '../viewer.ts';
 

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
-import { type OnRepo, onRepo, pagedRepoList } from '../http/repo-routes.ts';
+import { type RepoRequest, pagedRepoList, repoRequest } from '../http/repo-routes.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
@@ -36,6 +36,7 @@ import {
   listReplyVersions,
   VERSION_PAGE_MAX_CHARS,
   listThreads,
+  threadCursor,
   threadTimeline,
   changeThreadSet,
   type ThreadFilters,
@@ -48,7 +49,18 @@ import {
 type ThreadParams = RepoParams & { number: number };
 
 /** The list filters out of a parsed query (the page fields are ignored). */
-const FILTER_KEYS = ['state', 'labels', 'assignee', 'milestone', 'author', 'mentioned', 'q', 'sort', 'direction'] as const;
+const FILTER_KEYS = [
+  'state',
+  'labels',
+  'assignee',
+  'milestone',
+  'author',
+  'mentioned',
+  'q',
+  'sort',
+  'direction',
+  'after',
+] as const;
 function filtersOf(query: unknown): ThreadFilters {
   const q = query as Record<string, string | undefined>;
   const out: Record<string, string> = {};
@@ -79,16 +91,22 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           description:
             'Filters (README "Issue tracker"): state (open default, closed, all), labels (comma-separated, every one on it), ' +
             'assignee and milestone (a value, none or *), author, mentioned, q (words in the title, body or replies); ' +
-            'sort created (default), updated or replies; direction desc (default) or asc. An unknown value, label, milestone or user is 400.',
+            'sort created (default), updated or replies; direction desc (default) or asc. An unknown value, label, milestone or user is 400. ' +
+            'Paging is by keyset: `next` carries `after` (the last row\u2019s cursor), so every page costs what the first does; `page` still works.',
           params: repoParams,
           querystring: ThreadListQuery,
           response: { 200: Page(Thread) },
         },
       },
       async (request, reply) => {
-        const { viewer, ref } = onRepo(request);
+        const { viewer, ref } = repoRequest(request);
         const p = pageParams(request.query);
-        return pageOf(request, reply, p, await listThreads(deps, viewer, ref, p, filtersOf(request.query)));
+        const filters = filtersOf(request.query);
+        const rows = await listThreads(deps, viewer, ref, p, filters);
+        // the next page by keyset (after the last row), so a deep page costs what the first does
+        const last = rows.length > p.perPage ? rows[p.perPage - 1] : undefined;
+        const next = last ? { after: threadCursor(last, filters.sort), page: '1' } : undefined;
+        return pageOf(request, reply, p, rows, undefined, next);
       },
     );
 
@@ -181,7 +199,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           },
         },
         async (request) => {
-          const { viewer, ref, params } = onRepo<ThreadParams>(request);
+          const { viewer, ref, params } = repoRequest<ThreadParams>(request);
           const names = (request.body as Record<string, string[]>)[key]!;
           return changeThreadSet(deps, viewer, ref, params.number, what, 'add', names);
         },
@@ -199,7 +217,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request) => {
-        const { viewer, ref, params } = onRepo<ThreadParams & { name: string }>(request);
+        const { viewer, ref, params } = repoRequest<ThreadParams & { name: string }>(request);
         return changeThreadSet(deps, viewer, ref, params.number, 'labels', 'remove', [params.name]);
       },
     );
@@ -216,7 +234,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request) => {
-        const { viewer, ref, params } = onRepo<ThreadParams>(request);
+        const { viewer, ref, params } = repoRequest<ThreadParams>(request);
         return changeThreadSet(deps, viewer, ref, params.number, 'assignees', 'remove', request.body.usernames);
       },
     );
@@ -236,7 +254,9 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(TimelineEntry) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<ThreadParams>, p) => threadTimeline(deps, viewer, ref, params.number, p)),
+      pagedRepoList(({ viewer, ref, params }: RepoRequest<ThreadParams>, p) =>
+        threadTimeline(deps, viewer, ref, params.number, p),
+      ),
     );
 
     r.get(
@@ -251,7 +271,9 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(Participant) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<ThreadParams>, p) => listParticipants(deps, viewer, ref, params.number, p)),
+      pagedRepoList(({ viewer, ref, params }: RepoRequest<ThreadParams>, p) =>
+        listParticipants(deps, viewer, ref, params.number, p),
+      ),
     );
 
     r.get(
@@ -265,7 +287,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
           response: { 200: Page(Reply) },
         },
       },
-      pagedRepoList(({ viewer, ref, params }: OnRepo<ThreadParams>, p) => listReplies(deps, viewer, ref, params.number, p)),
+      pagedRepoList(({ viewer, ref, params }: RepoRequest<ThreadParams>, p) => listReplies(deps, viewer, ref, params.number, p)),
     );
 
     r.post(
@@ -359,7 +381,7 @@ export async function threadsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request, reply) => {
-        const { viewer, ref, params } = onRepo<ReplyParams>(request);
+        const { viewer, ref, params } = repoRequest<ReplyParams>(request);
         const p = pageParams(request.query);
         const afterVersion = request.query.after_version;
         const page = await listReplyVersions(deps, viewer, ref, params.number, params.reply_number, { ...p, afterVersion });

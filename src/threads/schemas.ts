@@ -187,6 +187,9 @@ export const ThreadListQuery = Type.Object({
     Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('replies')], { description: 'default created' }),
   ),
   direction: Type.Optional(Type.Union([Type.Literal('desc'), Type.Literal('asc')], { description: 'default desc' })),
+  after: Type.Optional(
+    Type.String({ maxLength: 200, description: 'a keyset cursor: the `next` link of the previous page carries it' }),
+  ),
 });
 export type UpdateThreadInput = Static<typeof UpdateThreadBody>;
 export const CreateReplyBody = StrictObject({

@@ -10,11 +10,14 @@ import {
   DISCUSS,
   type RepoAccess,
   type RepoRef,
+  repoContextOf,
   requireRepo,
+  type RepoRow,
 } from '../access/index.ts';
-import { containsText } from '../db/like.ts';
+import { threadTerms, wordsOf } from '../db/terms.ts';
 import { timelinePage } from '../tracker/timeline.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
+import { linkReferences } from '../references/render.ts';
 import {
   assigneeFilter,
   changeItemSet,
@@ -41,7 +44,7 @@ import { nextRepoNumber } from '../repos/numbers.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
 import { readSettings } from '../settings/service.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import {
   type CreateReplyInput,
   type CreateThreadInput,
@@ -78,6 +81,31 @@ function cleanReplyBody(raw: string): string {
 }
 
 // ---------------------------------------------------------------- threads
+
+/** Replaces the terms (words, @-mentions) a thread's or reply's text gives the list filters (table thread_terms). */
+async function indexTerms(db: Kysely<DB>, repoUuid: string, threadUuid: string, sourceUuid: string, text: string | null) {
+  await db.deleteFrom('thread_terms').where('source_uuid', '=', sourceUuid).execute();
+  if (text === null) return;
+  const rows = threadTerms(text).map((term) => ({ repo_uuid: repoUuid, term, thread_uuid: threadUuid, source_uuid: sourceUuid }));
+  for (let i = 0; i < rows.length; i += 500) {
+    await db
+      .insertInto('thread_terms')
+      .values(rows.slice(i, i + 500))
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  }
+}
+
+/** Items with their references linked for the reader (references/render.ts). */
+async function linked<T extends { body_html: string }>(db: Kysely<DB>, viewer: Viewer, repo: RepoRow, items: T[]): Promise<T[]> {
+  const htmls = await linkReferences(
+    db,
+    viewer,
+    repo,
+    items.map((i) => i.body_html),
+  );
+  return items.map((item, i) => (htmls[i] === item.body_html ? item : { ...item, body_html: htmls[i]! }));
+}
 
 type ThreadWithNames = ThreadRow & {
   author_username: string;
@@ -231,6 +259,7 @@ export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, inp
       removed_at: null,
     };
     await tx.db.insertInto('threads').values(row).execute();
+    await indexTerms(tx.db, access.repo.uuid, uuid, uuid, `${row.title}\n${row.body}`);
     const changes = tracking
       ? await setTracking(tx, viewer, access, { ...row, ...NEW_THREAD_TRACKING }, input)
       : ({} as ItemChanges);
@@ -253,8 +282,28 @@ const NEW_THREAD_TRACKING = {
   milestone_uuid: null,
 };
 
+/** A keyset cursor of the thread list: the last row's sort value and number (README "Issue tracker"). */
+export function threadCursor(thread: ThreadJson, sort: ThreadFilters['sort']): string {
+  const value = sort === 'replies' ? thread.reply_count : sort === 'updated' ? thread.updated_at : thread.created_at;
+  return Buffer.from(JSON.stringify([value, thread.number])).toString('base64url');
+}
+
+function readCursor(cursor: string, numeric: boolean): [string | number, number] {
+  try {
+    const [value, number] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if ((numeric ? typeof value === 'number' : typeof value === 'string') && Number.isSafeInteger(number)) {
+      return [value as string | number, number as number];
+    }
+  } catch {
+    // refused below
+  }
+  throw badRequest('after: not a cursor of this list (take it from the `next` link of a page with the same sort).');
+}
+
 /** The list filters of GET {repo}/threads (README "Issue tracker"), already checked by the route schema. */
 export interface ThreadFilters {
+  /** a keyset cursor (`next` of the previous page) */
+  after?: string;
   state?: 'open' | 'closed' | 'all';
   labels?: string;
   assignee?: string;
@@ -266,6 +315,50 @@ export interface ThreadFilters {
   direction?: 'asc' | 'desc';
 }
 
+/** The thread keys of a repo that pass the list filters, in no order (`state` as given). */
+async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: ThreadFilters, state: 'open' | 'closed' | 'all') {
+  let keys = db
+    .selectFrom('threads as t')
+    .select('t.uuid')
+    .where('t.repo_uuid', '=', repo.uuid)
+    .where('t.removed_at', 'is', null);
+  if (state !== 'all') keys = keys.where('t.state', '=', state);
+  if (filters.labels !== undefined) {
+    for (const label of await labelFilters(db, repo, 't', filters.labels)) keys = keys.where(label);
+  }
+  if (filters.assignee !== undefined) keys = keys.where(await assigneeFilter(db, 't', filters.assignee));
+  if (filters.milestone !== undefined) keys = keys.where(await milestoneFilter(db, repo.uuid, 't', filters.milestone));
+  if (filters.author !== undefined) keys = keys.where('t.author_uuid', '=', await filterUserUuid(db, 'author', filters.author));
+  // words and mentions: the thread_terms index (repo, term) gives the threads that have them
+  const withTerm = (term: string) =>
+    db.selectFrom('thread_terms').select('thread_uuid').where('repo_uuid', '=', repo.uuid).where('term', '=', term);
+  if (filters.mentioned !== undefined) {
+    const name = filters.mentioned.toLowerCase();
+    await filterUserUuid(db, 'mentioned', name);
+    keys = keys.where('t.uuid', 'in', withTerm(`@${name}`));
+  }
+  for (const word of wordsOf(filters.q ?? '').slice(0, 10)) keys = keys.where('t.uuid', 'in', withTerm(word));
+  return keys;
+}
+
+/** How many threads pass the filters, open and closed (the Issues tab's counts). */
+export async function countThreads(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  filters: ThreadFilters,
+): Promise<{ open: number; closed: number }> {
+  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const keys = await filteredThreadKeys(deps.db, repo, filters, 'all');
+  const rows = await keys
+    .clearSelect()
+    .select(['t.state', (eb) => eb.fn.countAll().as('n')])
+    .groupBy('t.state')
+    .execute();
+  const count = (state: string) => Number(rows.find((r) => r.state === state)?.n ?? 0);
+  return { open: count('open'), closed: count('closed') };
+}
+
 /**
  * The page's keys with the filters applied, in the list's order, from one of the list indexes of
  * migration 310 (repo, state, sort key, number), then their rows: a deep page skips index entries
@@ -274,11 +367,11 @@ export interface ThreadFilters {
 export async function listThreads(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  repoAt: RepoAt,
   page: PageArgs,
   filters?: ThreadFilters,
 ): Promise<ThreadJson[]> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const { repo } = await repoContextOf(deps.database, viewer, repoAt);
   const db = deps.db;
   if (!filters) {
     // the legacy order (web pages): every thread not removed, by number
@@ -291,59 +384,22 @@ export async function listThreads(
       .offset(page.offset)
       .limit(page.limit);
     const rows = await threadsWithNames(db).where('t.uuid', 'in', keys).orderBy('t.number').execute();
-    return threadsToJson(db, rows as ThreadWithNames[]);
+    return linked(db, viewer, repo, await threadsToJson(db, rows as ThreadWithNames[]));
   }
-  let keys = db
-    .selectFrom('threads as t')
-    .select('t.uuid')
-    .where('t.repo_uuid', '=', repo.uuid)
-    .where('t.removed_at', 'is', null);
-  const state = filters.state ?? 'open';
-  if (state !== 'all') keys = keys.where('t.state', '=', state);
-  if (filters.labels !== undefined) {
-    for (const label of await labelFilters(db, repo, 't', filters.labels)) keys = keys.where(label);
-  }
-  if (filters.assignee !== undefined) keys = keys.where(await assigneeFilter(db, 't', filters.assignee));
-  if (filters.milestone !== undefined) keys = keys.where(await milestoneFilter(db, repo.uuid, 't', filters.milestone));
-  if (filters.author !== undefined) keys = keys.where('t.author_uuid', '=', await filterUserUuid(db, 'author', filters.author));
-  if (filters.mentioned !== undefined) {
-    const name = filters.mentioned.toLowerCase();
-    await filterUserUuid(db, 'mentioned', name);
-    keys = keys.where((eb) =>
-      eb.or([
-        containsText('t.body', `@${name}`),
-        eb.exists(
-          eb
-            .selectFrom('replies as r')
-            .select('r.uuid')
-            .whereRef('r.thread_uuid', '=', 't.uuid')
-            .where('r.removed_at', 'is', null)
-            .where(containsText('r.body', `@${name}`)),
-        ),
-      ]),
-    );
-  }
-  for (const word of (filters.q ?? '').split(/\s+/).filter(Boolean)) {
-    keys = keys.where((eb) =>
-      eb.or([
-        containsText('t.title', word),
-        containsText('t.body', word),
-        eb.exists(
-          eb
-            .selectFrom('replies as r')
-            .select('r.uuid')
-            .whereRef('r.thread_uuid', '=', 't.uuid')
-            .where('r.removed_at', 'is', null)
-            .where(containsText('r.body', word)),
-        ),
-      ]),
-    );
-  }
+  const keys = await filteredThreadKeys(db, repo, filters, filters.state ?? 'open');
   const dir = filters.direction ?? 'desc';
   const sort = filters.sort ?? 'created';
   const replyCount = sql`(select count(*) from replies r where r.thread_uuid = t.uuid and r.removed_at is null)`;
-  const ordered =
-    sort === 'replies' ? keys.orderBy(replyCount, dir) : keys.orderBy(sort === 'updated' ? 't.updated_at' : 't.created_at', dir);
+  const sortKey = sort === 'replies' ? replyCount : sql.ref(sort === 'updated' ? 't.updated_at' : 't.created_at');
+  let ordered = keys.orderBy(sortKey, dir);
+  if (filters.after !== undefined) {
+    // keyset paging: the rows after the cursor's (sort value, number) in the list's order
+    const [value, number] = readCursor(filters.after, sort === 'replies');
+    const cmp = dir === 'desc' ? '<' : '>';
+    ordered = ordered.where((eb) =>
+      eb.or([eb(sortKey, cmp, value), eb.and([eb(sortKey, '=', value), eb('t.number', cmp, number)])]),
+    );
+  }
   const pageKeys = await ordered.orderBy('t.number', dir).offset(page.offset).limit(page.limit).execute();
   if (pageKeys.length === 0) return [];
   const rows = (await threadsWithNames(db)
@@ -355,7 +411,7 @@ export async function listThreads(
     .execute()) as ThreadWithNames[];
   const at = new Map(pageKeys.map((k, i) => [k.uuid, i]));
   rows.sort((a, b) => at.get(a.uuid)! - at.get(b.uuid)!);
-  return threadsToJson(db, rows);
+  return linked(db, viewer, repo, await threadsToJson(db, rows));
 }
 
 /** GET {repo}/threads/{n}/timeline: its events as timeline entries, oldest first (tracker/timeline.ts). */
@@ -365,9 +421,10 @@ export async function threadTimeline(deps: Deps, viewer: Viewer, ref: RepoRef, n
   return timelinePage(deps, viewer, `thread:${thread.uuid}`, 'thread', page);
 }
 
-export async function getThread(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<ThreadJson> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
-  return loadThreadJson(deps.db, (await findThread(deps.db, repo.uuid, number)).uuid);
+export async function getThread(deps: Deps, viewer: Viewer, at: RepoAt, number: number): Promise<ThreadJson> {
+  const { repo } = await repoContextOf(deps.database, viewer, at);
+  const thread = await loadThreadJson(deps.db, (await findThread(deps.db, repo.uuid, number)).uuid);
+  return (await linked(deps.db, viewer, repo, [thread]))[0]!;
 }
 
 /** Who closes a thread and how (`closed_by`): a person, or a merged pull or pushed commit of theirs. */
@@ -457,6 +514,7 @@ export async function updateThread(
         .execute();
       const renamed = changes.title === undefined ? {} : { renamed: { from: row.title, to: changes.title } };
       const edited = { ...row, ...changes };
+      await indexTerms(tx.db, access.repo.uuid, row.uuid, row.uuid, `${edited.title}\n${edited.body}`);
       await recordReferences(tx, viewer, threadSource(access, edited), `${edited.title}\n${edited.body}`);
       await emitThread(tx, viewer, access, await loadThreadJson(tx.db, row.uuid), 'thread-updated', {
         fields: Object.keys(changes),
@@ -723,6 +781,7 @@ export async function createReply(
       removed_at: null,
     };
     await tx.db.insertInto('replies').values(row).execute();
+    await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, body);
     await insertVersion(tx, row, viewer.uuid, now);
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-created');
@@ -731,14 +790,8 @@ export async function createReply(
   });
 }
 
-export async function listReplies(
-  deps: Deps,
-  viewer: Viewer,
-  ref: RepoRef,
-  number: number,
-  page: PageArgs,
-): Promise<ReplyJson[]> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+export async function listReplies(deps: Deps, viewer: Viewer, at: RepoAt, number: number, page: PageArgs): Promise<ReplyJson[]> {
+  const { repo } = await repoContextOf(deps.database, viewer, at);
   const thread = await findThread(deps.db, repo.uuid, number);
   // The page's keys from replies_thread_list_idx (index entries only), then their rows with names.
   const keys = deps.db
@@ -750,7 +803,7 @@ export async function listReplies(
     .offset(page.offset)
     .limit(page.limit);
   const rows = await repliesWithNames(deps.db).where('r.uuid', 'in', keys).orderBy('r.number').execute();
-  return rows.map(replyToJson);
+  return linked(deps.db, viewer, repo, rows.map(replyToJson));
 }
 
 export async function getReply(
@@ -762,7 +815,8 @@ export async function getReply(
 ): Promise<ReplyJson> {
   const { repo } = await requireRepo(deps.db, viewer, ref, READ);
   const thread = await findThread(deps.db, repo.uuid, number);
-  return loadReplyJson(deps.db, (await findReply(deps.db, thread.uuid, replyNumber)).uuid);
+  const reply = await loadReplyJson(deps.db, (await findReply(deps.db, thread.uuid, replyNumber)).uuid);
+  return (await linked(deps.db, viewer, repo, [reply]))[0]!;
 }
 
 /**
@@ -822,6 +876,7 @@ export async function updateReply(
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-edited', { fields });
     if (fields.includes('body')) {
+      await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, next.body);
       await recordReferences(tx, viewer, { ...threadSource(access, thread), kind: 'reply', key: row.uuid }, next.body);
     }
     return reply;
@@ -846,6 +901,7 @@ export async function removeReply(deps: Deps, viewer: Viewer, ref: RepoRef, numb
       .where('removed_at', 'is', null)
       .executeTakeFirst();
     if (Number(res.numUpdatedRows) === 0) return;
+    await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, null);
     await emitReply(tx, viewer, access, thread, await loadReplyJson(tx.db, row.uuid), 'reply-removed');
   });
 }

@@ -1,11 +1,5 @@
 import { hash, randomInt, timingSafeEqual } from 'node:crypto';
 
-/**
- * The longest secret that can authenticate (generated ones are 45 characters; the bootstrap
- * admin's is chosen by the operator and is checked against this at start-up).
- */
-export const MAX_SECRET_LENGTH = 200;
-
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 /** A new token secret: `weft_` + 40 base62 characters (docs/behaviour.md "Users and tokens"). */

@@ -10,7 +10,8 @@ import { command, type TxContext } from '../core/command.ts';
 import { decide } from '../core/targets.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
 import type { AuthenticatedUser, RepoResolution, RepoTarget, Viewer } from '../viewer.ts';
-import { MAX_SECRET_LENGTH, hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
+import { MAX_SECRET_LENGTH } from '../config.ts';
+import { hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
 
 type TokenRow = Selectable<ApiTokensTable>;
 type TokenWithUser = TokenRow & { username: string };

@@ -5,7 +5,7 @@ import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
 import { pageOf, pageParams } from '../http/paging.ts';
 import { REPO_FORMS, repoParamsSchema } from '../http/repo-paths.ts';
-import { onRepo } from '../http/repo-routes.ts';
+import { repoRequest } from '../http/repo-routes.ts';
 import { errors } from '../http/route-schemas.ts';
 import { Page } from '../http/schemas.ts';
 import { createLabel, deleteLabel, getLabel, listLabels, updateLabel } from './labels.ts';
@@ -35,7 +35,7 @@ export async function trackerRoutes(app: FastifyInstance, { deps }: { deps: Deps
     'a label of one of the team\u2019s repos) is 409 conflict.';
 
   // ---------------------------------------------------------------- labels, in both repo forms and under a team
-  type Where = { repo: ReturnType<typeof onRepo>['ref'] } | { team: string };
+  type Where = { repo: ReturnType<typeof repoRequest>['ref'] } | { team: string };
   const routesFor = (
     base: string,
     params: ReturnType<typeof repoParamsSchema> | typeof TeamParams,
@@ -130,7 +130,7 @@ export async function trackerRoutes(app: FastifyInstance, { deps }: { deps: Deps
       form.prefix,
       repoParamsSchema(form),
       repoParamsSchema(form, LabelParam),
-      (req) => ({ repo: onRepo(req).ref }),
+      (req) => ({ repo: repoRequest(req).ref }),
       'repo',
     );
   }
@@ -160,7 +160,7 @@ export async function trackerRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request, reply) => {
-        const { viewer, ref } = onRepo(request);
+        const { viewer, ref } = repoRequest(request);
         const p = pageParams(request.query);
         const rows = await listMilestones(deps, viewer, ref, { ...p, state: request.query.state, sort: request.query.sort });
         return pageOf(request, reply, p, rows);
@@ -179,7 +179,7 @@ export async function trackerRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request, reply) => {
-        const { viewer, ref } = onRepo(request);
+        const { viewer, ref } = repoRequest(request);
         return reply.status(201).send(await createMilestone(deps, viewer, ref, request.body));
       },
     );
@@ -187,7 +187,7 @@ export async function trackerRoutes(app: FastifyInstance, { deps }: { deps: Deps
       `${base}/:number`,
       { schema: { tags, summary: 'Get a milestone with its counts', params: one, response: { 200: Milestone } } },
       async (request) => {
-        const { viewer, ref } = onRepo(request);
+        const { viewer, ref } = repoRequest(request);
         return getMilestone(deps, viewer, ref, (request.params as { number: number }).number);
       },
     );
@@ -204,7 +204,7 @@ export async function trackerRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request) => {
-        const { viewer, ref } = onRepo(request);
+        const { viewer, ref } = repoRequest(request);
         return updateMilestone(deps, viewer, ref, (request.params as { number: number }).number, request.body);
       },
     );
@@ -220,7 +220,7 @@ export async function trackerRoutes(app: FastifyInstance, { deps }: { deps: Deps
         },
       },
       async (request, reply) => {
-        const { viewer, ref } = onRepo(request);
+        const { viewer, ref } = repoRequest(request);
         await deleteMilestone(deps, viewer, ref, (request.params as { number: number }).number);
         return reply.status(204).send();
       },

@@ -7,7 +7,7 @@
 import type { EventRecord } from '../events/service.ts';
 import { eventFromRow } from '../events/service.ts';
 import { eventViewer } from '../access/events.ts';
-import { shownEvents } from '../events/feed.ts';
+import { shownEvents } from '../activity/feed.ts';
 import { readableBound } from '../events/order.ts';
 import type { Deps } from '../deps.ts';
 import type { Viewer } from '../viewer.ts';

@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.ts';
-import { eventPage } from '../events/feed.ts';
+import { eventPage } from '../activity/feed.ts';
 import type { EventRecord } from '../events/service.ts';
 import type { Viewer } from '../viewer.ts';
 

@@ -6,21 +6,19 @@ import type { Deps } from '../deps.ts';
 import { notFound } from '../errors.ts';
 import { resolveRefAndPath } from '../git/resolve.ts';
 import { serveRaw } from '../code/files.ts';
-import { getRepo } from '../repos/service.ts';
 import type { RepoJson } from '../repos/view.ts';
 import { lazyRequire } from '../lazy-require.ts';
 
 /** highlight.js (all its languages) is loaded with the first highlighted file. */
 const highlighter = lazyRequire<typeof HighlightJs>('highlight.js');
-import type { Viewer } from '../viewer.ts';
-import type { RepoRef } from '../access/index.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import { pageWindow, requirePage, sendPage } from './context.ts';
 import { renderDiff } from './diff.ts';
 import { type Html, html, pager, seg, trusted } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
-import { pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
+import { pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
 
 const Rest = { '*': Type.String({ maxLength: 4096 }) };
 const PageQuery = Type.Object(
@@ -58,7 +56,7 @@ function crumbs(repo: RepoJson, ref: string, path: string): Html {
 export async function treeView(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  ref: RepoAt,
   repo: RepoJson,
   refName: string,
   path: string,
@@ -121,7 +119,7 @@ function fileView(path: string, bytes: Buffer): Html {
 
 /** Code pages (README "Web interface"): tree, file, commits, a commit, compare, tags; read through src/code/. */
 export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
-  const resolve = async (viewer: Viewer, ref: RepoRef, rest: string) => {
+  const resolve = async (viewer: Viewer, ref: RepoAt, rest: string) => {
     const o = await openRepo(deps, viewer, ref);
     const found = o.dir ? await resolveRefAndPath(o.readers.objects, o.dir, rest) : null;
     if (!found) throw notFound('Ref');
@@ -130,18 +128,15 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
 
   repoRoute(app, 'GET', '/tree/*', { params: Rest }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const repo = await getRepo(deps, c.viewer, ref);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
-    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
-    ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path)}`;
+    const body = html`${repoHeader(repo, 'code', can)} ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path)}`;
     return sendPage(reply, layout({ title: `${found.path || repo.slug} · ${repo.full_name}`, caller: c }, body));
   });
 
   repoRoute(app, 'GET', '/blob/*', { params: Rest }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const repo = await getRepo(deps, c.viewer, ref);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
     const file = await getContents(deps, c.viewer, ref, found.path, found.ref.name);
     if (file.body.type === 'dir')
@@ -155,8 +150,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
         : file.body.content === null || file.body.content === undefined
           ? html`<p class="muted">The file is too large to show (${file.body.size} bytes).</p>`
           : fileView(found.path, Buffer.from(file.body.content, 'base64'));
-    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
-      ${crumbs(repo, found.ref.name, found.path)}
+    const body = html`${repoHeader(repo, 'code', can)} ${crumbs(repo, found.ref.name, found.path)}
       <p class="row">
         <span class="muted">${file.body.size ?? 0} bytes</span>
         ${file.body.type === 'file' ? html`<a href="${at(repo, 'raw', found.ref.name, found.path)}">Raw</a>` : ''}
@@ -186,14 +180,13 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
 
   repoRoute(app, 'GET', '/commits/*', { params: Rest, querystring: CommitsQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const name = (request.params as { '*': string })['*'];
     const q = request.query as { page?: number; path?: string };
     const path = q.path?.replace(/^\/+|\/+$/g, '') || undefined;
-    const repo = await getRepo(deps, c.viewer, ref);
     const w = pageWindow(q);
     const { rows } = await listCommits(deps, c.viewer, ref, { ref: name || undefined, path }, { ...w, perPage: w.perPage });
-    const body = html`${repoHeader(repo, 'commits', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'commits', can)}
       <h2>Commits on <code>${name || repo.default_branch}</code>${path ? html` touching <code>${path}</code>` : ''}</h2>
       ${
         rows.length
@@ -221,11 +214,10 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     { params: { sha: Type.String({ minLength: 4, maxLength: 64, pattern: '^[0-9a-fA-F]+$' }) } },
     async (request, reply) => {
       const c = requirePage(request);
-      const ref = pageRepoRef(request);
-      const repo = await getRepo(deps, c.viewer, ref);
+      const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
       const { body: commit } = await getCommit(deps, c.viewer, ref, (request.params as { sha: string }).sha);
       const [title, ...rest] = commit.message.split('\n');
-      const body = html`${repoHeader(repo, 'commits', await viewerLevel(deps, c.viewer, repo))}
+      const body = html`${repoHeader(repo, 'commits', can)}
         <h2>${title}</h2>
         ${rest.join('\n').trim() ? html`<pre>${rest.join('\n').trim()}</pre>` : ''}
         <p class="muted">
@@ -243,12 +235,11 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
 
   repoRoute(app, 'GET', '/compare/*', { params: Rest }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const spec = (request.params as { '*': string })['*'];
-    const repo = await getRepo(deps, c.viewer, ref);
     const { body: cmp } = await compare(deps, c.viewer, ref, spec);
     const [base, head] = spec.split('...');
-    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'code', can)}
       <h2>Compare <code>${base}</code>...<code>${head}</code></h2>
       <p>
         <span class="badge">${cmp.status}</span> ${cmp.ahead_by} ahead, ${cmp.behind_by} behind.
@@ -269,11 +260,10 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
 
   repoRoute(app, 'GET', '/tags', { querystring: PageQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const repo = await getRepo(deps, c.viewer, ref);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const w = pageWindow(request.query as { page?: number });
     const tags = await listTags(deps, c.viewer, ref, { ...w });
-    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'code', can)}
       <h2>Tags</h2>
       ${
         tags.length

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
-import { eventHtml } from '../events/html.ts';
+import { eventHtml } from '../activity/event-html.ts';
 import { EVENT_KINDS } from '../events/kinds.ts';
 import { readableBound } from '../events/order.ts';
 import type { EventRecord } from '../events/service.ts';

@@ -14,10 +14,10 @@ import { type StatusJson, combinedState, latestStatuses } from '../statuses/serv
 import type { PullProtectionJson } from '../pulls/protection-status.ts';
 import { getRepo } from '../repos/service.ts';
 import { type RepoJson, loadRepoJson } from '../repos/view.ts';
-import type { RepoAt, RepoRef, Viewer } from '../viewer.ts';
+import type { RepoAt, RepoContext, RepoRef, Viewer } from '../viewer.ts';
 import { readRepoPull } from '../access/repo-read.ts';
 import { AppError } from '../errors.ts';
-import { levelAtLeast } from '../access/index.ts';
+import { pullAbilities } from '../access/abilities.ts';
 import { inWords } from './words.ts';
 import { getForkIn, getOwnFork, listForks } from '../forks/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
@@ -28,8 +28,9 @@ import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { RenderCache, markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { NumberParam, pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
+import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
 import { renderDiff } from './diff.ts';
+import { linkReferences } from '../references/render.ts';
 import { pullFiles } from '../code/pulls.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
@@ -75,16 +76,15 @@ const diffCache = new RenderCache(32 * 1024 * 1024, 8 * 1024 * 1024);
 export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/pulls', { querystring: ListQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const q = request.query as { status?: PullStatus; page?: number };
     const status = q.status ?? 'open';
-    const repo = await getRepo(deps, c.viewer, ref);
     const w = pageWindow(q);
     const pulls = await listPulls(deps, c.viewer, ref, { status, offset: w.offset, limit: w.limit });
     const base = `${repoHref(repo)}/pulls`;
     // a fork offers a pull into the repo it was forked from (when the caller may read that one)
-    const upstream = repo.fork_of_uuid ? await forkSource(deps, c.viewer, ref) : null;
-    const body = html`${repoHeader(repo, 'pulls', await viewerLevel(deps, c.viewer, repo))}
+    const upstream = repo.fork_of_uuid ? await forkSource(deps, c.viewer, ref.ref) : null;
+    const body = html`${repoHeader(repo, 'pulls', can)}
       <div class="row">
         <nav class="row" aria-label="Pull states">
           ${PULL_STATUSES.map((s) => html`<a href="${base}?status=${s}" ${s === status ? html` aria-current="page"` : ''}>${s}</a>`)}
@@ -105,9 +105,8 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
 
   repoRoute(app, 'GET', '/pulls/new', { querystring: NewPullQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const q = request.query as { source?: string; source_repo?: string };
-    const repo = await getRepo(deps, c.viewer, ref);
     const heads = await headRepos(deps, c.viewer, ref, repo);
     // the head repo chosen (this repo unless another readable one of its forks is named)
     const head = heads.find((h) => h.uuid === q.source_repo) ?? heads[0]!;
@@ -120,7 +119,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const options = (list: typeof branches, selected: string | undefined) =>
       list.map((b) => html`<option value="${b.name}" ${b.name === selected ? html` selected` : ''}>${b.name}</option>`);
     const preselected = q.source ?? (own ? branches.find((b) => b.name !== repo.default_branch)?.name : head.default_branch);
-    const body = html`${repoHeader(repo, 'pulls', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'pulls', can)}
       <h2>Open a pull</h2>
       ${
         heads.length > 1
@@ -160,7 +159,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
 
   repoRoute(app, 'POST', '/pulls/new', { body: NewPullForm }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
     const { _csrf, ...input } = request.body as {
       _csrf: string;
       title: string;
@@ -171,8 +170,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     };
     void _csrf;
     // as POST {repo}/pulls: source_repo names the fork the branch lives in (absent: this repo)
-    const pull = await createPull(deps, c.viewer, ref, input);
-    const repo = await getRepo(deps, c.viewer, ref);
+    const pull = await createPull(deps, c.viewer, ref.ref, input);
     return seeOther(reply, `${repoHref(repo)}/pulls/${pull.number}`);
   });
 
@@ -195,10 +193,8 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const at = await readRepoPull(deps.database, c.viewer, ref, number);
     const [repo, pull] = await Promise.all([getRepo(deps, c.viewer, at), getPull(deps, c.viewer, at, number)]);
     // what the viewer may read, known from that decision (the activity feed checks no scope again)
-    const level = at.level;
-    const isAuthor = pull.author_uuid === c.viewer.uuid;
-    const canMerge = pull.status === 'open' && !repo.is_archived && levelAtLeast(level, 'write');
-    const verdicts = isAuthor ? REVIEW_STATUSES.filter((s) => s === 'commented') : REVIEW_STATUSES;
+    const can = pullAbilities(c.viewer, at);
+    const verdicts = REVIEW_STATUSES.filter((s) => can.verdicts.includes(s));
     const refusal = (form: 'merge' | 'review') =>
       refused?.form === form ? html`<p class="error" role="alert" id="${form}-error">${inWords(refused.err.detail)}</p>` : '';
     const known = [`pull:${pull.uuid}`, `repo:${repo.uuid}`];
@@ -219,7 +215,15 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known),
     ]);
     const base = `${repoHref(repo)}/pulls/${pull.number}`;
-    const body = html`${repoHeader(repo, 'pulls', level)}
+    // the description and reviews with their references linked for this reader (references/render.ts)
+    const shownReviews = reviews.slice(0, w.perPage);
+    const [descriptionHtml, ...reviewHtmls] = (
+      await linkReferences(deps.db, c.viewer, { uuid: repo.uuid, path: repoHref(repo) }, [
+        markdownHtml(pull.body).text,
+        ...shownReviews.map((rv) => markdownHtml(rv.body).text),
+      ])
+    ).map(trusted);
+    const body = html`${repoHeader(repo, 'pulls', can)}
       <h2>#${pull.number} ${pull.title} <span class="badge ${pull.status}" id="pull-status">${pull.status}</span></h2>
       <p class="muted">
         ${pull.author_username} wants to merge
@@ -233,14 +237,14 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       <div class="grid">
         <div>
           <section class="box markdown" aria-label="Description">
-            ${pull.body.trim() ? markdownHtml(pull.body) : html`<p class="muted">No description.</p>`}
+            ${pull.body.trim() ? descriptionHtml : html`<p class="muted">No description.</p>`}
           </section>
           <section class="box" aria-labelledby="checks-h">
             <h2 id="checks-h">Protection and checks</h2>
             ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
             ${checksView(statuses, protection)}
             ${
-              canMerge
+              can.merge
                 ? html`${refusal('merge')}
                     <form class="row" method="post" action="${base}/merge">
                       ${csrfField(c)}
@@ -258,13 +262,13 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             ${
               reviews.length
                 ? html`<ul class="plain">
-                    ${reviews.slice(0, w.perPage).map((rv) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${markdownHtml(rv.body)}</div>` : ''}</li>`)}
+                    ${shownReviews.map((rv, i) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${reviewHtmls[i]}</div>` : ''}</li>`)}
                   </ul>`
                 : html`<p class="muted">No reviews yet.</p>`
             }
             ${pager(base, w.page, reviews.length > w.perPage)}
             ${
-              pull.status !== 'merged' && !repo.is_archived
+              can.review
                 ? html`${refusal('review')}
                     <form class="stack" method="post" action="${base}/reviews">
                       ${csrfField(c)}
@@ -289,7 +293,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
                 : html`<p class="muted">No attachments.</p>`
             }
             ${
-              repo.is_archived || pull.status === 'merged'
+              !can.attach
                 ? ''
                 : html`<form class="row" method="post" action="${base}/attachments" enctype="multipart/form-data">
                     <input type="hidden" name="_csrf" value="${c.csrf}" />
@@ -323,31 +327,29 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     { params: { number: NumberParam }, body: ReviewForm },
     async (request, reply) => {
       const c = requirePage(request);
-      const ref = pageRepoRef(request);
+      const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
       const number = (request.params as { number: number }).number;
       const form = request.body as { status: (typeof REVIEW_STATUSES)[number]; body?: string };
       try {
-        await createReview(deps, c.viewer, ref, number, { status: form.status, body: form.body ?? '' });
+        await createReview(deps, c.viewer, ref.ref, number, { status: form.status, body: form.body ?? '' });
       } catch (err) {
         if (!actionable(err)) throw err;
         return pullPage(request, reply, { form: 'review', err, body: form.body ?? '', status: form.status });
       }
-      const repo = await getRepo(deps, c.viewer, ref);
       return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
     },
   );
 
   repoRoute(app, 'POST', '/pulls/:number/merge', { params: { number: NumberParam }, body: MergeForm }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
     const number = (request.params as { number: number }).number;
     try {
-      await mergePull(deps, c.viewer, ref, number, (request.body as { merge_strategy: MergeStrategy }).merge_strategy);
+      await mergePull(deps, c.viewer, ref.ref, number, (request.body as { merge_strategy: MergeStrategy }).merge_strategy);
     } catch (err) {
       if (!actionable(err)) throw err;
       return pullPage(request, reply, { form: 'merge', err });
     }
-    const repo = await getRepo(deps, c.viewer, ref);
     return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
   });
   void seg;
@@ -400,7 +402,8 @@ const refOf = (r: RepoJson): RepoRef => ({ ownerKind: r.owner.kind, ownerName: r
  * caller's own fork of it, then the other forks of it the caller may read (the first 100) (README
  * "Pulls from forks").
  */
-async function headRepos(deps: Deps, viewer: Viewer, ref: RepoRef, repo: RepoJson): Promise<HeadRepo[]> {
+async function headRepos(deps: Deps, viewer: Viewer, at: RepoContext, repo: RepoJson): Promise<HeadRepo[]> {
+  const ref = at.ref;
   const out: HeadRepo[] = [
     {
       uuid: repo.uuid,

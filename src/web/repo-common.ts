@@ -1,8 +1,10 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import { type RepoLevel, type RepoRef, levelAtLeast, requireRepo } from '../access/index.ts';
+import { type RepoAbilities, repoAbilities } from '../access/abilities.ts';
+import { type RepoRef, readRepo } from '../access/index.ts';
+import { getRepo } from '../repos/service.ts';
 import type { Deps } from '../deps.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoContext, Viewer } from '../viewer.ts';
 import { repoRef } from '../http/repo-paths.ts';
 import type { RepoJson } from '../repos/view.ts';
 import { type Html, html, seg } from './html.ts';
@@ -36,16 +38,23 @@ export function repoRoute(
 export type RepoTab = 'code' | 'pulls' | 'threads' | 'commits' | 'branches' | 'settings';
 
 /**
- * The viewer's level on a page's repo, decided by the same access code as the routes (the pages
- * show an action only to a viewer who may take it). Another read of the repo, as getRepo made.
+ * A repo page's repo, resolved once (the page's one access decision, src/access/repo-read.ts): the
+ * context every service on the page receives, the repo as the API shows it, and what the viewer
+ * may do there (src/access/abilities.ts), so no part of the page decides access again.
  */
-export async function viewerLevel(deps: Deps, viewer: Viewer, repo: RepoJson): Promise<RepoLevel> {
-  const ref: RepoRef = { ownerKind: repo.owner.kind, ownerName: repo.owner.slug_or_username, repoSlug: repo.slug };
-  return (await requireRepo(deps.db, viewer, ref, { level: 'read' })).level;
+export async function pageRepo(deps: Deps, viewer: Viewer, request: FastifyRequest): Promise<PageRepo> {
+  const at = await readRepo(deps.database, viewer, pageRepoRef(request));
+  return { at, repo: await getRepo(deps, viewer, at), can: repoAbilities(at) };
 }
 
-/** The repo's header: its name, visibility and tabs (Settings only for maintainers: `level`). */
-export function repoHeader(repo: RepoJson, tab: RepoTab, level: RepoLevel = 'owner'): Html {
+export interface PageRepo {
+  at: RepoContext;
+  repo: RepoJson;
+  can: RepoAbilities;
+}
+
+/** The repo's header: its name, visibility and tabs (Settings only where the viewer may manage the repo). */
+export function repoHeader(repo: RepoJson, tab: RepoTab, can: Pick<RepoAbilities, 'manage'>): Html {
   const base = repoHref(repo);
   const owner = `/${repo.owner.kind === 'team' ? 'teams' : 'users'}/${seg(repo.owner.slug_or_username)}`;
   const item = (name: RepoTab, label: string, href: string) =>
@@ -56,10 +65,10 @@ export function repoHeader(repo: RepoJson, tab: RepoTab, level: RepoLevel = 'own
       <span class="badge">${repo.visibility}</span>${repo.is_archived ? html` <span class="badge">archived</span>` : ''}
     </h1>
     <nav class="tabs" aria-label="Repo">
-      ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Threads', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
+      ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Issues', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
         href="${base}/tags"
         >Tags</a
-      >${levelAtLeast(level, 'maintain') ? item('settings', 'Settings', `${base}/settings`) : ''}
+      >${can.manage ? item('settings', 'Settings', `${base}/settings`) : ''}
     </nav>
     ${repo.is_archived ? html`<p class="muted" role="note">This repo is archived: it is read-only.</p>` : ''}`;
 }

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../deps.ts';
 import { listBranches } from '../code/refs.ts';
-import { getRepo } from '../repos/service.ts';
 import { activityOfScope } from './activity.ts';
 import { treeView } from './code-pages.ts';
 import { pageWindow, requirePage, sendPage } from './context.ts';
@@ -11,7 +10,7 @@ import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
+import { pageRepo, repoHeader, repoRoute } from './repo-common.ts';
 
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
@@ -22,19 +21,17 @@ const PageQuery = Type.Object(
 export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '', {}, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const after = await resumePoint(deps);
-    const repo = await getRepo(deps, c.viewer, ref);
     const branches = await listBranches(deps, c.viewer, ref, { offset: 0, limit: 11 });
     const scope = `repo:${repo.uuid}`;
-    const events = await activityOfScope(deps, c.viewer, scope);
+    const events = await activityOfScope(deps, c.viewer, scope, undefined, [scope]);
     // the file tree at the default branch with its README, once that branch has been pushed
     const tree =
       (await deps.git.branchSha(repo.uuid, repo.default_branch)) !== null
         ? await treeView(deps, c.viewer, ref, repo, repo.default_branch, '')
         : html``;
-    const body = html`${repoHeader(repo, 'code', await viewerLevel(deps, c.viewer, repo))}
-      ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
+    const body = html`${repoHeader(repo, 'code', can)} ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
       <div class="grid">
         <div>
           <section class="box" aria-labelledby="clone-h">
@@ -73,11 +70,10 @@ git push -u origin ${repo.default_branch}</pre>`
 
   repoRoute(app, 'GET', '/branches', { querystring: PageQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const repo = await getRepo(deps, c.viewer, ref);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const w = pageWindow(request.query as { page?: number }, 50);
     const branches = await listBranches(deps, c.viewer, ref, w);
-    const body = html`${repoHeader(repo, 'branches', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'branches', can)}
       <h2>Branches</h2>
       ${
         branches.length

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { requireRepo } from '../access/index.ts';
+import { NEEDS } from '../access/abilities.ts';
 import type { Deps } from '../deps.ts';
-import { AppError } from '../errors.ts';
+import { AppError, forbidden } from '../errors.ts';
 import { listForks } from '../forks/service.ts';
 import { PULL_POLICIES, UpdateRepoBody, VISIBILITIES } from '../repos/schemas.ts';
 import { deleteRepo, getRepo, setArchived, updateRepo } from '../repos/service.ts';
@@ -11,7 +11,7 @@ import { attempt, dangerForm, field, formMessage, typedValues } from './forms.ts
 import { type Html, html, seg } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
-import { pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+import { pageRepo, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
 import {
   FormBody,
   type FormFields,
@@ -35,9 +35,9 @@ const POLICY_LABELS: Record<string, string> = {
  * API's PUT {repo} (404 when the caller cannot read the repo, 403 below maintain).
  */
 export async function settingsRepo(deps: Deps, c: PageCaller, request: FastifyRequest): Promise<RepoJson> {
-  const ref = pageRepoRef(request);
-  await requireRepo(deps.db, c.viewer, ref, { level: 'maintain' });
-  return getRepo(deps, c.viewer, ref);
+  const { repo, can } = await pageRepo(deps, c.viewer, request);
+  if (!can.manage) throw forbidden(`This needs ${NEEDS.manage} access to the repo.`);
+  return repo;
 }
 
 /** A repo settings page: the repo's header, the settings tabs, the body. */
@@ -45,7 +45,7 @@ export function repoSettingsPage(c: PageCaller, repo: RepoJson, current: string,
   const base = `${repoHref(repo)}/settings`;
   return layout(
     { title: `Settings · ${repo.full_name}`, caller: c },
-    html`${repoHeader(repo, 'settings')}
+    html`${repoHeader(repo, 'settings', { manage: true })}
     ${tabs(
       'Repo settings',
       [

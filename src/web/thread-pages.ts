@@ -2,34 +2,38 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
-import { getRepo } from '../repos/service.ts';
 import {
   createReply,
-  createThread,
   getReply,
   getThread,
+  threadTimeline,
   listReplies,
   listReplyVersions,
-  listThreads,
   previousVersionPage,
   updateReply,
 } from '../threads/service.ts';
 import { activityOfScope } from './activity.ts';
+import { levelAtLeast, type RepoRef } from '../access/index.ts';
+import { loadRepoJson } from '../repos/view.ts';
+import type { TimelineEntry } from '../tracker/timeline.ts';
+import { listMilestones } from '../tracker/milestones.ts';
+import type { PageCaller } from './context.ts';
+import type { FormState } from './forms.ts';
+import { allLabels } from './tracker/issues.ts';
+import { sidebar, threadPowers, timelineEntry } from './tracker/sidebar.ts';
+import { headerCan, viewerLevel } from './tracker/common.ts';
+import { getRepo } from '../repos/service.ts';
 import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
-import { html, pager, trusted, when } from './html.ts';
+import { type Html, html, pager, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { NumberParam, pageRepoRef, repoHeader, repoRoute, viewerLevel } from './repo-common.ts';
+import { NumberParam, pageRepo, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
-  { additionalProperties: false },
-);
-const NewThreadForm = Type.Object(
-  { _csrf: Csrf, title: Type.String({ maxLength: 4096 }), body: Type.Optional(Type.String({ maxLength: 65_536 })) },
   { additionalProperties: false },
 );
 const ReplyForm = Type.Object({ _csrf: Csrf, body: Type.String({ maxLength: 65_536 }) }, { additionalProperties: false });
@@ -44,73 +48,97 @@ const HistoryQuery = Type.Object(
 );
 
 type Params = { number: number; reply_number?: number };
+/** The most timeline entries a thread page reads (the API's page size). */
+const TIMELINE_MAX = 100;
 
-/** Threads list, a thread with its replies, editing a reply and its version history (README "Web interface"). */
-export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
-  repoRoute(app, 'GET', '/threads', { querystring: PageQuery }, async (request, reply) => {
-    const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const repo = await getRepo(deps, c.viewer, ref);
-    const w = pageWindow(request.query as { page?: number });
-    const threads = await listThreads(deps, c.viewer, ref, w);
-    const base = `${repoHref(repo)}/threads`;
-    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
-    ${repo.is_archived ? '' : html`<p><a href="${base}/new" class="badge">New thread</a></p>`}
-    ${
-      threads.length
-        ? html`<ul class="plain">
-            ${threads.slice(0, w.perPage).map((t) => html`<li><a href="${base}/${t.number}">#${t.number} ${t.title}</a> <span class="muted">by ${t.author_username} ${when(t.created_at)} · ${t.reply_count} replies</span></li>`)}
-          </ul>`
-        : html`<p class="muted">No threads yet.</p>`
-    }
-    ${pager(base, w.page, threads.length > w.perPage)}`;
-    return sendPage(reply, layout({ title: `Threads · ${repo.full_name}`, caller: c }, body));
-  });
+/** The page addresses of the repos that `referenced` entries come from (the reader can read them). */
+async function referenceRepoPaths(deps: Deps, entries: TimelineEntry[]): Promise<Map<string, string>> {
+  const uuids = [
+    ...new Set(
+      entries.flatMap((e) => (e.kind === 'referenced' ? [String((e.source as { repo_uuid?: string })?.repo_uuid)] : [])),
+    ),
+  ];
+  const out = new Map<string, string>();
+  for (const uuid of uuids) {
+    const repo = await loadRepoJson(deps.db, uuid, '').catch(() => null);
+    if (repo) out.set(uuid, repoHref(repo));
+  }
+  return out;
+}
 
-  repoRoute(app, 'GET', '/threads/new', {}, async (request, reply) => {
-    const c = requirePage(request);
-    const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
-    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
-      <h2>New thread</h2>
-      ${
-        repo.is_archived
-          ? ''
-          : html`<form class="stack" method="post" action="${repoHref(repo)}/threads/new">
-              ${csrfField(c)} <label for="title">Title</label
-              ><input id="title" name="title" type="text" required maxlength="256" /> <label for="body">Text (Markdown)</label
-              ><textarea id="body" name="body"></textarea>
-              <div><button type="submit" class="primary">Start thread</button></div>
-            </form>`
-      }`;
-    return sendPage(reply, layout({ title: `New thread · ${repo.full_name}`, caller: c }, body));
-  });
-
-  repoRoute(app, 'POST', '/threads/new', { body: NewThreadForm }, async (request, reply) => {
-    const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const form = request.body as { title: string; body?: string };
-    const thread = await createThread(deps, c.viewer, ref, { title: form.title, body: form.body ?? '' });
-    const repo = await getRepo(deps, c.viewer, ref);
-    return seeOther(reply, `${repoHref(repo)}/threads/${thread.number}`);
-  });
-
-  repoRoute(app, 'GET', '/threads/:number', { params: ThreadParams, querystring: PageQuery }, async (request, reply) => {
-    const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const { number } = request.params as Params;
-    const w = pageWindow(request.query as { page?: number }, REPLIES_PER_PAGE);
-    const after = await resumePoint(deps);
-    const repo = await getRepo(deps, c.viewer, ref);
-    const thread = await getThread(deps, c.viewer, ref, number);
-    const replies = await listReplies(deps, c.viewer, ref, number, w);
-    const attachments = await listAttachments(deps, c.viewer, ref, { kind: 'thread', number }, { offset: 0, limit: 100 });
-    const events = await activityOfScope(deps, c.viewer, `thread:${thread.uuid}`);
-    const base = `${repoHref(repo)}/threads/${thread.number}`;
-    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+/**
+ * A thread page: its text, its replies with the timeline of its changes between them, and the
+ * side bar (web/tracker/sidebar.ts); `sidebarState` is a refused side bar form, shown again.
+ */
+export async function renderThreadPage(
+  deps: Deps,
+  c: PageCaller,
+  ref: RepoRef,
+  number: number,
+  pageNumber: number | undefined,
+  sidebarState?: FormState,
+): Promise<Html> {
+  const w = pageWindow({ page: pageNumber }, REPLIES_PER_PAGE);
+  const after = await resumePoint(deps);
+  const repo = await getRepo(deps, c.viewer, ref);
+  const thread = await getThread(deps, c.viewer, ref, number);
+  const level = await viewerLevel(deps, c.viewer, repo);
+  const powers = threadPowers(level, c.viewer, thread, repo.is_archived);
+  const [replies, attachments, events, timeline, labels, milestones] = await Promise.all([
+    listReplies(deps, c.viewer, ref, number, w),
+    listAttachments(deps, c.viewer, ref, { kind: 'thread', number }, { offset: 0, limit: 100 }),
+    activityOfScope(deps, c.viewer, `thread:${thread.uuid}`),
+    threadTimeline(deps, c.viewer, ref, number, { offset: 0, limit: TIMELINE_MAX }),
+    powers.triage ? allLabels(deps, c.viewer, { repo: ref }) : Promise.resolve([]),
+    powers.triage
+      ? listMilestones(deps, c.viewer, ref, { offset: 0, limit: 100, state: 'open', sort: 'due_on' })
+      : Promise.resolve([]),
+  ]);
+  const repoPaths = await referenceRepoPaths(deps, timeline);
+  const shown = replies.slice(0, w.perPage);
+  const more = replies.length > w.perPage;
+  // the timeline's changes between this page's replies: from the first reply (the thread's start on
+  // page 1) to the next page's first reply
+  const from = w.page === 1 ? '' : (shown[0]?.created_at ?? '');
+  const until = more ? replies[w.perPage]!.created_at : '\uffff';
+  const changes = timeline.filter((e) => e.kind !== 'reply' && e.created_at >= from && e.created_at < until);
+  const repoBase = repoHref(repo);
+  const base = `${repoBase}/threads/${thread.number}`;
+  const items: Array<{ at: string; html: Html }> = [
+    ...shown.map((r) => ({
+      at: r.created_at,
+      html: html`<article class="reply" id="reply-${r.number}">
+        <header>
+          <strong>${r.author_username}</strong>
+          ${when(r.created_at)}${r.version > 1 ? html` <a href="${base}/replies/${r.number}/history">edited (version ${r.version})</a>` : ''}
+          ${repo.is_archived ? '' : html`<a href="${base}/replies/${r.number}/edit">Edit</a>`}
+        </header>
+        <div class="markdown">${trusted(r.body_html)}</div>
+      </article>`,
+    })),
+    ...changes.flatMap((e) => {
+      const entry = timelineEntry(repoBase, e, repoPaths);
+      return entry
+        ? [
+            {
+              at: e.created_at,
+              html: html`<ul class="timeline">
+                ${entry}
+              </ul>`,
+            },
+          ]
+        : [];
+    }),
+  ].sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
+  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
+    <div id="thread-main">
       <h2>#${thread.number} ${thread.title}</h2>
-      <p class="muted">Started by ${thread.author_username} ${when(thread.created_at)}</p>
-      <div class="grid">
-        <div>
+      <p class="muted">
+        <span class="badge ${thread.state}">${thread.state === 'open' ? 'Open' : 'Closed'}</span> Started by
+        ${thread.author_username} ${when(thread.created_at)}
+      </p>
+      <div class="thread-layout">
+        <div class="thread-body">
           ${thread.body.trim() ? html`<section class="box markdown" aria-label="Thread text">${trusted(thread.body_html)}</section>` : ''}
           ${
             attachments.length
@@ -122,20 +150,9 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
               : ''
           }
           <section aria-labelledby="replies-h">
-            <h2 id="replies-h">Replies</h2>
-            ${replies.slice(0, w.perPage).map(
-              (r) =>
-                html`<article class="reply" id="reply-${r.number}">
-                  <header>
-                    <strong>${r.author_username}</strong>
-                    ${when(r.created_at)}${r.version > 1 ? html` <a href="${base}/replies/${r.number}/history">edited (version ${r.version})</a>` : ''}
-                    ${repo.is_archived ? '' : html`<a href="${base}/replies/${r.number}/edit">Edit</a>`}
-                  </header>
-                  <div class="markdown">${trusted(r.body_html)}</div>
-                </article>`,
-            )}
-            ${replies.length === 0 ? html`<p class="muted">No replies yet.</p>` : ''}
-            ${pager(base, w.page, replies.length > w.perPage)}
+            <h2 id="replies-h">Replies and changes</h2>
+            ${items.map((i) => i.html)} ${shown.length === 0 ? html`<p class="muted">No replies yet.</p>` : ''}
+            ${pager(base, w.page, more)}
           </section>
           ${
             repo.is_archived
@@ -145,35 +162,48 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
                     <label for="attach-file">Attach a file</label><input id="attach-file" name="file" type="file" required />
                     <button type="submit">Attach</button>
                   </form>
-                  <form class="stack" method="post" action="${base}/replies">
-                    ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
-                    ><textarea id="reply-body" name="body" required></textarea>
-                    <div><button type="submit" class="primary">Reply</button></div>
-                  </form>`
+                  ${
+                    thread.locked && !levelAtLeast(level, 'write')
+                      ? html`<p class="muted">This conversation is locked: only people with write access can reply.</p>`
+                      : html`<form class="stack" method="post" action="${base}/replies">
+                          ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
+                          ><textarea id="reply-body" name="body" required></textarea>
+                          <div><button type="submit" class="primary">Reply</button></div>
+                        </form>`
+                  }`
           }
         </div>
-        ${liveFeed({ id: 'thread-feed', label: 'Activity', scopes: [`thread:${thread.uuid}`], after, events })}
-      </div>`;
-    return sendPage(reply, layout({ title: `#${thread.number} ${thread.title}`, caller: c }, body));
+        ${sidebar({ c, base: repoBase, thread, powers, labels, milestones, state: sidebarState })}
+      </div>
+    </div>
+    ${liveFeed({ id: 'thread-feed', label: 'Activity', scopes: [`thread:${thread.uuid}`], after, events })}`;
+  return layout({ title: `#${thread.number} ${thread.title}`, caller: c }, body);
+}
+
+/** Threads list, a thread with its replies, editing a reply and its version history (README "Web interface"). */
+export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  repoRoute(app, 'GET', '/threads/:number', { params: ThreadParams, querystring: PageQuery }, async (request, reply) => {
+    const c = requirePage(request);
+    const { number } = request.params as Params;
+    const page = (request.query as { page?: number }).page;
+    return sendPage(reply, await renderThreadPage(deps, c, pageRepoRef(request), number, page));
   });
 
   repoRoute(app, 'POST', '/threads/:number/replies', { params: ThreadParams, body: ReplyForm }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
     const { number } = request.params as Params;
-    const created = await createReply(deps, c.viewer, ref, number, { body: (request.body as { body: string }).body });
-    const repo = await getRepo(deps, c.viewer, ref);
+    const created = await createReply(deps, c.viewer, ref.ref, number, { body: (request.body as { body: string }).body });
     return seeOther(reply, `${repoHref(repo)}/threads/${number}#reply-${created.number}`);
   });
 
   repoRoute(app, 'GET', '/threads/:number/replies/:reply_number/edit', { params: ReplyParams }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
+    const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const { number, reply_number } = request.params as Required<Params>;
-    const repo = await getRepo(deps, c.viewer, ref);
-    const r = await getReply(deps, c.viewer, ref, number, reply_number);
+    const r = await getReply(deps, c.viewer, ref.ref, number, reply_number);
     const base = `${repoHref(repo)}/threads/${number}`;
-    const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+    const body = html`${repoHeader(repo, 'threads', can)}
       <h2>Edit reply ${reply_number} of <a href="${base}">thread #${number}</a></h2>
       ${
         repo.is_archived
@@ -196,10 +226,9 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     { params: ReplyParams, body: ReplyForm },
     async (request, reply) => {
       const c = requirePage(request);
-      const ref = pageRepoRef(request);
+      const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
       const { number, reply_number } = request.params as Required<Params>;
-      await updateReply(deps, c.viewer, ref, number, reply_number, { body: (request.body as { body: string }).body });
-      const repo = await getRepo(deps, c.viewer, ref);
+      await updateReply(deps, c.viewer, ref.ref, number, reply_number, { body: (request.body as { body: string }).body });
       return seeOther(reply, `${repoHref(repo)}/threads/${number}#reply-${reply_number}`);
     },
   );
@@ -211,13 +240,12 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     { params: ReplyParams, querystring: HistoryQuery },
     async (request, reply) => {
       const c = requirePage(request);
-      const ref = pageRepoRef(request);
+      const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
       const { number, reply_number } = request.params as Required<Params>;
       const after = (request.query as { after_version?: number }).after_version;
-      const repo = await getRepo(deps, c.viewer, ref);
       // the API's pages of versions: at most VERSIONS_PER_PAGE, cut short by their size
       // (GET {repo}/threads/{n}/replies/{r}/versions with after_version)
-      const page = await listReplyVersions(deps, c.viewer, ref, number, reply_number, {
+      const page = await listReplyVersions(deps, c.viewer, ref.ref, number, reply_number, {
         offset: 0,
         limit: VERSIONS_PER_PAGE + 1,
         afterVersion: after,
@@ -227,7 +255,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
       const older =
         after === undefined || shown.length === 0
           ? null
-          : await previousVersionPage(deps, c.viewer, ref, number, reply_number, shown[0]!.version, VERSIONS_PER_PAGE);
+          : await previousVersionPage(deps, c.viewer, ref.ref, number, reply_number, shown[0]!.version, VERSIONS_PER_PAGE);
       const base = `${repoHref(repo)}/threads/${number}`;
       const here = `${base}/replies/${reply_number}/history`;
       const link = (afterVersion: number | undefined) =>
@@ -240,7 +268,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
               ${more ? html`<a href="${link(shown.at(-1)!.version)}" rel="next">Newer versions</a>` : ''}
             </nav>`
           : '';
-      const body = html`${repoHeader(repo, 'threads', await viewerLevel(deps, c.viewer, repo))}
+      const body = html`${repoHeader(repo, 'threads', can)}
         <h2>History of reply ${reply_number} in <a href="${base}#reply-${reply_number}">thread #${number}</a></h2>
         ${nav('top')}
         ${shown.map(

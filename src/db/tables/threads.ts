@@ -100,6 +100,15 @@ export interface ThreadsTables {
   item_assignees: ItemAssigneesTable;
   review_requests: ReviewRequestsTable;
   item_references: ItemReferencesTable;
+  thread_terms: ThreadTermsTable;
+}
+
+/** The words and @-mentions of a thread and its replies, by source (migration 400). */
+export interface ThreadTermsTable {
+  repo_uuid: string;
+  term: string;
+  thread_uuid: string;
+  source_uuid: string;
 }
 
 /** One `referenced` entry per (source, target) (migration 311). */

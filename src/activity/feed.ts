@@ -2,9 +2,9 @@ import { performance } from 'node:perf_hooks';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
-import { type EventRecord, eventFromRow } from './service.ts';
-import { readableBound } from './order.ts';
-import { canReadScope, parseScope } from './scopes.ts';
+import { type EventRecord, eventFromRow } from '../events/service.ts';
+import { readableBound } from '../events/order.ts';
+import { canReadScope, parseScope } from '../events/scopes.ts';
 import { type EventViewer, eventViewer, scopeGatedViewer } from '../access/events.ts';
 
 export interface CursorQuery {

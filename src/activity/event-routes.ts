@@ -11,8 +11,8 @@ import { CursorPage, Event, EventParams, EventsQuery, TailQuery, Ticket, TicketB
 import { createTicket, credentialViewer, redeemTicket } from './tickets.ts';
 import { eventPage, getEvent } from './feed.ts';
 import { eventViewer } from '../access/events.ts';
-import type { EventRecord } from './service.ts';
-import { canReadScope, parseScope } from './scopes.ts';
+import type { EventRecord } from '../events/service.ts';
+import { canReadScope, parseScope } from '../events/scopes.ts';
 import { AccessRecheck, TAIL, serveTail } from './tail.ts';
 
 /** README "Event privacy", as every events route states it. */

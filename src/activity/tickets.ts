@@ -5,7 +5,7 @@ import { command } from '../core/command.ts';
 import { decide } from '../core/targets.ts';
 import { hashSecret, newTokenSecret } from '../tokens/secret.ts';
 import type { Viewer } from '../viewer.ts';
-import { canReadScope, parseScope } from './scopes.ts';
+import { canReadScope, parseScope } from '../events/scopes.ts';
 
 /** README "Web interface": a stream ticket opens its stream within this time of being made. */
 export const TICKET_TTL_MS = 60_000;

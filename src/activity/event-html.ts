@@ -1,7 +1,7 @@
 import type SanitizeHtml from 'sanitize-html';
 import { lazyRequire } from '../lazy-require.ts';
 import { boundedMarkdown } from '../markdown/bounded.ts';
-import type { EventRecord } from './service.ts';
+import type { EventRecord } from '../events/service.ts';
 
 const markdown = { render: (text: string) => boundedMarkdown().render(text) };
 // sanitize-html is loaded with the first fragment

@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EventBuffer, type Session, createSession } from 'better-sse';
 import type { Deps } from '../deps.ts';
-import { eventHtml } from './html.ts';
-import { type LiveSubscriber, scopeEventsAfter } from './live.ts';
-import type { EventRecord } from './service.ts';
+import { eventHtml } from './event-html.ts';
+import type { LiveSubscriber } from '../deps.ts';
+import { scopeEventsAfter } from '../events/live.ts';
+import type { EventRecord } from '../events/service.ts';
 
 /** README "Live event stream": the stream's tunables. */
 export const TAIL = {

@@ -1,0 +1,373 @@
+/**
+ * The OpenAPI operationId of every API route, chosen by hand (README "OpenAPI"): THE table, keyed
+ * exactly as src/http/route-scopes.ts keys a route (`method path` under /api/v1, `{repo}` for both
+ * owner forms, `*` for a rest-of-path parameter). Ids are camelCase verbs and stable: a client
+ * generator names its methods after them, so an id never changes once released.
+ *
+ * A `{repo}` route's id is written for the team form (`/teams/{team_slug}/repos/{repo_slug}/...`);
+ * the user form (`/users/{username}/repos/{repo_slug}/...`) inserts `User` after the leading verb
+ * (`mergePull` → `mergeUserPull`).
+ *
+ * A route without an entry gets a path-made fallback id in the document, and
+ * test/openapi-gate.test.ts fails naming it and the line to add here.
+ */
+export const OPERATION_IDS: Record<string, string> = {
+  // meta, sign-in, sign-up, name checks
+  'get /openapi.json': 'getOpenApiDocument',
+  'post /auth/login': 'login',
+  'post /signup': 'signUp',
+  'get /check-username': 'checkUsername',
+  'get /check-team-slug': 'checkTeamSlug',
+  'get /suggest-users': 'suggestUsers',
+  // users
+  'post /users': 'createUser',
+  'get /users': 'listUsers',
+  'get /user': 'getAuthenticatedUser',
+  'get /users/{username}': 'getUser',
+  'put /users/{username}': 'updateUser',
+  'post /users/{username}/ping': 'pingUser',
+  'get /users/{username}/activity': 'listUserActivity',
+  'get /users/{username}/timers': 'listPersonalTimers',
+  'post /users/{username}/timers': 'createPersonalTimer',
+  'get /users/{username}/timers/{timer_uuid}': 'getPersonalTimer',
+  'patch /users/{username}/timers/{timer_uuid}': 'updatePersonalTimer',
+  'delete /users/{username}/timers/{timer_uuid}': 'deletePersonalTimer',
+  // SSH keys
+  'get /user/keys': 'listSshKeys',
+  'post /user/keys': 'createSshKey',
+  'get /user/keys/{uuid}': 'getSshKey',
+  'delete /user/keys/{uuid}': 'deleteSshKey',
+  // API tokens and sessions
+  'get /api-tokens': 'listApiTokens',
+  'post /api-tokens': 'createApiToken',
+  'get /api-tokens/self': 'getCurrentApiToken',
+  'get /api-tokens/{uuid}': 'getApiToken',
+  'delete /api-tokens/{uuid}': 'deleteApiToken',
+  'put /api-tokens/{uuid}/revoke': 'revokeApiToken',
+  'get /sessions': 'listSessions',
+  'get /sessions/{uuid}': 'getSession',
+  'put /sessions/{uuid}/revoke': 'revokeSession',
+  // signup invites
+  'get /signup-invites': 'listSignupInvites',
+  'post /signup-invites': 'createSignupInvite',
+  'get /signup-invites/{uuid}': 'getSignupInvite',
+  'put /signup-invites/{uuid}': 'updateSignupInvite',
+  'delete /signup-invites/{uuid}': 'deleteSignupInvite',
+  // events
+  'get /events': 'listEvents',
+  'get /events/{id}': 'getEvent',
+  'get /tail-events': 'streamEvents',
+  'post /tail-events/tickets': 'createStreamTicket',
+  // teams
+  'get /teams': 'listTeams',
+  'post /teams': 'createTeam',
+  'get /teams/{team_slug}': 'getTeam',
+  'put /teams/{team_slug}': 'updateTeam',
+  'get /teams/{team_slug}/activity': 'listTeamActivity',
+  'get /teams/{team_slug}/members': 'listMembers',
+  'post /teams/{team_slug}/members': 'addMember',
+  'get /teams/{team_slug}/members/{username}': 'getMember',
+  'put /teams/{team_slug}/members/{username}': 'updateMember',
+  'delete /teams/{team_slug}/members/{username}': 'removeMember',
+  'get /teams/{team_slug}/timers': 'listTeamTimers',
+  'post /teams/{team_slug}/timers': 'createTeamTimer',
+  'get /teams/{team_slug}/timers/{timer_uuid}': 'getTeamTimer',
+  'patch /teams/{team_slug}/timers/{timer_uuid}': 'updateTeamTimer',
+  'delete /teams/{team_slug}/timers/{timer_uuid}': 'deleteTeamTimer',
+  // team webhooks
+  'get /teams/{team_slug}/hooks': 'listTeamHooks',
+  'post /teams/{team_slug}/hooks': 'createTeamHook',
+  'get /teams/{team_slug}/hooks/{hook_uuid}': 'getTeamHook',
+  'put /teams/{team_slug}/hooks/{hook_uuid}': 'updateTeamHook',
+  'delete /teams/{team_slug}/hooks/{hook_uuid}': 'deleteTeamHook',
+  'post /teams/{team_slug}/hooks/{hook_uuid}/rotate-secret': 'rotateTeamHookSecret',
+  'get /teams/{team_slug}/hooks/{hook_uuid}/deliveries': 'listTeamHookDeliveries',
+  'get /teams/{team_slug}/hooks/{hook_uuid}/deliveries/{delivery_uuid}': 'getTeamHookDelivery',
+  'post /teams/{team_slug}/hooks/{hook_uuid}/deliveries/redeliver': 'redeliverTeamHookDeliveries',
+  'post /teams/{team_slug}/hooks/{hook_uuid}/deliveries/{delivery_uuid}/redeliver': 'redeliverTeamHookDelivery',
+  'post /teams/{team_slug}/hooks/{hook_uuid}/pings': 'pingTeamHook',
+  // site administration
+  'get /site-settings': 'getSiteSettings',
+  'put /site-settings': 'updateSiteSettings',
+  'get /rate-limits': 'listRateLimits',
+  'post /rate-limits': 'createRateLimit',
+  'get /rate-limits/{uuid}': 'getRateLimit',
+  'put /rate-limits/{uuid}': 'updateRateLimit',
+  'delete /rate-limits/{uuid}': 'deleteRateLimit',
+  // site webhooks
+  'get /hooks': 'listSiteHooks',
+  'post /hooks': 'createSiteHook',
+  'get /hooks/{hook_uuid}': 'getSiteHook',
+  'put /hooks/{hook_uuid}': 'updateSiteHook',
+  'delete /hooks/{hook_uuid}': 'deleteSiteHook',
+  'post /hooks/{hook_uuid}/rotate-secret': 'rotateSiteHookSecret',
+  'get /hooks/{hook_uuid}/deliveries': 'listSiteHookDeliveries',
+  'get /hooks/{hook_uuid}/deliveries/{delivery_uuid}': 'getSiteHookDelivery',
+  'post /hooks/{hook_uuid}/deliveries/redeliver': 'redeliverSiteHookDeliveries',
+  'post /hooks/{hook_uuid}/deliveries/{delivery_uuid}/redeliver': 'redeliverSiteHookDelivery',
+  'post /hooks/{hook_uuid}/pings': 'pingSiteHook',
+  // repos and forks
+  'get /teams/{team_slug}/repos': 'listTeamRepos',
+  'post /teams/{team_slug}/repos': 'createTeamRepo',
+  'get /teams/{team_slug}/check-repo-slug': 'checkTeamRepoSlug',
+  'get /users/{username}/repos': 'listUserRepos',
+  'post /users/{username}/repos': 'createUserRepo',
+  'get /users/{username}/check-repo-slug': 'checkUserRepoSlug',
+  'get /repos/{repo_uuid}': 'getRepoByUuid',
+  'get /forks/{fork_uuid}': 'getFork',
+  'get {repo}': 'getRepo',
+  'put {repo}': 'updateRepo',
+  'delete {repo}': 'deleteRepo',
+  'put {repo}/archive': 'archiveRepo',
+  'delete {repo}/archive': 'unarchiveRepo',
+  'post {repo}/forks': 'createFork',
+  'get {repo}/forks': 'listForks',
+  'get {repo}/fork': 'getRepoForkRecord',
+  'get {repo}/forks/team/{fork_team_slug}': 'getTeamFork',
+  'get {repo}/forks/user/{fork_username}': 'getUserFork',
+  // protections
+  'get {repo}/protections': 'listProtections',
+  'post {repo}/protections': 'createProtection',
+  'get {repo}/protections/{protection_uuid}': 'getProtection',
+  'put {repo}/protections/{protection_uuid}': 'updateProtection',
+  'delete {repo}/protections/{protection_uuid}': 'deleteProtection',
+  'get {repo}/protections/{protection_uuid}/approvers': 'listProtectionApprovers',
+  'post {repo}/protections/{protection_uuid}/approvers': 'addProtectionApprover',
+  'delete {repo}/protections/{protection_uuid}/approvers/{user_uuid}': 'removeProtectionApprover',
+  // pulls and reviews
+  'get {repo}/pulls': 'listPulls',
+  'post {repo}/pulls': 'createPull',
+  'get {repo}/pulls/{number}': 'getPull',
+  'put {repo}/pulls/{number}': 'updatePull',
+  'post {repo}/pulls/{number}/merge': 'mergePull',
+  'get {repo}/pulls/{number}/protection': 'getPullProtectionStatus',
+  'get {repo}/pulls/{number}/commits': 'listPullCommits',
+  'get {repo}/pulls/{number}/files': 'listPullFiles',
+  'get {repo}/pulls/{number}/timeline': 'listPullTimeline',
+  'post {repo}/pulls/{number}/labels': 'addPullLabels',
+  'delete {repo}/pulls/{number}/labels/{name}': 'removePullLabel',
+  'post {repo}/pulls/{number}/assignees': 'addPullAssignees',
+  'delete {repo}/pulls/{number}/assignees': 'removePullAssignees',
+  'post {repo}/pulls/{number}/requested-reviewers': 'requestPullReviewers',
+  'delete {repo}/pulls/{number}/requested-reviewers': 'removePullReviewRequests',
+  'get {repo}/pulls/{number}/attachments': 'listPullAttachments',
+  'post {repo}/pulls/{number}/attachments': 'attachToPull',
+  'delete {repo}/pulls/{number}/attachments/{upload_uuid}': 'detachFromPull',
+  'get {repo}/pulls/{number}/reviews': 'listReviews',
+  'post {repo}/pulls/{number}/reviews': 'createReview',
+  'get {repo}/pulls/{number}/reviews/{review_uuid}': 'getReview',
+  'delete {repo}/pulls/{number}/reviews/{review_uuid}': 'removeReview',
+  'get {repo}/pulls/{number}/reviews/{review_uuid}/attachments': 'listReviewAttachments',
+  'post {repo}/pulls/{number}/reviews/{review_uuid}/attachments': 'attachToReview',
+  'delete {repo}/pulls/{number}/reviews/{review_uuid}/attachments/{upload_uuid}': 'detachFromReview',
+  // reading code, branches and tags
+  'get {repo}/branches': 'listBranches',
+  'post {repo}/branches': 'createBranch',
+  'get {repo}/branches/*': 'getBranch',
+  'delete {repo}/branches/*': 'deleteBranch',
+  'get {repo}/tags': 'listTags',
+  'get {repo}/commits': 'listCommits',
+  'get {repo}/commits/*': 'getCommit',
+  'get {repo}/compare/*': 'compareCommits',
+  'get {repo}/contents': 'getRootContents',
+  'get {repo}/contents/*': 'getContents',
+  'get {repo}/raw/*': 'getRawFile',
+  'get {repo}/archive/*': 'getArchive',
+  // commit statuses
+  'post {repo}/statuses/{sha}': 'createCommitStatus',
+  'get {repo}/commits/{ref}/statuses': 'listCommitStatuses',
+  'get {repo}/commits/{ref}/status': 'getCombinedCommitStatus',
+  // deploy keys
+  'get {repo}/keys': 'listDeployKeys',
+  'post {repo}/keys': 'createDeployKey',
+  'get {repo}/keys/{key_uuid}': 'getDeployKey',
+  'delete {repo}/keys/{key_uuid}': 'deleteDeployKey',
+  // repo webhooks
+  'get {repo}/hooks': 'listHooks',
+  'post {repo}/hooks': 'createHook',
+  'get {repo}/hooks/{hook_uuid}': 'getHook',
+  'put {repo}/hooks/{hook_uuid}': 'updateHook',
+  'delete {repo}/hooks/{hook_uuid}': 'deleteHook',
+  'post {repo}/hooks/{hook_uuid}/rotate-secret': 'rotateHookSecret',
+  'get {repo}/hooks/{hook_uuid}/deliveries': 'listHookDeliveries',
+  'get {repo}/hooks/{hook_uuid}/deliveries/{delivery_uuid}': 'getHookDelivery',
+  'post {repo}/hooks/{hook_uuid}/deliveries/redeliver': 'redeliverHookDeliveries',
+  'post {repo}/hooks/{hook_uuid}/deliveries/{delivery_uuid}/redeliver': 'redeliverHookDelivery',
+  'post {repo}/hooks/{hook_uuid}/pings': 'pingHook',
+  // repo timers
+  'get {repo}/timers': 'listRepoTimers',
+  'post {repo}/timers': 'createRepoTimer',
+  'get {repo}/timers/{timer_uuid}': 'getRepoTimer',
+  'patch {repo}/timers/{timer_uuid}': 'updateRepoTimer',
+  'delete {repo}/timers/{timer_uuid}': 'deleteRepoTimer',
+  // threads and replies
+  'get {repo}/threads': 'listThreads',
+  'post {repo}/threads': 'createThread',
+  'get {repo}/threads/{number}': 'getThread',
+  'patch {repo}/threads/{number}': 'updateThread',
+  'delete {repo}/threads/{number}': 'removeThread',
+  'get {repo}/threads/{number}/participants': 'listThreadParticipants',
+  'get {repo}/threads/{number}/timeline': 'listThreadTimeline',
+  'post {repo}/threads/{number}/labels': 'addThreadLabels',
+  'delete {repo}/threads/{number}/labels/{name}': 'removeThreadLabel',
+  'post {repo}/threads/{number}/assignees': 'addThreadAssignees',
+  'delete {repo}/threads/{number}/assignees': 'removeThreadAssignees',
+  'get {repo}/threads/{number}/attachments': 'listThreadAttachments',
+  'post {repo}/threads/{number}/attachments': 'attachToThread',
+  'delete {repo}/threads/{number}/attachments/{upload_uuid}': 'detachFromThread',
+  'get {repo}/threads/{number}/replies': 'listReplies',
+  'post {repo}/threads/{number}/replies': 'createReply',
+  'get {repo}/threads/{number}/replies/{reply_number}': 'getReply',
+  'patch {repo}/threads/{number}/replies/{reply_number}': 'editReply',
+  'delete {repo}/threads/{number}/replies/{reply_number}': 'removeReply',
+  'get {repo}/threads/{number}/replies/{reply_number}/versions': 'listReplyVersions',
+  'get {repo}/threads/{number}/replies/{reply_number}/attachments': 'listReplyAttachments',
+  'post {repo}/threads/{number}/replies/{reply_number}/attachments': 'attachToReply',
+  'delete {repo}/threads/{number}/replies/{reply_number}/attachments/{upload_uuid}': 'detachFromReply',
+  // labels and milestones
+  'get {repo}/labels': 'listLabels',
+  'post {repo}/labels': 'createLabel',
+  'get {repo}/labels/{name}': 'getLabel',
+  'patch {repo}/labels/{name}': 'updateLabel',
+  'delete {repo}/labels/{name}': 'deleteLabel',
+  'get /teams/{team_slug}/labels': 'listTeamLabels',
+  'post /teams/{team_slug}/labels': 'createTeamLabel',
+  'get /teams/{team_slug}/labels/{name}': 'getTeamLabel',
+  'patch /teams/{team_slug}/labels/{name}': 'updateTeamLabel',
+  'delete /teams/{team_slug}/labels/{name}': 'deleteTeamLabel',
+  'get {repo}/milestones': 'listMilestones',
+  'post {repo}/milestones': 'createMilestone',
+  'get {repo}/milestones/{number}': 'getMilestone',
+  'patch {repo}/milestones/{number}': 'updateMilestone',
+  'delete {repo}/milestones/{number}': 'deleteMilestone',
+  // uploads
+  'get {repo}/uploads': 'listUploads',
+  'post {repo}/uploads': 'createUpload',
+  'get {repo}/uploads/{upload_uuid}': 'getUpload',
+  'delete {repo}/uploads/{upload_uuid}': 'deleteUpload',
+  'get {repo}/uploads/{upload_uuid}/content': 'downloadUpload',
+  'post {repo}/upload-groups': 'createUploadGroup',
+  'get {repo}/upload-groups/{group_uuid}': 'getUploadGroup',
+  'delete {repo}/upload-groups/{group_uuid}': 'deleteUploadGroup',
+};
+
+/** The id of a route keyed as in ROUTE_SCOPES, in the owner form its url has; undefined without an entry. */
+export function operationIdOf(key: string, userForm: boolean): string | undefined {
+  const id = Object.hasOwn(OPERATION_IDS, key) ? OPERATION_IDS[key] : undefined;
+  if (id === undefined || !userForm) return id;
+  return id.replace(/^([a-z]+)/, '$1User');
+}
+
+/**
+ * The component schema name of each operation's 2xx body (of a Page: its items), keyed by the
+ * team-form operationId: a generator names its types after them (`Hook`, not `InlineResponse200`).
+ * Operations answering the same shape share the name (the first one listed names it); a Page
+ * envelope is named after its list operation (`listHooks` → `HooksPage`), another `{results}`
+ * envelope after its items (`UserSuggestionList`). A JSON object body
+ * without a name here fails test/openapi-gate.test.ts.
+ */
+export const RESPONSE_SCHEMAS: Record<string, string> = {
+  // meta, sign-in, sign-up
+  getOpenApiDocument: 'OpenApiDocument',
+  checkUsername: 'NameCheck',
+  checkTeamSlug: 'NameCheck',
+  checkTeamRepoSlug: 'NameCheck',
+  checkUserRepoSlug: 'NameCheck',
+  suggestUsers: 'UserSuggestion',
+  login: 'NewApiToken',
+  signUp: 'SignUpResult',
+  // users, tokens, sessions, invites
+  getAuthenticatedUser: 'User',
+  listUsers: 'User',
+  pingUser: 'Ping',
+  getApiToken: 'ApiToken',
+  createApiToken: 'NewApiToken',
+  getSession: 'Session',
+  getSshKey: 'SshKey',
+  getSignupInvite: 'SignupInvite',
+  // events
+  getEvent: 'Event',
+  createStreamTicket: 'StreamTicket',
+  // teams
+  getTeam: 'Team',
+  getMember: 'Member',
+  // site administration
+  getSiteSettings: 'SiteSettings',
+  getRateLimit: 'RateLimit',
+  // repos, forks, protections
+  getRepo: 'Repo',
+  getFork: 'Fork',
+  getProtection: 'Protection',
+  listProtectionApprovers: 'Approver',
+  // pulls and reviews
+  getPull: 'Pull',
+  mergePull: 'MergeResult',
+  getPullProtectionStatus: 'PullProtectionStatus',
+  listPullCommits: 'PullCommit',
+  listPullFiles: 'PullFile',
+  listPullTimeline: 'TimelineEntry',
+  getReview: 'Review',
+  // code, branches, statuses, deploy keys
+  listCommits: 'CodeCommit',
+  getCommit: 'CommitDetail',
+  compareCommits: 'Comparison',
+  getContents: 'Contents',
+  listTags: 'Tag',
+  getBranch: 'Branch',
+  createCommitStatus: 'CommitStatus',
+  getCombinedCommitStatus: 'CombinedCommitStatus',
+  getDeployKey: 'DeployKey',
+  // webhooks
+  getHook: 'Hook',
+  createHook: 'NewHook',
+  rotateHookSecret: 'HookSecret',
+  getHookDelivery: 'HookDelivery',
+  redeliverHookDeliveries: 'RedeliveryCount',
+  redeliverHookDelivery: 'DeliveryReference',
+  pingHook: 'DeliveryReference',
+  // timers
+  getRepoTimer: 'Timer',
+  // threads and replies
+  getThread: 'Thread',
+  listThreadTimeline: 'TimelineEntry',
+  listThreadParticipants: 'Participant',
+  getReply: 'Reply',
+  listReplyVersions: 'ReplyVersion',
+  // labels, milestones, uploads, attachments
+  getLabel: 'Label',
+  getMilestone: 'Milestone',
+  getUpload: 'Upload',
+  getUploadGroup: 'UploadGroup',
+  listThreadAttachments: 'Attachment',
+};
+
+/**
+ * The top-level `tags` of the document, in this order, with what each groups. An operation's tag
+ * comes from its route schema (`tags: [...]`); a tag missing here fails test/openapi-gate.test.ts.
+ */
+export const TAGS: Record<string, string> = {
+  meta: 'The OpenAPI document itself',
+  auth: 'Sign-in and sign-up',
+  users: 'Accounts, profiles and name checks',
+  'api-tokens': 'API tokens and web sessions',
+  'ssh-keys': "Users' SSH keys and repos' deploy keys",
+  'signup-invites': 'Invitations to sign up',
+  events: 'The event feed and the live event stream',
+  activity: 'Activity feeds of users and teams',
+  teams: 'Teams and their members',
+  repos: 'Repositories: create, read, update, archive, delete',
+  forks: 'Forks and their sources',
+  protections: 'Branch protections and their approvers',
+  pulls: 'Pull requests, reviews and merges',
+  code: 'Reading code: commits, comparisons, contents, raw files, archives, branches and tags',
+  git: 'Branches and tags written through the API',
+  statuses: 'Commit statuses and required checks',
+  threads: 'Discussion threads and their replies',
+  tracker: 'The issue tracker: labels, assignees, milestones, timelines',
+  uploads: 'Uploaded files and upload groups',
+  attachments: 'Uploads attached to threads, replies, pulls and reviews',
+  timers: 'Timers of users, teams and repos',
+  hooks: 'Webhooks of repos, teams and the site, and their deliveries',
+  'site-settings': 'Site settings (staff)',
+  'rate-limits': 'Rate-limit rules (staff)',
+};
