@@ -65,6 +65,7 @@ const LAYERS = [
     'backup',
     'notifications',
     'signin',
+    'ci',
   ],
   // pages and the composition root
   ['web', 'app.ts', 'root.ts', 'main.ts', 'serve.ts', 'cli.ts'],

@@ -48,6 +48,11 @@ commands:
   reindex [OWNER/REPO]                      rebuild the code search index of one repo, or of every repo,
                                             in this process (docs/search.md)
   send-test-mail <address>                  send one mail with SMTP_URL and MAIL_FROM (docs/notifications.md)
+  runner register --url U --token T --name N [--labels a,b] [--capacity N] [--config FILE]
+                                            register a CI runner; its secret goes to FILE
+                                            (default .weft-runner.json, mode 600; docs/ci.md)
+  runner [--config FILE] [--capacity N] [--workdir DIR]
+                                            run the CI runner: poll for jobs and run them
   help, --help                              print this
   --version                                 print the version
 
@@ -192,6 +197,8 @@ async function runBackupCommand(
 }
 
 async function run(argv: string[]): Promise<number> {
+  // `weft runner …` (docs/ci.md): the CI runner, which needs no database
+  if (argv[0] === 'runner') return (await import('./ci/runner/runner.ts')).runnerMain(argv.slice(1));
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);

@@ -11,6 +11,7 @@ import { ZERO_SHA } from '../git/run.ts';
 import { syncPullHeads } from '../pulls/heads.ts';
 import { emitRefMoves, isForced, type RefMove } from '../pulls/pushes.ts';
 import { referencesOfPush } from '../references/push.ts';
+import { insertRuns, planPushRuns } from '../ci/runs.ts';
 import type { CommitInfo } from '../git/store.ts';
 
 /**
@@ -109,6 +110,8 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
       commits.set(ref!, list.slice(-250));
     }
   }
+  // CI (docs/ci.md): the workflows of each pushed commit, read before the transaction that writes the runs
+  const ciPlans = moves.length ? await planPushRuns(deps, repoUuid, moves, marker.pusher) : [];
   const pulls = await inTransaction(deps, async (tx) => {
     const done = await tx.db
       .selectFrom('git_push_records')
@@ -125,7 +128,9 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
     await addDiskUsage(tx, repoUuid, growth);
     if (commits.size) await referencesOfPush(tx, repoUuid, marker.pusher, commits);
     // branch-pushed for each moved ref, pull-updated for the open pulls whose head moved
-    return emitRefMoves(deps, tx, repoUuid, moves, marker.pusher);
+    const heads = await emitRefMoves(deps, tx, repoUuid, moves, marker.pusher);
+    await insertRuns(deps, tx, repoUuid, ciPlans);
+    return heads;
   });
   await rm(file, { force: true });
   await deps.db.deleteFrom('git_push_records').where('push_id', '=', marker.push_id).execute();

@@ -32,6 +32,7 @@ import * as m341 from './migrations/341_merge_claim_tips.ts';
 import * as m400 from './migrations/400_thread_terms.ts';
 import * as m410 from './migrations/410_review_comments.ts';
 import * as m420 from './migrations/420_signin.ts';
+import * as m430 from './migrations/430_ci.ts';
 import * as m440 from './migrations/440_notifications.ts';
 import * as m441 from './migrations/441_notification_mail.ts';
 import * as m450 from './migrations/450_search.ts';
@@ -81,6 +82,7 @@ const MIGRATIONS: Migration[] = [
   { name: '400_thread_terms', up: m400.up },
   { name: '410_review_comments', up: m410.up },
   { name: '420_signin', up: m420.up },
+  { name: '430_ci', up: m430.up },
   { name: '440_notifications', up: m440.up },
   { name: '441_notification_mail', up: m441.up },
   { name: '450_search', up: m450.up },

@@ -7,6 +7,7 @@ import type { Generated } from 'kysely';
  */
 export type { Bool01 } from './tables/bool.ts';
 import type { Bool01 } from './tables/bool.ts';
+import type { CiTables } from './tables/ci.ts';
 
 export interface UsersTable {
   uuid: string;
@@ -250,7 +251,8 @@ export interface DB
     LfsTables,
     ReleasesTables,
     SigninTables,
-    ReviewTables {
+    ReviewTables,
+    CiTables {
   users: UsersTable;
   api_tokens: ApiTokensTable;
   events: EventsTable;

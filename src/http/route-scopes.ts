@@ -200,6 +200,13 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'get {repo}/commits': 'read:repo',
   'get {repo}/commits/*': 'read:repo',
   'post {repo}/statuses/{sha}': 'write:repo',
+  // CI (docs/ci.md): the runner protocol authenticates with the runner secret, not a token
+  'post {repo}/runners/registration-token': 'write:repo',
+  'post /runner/register': 'public',
+  'post /runner/poll': 'public',
+  'post /runner/jobs/{job_uuid}/log': 'public',
+  'post /runner/jobs/{job_uuid}/steps': 'public',
+  'post /runner/jobs/{job_uuid}/finish': 'public',
   'get {repo}/commits/{ref}/statuses': 'read:repo',
   // search (docs/search.md)
   'get /search/code': 'read:repo',

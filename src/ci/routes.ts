@@ -1,0 +1,189 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { requireViewer } from '../http/auth.ts';
+import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
+import { errors } from '../http/route-schemas.ts';
+import { appendLog, createRepoRegistrationToken, finishFromRunner, poll, registerRunner, reportSteps } from './protocol.ts';
+
+const RUNNER_AUTH =
+  'Runner protocol (docs/ci.md "Runners"): authenticated by the runner secret in `X-Weft-Runner-Secret` only (a user ' +
+  'token is not accepted here); 401 when it is missing or unknown (a removed runner).';
+
+const RegistrationToken = Type.Object({ token: Type.String(), expires_at: Type.String({ format: 'date-time' }) });
+const JobUuidParam = Type.Object({ job_uuid: Type.String({ format: 'uuid' }) });
+const Conclusion = Type.Union(['success', 'failure', 'cancelled', 'timed_out', 'startup_failure'].map((c) => Type.Literal(c)));
+const AnyObject = Type.Object({}, { additionalProperties: true });
+
+const secretOf = (request: FastifyRequest) => {
+  const h = request.headers['x-weft-runner-secret'];
+  return typeof h === 'string' ? h : undefined;
+};
+
+export async function ciRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['ci'];
+
+  for (const form of REPO_FORMS) {
+    r.post(
+      `${form.prefix}/runners/registration-token`,
+      {
+        schema: {
+          tags,
+          summary: 'A registration token for a runner of this repo',
+          description:
+            'Maintain level (403 otherwise; 404 without read access). The token registers one runner (`weft runner ' +
+            'register --token`) that takes only this repo’s jobs; it works once and for one hour.',
+          params: repoParamsSchema(form, {}),
+          response: { 201: RegistrationToken, ...errors(403) },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .status(201)
+          .send(await createRepoRegistrationToken(deps, requireViewer(request), repoRef(request.params as RepoParams))),
+    );
+  }
+
+  r.post(
+    '/runner/register',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        summary: 'Register a runner with a registration token',
+        description:
+          'Public: the single-use registration token in the body authenticates (401 when invalid, expired or used). ' +
+          'Answers the runner’s own secret, once; the runner stores it in its config file.',
+        body: Type.Object(
+          {
+            token: Type.String({ minLength: 1, maxLength: 200 }),
+            name: Type.String({ minLength: 1, maxLength: 100 }),
+            labels: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50 }),
+            version: Type.Optional(Type.String({ maxLength: 50 })),
+            capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          201: Type.Object({
+            uuid: Type.String(),
+            name: Type.String(),
+            labels: Type.Array(Type.String()),
+            scope: Type.String(),
+            secret: Type.String(),
+          }),
+          ...errors(400, 401),
+        },
+      },
+    },
+    async (request, reply) => reply.status(201).send(await registerRunner(deps, request.body)),
+  );
+
+  r.post(
+    '/runner/poll',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        summary: 'Long-poll for jobs (and heartbeat)',
+        description:
+          `${RUNNER_AUTH} \`free\` is how many more jobs the runner takes; \`running\` its running jobs. Answers at ` +
+          'once with jobs it claimed for the runner or running jobs to stop (`cancel`), else after at most 20 s with ' +
+          'none. Every poll counts as the runner’s heartbeat: a runner silent for 60 s loses its jobs (`runner_lost`).',
+        body: Type.Object(
+          {
+            free: Type.Integer({ minimum: 0, maximum: 64 }),
+            running: Type.Array(Type.String({ format: 'uuid' }), { maxItems: 64 }),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Type.Object({ jobs: Type.Array(AnyObject), cancel: Type.Array(Type.String()) }), ...errors(400, 401) },
+      },
+    },
+    async (request) => poll(deps, secretOf(request), request.body),
+  );
+
+  r.post(
+    '/runner/jobs/:job_uuid/log',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        summary: 'Append a chunk of a job’s log at a byte offset',
+        description:
+          `${RUNNER_AUTH} Idempotent by offset: a chunk the server already holds is ignored, one past the end is 409 ` +
+          '(the detail names the offset to send from). Lines are sent prefixed with their timestamp.',
+        params: JobUuidParam,
+        body: Type.Object(
+          { offset: Type.Integer({ minimum: 0, maximum: 2 ** 40 }), data: Type.String({ maxLength: 256 * 1024 }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ offset: Type.Integer(), truncated: Type.Optional(Type.Boolean()) }),
+          ...errors(400, 401, 409),
+        },
+      },
+    },
+    async (request) => appendLog(deps, secretOf(request), request.params.job_uuid, request.body.offset, request.body.data),
+  );
+
+  r.post(
+    '/runner/jobs/:job_uuid/steps',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        summary: 'Report the state of a job’s steps',
+        description: RUNNER_AUTH,
+        params: JobUuidParam,
+        body: Type.Object(
+          {
+            steps: Type.Array(
+              Type.Object(
+                {
+                  number: Type.Integer({ minimum: 1 }),
+                  status: Type.Union([Type.Literal('in_progress'), Type.Literal('completed')]),
+                  conclusion: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+                  started_at: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+                  completed_at: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+                },
+                { additionalProperties: false },
+              ),
+              { maxItems: 1000 },
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 204: Type.Null(), ...errors(400, 401) },
+      },
+    },
+    async (request, reply) => {
+      await reportSteps(deps, secretOf(request), request.params.job_uuid, request.body.steps);
+      return reply.status(204).send(null);
+    },
+  );
+
+  r.post(
+    '/runner/jobs/:job_uuid/finish',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        summary: 'Finish a job',
+        description: `${RUNNER_AUTH} Records the conclusion and outputs; the job's token ends; the run moves on.`,
+        params: JobUuidParam,
+        body: Type.Object(
+          { conclusion: Conclusion, outputs: Type.Optional(Type.Record(Type.String(), Type.String())) },
+          { additionalProperties: false },
+        ),
+        response: { 204: Type.Null(), ...errors(400, 401) },
+      },
+    },
+    async (request, reply) => {
+      await finishFromRunner(deps, secretOf(request), request.params.job_uuid, request.body as never);
+      return reply.status(204).send(null);
+    },
+  );
+}

@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Person } from './common.ts';
+import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
+import { DIALECTS, startApp, type TestApp } from './helpers.ts';
+
+const WORKFLOW = `name: Build
+on: push
+jobs:
+  build:
+    runs-on: [linux]
+    strategy:
+      matrix:
+        n: [1, 2]
+    outputs:
+      greeting: \${{ steps.make.outputs.greeting }}
+    steps:
+      - uses: actions/checkout@v4
+      - id: make
+        name: Make
+        env:
+          N: \${{ matrix.n }}
+        run: |
+          cat README.md
+          echo "greeting=hello-$N" >> "$GITHUB_OUTPUT"
+          echo "FROM_ENV=carried" >> "$GITHUB_ENV"
+          echo "token is $WEFT_TOKEN"
+      - run: echo "env $FROM_ENV"
+      - run: exit 3
+        continue-on-error: true
+  after:
+    needs: build
+    runs-on: linux
+    steps:
+      - run: echo "got \${{ needs.build.outputs.greeting }}"
+      - run: sleep 30
+        timeout-minutes: 0.05
+      - run: echo never
+      - if: failure()
+        run: echo cleanup
+  other:
+    runs-on: linux
+    steps:
+      - uses: someone/else@v1
+`;
+
+const BIN = join(import.meta.dirname, '..', 'bin', 'weft.mjs');
+
+function weft(args: string[], cwd: string): ChildProcess {
+  return spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
+}
+const exited = (p: ChildProcess) => new Promise<number>((r) => p.on('exit', (code) => r(code ?? -1)));
+
+/** Real `weft runner` processes against a real server. */
+for (const dialect of DIALECTS) {
+  describe(`CI with a real runner (${dialect})`, () => {
+    let t: TestApp;
+    let g: GitClient;
+    let alice: Person;
+    let dir: string;
+    let runner: ChildProcess | null = null;
+    before(async () => {
+      t = await startApp(dialect);
+      g = await gitClient(t);
+      alice = await t.user('alice');
+      dir = mkdtempSync(join(tmpdir(), 'weft-runner-test-'));
+    });
+    after(async () => {
+      runner?.kill('SIGTERM');
+      if (runner) await exited(runner);
+      g.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+      await t.close();
+    });
+
+    it('register once, run checkout, matrix, needs, outputs, env files, masking, continue-on-error, timeout, unknown uses', async () => {
+      const created = await t.req('POST', '/api/v1/users/alice/repos', {
+        token: alice.token,
+        body: { name: 'app', slug: 'app' },
+      });
+      assert.equal(created.status, 201);
+      const reg = await t.req('POST', '/api/v1/users/alice/repos/app/runners/registration-token', { token: alice.token });
+      assert.equal(reg.status, 201, reg.text);
+      const register = (name: string) =>
+        exited(
+          weft(
+            [
+              'runner',
+              'register',
+              '--url',
+              g.base,
+              '--token',
+              reg.body.token,
+              '--name',
+              name,
+              '--labels',
+              'linux,x64',
+              '--config',
+              join(dir, `${name}.json`),
+            ],
+            dir,
+          ),
+        );
+      assert.equal(await register('r1'), 0);
+      assert.notEqual(await register('r2'), 0, 'a registration token works once');
+
+      const work = await makeWorkTree(g, 'w', [{ 'README.md': 'readme-content\n', '.weft/workflows/build.yml': WORKFLOW }]);
+      await g.run(['-C', work, 'push', '-q', g.url('/git/users/alice/app.git', alice.token), 'main']);
+      runner = weft(['runner', '--config', join(dir, 'r1.json'), '--capacity', '2', '--workdir', join(dir, 'work')], dir);
+      let stderr = '';
+      runner.stderr!.on('data', (c) => (stderr += String(c)));
+
+      const deadline = Date.now() + 90_000;
+      let run;
+      for (;;) {
+        run = await t.deps.db.selectFrom('ci_runs').selectAll().executeTakeFirst();
+        if (run?.status === 'completed') break;
+        if (Date.now() > deadline) assert.fail(`the run did not complete: ${JSON.stringify(run)}\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      assert.equal(run.conclusion, 'failure');
+      const jobs = await t.deps.db.selectFrom('ci_jobs').selectAll().orderBy('id').execute();
+      const byName = Object.fromEntries(jobs.map((j) => [j.name, j]));
+      const logOf = async (uuid: string) =>
+        (
+          await t.deps.db
+            .selectFrom('ci_log_chunks')
+            .select('data')
+            .where('job_uuid', '=', uuid)
+            .orderBy('start_offset')
+            .execute()
+        )
+          .map((c) => c.data)
+          .join('');
+      assert.equal(byName['build (1)']!.conclusion, 'success', await logOf(byName['build (1)']!.uuid));
+      assert.equal(byName['build (2)']!.conclusion, 'success');
+      assert.equal(byName['after']!.conclusion, 'timed_out');
+      assert.equal(byName['other']!.conclusion, 'failure');
+      assert.equal(byName['build (1)']!.runner_name, 'r1');
+      const build = await logOf(byName['build (1)']!.uuid);
+      assert.match(build, /^\d{4}-\d\d-\d\dT[\d:.]+Z readme-content$/m, 'checkout with the job token; lines with timestamps');
+      assert.match(build, /token is \*\*\*$/m, 'the job token is masked');
+      assert.match(build, /env carried$/m, '$GITHUB_ENV carries to later steps');
+      assert.match(build, /the step exited with code 3/);
+      const lines = build.trimEnd().split('\n');
+      assert.equal(new Set(lines).size, lines.length, 'no line twice');
+      const afterLog = await logOf(byName['after']!.uuid);
+      assert.match(afterLog, /got hello-[12]$/m, 'needs outputs');
+      assert.doesNotMatch(afterLog, /never/);
+      assert.match(afterLog, /cleanup$/m, 'if: failure() runs after the timeout');
+      const other = await logOf(byName['other']!.uuid);
+      assert.match(other, /'uses: someone\/else@v1' is not supported/);
+      const steps = JSON.parse(byName['build (1)']!.steps);
+      assert.deepEqual(
+        steps.map((s: any) => [s.number, s.status, s.conclusion]),
+        [
+          [1, 'completed', 'success'],
+          [2, 'completed', 'success'],
+          [3, 'completed', 'success'],
+          [4, 'completed', 'success'],
+        ],
+      );
+      // the job token ended with the job
+      const tokens = await t.deps.db.selectFrom('api_tokens').select(['revoked_at']).where('name', 'like', 'ci job %').execute();
+      assert.ok(tokens.length >= 4 && tokens.every((x) => x.revoked_at !== null));
+      const status = await t.req('GET', `/api/v1/users/alice/repos/app/commits/${run.head_sha}/status`, { token: alice.token });
+      assert.deepEqual(
+        status.body.statuses.map((s: any) => [s.context, s.state]),
+        [
+          ['Build / after', 'failure'],
+          ['Build / build (1)', 'success'],
+          ['Build / build (2)', 'success'],
+          ['Build / other', 'failure'],
+        ],
+      );
+    });
+  });
+}
