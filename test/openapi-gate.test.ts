@@ -169,7 +169,8 @@ describe('OpenAPI for code generators', () => {
     // no error envelope is left inline anywhere
     const text = JSON.stringify(doc.paths);
     assert.doesNotMatch(text, /"required":\["error","detail"\]|"required":\["detail","error"\]/);
-    assert.ok(JSON.stringify(doc).length < 1_500_000, 'the document is compact');
+    // 1.75 MB with this round's ~60 routes (review comments, search, notifications, releases, sign-in, CI)
+    assert.ok(JSON.stringify(doc).length < 2_000_000, 'the document is compact');
   });
 
   it('enums are real enums, not anyOf of constants', () => {

@@ -14,6 +14,13 @@ const ALLOWED_PUBLIC = new Set([
   'get /openapi.json',
   'post /signup',
   'post /auth/login',
+  // the runner protocol authenticates with the runner's own secret (X-Weft-Runner-Secret) or,
+  // to register, the single-use registration token in the body (docs/ci.md)
+  'post /runner/register',
+  'post /runner/poll',
+  'post /runner/jobs/{job_uuid}/log',
+  'post /runner/jobs/{job_uuid}/steps',
+  'post /runner/jobs/{job_uuid}/finish',
 ]);
 
 const FOUNDATION_OPERATIONS = [
@@ -160,7 +167,7 @@ describe('OpenAPI document', () => {
         assert.equal(schema?.type, 'object', `${key} body is an object`);
         assert.equal(schema.additionalProperties, false, `${key} body rejects unknown properties`);
       } else {
-        const noBodyOps = /\/(revoke|archive|forks|rotate-secret|redeliver|pings|test|totp)$/;
+        const noBodyOps = /\/(revoke|archive|forks|rotate-secret|redeliver|pings|test|totp|registration-token)$/;
         assert.ok(method === 'get' || method === 'delete' || noBodyOps.test(key), `${key} has a body schema`);
       }
       const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);

@@ -345,10 +345,10 @@ async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: Thread
 export async function countThreads(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  ref: RepoAt,
   filters: ThreadFilters,
 ): Promise<{ open: number; closed: number }> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+  const { repo } = await repoContextOf(deps.database, viewer, ref);
   const keys = await filteredThreadKeys(deps.db, repo, filters, 'all');
   const rows = await keys
     .clearSelect()

@@ -10,7 +10,7 @@ import {
   assertNotArchived,
   itemWrite,
   type RepoRef,
-  requireRepo,
+  repoContextOf,
   requireTeam,
   type TeamRow,
 } from '../access/index.ts';
@@ -22,7 +22,7 @@ import { badRequest, conflict, forbidden, notFound } from '../errors.ts';
 import { actorOf } from '../events/service.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import { type LabelRow, usableLabels } from './items.ts';
 
 export interface LabelJson {
@@ -134,12 +134,12 @@ const labelTarget = (where: { repo: RepoRef } | { team: string }, item = false) 
         return { kind: 'team', team };
       });
 
-async function readOwner(deps: Deps, viewer: Viewer, where: { repo: RepoRef } | { team: string }): Promise<Owner> {
-  if ('repo' in where) return { kind: 'repo', repo: (await requireRepo(deps.db, viewer, where.repo, { level: 'read' })).repo };
+async function readOwner(deps: Deps, viewer: Viewer, where: { repo: RepoAt } | { team: string }): Promise<Owner> {
+  if ('repo' in where) return { kind: 'repo', repo: (await repoContextOf(deps.database, viewer, where.repo)).repo };
   return { kind: 'team', team: (await requireTeam(deps.db, viewer, where.team)).team };
 }
 
-export async function listLabels(deps: Deps, viewer: Viewer, where: { repo: RepoRef } | { team: string }, page: PageArgs) {
+export async function listLabels(deps: Deps, viewer: Viewer, where: { repo: RepoAt } | { team: string }, page: PageArgs) {
   const owner = await readOwner(deps, viewer, where);
   const q =
     owner.kind === 'repo'

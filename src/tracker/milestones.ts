@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { assertRepoNeed, type RepoAccess, type RepoRef, requireRepo } from '../access/index.ts';
+import { assertRepoNeed, type RepoAccess, type RepoRef, repoContextOf, requireRepo } from '../access/index.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { onRepo } from '../core/targets.ts';
 import type { DB } from '../db/types.ts';
@@ -15,7 +15,7 @@ import type { EventKind } from '../events/kinds.ts';
 import { actorOf } from '../events/service.ts';
 import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
-import type { Viewer } from '../viewer.ts';
+import type { RepoAt, Viewer } from '../viewer.ts';
 import type { MilestoneRow } from './items.ts';
 
 export interface MilestoneJson {
@@ -131,10 +131,10 @@ async function emitMilestone(tx: TxContext, viewer: Viewer, access: RepoAccess, 
 export async function listMilestones(
   deps: Deps,
   viewer: Viewer,
-  ref: RepoRef,
+  ref: RepoAt,
   opts: PageArgs & { state?: 'open' | 'closed' | 'all'; sort?: 'due_on' | 'title' },
 ): Promise<MilestoneJson[]> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
+  const { repo } = await repoContextOf(deps.database, viewer, ref);
   let q = deps.db.selectFrom('milestones').selectAll().where('repo_uuid', '=', repo.uuid);
   const state = opts.state ?? 'open';
   if (state !== 'all') q = q.where('state', '=', state);

@@ -4,7 +4,7 @@
  * paging) and POST {repo}/threads with labels, assignees and milestone for those who may set them.
  */
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { levelAtLeast, type RepoLevel } from '../../access/index.ts';
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors.ts';
@@ -20,7 +20,7 @@ import { attempt, emptyForm, field, formMessage, type FormState, typedValues } f
 import { type Html, html, pager, seg, when } from '../html.ts';
 import { repoHref } from '../home-pages.ts';
 import { csrfField, layout } from '../layout.ts';
-import { pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
+import { pageRepo, pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
 import { inWords } from '../words.ts';
 import { filterQuery, issuesHref, labelChip, parseQueryBox, queryBoxText, headerCan, viewerLevel } from './common.ts';
 
@@ -92,9 +92,10 @@ function issueRow(base: string, t: ThreadJson, f: ThreadFilters): Html {
 }
 
 /** GET .../threads: the Issues tab. */
-async function issuesPage(deps: Deps, c: PageCaller, ref: ReturnType<typeof pageRepoRef>, query: Record<string, unknown>) {
-  const repo = await getRepo(deps, c.viewer, ref);
-  const level = await viewerLevel(deps, c.viewer, repo);
+async function issuesPage(deps: Deps, c: PageCaller, request: FastifyRequest, query: Record<string, unknown>) {
+  // the page's one access decision (pageRepo): every part below receives its context
+  const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
+  const level = can.level;
   const base = repoHref(repo);
   const raw = query as ThreadFilters & { page?: number; box?: string };
   let filters: ThreadFilters = {};
@@ -289,7 +290,7 @@ async function newIssuePage(
 export async function issuePages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/threads', { querystring: IssuesQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const page = await issuesPage(deps, c, pageRepoRef(request), request.query as Record<string, unknown>);
+    const page = await issuesPage(deps, c, request, request.query as Record<string, unknown>);
     return sendPage(reply, page.html, page.status);
   });
 
