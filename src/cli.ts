@@ -181,7 +181,9 @@ async function runBackupCommand(
       return 0;
     }
     const r = await restoreBackup({ file: arg!, passphrase, databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-    console.error(`restored ${r.rows} rows and ${r.files} files from a backup of ${r.format.created_at} into ${config.dataDir}`);
+    console.error(
+      `restored ${r.rows} rows and ${r.files} files from a backup of ${r.format.created_at} into ${config.dataDir}; run \`weft reindex\` to rebuild the code search index (docs/search.md)`,
+    );
     return 0;
   } catch (err) {
     if (err instanceof RestoreRefusedError) {
@@ -190,6 +192,11 @@ async function runBackupCommand(
     }
     if (err instanceof BackupInvalidError || err instanceof BackupCryptoError) {
       console.error(`weft: ${err.message}`);
+      return 1;
+    }
+    // zlib's own errors (Z_DATA_ERROR, ...) from a damaged compressed stream
+    if (typeof (err as NodeJS.ErrnoException).code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('Z_')) {
+      console.error(`weft: the archive is damaged: ${(err as Error).message}`);
       return 1;
     }
     throw err;

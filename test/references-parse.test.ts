@@ -48,3 +48,23 @@ describe('reference parser', () => {
     assert.deepEqual(refs('fixes #1'), ['#1']);
   });
 });
+
+describe('referenceMatches (linear) finds what referencePattern finds', () => {
+  it('on references, near-misses and random text', async () => {
+    const { referenceMatches, referencePattern } = await import('../src/markdown/references.ts');
+    const alphabet = ['a', 'b', '1', '2', '#', '!', '/', '-', '_', ' ', '.', '&', 'x/y', 'core/proj', '\n'];
+    let seed = 7;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    const texts = ['#1', 'see #12 and !3', 'core/proj#4', 'a/b!5 x/y#6#7', '&#39;', 'foo#1', 'x #12345678901', '/a/b#1'];
+    for (let i = 0; i < 3000; i++)
+      texts.push(Array.from({ length: 1 + rand(30) }, () => alphabet[rand(alphabet.length)]).join(''));
+    for (const text of texts) {
+      const want = [...text.matchAll(referencePattern())].map((m) => [m.index, ...m.slice(0, 5)]);
+      const got = referenceMatches(text).map((m) => [m.index, ...m.slice(0, 5)]);
+      assert.deepEqual(got, want, JSON.stringify(text));
+    }
+  });
+});

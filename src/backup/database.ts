@@ -19,6 +19,14 @@ export interface Snapshot {
 const BATCH = 500;
 const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 
+/**
+ * The tables a backup holds: all but the search index (docs/search.md), which is derived data —
+ * its text part is refilled by the database's own triggers as the restore inserts threads, pulls,
+ * replies and reviews, and its code part by `weft reindex` (the restore says so). SQLite's FTS5
+ * shadow tables could not be written back anyway.
+ */
+const kept = (table: string): boolean => !table.startsWith('search_');
+
 /** Orders tables so that each comes after the tables it references (cycles keep their order). */
 export function parentsFirst(tables: string[], edges: { tbl: string; parent: string }[]): string[] {
   const parents = new Map<string, Set<string>>(tables.map((t) => [t, new Set()]));
@@ -69,7 +77,9 @@ export async function withSnapshot<T>(
         copy.prepare(`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`).all() as {
           name: string;
         }[]
-      ).map((r) => r.name);
+      )
+        .map((r) => r.name)
+        .filter(kept);
       const edges = copy
         .prepare(
           `select m.name as tbl, p."table" as parent from sqlite_master m join pragma_foreign_key_list(m.name) p where m.type = 'table'`,
@@ -107,7 +117,9 @@ export async function withSnapshot<T>(
       await client.query<{ name: string }>(
         `select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`,
       )
-    ).rows.map((r) => r.name);
+    ).rows
+      .map((r) => r.name)
+      .filter(kept);
     const edges = (
       await client.query<{ tbl: string; parent: string }>(
         `select tc.table_name as tbl, ccu.table_name as parent

@@ -2,7 +2,7 @@ import type MarkdownIt from 'markdown-it';
 import type { StateInline, Token } from 'markdown-it';
 import type SanitizeHtml from 'sanitize-html';
 import { lazyRequire } from '../lazy-require.ts';
-import { REF_MARK_CLOSE, REF_MARK_OPEN, referencePattern } from './references.ts';
+import { REF_MARK_CLOSE, REF_MARK_OPEN, referenceMatches } from './references.ts';
 
 // Both are loaded with the first text rendered, not when the server starts.
 const markdownIt = lazyRequire<typeof MarkdownIt>('markdown-it');
@@ -66,7 +66,7 @@ function referenceRule(state: { tokens: Token[]; Token: new (type: string, tag: 
       }
       let last = 0;
       const text = tok.content;
-      for (const m of text.matchAll(referencePattern())) {
+      for (const m of referenceMatches(text)) {
         if (m.index > last) out.push(textToken(state, text.slice(last, m.index), tok.level));
         const mark = new state.Token('html_inline', '', 0);
         mark.content = `${REF_MARK_OPEN}${escapeText(m[0])}${REF_MARK_CLOSE}`;

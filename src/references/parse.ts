@@ -5,7 +5,7 @@
  * case) names. Code (fenced and indented blocks, inline code spans) and URLs (bare, autolinks and
  * link targets) hold no references. Pure: no database, no I/O.
  */
-import { referencePattern } from '../markdown/references.ts';
+import { referenceMatches } from '../markdown/references.ts';
 
 export interface Reference {
   kind: 'thread' | 'pull';
@@ -41,7 +41,7 @@ const KEYWORD_RE = /(?:^|[^\w])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?[ \t]+
 export function findReferences(text: string): Reference[] {
   const masked = maskNonText(text);
   const found = new Map<string, Reference>();
-  for (const m of masked.matchAll(referencePattern())) {
+  for (const m of referenceMatches(masked)) {
     const number = Number(m[4]);
     if (!Number.isSafeInteger(number) || number < 1 || number > 2 ** 31 - 1) continue;
     const owner = m[1]?.toLowerCase() ?? null;
