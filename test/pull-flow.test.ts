@@ -128,6 +128,7 @@ for (const dialect of DIALECTS) {
         approved_by: [],
         required_status_contexts: [],
         status_checks: [],
+        require_conversation_resolution: false,
         satisfied: false,
       });
       assert.equal((await t.req('GET', `${repo.base}/pulls/1/protection`, { token: outsider.token })).status, 404);
@@ -340,6 +341,7 @@ for (const dialect of DIALECTS) {
         approved_by: [],
         required_status_contexts: [],
         status_checks: [],
+        require_conversation_resolution: false,
         satisfied: true,
       });
       ok(await t.req('POST', `${repo.base}/pulls/${pull.number}/merge`, { token: member.token, body: {} }), 200, 'merge');
