@@ -183,8 +183,8 @@ for (const dialect of DIALECTS) {
     it('starts a thread, replies, edits the reply and opens its version history', async () => {
       const a = pages.alice!;
       await a.goto(`${base}${repoPath}/threads/new`);
-      await a.fill('#title', 'Release plan');
-      await a.fill('#body', 'When do we ship?');
+      await a.fill('#f-title', 'Release plan');
+      await a.fill('#f-body', 'When do we ship?');
       await Promise.all([a.waitForURL(`${base}${repoPath}/threads/1`), a.getByRole('button', { name: 'Create issue' }).click()]);
       await a.fill('#reply-body', 'Friday, maybe.');
       await Promise.all([a.waitForURL(/\/threads\/1/), a.getByRole('button', { name: 'Reply' }).click()]);
