@@ -15,9 +15,10 @@ import { waitUntil } from './common.ts';
 import { SERVER_ADMIN_TOKEN, type ServerProcess, type StoreHandle, startServer, stopServer } from './server-process.ts';
 
 /** git processes that are children of this test process right now. */
+/** The git processes serving clients (upload-pack, receive-pack): not the background object readers (search indexing). */
 function gitChildren(): number {
   try {
-    return execFileSync('pgrep', ['-P', String(process.pid), '-x', 'git'])
+    return execFileSync('pgrep', ['-P', String(process.pid), '-f', '^git .*(upload|receive)-pack'])
       .toString()
       .trim()
       .split('\n')
