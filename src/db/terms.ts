@@ -15,7 +15,19 @@ export function wordsOf(text: string): string[] {
   return [...out];
 }
 
+/**
+ * Texts longer than this are not parsed as Markdown for their mentions (a parse of 64 KB of
+ * pathological Markdown holds the event loop for hundreds of milliseconds, test/markdown-bounded):
+ * their `@username`s are found by a plain scan, which also counts one inside code.
+ */
+const PARSE_MAX_CHARS = 2000;
+const MENTION_SCAN = /(?<![\w@/.-])@([a-z0-9][a-z0-9_-]{0,99})(?![\w@-])/gi;
+
 /** The terms of a thread's or reply's text (table thread_terms): its words and `@username` per mention. */
 export function threadTerms(text: string): string[] {
-  return [...wordsOf(text), ...extractMentions(text).map((u) => `@${u}`)];
+  const mentions =
+    text.length <= PARSE_MAX_CHARS
+      ? extractMentions(text)
+      : [...new Set([...text.matchAll(MENTION_SCAN)].map((m) => m[1]!.toLowerCase()))].slice(0, TERMS_PER_TEXT);
+  return [...wordsOf(text), ...mentions.map((u) => `@${u}`)];
 }
