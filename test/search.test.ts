@@ -276,6 +276,15 @@ for (const dialect of DIALECTS) {
         [n2],
       );
       assert.match(res.body.results[0].snippet, /<mark>okapi<\/mark>/);
+      // words joined by `_` (PostgreSQL parses them with `_` read as a separator: migration 540)
+      const n3 = await thread(base, 'Rename helper', 'The snake_case_name helper and ' + '_a'.repeat(20000));
+      res = await search('threads', 'snake_case_name', alice.token);
+      assert.deepEqual(
+        res.body.results.map((r: { number: number }) => r.number),
+        [n3],
+      );
+      assert.match(res.body.results[0].snippet, /snake_case_name|<mark>snake<\/mark>_<mark>case<\/mark>_<mark>name<\/mark>/);
+      assert.doesNotMatch(res.body.results[0].snippet, /\uFF3F/);
       res = await search('threads', '"striped input"', alice.token);
       assert.equal(res.body.results.length, 1);
       res = await search('threads', '"input striped"', alice.token);

@@ -281,6 +281,14 @@ export interface ThreadHit {
   updated_at: string;
 }
 
+/**
+ * PostgreSQL's text-search parser is quadratic in words joined by `_`; text is parsed with `_` read as
+ * U+FF3F, a separator too (the same lexemes; migration 540 indexes the same expression), and snippets
+ * turn it back.
+ */
+const tsText = (text: RawBuilder<unknown>) => sql`translate(${text}, '_', U&'\\FF3F')`;
+const untsText = (text: RawBuilder<unknown>) => sql`translate(${text}, U&'\\FF3F', '_')`;
+
 const MARK_OPEN = '\u0002';
 const MARK_CLOSE = '\u0003';
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -356,10 +364,10 @@ export async function searchThreads(
   if (!tq) {
     docs = sql`(select i2.uuid as item_uuid, 0 as rank, '' as snippet from ${items} i2)`;
   } else if (pg) {
-    const tsq = sql`to_tsquery('simple', ${tq.ts})`;
+    const tsq = sql`to_tsquery('simple', ${tsText(sql`${tq.ts}`)})`;
     docs = sql`(select distinct on (d.item_uuid) d.item_uuid, -ts_rank_cd(d.tsv, ${tsq}) as rank,
-        ts_headline('simple', d.title || ' ' || d.body, ${tsq},
-          ${`StartSel=${MARK_OPEN}, StopSel=${MARK_CLOSE}, MaxWords=30, MinWords=10, MaxFragments=1`}) as snippet
+        ${untsText(sql`ts_headline('simple', ${tsText(sql`d.title || ' ' || d.body`)}, ${tsq},
+          ${`StartSel=${MARK_OPEN}, StopSel=${MARK_CLOSE}, MaxWords=30, MinWords=10, MaxFragments=1`})`)} as snippet
       from search_docs d where d.tsv @@ ${tsq}
       order by d.item_uuid, ts_rank_cd(d.tsv, ${tsq}) desc)`;
   } else {
@@ -432,14 +440,16 @@ export async function searchCommits(
   if (repo) conditions.push(repoNamed(repo));
   else conditions.push(sql<SqlBool>`repos.fork_of_uuid is null`);
   const pg = deps.dialect === 'postgres';
-  const tsq = sql`to_tsquery('simple', ${tq.ts})`;
+  const tsq = sql`to_tsquery('simple', ${tsText(sql`${tq.ts}`)})`;
   const from = pg
     ? sql`from search_commits c join repos on repos.uuid = c.repo_uuid
-        where to_tsvector('simple', c.message) @@ ${tsq} and ${sql.join(conditions, sql` and `)}`
+        where to_tsvector('simple', ${tsText(sql`c.message`)}) @@ ${tsq} and ${sql.join(conditions, sql` and `)}`
     : sql`from search_commits_fts join search_commits c on c.id = search_commits_fts.rowid join repos on repos.uuid = c.repo_uuid
         where search_commits_fts match ${tq.fts} and ${sql.join(conditions, sql` and `)}`;
   const snippet = pg
-    ? sql`ts_headline('simple', c.message, ${tsq}, ${`StartSel=${MARK_OPEN}, StopSel=${MARK_CLOSE}, MaxWords=30, MinWords=10`})`
+    ? untsText(
+        sql`ts_headline('simple', ${tsText(sql`c.message`)}, ${tsq}, ${`StartSel=${MARK_OPEN}, StopSel=${MARK_CLOSE}, MaxWords=30, MinWords=10`})`,
+      )
     : sql`snippet(search_commits_fts, 0, ${MARK_OPEN}, ${MARK_CLOSE}, '\u2026', 24)`;
   const [countRow, rows] = await Promise.all([
     sql<{ n: number }>`select count(*) as n from (select 1 ${from} limit ${COUNT_CAP + 1}) x`.execute(deps.db),
