@@ -59,6 +59,7 @@ for (const dialect of DIALECTS) {
     };
     const ok = (res: { status: number; text: string }, status = 200) => assert.equal(res.status, status, res.text);
 
+    let threadNumber = 0;
     before(async () => {
       setFastPath(true);
       t = await startApp(dialect);
@@ -87,6 +88,11 @@ for (const dialect of DIALECTS) {
           201,
         );
       }
+      const thread = await t.req('POST', `${api}/threads`, { token: alice.token, body: { title: 'An issue', body: 'text' } });
+      ok(thread, 201);
+      threadNumber = thread.body.number;
+      ok(await t.req('POST', `${api}/labels`, { token: alice.token, body: { name: 'bug', color: 'd73a4a' } }), 201);
+      ok(await t.req('POST', `${api}/milestones`, { token: alice.token, body: { title: 'v1' } }), 201);
       ann = await signIn(t, 'alice');
       // the token's last_used_at is written at most once a minute: made here, not in a count below
       ok(await t.req('GET', '/api/v1/user', { token: alice.token }));
@@ -152,6 +158,13 @@ for (const dialect of DIALECTS) {
         '/teams/core/proj/threads',
         '/teams/core/proj/pulls',
         '/teams/core/proj/branches',
+        // the tracker's pages
+        `/teams/core/proj/threads/${threadNumber}`,
+        '/teams/core/proj/threads/new',
+        '/teams/core/proj/labels',
+        '/teams/core/proj/labels/bug/edit',
+        '/teams/core/proj/milestones',
+        '/teams/core/proj/milestones/1',
       ]) {
         let res = { status: 0, text: '' };
         assert.deepEqual(

@@ -415,8 +415,8 @@ export async function listThreads(
 }
 
 /** GET {repo}/threads/{n}/timeline: its events as timeline entries, oldest first (tracker/timeline.ts). */
-export async function threadTimeline(deps: Deps, viewer: Viewer, ref: RepoRef, number: number, page: PageArgs) {
-  const { repo } = await requireRepo(deps.db, viewer, ref, READ);
+export async function threadTimeline(deps: Deps, viewer: Viewer, at: RepoAt, number: number, page: PageArgs) {
+  const { repo } = await repoContextOf(deps.database, viewer, at);
   const thread = await findThread(deps.db, repo.uuid, number);
   return timelinePage(deps, viewer, `thread:${thread.uuid}`, 'thread', page);
 }

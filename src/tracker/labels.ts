@@ -149,7 +149,7 @@ export async function listLabels(deps: Deps, viewer: Viewer, where: { repo: Repo
   return rows.map(labelToJson);
 }
 
-export async function getLabel(deps: Deps, viewer: Viewer, where: { repo: RepoRef } | { team: string }, name: string) {
+export async function getLabel(deps: Deps, viewer: Viewer, where: { repo: RepoAt } | { team: string }, name: string) {
   return labelToJson(await findLabel(deps.db, await readOwner(deps, viewer, where), name));
 }
 

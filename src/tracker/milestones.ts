@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { assertRepoNeed, type RepoAccess, type RepoRef, repoContextOf, requireRepo } from '../access/index.ts';
+import { assertRepoNeed, type RepoAccess, type RepoRef, repoContextOf } from '../access/index.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { onRepo } from '../core/targets.ts';
 import type { DB } from '../db/types.ts';
@@ -143,8 +143,8 @@ export async function listMilestones(
   return withCounts(deps.db, rows);
 }
 
-export async function getMilestone(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<MilestoneJson> {
-  const { repo } = await requireRepo(deps.db, viewer, ref, { level: 'read' });
+export async function getMilestone(deps: Deps, viewer: Viewer, ref: RepoAt, number: number): Promise<MilestoneJson> {
+  const { repo } = await repoContextOf(deps.database, viewer, ref);
   return (await withCounts(deps.db, [await findMilestone(deps.db, repo.uuid, number)]))[0]!;
 }
 

@@ -13,7 +13,7 @@ import {
   updateReply,
 } from '../threads/service.ts';
 import { activityOfScope } from './activity.ts';
-import { levelAtLeast, type RepoRef } from '../access/index.ts';
+import { levelAtLeast } from '../access/index.ts';
 import { loadRepoJson } from '../repos/view.ts';
 import type { TimelineEntry } from '../tracker/timeline.ts';
 import { listMilestones } from '../tracker/milestones.ts';
@@ -21,14 +21,12 @@ import type { PageCaller } from './context.ts';
 import type { FormState } from './forms.ts';
 import { allLabels } from './tracker/issues.ts';
 import { sidebar, threadPowers, timelineEntry } from './tracker/sidebar.ts';
-import { headerCan, viewerLevel } from './tracker/common.ts';
-import { getRepo } from '../repos/service.ts';
 import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
 import { type Html, html, pager, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
-import { NumberParam, pageRepo, pageRepoRef, repoHeader, repoRoute } from './repo-common.ts';
+import { NumberParam, type PageRepo, pageRepo, repoHeader, repoRoute } from './repo-common.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
@@ -73,21 +71,19 @@ async function referenceRepoPaths(deps: Deps, entries: TimelineEntry[]): Promise
 export async function renderThreadPage(
   deps: Deps,
   c: PageCaller,
-  ref: RepoRef,
+  { at: ref, repo, can }: PageRepo,
   number: number,
   pageNumber: number | undefined,
   sidebarState?: FormState,
 ): Promise<Html> {
   const w = pageWindow({ page: pageNumber }, REPLIES_PER_PAGE);
   const after = await resumePoint(deps);
-  const repo = await getRepo(deps, c.viewer, ref);
   const thread = await getThread(deps, c.viewer, ref, number);
-  const level = await viewerLevel(deps, c.viewer, repo);
-  const powers = threadPowers(level, c.viewer, thread, repo.is_archived);
+  const powers = threadPowers(can.level, c.viewer, thread, repo.is_archived);
   const [replies, attachments, events, timeline, labels, milestones] = await Promise.all([
     listReplies(deps, c.viewer, ref, number, w),
     listAttachments(deps, c.viewer, ref, { kind: 'thread', number }, { offset: 0, limit: 100 }),
-    activityOfScope(deps, c.viewer, `thread:${thread.uuid}`),
+    activityOfScope(deps, c.viewer, `thread:${thread.uuid}`, 20, [`thread:${thread.uuid}`, `repo:${repo.uuid}`]),
     threadTimeline(deps, c.viewer, ref, number, { offset: 0, limit: TIMELINE_MAX }),
     powers.triage ? allLabels(deps, c.viewer, { repo: ref }) : Promise.resolve([]),
     powers.triage
@@ -130,7 +126,7 @@ export async function renderThreadPage(
         : [];
     }),
   ].sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
-  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
+  const body = html`${repoHeader(repo, 'threads', can)}
     <div id="thread-main">
       <h2>#${thread.number} ${thread.title}</h2>
       <p class="muted">
@@ -163,7 +159,7 @@ export async function renderThreadPage(
                     <button type="submit">Attach</button>
                   </form>
                   ${
-                    thread.locked && !levelAtLeast(level, 'write')
+                    thread.locked && !levelAtLeast(can.level, 'write')
                       ? html`<p class="muted">This conversation is locked: only people with write access can reply.</p>`
                       : html`<form class="stack" method="post" action="${base}/replies">
                           ${csrfField(c)} <label for="reply-body">Reply (Markdown)</label
@@ -186,7 +182,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     const c = requirePage(request);
     const { number } = request.params as Params;
     const page = (request.query as { page?: number }).page;
-    return sendPage(reply, await renderThreadPage(deps, c, pageRepoRef(request), number, page));
+    return sendPage(reply, await renderThreadPage(deps, c, await pageRepo(deps, c.viewer, request), number, page));
   });
 
   repoRoute(app, 'POST', '/threads/:number/replies', { params: ThreadParams, body: ReplyForm }, async (request, reply) => {

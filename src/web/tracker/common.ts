@@ -2,11 +2,7 @@
  * What the tracker's pages share (docs/tracker.md "Pages"): label chips, the list filters as a
  * query box, and the links of the Issues tab.
  */
-import { levelAtLeast, type RepoLevel, type RepoRef, requireRepo } from '../../access/index.ts';
-import type { Deps } from '../../deps.ts';
-import type { RepoJson } from '../../repos/view.ts';
 import type { ThreadFilters } from '../../threads/service.ts';
-import type { Viewer } from '../../viewer.ts';
 import { type Html, html, seg } from '../html.ts';
 
 export interface ChipLabel {
@@ -108,15 +104,3 @@ export function issuesHref(base: string, f: IssueQuery): string {
 
 /** A label's page address (`/labels/{name}/edit`). */
 export const labelHref = (base: string, name: string): string => `${base}/labels/${seg(name)}`;
-
-/**
- * The viewer's level on a page's repo, decided by the same access code as the routes (the tracker
- * pages show an action only to a viewer who may take it).
- */
-export async function viewerLevel(deps: Deps, viewer: Viewer, repo: RepoJson): Promise<RepoLevel> {
-  const ref: RepoRef = { ownerKind: repo.owner.kind, ownerName: repo.owner.slug_or_username, repoSlug: repo.slug };
-  return (await requireRepo(deps.db, viewer, ref, { level: 'read' })).level;
-}
-
-/** The repo header's abilities for a level (the Settings tab: maintain). */
-export const headerCan = (level: RepoLevel) => ({ manage: levelAtLeast(level, 'maintain') });

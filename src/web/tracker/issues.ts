@@ -5,11 +5,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { levelAtLeast, type RepoLevel } from '../../access/index.ts';
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors.ts';
-import { getRepo } from '../../repos/service.ts';
-import type { RepoJson } from '../../repos/view.ts';
 import { countThreads, createThread, listThreads, type ThreadFilters } from '../../threads/service.ts';
 import type { ThreadJson } from '../../threads/schemas.ts';
 import { listLabels, type LabelJson } from '../../tracker/labels.ts';
@@ -20,9 +17,9 @@ import { attempt, emptyForm, field, formMessage, type FormState, typedValues } f
 import { type Html, html, pager, seg, when } from '../html.ts';
 import { repoHref } from '../home-pages.ts';
 import { csrfField, layout } from '../layout.ts';
-import { pageRepo, pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
+import { type PageRepo, pageRepo, pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
 import { inWords } from '../words.ts';
-import { filterQuery, issuesHref, labelChip, parseQueryBox, queryBoxText, headerCan, viewerLevel } from './common.ts';
+import { filterQuery, issuesHref, labelChip, parseQueryBox, queryBoxText } from './common.ts';
 
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
 const Text = Type.Optional(Type.String({ maxLength: 2000 }));
@@ -95,7 +92,6 @@ function issueRow(base: string, t: ThreadJson, f: ThreadFilters): Html {
 async function issuesPage(deps: Deps, c: PageCaller, request: FastifyRequest, query: Record<string, unknown>) {
   // the page's one access decision (pageRepo): every part below receives its context
   const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
-  const level = can.level;
   const base = repoHref(repo);
   const raw = query as ThreadFilters & { page?: number; box?: string };
   let filters: ThreadFilters = {};
@@ -132,7 +128,7 @@ async function issuesPage(deps: Deps, c: PageCaller, request: FastifyRequest, qu
     ['replies-desc', 'Most replies'],
     ['replies-asc', 'Fewest replies'],
   ];
-  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
+  const body = html`${repoHeader(repo, 'threads', can)}
     <div class="row">
       <h2 class="grow">Issues</h2>
       <a href="${base}/labels">Labels</a> <a href="${base}/milestones">Milestones</a>
@@ -258,20 +254,18 @@ export function trackingFields(
 async function newIssuePage(
   deps: Deps,
   c: PageCaller,
-  repo: RepoJson,
-  level: RepoLevel,
+  { at: ref, repo, can }: PageRepo,
   state: FormState,
   chosen: string[],
 ): Promise<Html> {
-  const ref = { ownerKind: repo.owner.kind, ownerName: repo.owner.slug_or_username, repoSlug: repo.slug };
-  const triage = levelAtLeast(level, 'write');
+  const triage = can.write;
   const [labels, milestones] = triage
     ? await Promise.all([
         allLabels(deps, c.viewer, { repo: ref }),
         listMilestones(deps, c.viewer, ref, { offset: 0, limit: 100, state: 'open', sort: 'due_on' }),
       ])
     : [[], []];
-  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
+  const body = html`${repoHeader(repo, 'threads', can)}
     <h2>New issue</h2>
     ${
       repo.is_archived
@@ -296,9 +290,7 @@ export async function issuePages(app: FastifyInstance, { deps }: { deps: Deps })
 
   repoRoute(app, 'GET', '/threads/new', {}, async (request, reply) => {
     const c = requirePage(request);
-    const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
-    const level = await viewerLevel(deps, c.viewer, repo);
-    return sendPage(reply, await newIssuePage(deps, c, repo, level, emptyForm(), []));
+    return sendPage(reply, await newIssuePage(deps, c, await pageRepo(deps, c.viewer, request), emptyForm(), []));
   });
 
   repoRoute(app, 'POST', '/threads/new', { body: NewIssueForm }, async (request, reply) => {
@@ -311,11 +303,10 @@ export async function issuePages(app: FastifyInstance, { deps }: { deps: Deps })
       assignees?: string;
       milestone?: string;
     };
-    const repo = await getRepo(deps, c.viewer, ref);
-    const level = await viewerLevel(deps, c.viewer, repo);
+    const page = await pageRepo(deps, c.viewer, request);
     const labels = many(form.labels);
     const assignees = usernames(form.assignees);
-    const tracking = levelAtLeast(level, 'write')
+    const tracking = page.can.write
       ? {
           ...(labels.length ? { labels } : {}),
           ...(assignees.length ? { assignees } : {}),
@@ -326,8 +317,8 @@ export async function issuePages(app: FastifyInstance, { deps }: { deps: Deps })
       createThread(deps, c.viewer, ref, { title: form.title, body: form.body ?? '', ...tracking }),
     );
     if (!result.ok) {
-      return sendPage(reply, await newIssuePage(deps, c, repo, level, result.state, labels), result.state.status);
+      return sendPage(reply, await newIssuePage(deps, c, page, result.state, labels), result.state.status);
     }
-    return seeOther(reply, `${repoHref(repo)}/threads/${seg(result.value.number)}`);
+    return seeOther(reply, `${repoHref(page.repo)}/threads/${seg(result.value.number)}`);
   });
 }

@@ -5,18 +5,15 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { levelAtLeast, type RepoLevel, type RepoRef } from '../../access/index.ts';
 import type { Deps } from '../../deps.ts';
-import { getRepo } from '../../repos/service.ts';
-import type { RepoJson } from '../../repos/view.ts';
 import { createLabel, deleteLabel, getLabel, type LabelJson, updateLabel } from '../../tracker/labels.ts';
 import { type PageCaller, requirePage, seeOther, sendPage } from '../context.ts';
 import { attempt, dangerForm, emptyForm, field, formMessage, type FormState, typedValues } from '../forms.ts';
 import { type Html, html } from '../html.ts';
 import { repoHref } from '../home-pages.ts';
 import { csrfField, layout } from '../layout.ts';
-import { pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
-import { contrast, issuesHref, labelChip, labelHref, headerCan, viewerLevel } from './common.ts';
+import { type PageRepo, pageRepo, pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
+import { contrast, issuesHref, labelChip, labelHref } from './common.ts';
 import { allLabels } from './issues.ts';
 
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
@@ -57,17 +54,11 @@ function contrastNote(color: string): Html {
   return html`<span class="muted small">contrast ${light.toFixed(1)}:1 on light, ${dark.toFixed(1)}:1 on dark</span>`;
 }
 
-const refOf = (repo: RepoJson): RepoRef => ({
-  ownerKind: repo.owner.kind,
-  ownerName: repo.owner.slug_or_username,
-  repoSlug: repo.slug,
-});
-
-async function labelsPage(deps: Deps, c: PageCaller, repo: RepoJson, level: RepoLevel, state?: FormState): Promise<Html> {
+async function labelsPage(deps: Deps, c: PageCaller, { at, repo, can }: PageRepo, state?: FormState): Promise<Html> {
   const base = repoHref(repo);
-  const labels = await allLabels(deps, c.viewer, { repo: refOf(repo) });
-  const maintain = levelAtLeast(level, 'maintain') && !repo.is_archived;
-  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
+  const labels = await allLabels(deps, c.viewer, { repo: at });
+  const maintain = can.manage && !repo.is_archived;
+  const body = html`${repoHeader(repo, 'threads', can)}
     <div class="row">
       <h2 class="grow">Labels</h2>
       <a href="${base}/threads">Issues</a> <a href="${base}/milestones">Milestones</a>
@@ -101,9 +92,9 @@ async function labelsPage(deps: Deps, c: PageCaller, repo: RepoJson, level: Repo
   return layout({ title: `Labels · ${repo.full_name}`, caller: c }, body);
 }
 
-async function editPage(deps: Deps, c: PageCaller, repo: RepoJson, level: RepoLevel, label: LabelJson, state?: FormState) {
+async function editPage(c: PageCaller, { repo, can }: PageRepo, label: LabelJson, state?: FormState) {
   const base = repoHref(repo);
-  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
+  const body = html`${repoHeader(repo, 'threads', can)}
     <h2>Edit label ${labelChip(label)}</h2>
     <p><a href="${base}/labels">All labels</a></p>
     <form class="stack" method="post" action="${labelHref(base, label.name)}/edit">
@@ -119,8 +110,7 @@ async function editPage(deps: Deps, c: PageCaller, repo: RepoJson, level: RepoLe
 export async function labelPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/labels', {}, async (request, reply) => {
     const c = requirePage(request);
-    const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
-    return sendPage(reply, await labelsPage(deps, c, repo, await viewerLevel(deps, c.viewer, repo), emptyForm()));
+    return sendPage(reply, await labelsPage(deps, c, await pageRepo(deps, c.viewer, request), emptyForm()));
   });
 
   repoRoute(app, 'POST', '/labels', { body: LabelForm }, async (request, reply) => {
@@ -135,20 +125,16 @@ export async function labelPages(app: FastifyInstance, { deps }: { deps: Deps })
         { name: form.name, color: colorOf(form.color), description: form.description ?? '' },
       ),
     );
-    const repo = await getRepo(deps, c.viewer, ref);
-    if (!result.ok) {
-      const level = await viewerLevel(deps, c.viewer, repo);
-      return sendPage(reply, await labelsPage(deps, c, repo, level, result.state), result.state.status);
-    }
-    return seeOther(reply, `${repoHref(repo)}/labels`);
+    const page = await pageRepo(deps, c.viewer, request);
+    if (!result.ok) return sendPage(reply, await labelsPage(deps, c, page, result.state), result.state.status);
+    return seeOther(reply, `${repoHref(page.repo)}/labels`);
   });
 
   repoRoute(app, 'GET', '/labels/:name/edit', { params: NameParams }, async (request, reply) => {
     const c = requirePage(request);
-    const ref = pageRepoRef(request);
-    const repo = await getRepo(deps, c.viewer, ref);
-    const label = await getLabel(deps, c.viewer, { repo: ref }, (request.params as { name: string }).name);
-    return sendPage(reply, await editPage(deps, c, repo, await viewerLevel(deps, c.viewer, repo), label));
+    const page = await pageRepo(deps, c.viewer, request);
+    const label = await getLabel(deps, c.viewer, { repo: page.at }, (request.params as { name: string }).name);
+    return sendPage(reply, await editPage(c, page, label));
   });
 
   repoRoute(app, 'POST', '/labels/:name/edit', { params: NameParams, body: LabelForm }, async (request, reply) => {
@@ -163,20 +149,18 @@ export async function labelPages(app: FastifyInstance, { deps }: { deps: Deps })
         ...(form.description !== undefined ? { description: form.description } : {}),
       }),
     );
-    const repo = await getRepo(deps, c.viewer, ref);
+    const page = await pageRepo(deps, c.viewer, request);
     if (!result.ok) {
-      const label = await getLabel(deps, c.viewer, { repo: ref }, name);
-      const level = await viewerLevel(deps, c.viewer, repo);
-      return sendPage(reply, await editPage(deps, c, repo, level, label, result.state), result.state.status);
+      const label = await getLabel(deps, c.viewer, { repo: page.at }, name);
+      return sendPage(reply, await editPage(c, page, label, result.state), result.state.status);
     }
-    return seeOther(reply, `${repoHref(repo)}/labels`);
+    return seeOther(reply, `${repoHref(page.repo)}/labels`);
   });
 
   repoRoute(app, 'POST', '/labels/:name/delete', { params: NameParams, body: DeleteForm }, async (request, reply) => {
     const c = requirePage(request);
     const ref = pageRepoRef(request);
     await deleteLabel(deps, c.viewer, { repo: ref }, (request.params as { name: string }).name);
-    const repo = await getRepo(deps, c.viewer, ref);
-    return seeOther(reply, `${repoHref(repo)}/labels`);
+    return seeOther(reply, `${repoHref((await pageRepo(deps, c.viewer, request)).repo)}/labels`);
   });
 }

@@ -5,10 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { levelAtLeast, type RepoLevel } from '../../access/index.ts';
 import type { Deps } from '../../deps.ts';
-import { getRepo } from '../../repos/service.ts';
-import type { RepoJson } from '../../repos/view.ts';
 import { listThreads } from '../../threads/service.ts';
 import {
   createMilestone,
@@ -23,9 +20,9 @@ import { attempt, dangerForm, emptyForm, field, formMessage, type FormState, typ
 import { type Html, html, trusted, when } from '../html.ts';
 import { repoHref } from '../home-pages.ts';
 import { csrfField, layout } from '../layout.ts';
-import { NumberParam, pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
+import { NumberParam, type PageRepo, pageRepo, pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
 import { boundedMarkdown } from '../../markdown/bounded.ts';
-import { issuesHref, labelChip, headerCan, viewerLevel } from './common.ts';
+import { issuesHref, labelChip } from './common.ts';
 
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
 const MilestoneForm = Type.Object(
@@ -69,28 +66,25 @@ function milestoneFields(state: FormState | undefined, m?: MilestoneJson): Html 
   ${field(state, { name: 'description', label: 'Description (Markdown)', type: 'textarea', value: m?.description })}`;
 }
 
-const refOf = (repo: RepoJson) => ({ ownerKind: repo.owner.kind, ownerName: repo.owner.slug_or_username, repoSlug: repo.slug });
-
 async function listPage(
   deps: Deps,
   c: PageCaller,
-  repo: RepoJson,
-  level: RepoLevel,
+  { at, repo, can }: PageRepo,
   query: { state?: 'open' | 'closed' | 'all'; sort?: 'due_on' | 'title' },
   state?: FormState,
 ): Promise<Html> {
   const base = repoHref(repo);
   const which = query.state ?? 'open';
-  const milestones = await listMilestones(deps, c.viewer, refOf(repo), {
+  const milestones = await listMilestones(deps, c.viewer, at, {
     offset: 0,
     limit: 100,
     state: which,
     sort: query.sort ?? 'due_on',
   });
-  const write = levelAtLeast(level, 'write') && !repo.is_archived;
+  const write = can.write;
   const tab = (s: string, label: string) =>
     html`<a href="${base}/milestones?state=${s}" ${which === s ? html` aria-current="page"` : ''}>${label}</a>`;
-  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
+  const body = html`${repoHeader(repo, 'threads', can)}
     <div class="row">
       <h2 class="grow">Milestones</h2>
       <a href="${base}/threads">Issues</a> <a href="${base}/labels">Labels</a>
@@ -127,13 +121,14 @@ async function listPage(
   return layout({ title: `Milestones · ${repo.full_name}`, caller: c }, body);
 }
 
-async function onePage(deps: Deps, c: PageCaller, repo: RepoJson, level: RepoLevel, number: number, state?: FormState) {
+async function onePage(deps: Deps, c: PageCaller, { at, repo, can }: PageRepo, number: number, state?: FormState) {
   const base = repoHref(repo);
-  const ref = refOf(repo);
-  const m = await getMilestone(deps, c.viewer, ref, number);
-  const threads = await listThreads(deps, c.viewer, ref, { offset: 0, limit: 50 }, { state: 'all', milestone: String(number) });
-  const write = levelAtLeast(level, 'write') && !repo.is_archived;
-  const body = html`${repoHeader(repo, 'threads', headerCan(level))}
+  const [m, threads] = await Promise.all([
+    getMilestone(deps, c.viewer, at, number),
+    listThreads(deps, c.viewer, at, { offset: 0, limit: 50 }, { state: 'all', milestone: String(number) }),
+  ]);
+  const write = can.write;
+  const body = html`${repoHeader(repo, 'threads', can)}
     <p><a href="${base}/milestones">All milestones</a></p>
     <h2>
       ${m.title}
@@ -188,9 +183,10 @@ const inputOf = (form: { title: string; description?: string; due_on?: string })
 export async function milestonePages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/milestones', { querystring: ListQuery }, async (request, reply) => {
     const c = requirePage(request);
-    const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
-    const level = await viewerLevel(deps, c.viewer, repo);
-    return sendPage(reply, await listPage(deps, c, repo, level, request.query as object, emptyForm()));
+    return sendPage(
+      reply,
+      await listPage(deps, c, await pageRepo(deps, c.viewer, request), request.query as object, emptyForm()),
+    );
   });
 
   repoRoute(app, 'POST', '/milestones', { body: MilestoneForm }, async (request, reply) => {
@@ -199,19 +195,15 @@ export async function milestonePages(app: FastifyInstance, { deps }: { deps: Dep
     const result = await attempt(typedValues(request.body), FIELDS, () =>
       createMilestone(deps, c.viewer, ref, inputOf(request.body as { title: string })),
     );
-    const repo = await getRepo(deps, c.viewer, ref);
-    if (!result.ok) {
-      const level = await viewerLevel(deps, c.viewer, repo);
-      return sendPage(reply, await listPage(deps, c, repo, level, {}, result.state), result.state.status);
-    }
-    return seeOther(reply, `${repoHref(repo)}/milestones/${result.value.number}`);
+    const page = await pageRepo(deps, c.viewer, request);
+    if (!result.ok) return sendPage(reply, await listPage(deps, c, page, {}, result.state), result.state.status);
+    return seeOther(reply, `${repoHref(page.repo)}/milestones/${result.value.number}`);
   });
 
   repoRoute(app, 'GET', '/milestones/:number', { params: Params }, async (request, reply) => {
     const c = requirePage(request);
-    const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
-    const level = await viewerLevel(deps, c.viewer, repo);
-    return sendPage(reply, await onePage(deps, c, repo, level, (request.params as { number: number }).number));
+    const page = await pageRepo(deps, c.viewer, request);
+    return sendPage(reply, await onePage(deps, c, page, (request.params as { number: number }).number));
   });
 
   repoRoute(app, 'POST', '/milestones/:number/edit', { params: Params, body: MilestoneForm }, async (request, reply) => {
@@ -221,12 +213,9 @@ export async function milestonePages(app: FastifyInstance, { deps }: { deps: Dep
     const result = await attempt(typedValues(request.body), FIELDS, () =>
       updateMilestone(deps, c.viewer, ref, number, inputOf(request.body as { title: string })),
     );
-    const repo = await getRepo(deps, c.viewer, ref);
-    if (!result.ok) {
-      const level = await viewerLevel(deps, c.viewer, repo);
-      return sendPage(reply, await onePage(deps, c, repo, level, number, result.state), result.state.status);
-    }
-    return seeOther(reply, `${repoHref(repo)}/milestones/${number}`);
+    const page = await pageRepo(deps, c.viewer, request);
+    if (!result.ok) return sendPage(reply, await onePage(deps, c, page, number, result.state), result.state.status);
+    return seeOther(reply, `${repoHref(page.repo)}/milestones/${number}`);
   });
 
   repoRoute(app, 'POST', '/milestones/:number/state', { params: Params, body: StateForm }, async (request, reply) => {
@@ -234,15 +223,13 @@ export async function milestonePages(app: FastifyInstance, { deps }: { deps: Dep
     const ref = pageRepoRef(request);
     const { number } = request.params as { number: number };
     await updateMilestone(deps, c.viewer, ref, number, { state: (request.body as { state: 'open' | 'closed' }).state });
-    const repo = await getRepo(deps, c.viewer, ref);
-    return seeOther(reply, `${repoHref(repo)}/milestones/${number}`);
+    return seeOther(reply, `${repoHref((await pageRepo(deps, c.viewer, request)).repo)}/milestones/${number}`);
   });
 
   repoRoute(app, 'POST', '/milestones/:number/delete', { params: Params, body: DeleteForm }, async (request, reply) => {
     const c = requirePage(request);
     const ref = pageRepoRef(request);
     await deleteMilestone(deps, c.viewer, ref, (request.params as { number: number }).number);
-    const repo = await getRepo(deps, c.viewer, ref);
-    return seeOther(reply, `${repoHref(repo)}/milestones`);
+    return seeOther(reply, `${repoHref((await pageRepo(deps, c.viewer, request)).repo)}/milestones`);
   });
 }

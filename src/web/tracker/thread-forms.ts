@@ -6,13 +6,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../../deps.ts';
-import { getRepo } from '../../repos/service.ts';
 import { STATE_REASONS, type UpdateThreadInput } from '../../threads/schemas.ts';
 import { updateThread } from '../../threads/service.ts';
 import { requirePage, seeOther, sendPage } from '../context.ts';
 import { attempt, typedValues } from '../forms.ts';
 import { repoHref } from '../home-pages.ts';
-import { NumberParam, pageRepoRef, repoRoute } from '../repo-common.ts';
+import { NumberParam, pageRepo, pageRepoRef, repoRoute } from '../repo-common.ts';
 import { renderThreadPage } from '../thread-pages.ts';
 import { Many, many, usernames } from './issues.ts';
 
@@ -62,10 +61,10 @@ export async function threadFormPages(app: FastifyInstance, { deps }: { deps: De
       const result = await attempt(typedValues(body), ['labels', 'assignees', 'milestone', 'state', 'locked'], () =>
         updateThread(deps, c.viewer, ref, number, f.patch(body)),
       );
+      const page = await pageRepo(deps, c.viewer, request);
       if (!result.ok)
-        return sendPage(reply, await renderThreadPage(deps, c, ref, number, undefined, result.state), result.state.status);
-      const repo = await getRepo(deps, c.viewer, ref);
-      return seeOther(reply, `${repoHref(repo)}/threads/${number}`);
+        return sendPage(reply, await renderThreadPage(deps, c, page, number, undefined, result.state), result.state.status);
+      return seeOther(reply, `${repoHref(page.repo)}/threads/${number}`);
     });
   }
 }
