@@ -140,14 +140,38 @@ for (const dialect of DIALECTS) {
     after(() => t.close());
 
     it("while overloaded: the heavy caller gets 503 with Retry-After, another caller's GET /user is 200, its Markdown write is 503", async () => {
-      const heavy = await t.user(`heavy${dialect}`);
-      const other = await t.user(`other${dialect}`);
-      const made = await t.req('POST', `/api/v1/users/${other.username}/repos`, {
-        token: other.token,
-        body: { name: 'r', slug: 'r', visibility: 'public' },
-      });
+      // set-up is not the subject: on a busy machine the 50 ms shedder may shed it, so it is retried
+      const unshed = async <T>(step: () => Promise<T>, shed: (r: T) => boolean = () => false): Promise<T> => {
+        for (let i = 0; ; i++) {
+          try {
+            const r = await step();
+            if (!shed(r) || i >= 50) return r;
+          } catch (err) {
+            if (!/\b503\b/.test(String(err)) || i >= 50) throw err;
+          }
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      };
+      const heavy = await unshed(() => t.user(`heavy${dialect}`));
+      const other = await unshed(() => t.user(`other${dialect}`));
+      const made = await unshed(
+        () =>
+          t.req('POST', `/api/v1/users/${other.username}/repos`, {
+            token: other.token,
+            body: { name: 'r', slug: 'r', visibility: 'public' },
+          }),
+        (r) => r.status === 503,
+      );
       assert.equal(made.status, 201, made.text);
-      assert.equal((await t.req('GET', '/api/v1/user', { token: other.token })).status, 200);
+      assert.equal(
+        (
+          await unshed(
+            () => t.req('GET', '/api/v1/user', { token: other.token }),
+            (r) => r.status === 503,
+          )
+        ).status,
+        200,
+      );
       // the shedder arms two sample intervals (2 x 100 ms) after ready
       await new Promise((r) => setTimeout(r, 300));
       // the heavy caller's work: requests back to back for 2 s, most of the time recorded in

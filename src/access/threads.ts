@@ -19,6 +19,12 @@ export function assertCanEditPost(access: RepoAccess, viewer: Viewer, authorUuid
   throw forbidden('Only the author or a maintainer can change this.');
 }
 
+/** Ticking a task of a thread's text on its page: the author, or write access (docs/web.md "Markdown"). */
+export function assertCanTickTask(access: RepoAccess, viewer: Viewer, authorUuid: string): void {
+  if (authorUuid === viewer.uuid || levelAtLeast(access.level, 'write')) return;
+  throw forbidden('Only the author or someone with write access can tick its tasks.');
+}
+
 /** Removing an upload or an upload group: its creator, or maintain level. */
 export function assertCanRemoveUpload(access: RepoAccess, viewer: Viewer, creatorUuid: string): void {
   if (creatorUuid === viewer.uuid || levelAtLeast(access.level, 'maintain')) return;

@@ -4,6 +4,7 @@ import { type Kysely, type Selectable, sql } from 'kysely';
 import {
   assertCanChangeState,
   assertCanEditPost,
+  assertCanTickTask,
   assertCanTriage,
   assertMayReply,
   assertRepoNeed,
@@ -484,6 +485,8 @@ export async function updateThread(
   ref: RepoRef,
   number: number,
   input: UpdateThreadInput,
+  /** an edit of the body as it is in the transaction (a page's ticked task, docs/web.md "Markdown"); null: nothing to change */
+  editBody?: (body: string) => string | null,
 ): Promise<ThreadJson> {
   const title = input.title === undefined ? undefined : cleanTitle(input.title);
   if (input.state_reason !== undefined && input.state !== 'closed') {
@@ -497,13 +500,26 @@ export async function updateThread(
     const triage =
       input.labels !== undefined || input.assignees !== undefined || input.milestone !== undefined || input.locked !== undefined;
     const edits = input.title !== undefined || input.body !== undefined;
-    if (edits || (!triage && input.state === undefined)) assertCanEditPost(access, viewer, row.author_uuid);
+    if (edits || (!triage && input.state === undefined && !editBody)) assertCanEditPost(access, viewer, row.author_uuid);
+    if (editBody) assertCanTickTask(access, viewer, row.author_uuid);
     if (input.state !== undefined) assertCanChangeState(access, viewer, row.author_uuid);
     if (triage) assertCanTriage(access);
     if (row.removed_at) throw readOnly('thread');
     const changes: Partial<ThreadRow> = {};
     if (title !== undefined && title !== row.title) changes.title = title;
     if (input.body !== undefined && input.body !== row.body) changes.body = input.body;
+    if (editBody) {
+      // the body as committed, locked on PostgreSQL (SQLite's write transaction holds the database)
+      let current = row.body;
+      if (tx.dialect === 'postgres') {
+        current = (
+          await tx.db.selectFrom('threads').select('body').where('uuid', '=', row.uuid).forUpdate().executeTakeFirstOrThrow()
+        ).body;
+      }
+      const next = editBody(current);
+      if (next === null) throw badRequest('The text has no such task.');
+      if (next !== current) changes.body = next;
+    }
     const scopes = threadScopes(row, access);
     const now = nowIso();
     if (Object.keys(changes).length) {

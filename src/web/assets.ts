@@ -88,6 +88,69 @@ document.addEventListener('htmx:sseError', function () {
   var status = document.getElementById('live-status');
   if (status) status.textContent = 'reconnecting…';
 });
+// Markdown (docs/web.md "Markdown"): a Preview button beside every Markdown text area, and the
+// task lists of a text the viewer may edit ticked in place (the page marks it with data-tasks).
+(function () {
+  if (!window.fetch) return;
+  var headers = function () {
+    var h = {};
+    try { h = JSON.parse(document.body.getAttribute('hx-headers') || '{}'); } catch (err) { h = {}; }
+    h['content-type'] = 'application/x-www-form-urlencoded';
+    h['x-requested-with'] = 'fetch';
+    return h;
+  };
+  document.querySelectorAll('textarea[name="body"], textarea[data-markdown]').forEach(function (area) {
+    if (!area.id || !document.body.hasAttribute('hx-headers')) return;
+    var button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'md-preview';
+    button.textContent = 'Preview';
+    button.setAttribute('aria-controls', area.id + '-preview');
+    button.setAttribute('aria-expanded', 'false');
+    var out = document.createElement('div');
+    out.id = area.id + '-preview';
+    out.className = 'preview box';
+    out.setAttribute('aria-live', 'polite');
+    out.hidden = true;
+    area.insertAdjacentElement('afterend', out);
+    area.insertAdjacentElement('afterend', button);
+    button.addEventListener('click', function () {
+      if (!out.hidden) {
+        out.hidden = true;
+        area.hidden = false;
+        button.textContent = 'Preview';
+        button.setAttribute('aria-expanded', 'false');
+        area.focus();
+        return;
+      }
+      fetch('/markdown/preview', { method: 'POST', credentials: 'same-origin', headers: headers(), body: 'text=' + encodeURIComponent(area.value) })
+        .then(function (r) { return r.ok ? r.text() : Promise.reject(new Error(String(r.status))); })
+        .then(function (h) {
+          out.innerHTML = h;
+          out.hidden = false;
+          area.hidden = true;
+          button.textContent = 'Edit';
+          button.setAttribute('aria-expanded', 'true');
+        })
+        .catch(function () { out.textContent = 'The preview could not be made.'; out.hidden = false; });
+    });
+  });
+  document.querySelectorAll('[data-tasks]').forEach(function (box) {
+    box.querySelectorAll('input.task-list-item-checkbox').forEach(function (c) {
+      c.disabled = false;
+      c.setAttribute('aria-label', 'Task ' + (Number(c.getAttribute('data-task')) + 1));
+    });
+    box.addEventListener('change', function (e) {
+      var c = e.target;
+      if (!c.matches || !c.matches('input.task-list-item-checkbox')) return;
+      c.disabled = true;
+      fetch(box.getAttribute('data-tasks'), { method: 'POST', credentials: 'same-origin', headers: headers(), body: 'index=' + encodeURIComponent(c.getAttribute('data-task')) + '&checked=' + c.checked })
+        .then(function (r) { if (!r.ok) throw new Error(String(r.status)); })
+        .catch(function () { c.checked = !c.checked; })
+        .then(function () { c.disabled = false; });
+    });
+  });
+})();
 `;
 
 const WEFT_CSS = `:root{--fg:#1b1f24;--muted:#57606a;--bg:#fff;--line:#d0d7de;--accent:#0550ae;--ok:#116329;--bad:#a40e26;--soft:#f6f8fa}
@@ -133,6 +196,9 @@ button.danger{background:#cf222e;border-color:#a40e26;color:#fff}
 form.danger{border:1px solid var(--bad);border-radius:6px;padding:12px}
 input[type=email],input[type=number],input[type=url]{width:100%;font:inherit;padding:6px 8px;border:1px solid var(--muted);border-radius:6px;background:#fff;color:var(--fg)}
 .markdown{overflow-wrap:anywhere}.markdown pre{overflow-x:auto;background:var(--soft);padding:8px}
+.markdown .task-list-item{list-style:none}.markdown .task-list-item-checkbox{margin:0 .4em 0 -1.3em;vertical-align:middle}
+.markdown .anchor{float:left;margin-left:-1em;padding-right:.2em;text-decoration:none}.markdown .anchor:after{content:"#";visibility:hidden}.markdown :is(h1,h2,h3,h4,h5,h6):hover .anchor:after{visibility:visible}
+.markdown .footnotes{font-size:.9em;color:var(--muted)}.md-preview{margin-top:4px}.preview{min-height:3em}
 pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9rem}
 .feed{list-style:none;padding:0;margin:0}
 .weft-event{border-bottom:1px solid var(--line);padding:6px 0;overflow-wrap:anywhere}

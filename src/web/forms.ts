@@ -103,6 +103,8 @@ export interface FieldOptions {
   maxlength?: number;
   /** extra id prefix when a page shows the same form more than once */
   idPrefix?: string;
+  /** a Markdown text area not named `body`: gets the Preview button too (docs/web.md "Markdown") */
+  markdown?: boolean;
 }
 
 /** One labelled field: the typed value kept, the error (if any) beside it. */
@@ -118,7 +120,8 @@ export function field(state: FormState | undefined, o: FieldOptions): Html {
   const auto = o.autocomplete ? html` autocomplete="${o.autocomplete}"` : '';
   let control: Html;
   if (o.type === 'textarea') {
-    control = html`<textarea id="${id}" name="${o.name}" ${req}${max}${aria}>${value}</textarea>`;
+    const md = o.markdown ? html` data-markdown` : '';
+    control = html`<textarea id="${id}" name="${o.name}" ${req}${max}${aria}${md}>${value}</textarea>`;
   } else if (o.type === 'select') {
     control = html`<select id="${id}" name="${o.name}" ${req}${aria}>
       ${(o.options ?? []).map(([v, l]) => html`<option value="${v}" ${v === value ? html` selected` : ''}>${l}</option>`)}

@@ -17,6 +17,7 @@ import { homePages } from './home-pages.ts';
 import { pullPages } from './pull-pages.ts';
 import { repoPages } from './repo-pages.ts';
 import { threadPages } from './thread-pages.ts';
+import { markdownPreviewPages } from './markdown-preview.ts';
 import { issuePages } from './tracker/issues.ts';
 import { labelPages } from './tracker/labels.ts';
 import { milestonePages } from './tracker/milestones.ts';
@@ -111,6 +112,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(repoPages, { deps });
   await app.register(pullPages, { deps });
   await app.register(threadPages, { deps });
+  await app.register(markdownPreviewPages);
   await app.register(issuePages, { deps });
   await app.register(threadFormPages, { deps });
   await app.register(labelPages, { deps });

@@ -11,7 +11,9 @@ import {
   listReplyVersions,
   previousVersionPage,
   updateReply,
+  updateThread,
 } from '../threads/service.ts';
+import { toggleTask } from '../markdown/render.ts';
 import { activityOfScope } from './activity.ts';
 import { levelAtLeast } from '../access/index.ts';
 import { loadRepoJson } from '../repos/view.ts';
@@ -46,6 +48,14 @@ const HistoryQuery = Type.Object(
 );
 
 type Params = { number: number; reply_number?: number };
+const TaskForm = Type.Object(
+  {
+    _csrf: Type.Optional(Type.String({ maxLength: 100 })),
+    index: Type.String({ pattern: '^[0-9]{1,4}$' }),
+    checked: Type.Union([Type.Literal('true'), Type.Literal('false')]),
+  },
+  { additionalProperties: false },
+);
 /** The most timeline entries a thread page reads (the API's page size). */
 const TIMELINE_MAX = 100;
 
@@ -135,7 +145,17 @@ export async function renderThreadPage(
       </p>
       <div class="thread-layout">
         <div class="thread-body">
-          ${thread.body.trim() ? html`<section class="box markdown" aria-label="Thread text">${trusted(thread.body_html)}</section>` : ''}
+          ${
+            thread.body.trim()
+              ? html`<section
+                  class="box markdown"
+                  aria-label="Thread text"
+                  ${powers.state ? html` data-tasks="${repoBase}/threads/${thread.number}/tasks"` : ''}
+                >
+                  ${trusted(thread.body_html)}
+                </section>`
+              : ''
+          }
           ${
             attachments.length
               ? html`<section class="box" aria-label="Attachments">
@@ -183,6 +203,17 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     const { number } = request.params as Params;
     const page = (request.query as { page?: number }).page;
     return sendPage(reply, await renderThreadPage(deps, c, await pageRepo(deps, c.viewer, request), number, page));
+  });
+
+  // a task of the thread's text ticked on the page (weft.js posts it; without JavaScript the text is edited instead)
+  repoRoute(app, 'POST', '/threads/:number/tasks', { params: ThreadParams, body: TaskForm }, async (request, reply) => {
+    const c = requirePage(request);
+    const { at, repo } = await pageRepo(deps, c.viewer, request);
+    const { number } = request.params as Params;
+    const { index, checked } = request.body as { index: string; checked: 'true' | 'false' };
+    await updateThread(deps, c.viewer, at.ref, number, {}, (text) => toggleTask(text, Number(index), checked === 'true'));
+    if (request.headers['hx-request'] || request.headers['x-requested-with']) return reply.status(204).send();
+    return seeOther(reply, `${repoHref(repo)}/threads/${number}`);
   });
 
   repoRoute(app, 'POST', '/threads/:number/replies', { params: ThreadParams, body: ReplyForm }, async (request, reply) => {

@@ -63,7 +63,7 @@ function progress(m: MilestoneJson): Html {
 function milestoneFields(state: FormState | undefined, m?: MilestoneJson): Html {
   return html`${field(state, { name: 'title', label: 'Title', required: true, maxlength: 256, value: m?.title })}
   ${field(state, { name: 'due_on', label: 'Due date', hint: 'YYYY-MM-DD, or empty for none.', maxlength: 10, value: m?.due_on })}
-  ${field(state, { name: 'description', label: 'Description (Markdown)', type: 'textarea', value: m?.description })}`;
+  ${field(state, { name: 'description', label: 'Description (Markdown)', type: 'textarea', value: m?.description, markdown: true })}`;
 }
 
 async function listPage(
