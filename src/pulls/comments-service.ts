@@ -219,10 +219,12 @@ export async function listComments(
   page: { offset: number; limit: number },
   /** bring their places to the current head first (the API and the Files tab; the Conversation tab shows them as stored) */
   refresh = true,
+  /** only the comments on these files (a screen of the Files tab) */
+  paths?: string[],
 ): Promise<ReviewCommentJson[]> {
   const { repo, pull } = await pullContextOf(deps.database, viewer, at, number);
   if (refresh) await refreshAnchors(deps, pull.uuid, await pullRange(deps, repo.uuid, pull));
-  const all = await visibleComments(deps.db, pull.uuid, viewer.uuid);
+  const all = await visibleComments(deps.db, pull.uuid, viewer.uuid, paths);
   return all.slice(page.offset, page.offset + page.limit);
 }
 

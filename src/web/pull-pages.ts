@@ -8,6 +8,7 @@ import { mergePull } from '../pulls/merge.ts';
 import { getPullProtection } from '../pulls/protection-status.ts';
 import { createReview, listReviews, submitReview } from '../pulls/reviews-service.ts';
 import { listComments, sourceAccess } from '../pulls/comments-service.ts';
+import { reviewCommentCount } from '../pulls/comments-store.ts';
 import { mayApplySuggestions } from '../access/review-comments.ts';
 import { filesSince } from '../pulls/diff-range.ts';
 import { listPullCommits } from '../code/refs.ts';
@@ -275,16 +276,18 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       return linked.slice(0, texts.length).map(trusted);
     };
     // the page's independent parts, concurrently (the Files tab reads the diff, the others do not)
-    const [after, tips, reviews, protection, comments] = await Promise.all([
+    const [after, tips, reviews, protection, listed] = await Promise.all([
       resumePoint(deps),
       withBranchTips(deps, c.viewer, ref, pull),
       listReviews(deps, c.viewer, at, number, w),
       getPullProtection(deps, c.viewer, at, number),
-      tab === 'commits' ? [] : listComments(deps, c.viewer, at, number, { offset: 0, limit: 10_000 }, tab === 'files'),
+      // the Files tab reads the comments of the files it shows, once it knows them
+      tab === 'conversation' ? listComments(deps, c.viewer, at, number, { offset: 0, limit: 10_000 }, false) : [],
     ]);
-    const threads = threadsOf(comments);
+    let comments = listed;
+    let threads = threadsOf(comments);
     const pendingReview = reviews.find((rv) => rv.status === 'pending' && rv.author_uuid === c.viewer.uuid) ?? null;
-    const pendingCount = pendingReview ? comments.filter((cm) => cm.review_uuid === pendingReview.uuid).length : 0;
+    const pendingCount = pendingReview ? await reviewCommentCount(deps.db, pendingReview.uuid) : 0;
     const lastReview = [...reviews]
       .reverse()
       .find((rv) => rv.author_uuid === c.viewer.uuid && rv.status !== 'pending' && rv.commit_sha);
@@ -338,12 +341,19 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
           : null;
       const href = (extra: Record<string, string>) =>
         `${base}?${new URLSearchParams({ tab: 'files', ...(first ? { from: String(first) } : {}), ...extra })}`;
-      const paths = new Set(shown.map((f) => f.path));
-      if (!since)
-        await linkFor(
-          [],
-          comments.filter((cm) => paths.has(cm.path)),
+      if (!since) {
+        comments = await listComments(
+          deps,
+          c.viewer,
+          at,
+          number,
+          { offset: 0, limit: 10_000 },
+          true,
+          shown.map((f) => f.path),
         );
+        threads = threadsOf(comments);
+        await linkFor([], comments);
+      }
       const diff = reviewDiff(view, shown, threads, { selected, pending: pendingReview !== null, inline: !since, href });
       // a refused comment on a line this screen does not show: its form (and error) above the files
       const unplaced = selected && !diff.placed && line ? newCommentForm(view, selected, pendingReview !== null) : '';
