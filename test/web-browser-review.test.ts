@@ -1,8 +1,9 @@
 /**
  * Code review on the pull page in real Chromium (README "Code review"): a reviewer comments on two
  * lines and on a range (shift-click), submits with changes requested; the author replies, applies
- * a suggestion and resolves; the reviewer sees only the changes since the review and approves; the
- * merged pull still shows its diff. Every page passes axe-core at 375 px wide.
+ * a suggestion and resolves (a refused reply shows beside its form, a reply is edited in place);
+ * the reviewer sees only the changes since the review and approves; the merged pull still shows
+ * its diff. Every page passes axe-core at 375 px wide.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -118,19 +119,30 @@ for (const dialect of DIALECTS) {
       const comments = (await t.req('GET', `${api}/pulls/1/comments`, { token: alice.token })).body.results;
       const onFive = comments[0].uuid as string;
       await a.goto(`${base}${pullPath}?tab=files`);
-      await a.locator(`#t-${onFive}`).getByLabel('Reply').fill('House style');
-      await Promise.all([a.waitForURL(/tab=files/), a.locator(`#t-${onFive}`).getByRole('button', { name: 'Reply' }).click()]);
-      await a.getByText('House style').waitFor();
+      const thread = a.locator(`#t-${onFive}`);
+      // a refused reply (only spaces) comes back beside its form, swapped in place by htmx
+      await thread.getByLabel('Reply').fill('   ');
+      await thread.getByRole('button', { name: 'Reply' }).click();
+      await a.locator(`#error-${onFive}`).getByText('a reply needs a body').waitFor();
+      await checkPage(a, 'a refused reply beside its form');
+      await thread.getByLabel('Reply').fill('House style');
+      await thread.getByRole('button', { name: 'Reply' }).click();
+      await thread.locator('.markdown').getByText('House style').waitFor();
+      assert.equal(await a.locator(`#error-${onFive}`).count(), 0);
+      // the reply's author edits it in place
+      const reply = thread.locator('.comment').filter({ hasText: 'House style' });
+      await reply.getByText('Edit comment').click();
+      await reply.getByLabel('Comment (Markdown)').fill('House style, see #1');
+      await reply.getByRole('button', { name: 'Save comment' }).click();
+      await thread.locator('.markdown').getByText('House style, see #1').waitFor();
+      await checkPage(a, 'an edited reply');
       await a.getByRole('heading', { name: 'Suggested change' }).waitFor();
       await checkPage(a, 'files tab with a suggestion');
       await Promise.all([a.waitForURL(/tab=files/), a.getByRole('button', { name: 'Apply suggestion' }).click()]);
       const head = (await t.req('GET', `${api}/pulls/1`, { token: alice.token })).body.head_sha as string;
       const file = await t.req('GET', `${api}/contents/s.txt?ref=${head}`, { token: alice.token });
       assert.equal(Buffer.from(file.body.content, 'base64').toString(), 'a\nbee\nc\n');
-      await Promise.all([
-        a.waitForURL(/tab=files/),
-        a.locator(`#t-${onFive}`).getByRole('button', { name: 'Resolve conversation' }).click(),
-      ]);
+      await a.locator(`#t-${onFive}`).getByRole('button', { name: 'Resolve conversation' }).click();
       await a.locator(`#t-${onFive}`).getByText('resolved by alice').waitFor();
       await checkPage(a, 'files tab with a resolved conversation');
     });

@@ -1,7 +1,7 @@
 /** Review comments (README "Code review"): who edits, deletes and resolves them, and who applies suggestions. */
 import { forbidden } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
-import { levelAtLeast } from './levels.ts';
+import { levelAtLeast, type RepoLevel } from './levels.ts';
 import type { RepoAccess } from './repos.ts';
 
 /** A comment is edited by its author only. */
@@ -30,10 +30,32 @@ export function assertCanResolve(
 }
 
 /**
- * Suggestions are applied with write access to the source branch: write access to the repo, for
- * a pull whose branch is in this repo (a pull from another repo is refused here).
+ * Suggestions are applied with write access to the source branch: write access to this repo for
+ * a pull whose branch is in it; for a pull from another repo (a fork), `source` is the viewer's
+ * level on that repo, which must be write or more, and the repo not archived.
  */
-export function assertCanApplySuggestions(access: RepoAccess, crossRepo: boolean): void {
-  if (!levelAtLeast(access.level, 'write')) throw forbidden('Applying a suggestion needs write access to the source branch.');
-  if (crossRepo) throw forbidden("Applying a suggestion needs write access to the source branch, which is another repo's.");
+export function assertCanApplySuggestions(access: RepoAccess, source: SourceAccess | null): void {
+  const refusal = applyRefusal(access, source);
+  if (refusal) throw forbidden(refusal);
+}
+
+/** Whether the viewer may apply suggestions (the page's Apply button), as `assertCanApplySuggestions` decides. */
+export function mayApplySuggestions(access: Pick<RepoAccess, 'level'>, source: SourceAccess | null): boolean {
+  return applyRefusal(access, source) === null;
+}
+
+/** The viewer's level on a pull's source repo (another repo than the pull's) and whether that repo is archived. */
+export interface SourceAccess {
+  level: RepoLevel;
+  archived: boolean;
+}
+
+function applyRefusal(access: Pick<RepoAccess, 'level'>, source: SourceAccess | null): string | null {
+  if (source === null) {
+    return levelAtLeast(access.level, 'write') ? null : 'Applying a suggestion needs write access to the source branch.';
+  }
+  if (!levelAtLeast(source.level, 'write')) {
+    return "Applying a suggestion needs write access to the source branch, which is in the pull's source repo.";
+  }
+  return source.archived ? "The pull's source repo is archived: its branch cannot change." : null;
 }

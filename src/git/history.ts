@@ -88,9 +88,25 @@ export async function readCommits(objects: ObjectReaders, dir: string, shas: str
 
 /** The merge base of two commits, or null for unrelated histories. */
 export async function mergeBase(limits: GitLimits, dir: string, a: string, b: string): Promise<string | null> {
+  // two full commit ids name the answer in every repository: cached (a pull page asks on every view)
+  const key = FULL_ID.test(a) && FULL_ID.test(b) ? `${a}:${b}` : null;
+  if (key && mergeBases.has(key)) {
+    const hit = mergeBases.get(key)!;
+    mergeBases.delete(key);
+    mergeBases.set(key, hit);
+    return hit;
+  }
   const out = await limits.run(dir, ['merge-base', a, b, '--'], { okCodes: [1] });
-  return out.code === 0 ? out.stdout.toString('latin1').trim() : null;
+  const answer = out.code === 0 ? out.stdout.toString('latin1').trim() : null;
+  if (key) {
+    mergeBases.set(key, answer);
+    if (mergeBases.size > MAX_DIVERGENCES) mergeBases.delete(mergeBases.keys().next().value!);
+  }
+  return answer;
 }
+
+const FULL_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const mergeBases = new Map<string, string | null>();
 
 /**
  * Both sides of `base...head` in one walk (`rev-list --left-right --boundary`): how many commits

@@ -166,8 +166,8 @@ export function commentRoutes(app: FastifyInstance, deps: Deps, form: RepoForm):
         tags,
         summary: 'Apply suggestions: one commit on the source branch',
         description:
-          'Write access to the source branch: write access to this repo, for a pull whose branch is in it (403 for a pull ' +
-          "from another repo). Each comment's ```suggestion block replaces the lines it comments on (RIGHT side only, 400 " +
+          'Write access to the source branch: to this repo for a pull whose branch is in it; for a pull from a fork, to ' +
+          "the fork, where the commit is made (403 otherwise; 409 source_branch_missing once the fork is deleted). Each comment's ```suggestion block replaces the lines it comments on (RIGHT side only, 400 " +
           'otherwise; 400 for a comment without a suggestion, or two that replace the same lines). The commit is made ' +
           "without a work tree, authored and committed by the caller (the suggestions' authors as Co-authored-by), and " +
           'recorded as a push of the branch (branch-pushed, pull-updated). 409 suggestion_outdated when the lines changed ' +

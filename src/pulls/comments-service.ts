@@ -8,8 +8,12 @@ import {
   itemWrite,
   pullContextOf,
   type RepoRef,
+  repoAccessLevel,
+  type SourceAccess,
 } from '../access/index.ts';
+import type { Kysely } from 'kysely';
 import type { TxContext } from '../core/command.ts';
+import type { DB } from '../db/types.ts';
 import { command, inTransaction } from '../core/command.ts';
 import { onPull } from '../core/targets.ts';
 import type { Deps } from '../deps.ts';
@@ -29,7 +33,7 @@ import {
   visibleComments,
 } from './comments-store.ts';
 import { pullRange } from './diff-range.ts';
-import { isCrossRepo, syncPullHeads } from './heads.ts';
+import { isCrossRepo, sourceRepoOf, syncPullHeads } from './heads.ts';
 import { emitRefMoves } from './pushes.ts';
 import type { PullRow } from './service.ts';
 
@@ -215,10 +219,12 @@ export async function listComments(
   page: { offset: number; limit: number },
   /** bring their places to the current head first (the API and the Files tab; the Conversation tab shows them as stored) */
   refresh = true,
+  /** only the comments on these files (a screen of the Files tab) */
+  paths?: string[],
 ): Promise<ReviewCommentJson[]> {
   const { repo, pull } = await pullContextOf(deps.database, viewer, at, number);
   if (refresh) await refreshAnchors(deps, pull.uuid, await pullRange(deps, repo.uuid, pull));
-  const all = await visibleComments(deps.db, pull.uuid, viewer.uuid);
+  const all = await visibleComments(deps.db, pull.uuid, viewer.uuid, paths);
   return all.slice(page.offset, page.offset + page.limit);
 }
 
@@ -394,9 +400,9 @@ export interface AppliedJson {
 /**
  * POST .../suggestions/apply: one commit on the source branch applying the suggestions of these
  * comments, made without a work tree (src/git: a temporary index) and recorded as a push of the
- * branch (`branch-pushed`, `pull-updated`). Write access to the repo; a pull from another repo is
- * refused (its branch is not this repo's). A comment whose lines changed since is 409
- * suggestion_outdated, and so is a branch that moved while the commit was made.
+ * branch (`branch-pushed`, `pull-updated`). Write access to the source branch: to this repo, or for
+ * a pull from a fork to the fork, where the commit is made (`sourceAccess`). A comment whose lines
+ * changed since is 409 suggestion_outdated, and so is a branch that moved while the commit was made.
  */
 export async function applySuggestions(
   deps: Deps,
@@ -411,12 +417,16 @@ export async function applySuggestions(
     const rows: CommentRow[] = [];
     for (const uuid of uuids) rows.push(await findComment(tx.db, viewer, pull, uuid));
     assertNotArchived(access);
-    assertCanApplySuggestions(access, isCrossRepo(pull));
+    const source = await sourceAccess(tx.db, viewer, pull);
+    if (source === 'gone') throw conflict('source_branch_missing', "The pull's source repo no longer exists.");
+    assertCanApplySuggestions(access, source);
     if (pull.status === 'merged') throw conflict('pull_merged', 'The pull is merged.');
     if (pull.status === 'closed') throw conflict('pull_closed', 'The pull is closed: reopen it before applying suggestions.');
     return { pull, repo: access.repo, rows };
   });
   const { pull, repo } = checked;
+  // the branch's repo: this one, or the fork the pull comes from (its objects hold the head too)
+  const branchRepo = sourceRepoOf(pull);
   for (const r of checked.rows) {
     if (r.pending === 1) throw badRequest(`The comment ${r.uuid} belongs to a pending review.`);
     if (suggestionOf(r.body) === null) throw badRequest(`The comment ${r.uuid} has no suggestion.`);
@@ -474,7 +484,7 @@ export async function applySuggestions(
   const title = rows.length === 1 ? 'Apply suggestion from code review' : 'Apply suggestions from code review';
   const message = `${title}\n${coAuthors.length ? `\n${coAuthors.join('\n')}\n` : ''}`;
   const outcome = await deps.git.commitFiles({
-    repoUuid: repo.uuid,
+    repoUuid: branchRepo,
     branch: pull.source_branch,
     expected: range.head,
     files,
@@ -487,11 +497,26 @@ export async function applySuggestions(
     emitRefMoves(
       deps,
       tx,
-      repo.uuid,
+      branchRepo,
       [{ ref: `refs/heads/${pull.source_branch}`, before: range.head, after: outcome.sha, forced: false }],
       { uuid: viewer.uuid, username: viewer.username },
     ),
   );
   await syncPullHeads(deps, moved);
   return { commit_sha: outcome.sha, branch: pull.source_branch, comment_uuids: uuids };
+}
+
+/**
+ * The viewer's access to a pull's source repo when it is another repo than the pull's (a fork):
+ * null for a pull inside one repo, 'gone' once that repo is deleted.
+ */
+export async function sourceAccess(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  pull: Pick<PullRow, 'repo_uuid' | 'source_repo_uuid'>,
+): Promise<SourceAccess | null | 'gone'> {
+  if (!isCrossRepo(pull)) return null;
+  const row = await db.selectFrom('repos').selectAll().where('uuid', '=', sourceRepoOf(pull)).executeTakeFirst();
+  if (!row) return 'gone';
+  return { level: await repoAccessLevel(db, viewer, row), archived: row.is_archived === 1 };
 }

@@ -12,7 +12,30 @@ import type { PullRange } from './diff-range.ts';
  */
 
 export type CommentRow = Selectable<ReviewCommentsTable>;
-type Named = CommentRow & { author_username: string; resolved_by_username: string | null };
+/** The columns a comment's JSON shows (not its stored hunk, kilobytes a comment, read only to move it). */
+const SHOWN = [
+  'c.uuid',
+  'c.review_uuid',
+  'c.path',
+  'c.line',
+  'c.side',
+  'c.start_line',
+  'c.start_side',
+  'c.commit_sha',
+  'c.original_line',
+  'c.original_start_line',
+  'c.position_outdated',
+  'c.body',
+  'c.author_uuid',
+  'c.created_at',
+  'c.updated_at',
+  'c.in_reply_to',
+  'c.resolved',
+  'c.resolved_by_uuid',
+  'c.pending',
+] as const;
+type Shown = Pick<CommentRow, (typeof SHOWN)[number] extends `c.${infer K}` ? K & keyof CommentRow : never>;
+type Named = Shown & { author_username: string; resolved_by_username: string | null };
 
 export interface ReviewCommentJson {
   uuid: string;
@@ -41,7 +64,7 @@ export function commentsWithNames(db: Kysely<DB>) {
     .selectFrom('review_comments as c')
     .innerJoin('users as a', 'a.uuid', 'c.author_uuid')
     .leftJoin('users as rb', 'rb.uuid', 'c.resolved_by_uuid')
-    .selectAll('c')
+    .select(SHOWN)
     .select(['a.username as author_username', 'rb.username as resolved_by_username']);
 }
 
@@ -69,10 +92,20 @@ export function commentToJson(row: Named): ReviewCommentJson {
   };
 }
 
-/** The comments of a pull a viewer sees (pending ones only to their author), by path, line, then time. */
-export async function visibleComments(db: Kysely<DB>, pullUuid: string, viewerUuid: string | null): Promise<ReviewCommentJson[]> {
+/**
+ * The comments of a pull a viewer sees (pending ones only to their author), by path, line, then
+ * time; with `paths`, only those on these files (a screen of the Files tab).
+ */
+export async function visibleComments(
+  db: Kysely<DB>,
+  pullUuid: string,
+  viewerUuid: string | null,
+  paths?: string[],
+): Promise<ReviewCommentJson[]> {
+  if (paths && paths.length === 0) return [];
   const rows = await commentsWithNames(db)
     .where('c.pull_uuid', '=', pullUuid)
+    .$if(paths !== undefined, (qb) => qb.where('c.path', 'in', paths!))
     .where((eb) =>
       viewerUuid ? eb.or([eb('c.pending', '=', 0), eb('c.author_uuid', '=', viewerUuid)]) : eb('c.pending', '=', 0),
     )
@@ -82,6 +115,16 @@ export async function visibleComments(db: Kysely<DB>, pullUuid: string, viewerUu
     .orderBy('c.uuid')
     .execute();
   return rows.map(commentToJson);
+}
+
+/** How many comments a review holds (a pending review's, for its Submit button). */
+export async function reviewCommentCount(db: Kysely<DB>, reviewUuid: string): Promise<number> {
+  const row = await db
+    .selectFrom('review_comments')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('review_uuid', '=', reviewUuid)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
 }
 
 /** How many submitted conversations of a pull are not resolved (what `require_conversation_resolution` waits for). */

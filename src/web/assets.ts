@@ -80,6 +80,15 @@ document.addEventListener('click', function (e) {
   e.preventDefault();
   location.href = url.pathname + '?' + q.toString() + '#new-comment';
 });
+// A refused review action (a 4xx answer) is the pull page again with the error beside the form:
+// htmx swaps the conversation in as it does an accepted one (forms marked data-refusals).
+document.addEventListener('htmx:beforeSwap', function (e) {
+  var elt = e.detail.requestConfig && e.detail.requestConfig.elt;
+  var status = e.detail.xhr ? e.detail.xhr.status : 0;
+  if (!elt || !elt.closest || !elt.closest('[data-refusals]') || status < 400 || status > 499) return;
+  e.detail.shouldSwap = true;
+  e.detail.isError = false;
+});
 document.addEventListener('htmx:sseOpen', function (e) {
   var status = document.getElementById('live-status');
   if (status) status.textContent = 'live';

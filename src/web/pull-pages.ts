@@ -7,12 +7,16 @@ import { listBranches } from '../code/refs.ts';
 import { mergePull } from '../pulls/merge.ts';
 import { getPullProtection } from '../pulls/protection-status.ts';
 import { createReview, listReviews, submitReview } from '../pulls/reviews-service.ts';
-import { listComments } from '../pulls/comments-service.ts';
+import { listComments, sourceAccess } from '../pulls/comments-service.ts';
+import { reviewCommentCount } from '../pulls/comments-store.ts';
+import { mayApplySuggestions } from '../access/review-comments.ts';
 import { filesSince } from '../pulls/diff-range.ts';
 import { listPullCommits } from '../code/refs.ts';
+import { type PageRefusal, pullReviewForms } from './pull-review-forms.ts';
 import {
+  commentMarks,
   FILES_PER_SCREEN,
-  pullReviewForms,
+  newCommentForm,
   reviewDiff,
   type ReviewView,
   type Selected,
@@ -43,6 +47,7 @@ import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
 import { pullFiles } from '../code/pulls.ts';
+import { linkReferences } from '../references/render.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
@@ -218,13 +223,14 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
   const pullPage = async (
     request: FastifyRequest,
     reply: FastifyReply,
-    refused?: { form: 'merge' | 'review'; err: AppError; body?: string; status?: string },
+    refused?: { form: 'merge' | 'review'; err: AppError; body?: string; status?: string } | { form: 'line'; line: PageRefusal },
   ) => {
     const c = requirePage(request);
     const ref = pageRepoRef(request);
     const number = (request.params as { number: number }).number;
     const q = (request.method === 'GET' ? request.query : {}) as PullQueryValue;
-    const tab = q.tab ?? 'conversation';
+    const line = refused?.form === 'line' ? refused.line : null;
+    const tab = line?.tab ?? q.tab ?? 'conversation';
     const w = pageWindow(q, REVIEWS_PER_PAGE);
     // The one access decision of the page: the repo, the viewer's level and the pull, in one
     // statement; every part below receives it and decides nothing again.
@@ -235,30 +241,53 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const verdicts = REVIEW_STATUSES.filter((s) => can.verdicts.includes(s));
     const isAuthor = pull.author_uuid === c.viewer.uuid;
     const canWrite = can.write;
-    const canMerge = can.merge;
     const canEdit = can.edit;
     const refusal = (form: 'merge' | 'review') =>
-      refused?.form === form ? html`<p class="error" role="alert" id="${form}-error">${inWords(refused.err.detail)}</p>` : '';
+      refused && refused.form === form
+        ? html`<p class="error" role="alert" id="${form}-error">${inWords(refused.err.detail)}</p>`
+        : '';
     const known = [`pull:${pull.uuid}`, `repo:${repo.uuid}`];
     const base = `${repoHref(repo)}/pulls/${pull.number}`;
+    const from = line?.from ?? q.from ?? 0;
+    // a pull from a fork: its suggestions are applied by those who may write to the fork
+    const source = await sourceAccess(deps.db, c.viewer, at.pull);
     const view: ReviewView = {
       c,
       base,
+      tab: tab === 'files' ? 'files' : 'conversation',
+      from: tab === 'files' ? from : 0,
       canComment: !repo.is_archived && pull.status !== 'merged',
-      canApply: canMerge && pull.source_repo.uuid === pull.repo_uuid,
+      canApply: pull.status === 'open' && !repo.is_archived && source !== 'gone' && mayApplySuggestions(at, source),
       canResolve: (author) => !repo.is_archived && (isAuthor || author === c.viewer.uuid || can.write),
+      // as the API decides (src/access/review-comments.ts): its author edits; its author or maintain level deletes
+      canEdit: (author) => !repo.is_archived && author === c.viewer.uuid,
+      canDelete: (author) => !repo.is_archived && (author === c.viewer.uuid || can.manage),
+      refused: line?.review ?? null,
+      linked: new Map(),
+    };
+    /**
+     * These rendered texts and the comments' with their references linked for the reader
+     * (references/render.ts; the comments' into `view.linked`), in one pass.
+     */
+    const linkFor = async (texts: string[], shown: typeof comments): Promise<Html[]> => {
+      const marks = commentMarks(shown);
+      const linked = await linkReferences(deps.db, c.viewer, { uuid: repo.uuid, path: repoHref(repo) }, [...texts, ...marks]);
+      marks.forEach((m, i) => view.linked.set(m, linked[texts.length + i]!));
+      return linked.slice(0, texts.length).map(trusted);
     };
     // the page's independent parts, concurrently (the Files tab reads the diff, the others do not)
-    const [after, tips, reviews, protection, comments] = await Promise.all([
+    const [after, tips, reviews, protection, listed] = await Promise.all([
       resumePoint(deps),
       withBranchTips(deps, c.viewer, ref, pull),
       listReviews(deps, c.viewer, at, number, w),
       getPullProtection(deps, c.viewer, at, number),
-      tab === 'commits' ? [] : listComments(deps, c.viewer, at, number, { offset: 0, limit: 10_000 }, tab === 'files'),
+      // the Files tab reads the comments of the files it shows, once it knows them
+      tab === 'conversation' ? listComments(deps, c.viewer, at, number, { offset: 0, limit: 10_000 }, false) : [],
     ]);
-    const threads = threadsOf(comments);
+    let comments = listed;
+    let threads = threadsOf(comments);
     const pendingReview = reviews.find((rv) => rv.status === 'pending' && rv.author_uuid === c.viewer.uuid) ?? null;
-    const pendingCount = pendingReview ? comments.filter((cm) => cm.review_uuid === pendingReview.uuid).length : 0;
+    const pendingCount = pendingReview ? await reviewCommentCount(deps.db, pendingReview.uuid) : 0;
     const lastReview = [...reviews]
       .reverse()
       .find((rv) => rv.author_uuid === c.viewer.uuid && rv.status !== 'pending' && rv.commit_sha);
@@ -303,16 +332,32 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       const all = since
         ? ((await filesSince(deps, repo.uuid, at.pull, since).catch(() => null)) ?? [])
         : await pullFiles(deps, c.viewer, at, number, { offset: 0, limit: 3000 });
-      const from = Math.min(q.from ?? 0, Math.max(0, all.length - 1));
-      const shown = all.slice(from, from + FILES_PER_SCREEN);
-      const selected: Selected | null =
-        q.path && q.line && view.canComment && !since
+      const first = Math.min(from, Math.max(0, all.length - 1));
+      const shown = all.slice(first, first + FILES_PER_SCREEN);
+      const selected: Selected | null = line?.review.selected
+        ? line.review.selected
+        : q.path && q.line && view.canComment && !since
           ? { path: q.path, line: q.line, side: q.side ?? 'RIGHT', ...(q.start_line ? { start_line: q.start_line } : {}) }
           : null;
       const href = (extra: Record<string, string>) =>
-        `${base}?${new URLSearchParams({ tab: 'files', ...(from ? { from: String(from) } : {}), ...extra })}`;
+        `${base}?${new URLSearchParams({ tab: 'files', ...(first ? { from: String(first) } : {}), ...extra })}`;
+      if (!since) {
+        comments = await listComments(
+          deps,
+          c.viewer,
+          at,
+          number,
+          { offset: 0, limit: 10_000 },
+          true,
+          shown.map((f) => f.path),
+        );
+        threads = threadsOf(comments);
+        await linkFor([], comments);
+      }
       const diff = reviewDiff(view, shown, threads, { selected, pending: pendingReview !== null, inline: !since, href });
-      const rest = all.length > from + FILES_PER_SCREEN;
+      // a refused comment on a line this screen does not show: its form (and error) above the files
+      const unplaced = selected && !diff.placed && line ? newCommentForm(view, selected, pendingReview !== null) : '';
+      const rest = all.length > first + FILES_PER_SCREEN;
       main = html`<section aria-labelledby="files-h">
         <h2 id="files-h">Files changed (${all.length})</h2>
         <p class="row">
@@ -325,15 +370,15 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
                 : ''
           }
         </p>
-        ${trusted(diff)}
+        ${trusted(unplaced)} ${trusted(diff.html)}
         ${
-          from > 0 || rest
+          first > 0 || rest
             ? html`<nav class="row" aria-label="More files">
-                ${from > 0 ? html`<a href="${base}?tab=files${since ? '&since=review' : ''}&amp;from=${Math.max(0, from - FILES_PER_SCREEN)}">Previous files</a>` : ''}
+                ${first > 0 ? html`<a href="${base}?tab=files${since ? '&since=review' : ''}&amp;from=${Math.max(0, first - FILES_PER_SCREEN)}">Previous files</a>` : ''}
                 ${
                   rest
-                    ? html`<span class="muted">${all.length - from - FILES_PER_SCREEN} more files:</span>
-                        <a href="${base}?tab=files${since ? '&since=review' : ''}&amp;from=${from + FILES_PER_SCREEN}"
+                    ? html`<span class="muted">${all.length - first - FILES_PER_SCREEN} more files:</span>
+                        <a href="${base}?tab=files${since ? '&since=review' : ''}&amp;from=${first + FILES_PER_SCREEN}"
                           >Load the next files</a
                         >`
                     : ''
@@ -344,6 +389,12 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         ${reviewForm(pendingCount)}
       </section>`;
     } else {
+      // the description, the reviews and the conversations with their references linked for this reader
+      const shownReviews = reviews.slice(0, w.perPage);
+      const [descriptionHtml, ...reviewHtmls] = await linkFor(
+        [markdownHtml(pull.body).text, ...shownReviews.map((rv) => markdownHtml(rv.body).text)],
+        comments,
+      );
       const [statuses, attachments, events] = await Promise.all([
         tips.head_sha ? latestStatuses(deps.db, pull.repo_uuid, tips.head_sha) : [],
         listAttachments(deps, c.viewer, at, { kind: 'pull', number }, { offset: 0, limit: 100 }),
@@ -365,7 +416,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       main = html`<div class="grid">
         <div>
           <section class="box markdown" aria-label="Description">
-            ${pull.body.trim() ? markdownHtml(pull.body) : html`<p class="muted">No description.</p>`}
+            ${pull.body.trim() ? descriptionHtml : html`<p class="muted">No description.</p>`}
           </section>
           ${
             canEdit
@@ -421,7 +472,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             ${
               reviews.length
                 ? html`<ul class="plain">
-                    ${reviews.slice(0, w.perPage).map((rv) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${markdownHtml(rv.body)}</div>` : ''}</li>`)}
+                    ${shownReviews.map((rv, i) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${reviewHtmls[i]}</div>` : ''}</li>`)}
                   </ul>`
                 : html`<p class="muted">No reviews yet.</p>`
             }
@@ -478,10 +529,10 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         <form class="stack" method="post" action="${base}/reviews">
           ${csrfField(c)}
           <label for="review-body">Review (Markdown)</label>
-          <textarea id="review-body" name="body">${refused?.form === 'review' ? (refused.body ?? '') : ''}</textarea>
+          <textarea id="review-body" name="body">${refused && refused.form === 'review' ? (refused.body ?? '') : ''}</textarea>
           <fieldset class="row">
             <legend>Verdict</legend>
-            ${verdicts.map((s) => html`<label><input type="radio" name="status" value="${s}" ${(refused?.form === 'review' && refused.status ? s === refused.status : s === 'commented') ? html` checked` : ''} /> ${REVIEW_LABELS[s]}</label>`)}
+            ${verdicts.map((s) => html`<label><input type="radio" name="status" value="${s}" ${(refused && refused.form === 'review' && refused.status ? s === refused.status : s === 'commented') ? html` checked` : ''} /> ${REVIEW_LABELS[s]}</label>`)}
           </fieldset>
           <div>
             <button type="submit">
@@ -494,7 +545,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     return sendPage(
       reply,
       layout({ title: `#${pull.number} ${pull.title}`, caller: c }, html`${header}${main}`),
-      refused?.err.status ?? 200,
+      refused ? (refused.form === 'line' ? refused.line.status : refused.err.status) : 200,
     );
   };
 
@@ -594,7 +645,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     },
   );
 
-  pullReviewForms(app, deps);
+  pullReviewForms(app, deps, (request, reply, line) => pullPage(request, reply, { form: 'line', line }));
 
   async function pullHref(request: FastifyRequest, number: number): Promise<string> {
     const repo = await getRepo(deps, requirePage(request).viewer, pageRepoRef(request));

@@ -1,18 +1,11 @@
-import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
-import type { Deps } from '../deps.ts';
 import type { DiffFile } from '../git/diff.ts';
-import { applySuggestions, replyToComment, setResolution } from '../pulls/comments-service.ts';
 import type { ReviewCommentJson } from '../pulls/comments-store.ts';
-import { createReview } from '../pulls/reviews-service.ts';
-import { getRepo } from '../repos/service.ts';
 import type { PageCaller } from './context.ts';
-import { requirePage, seeOther } from './context.ts';
-import { repoHref } from './home-pages.ts';
 import { escapeHtml, type Html, html, trusted, when } from './html.ts';
 import { csrfField } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
-import { NumberParam, pageRepoRef, repoRoute } from './repo-common.ts';
+import { parseHunks } from './diff.ts';
+import { REF_MARK_OPEN } from '../markdown/references.ts';
 
 /**
  * Code review on the pull page (README "Code review"): the Files tab's diff with line links, the
@@ -49,13 +42,67 @@ export interface ReviewView {
   c: PageCaller;
   /** the pull page's address */
   base: string;
+  /** the tab the forms are on (and go back to), and its first file on the Files tab */
+  tab: 'files' | 'conversation';
+  from: number;
   canComment: boolean;
   canApply: boolean;
   /** whether the viewer may resolve a conversation started by this user */
   canResolve: (firstAuthorUuid: string) => boolean;
+  /** whether the viewer may edit / delete a comment of this user (the API's rules: its author; or maintain level) */
+  canEdit: (authorUuid: string) => boolean;
+  canDelete: (authorUuid: string) => boolean;
+  /** a refused review action, shown beside its form with what was typed */
+  refused: ReviewRefusal | null;
+  /** comments' rendered Markdown with references (`#N`, `!N`) linked for the reader, by the rendered text (`commentMarks`) */
+  linked: Map<string, string>;
+}
+
+/**
+ * A review action the service refused, for the page that shows its form again: `comment` is a
+ * new line comment (`selected` its place), the others act on the comment `target` (a reply, an
+ * edit, a deletion, a resolution, applying its suggestion).
+ */
+export interface ReviewRefusal {
+  action: 'comment' | 'reply' | 'edit' | 'delete' | 'resolve' | 'apply';
+  message: string;
+  target?: string;
+  body?: string;
+  selected?: Selected;
+}
+
+/** The hidden fields that bring a form's answer back to the tab (and the Files tab's screen) it was sent from. */
+function backFields(v: ReviewView): Html {
+  return html`<input type="hidden" name="tab" value="${v.tab}" />${
+      v.from ? html`<input type="hidden" name="from" value="${String(v.from)}" />` : ''
+    }`;
+}
+
+/** The htmx attributes of a conversation's forms: post, then swap the conversation's part of the answer in. */
+const swapThread = (uuid: string, action: string) =>
+  html`hx-post="${action}" hx-target="#t-${uuid}" hx-select="#t-${uuid}" hx-swap="outerHTML" data-refusals="inline"`;
+
+function refusalOf(v: ReviewView, action: ReviewRefusal['action'], target: string): ReviewRefusal | null {
+  const r = v.refused;
+  return r && r.action === action && r.target === target ? r : null;
 }
 
 const SUGGESTION = /(^|\n)(`{3,})suggestion[^\n]*\n([\s\S]*?)\n?\2[ \t]*(?=\n|$)/;
+
+/**
+ * The rendered Markdown of these comments, with and without their suggestion block, that marks
+ * references: what the page links for its reader (src/references/render.ts) into `ReviewView.linked`.
+ */
+export function commentMarks(comments: ReviewCommentJson[]): string[] {
+  const out = new Set<string>();
+  for (const cm of comments) {
+    for (const text of [cm.body, cm.body.replace(SUGGESTION, '$1')]) {
+      const rendered = markdownHtml(text).text;
+      if (rendered.includes(REF_MARK_OPEN)) out.add(rendered);
+    }
+  }
+  return [...out];
+}
 
 function suggestionLines(body: string): string[] | null {
   const m = SUGGESTION.exec(body.replace(/\r\n/g, '\n'));
@@ -63,8 +110,11 @@ function suggestionLines(body: string): string[] | null {
   return m[3] === '' ? [] : m[3]!.split('\n');
 }
 
-/** One comment; with `current` (the lines it comments on now) its suggestion shows as a diff with Apply. */
-function commentHtml(v: ReviewView, cm: ReviewCommentJson, current: string[] | null): Html {
+/**
+ * One comment; with `current` (the lines it comments on now) its suggestion shows as a diff with
+ * Apply (a plain post: the commit changes the whole diff, so the page is shown again whole).
+ */
+function commentHtml(v: ReviewView, cm: ReviewCommentJson, current: string[] | null, thread: string): Html {
   const suggested = suggestionLines(cm.body);
   let suggestion: Html | string = '';
   let text = cm.body;
@@ -86,19 +136,61 @@ function commentHtml(v: ReviewView, cm: ReviewCommentJson, current: string[] | n
       ${
         v.canApply && !cm.position_outdated
           ? html`<form method="post" action="${v.base}/suggestions/apply" class="row">
-              ${csrfField(v.c)}<input type="hidden" name="comment_uuid" value="${cm.uuid}" />
+              ${csrfField(v.c)}${backFields(v)}<input type="hidden" name="comment_uuid" value="${cm.uuid}" />
               <button type="submit">Apply suggestion</button>
             </form>`
           : ''
       }
     </div>`;
   }
+  const editing = refusalOf(v, 'edit', cm.uuid);
+  const edit = v.canEdit(cm.author.uuid)
+    ? html`<details ${editing ? html`open` : ''}>
+        <summary>Edit comment</summary>
+        <form
+          method="post"
+          action="${v.base}/comments/${cm.uuid}/edit"
+          class="stack"
+          ${swapThread(thread, `${v.base}/comments/${cm.uuid}/edit`)}
+        >
+          ${csrfField(v.c)}${backFields(v)}
+          <label for="edit-${cm.uuid}">Comment (Markdown)</label>
+          <textarea id="edit-${cm.uuid}" name="body" required>${editing?.body ?? cm.body}</textarea>
+          <div><button type="submit">Save comment</button></div>
+        </form>
+      </details>`
+    : '';
+  const remove = v.canDelete(cm.author.uuid)
+    ? html`<form
+        method="post"
+        action="${v.base}/comments/${cm.uuid}/delete"
+        class="row"
+        ${swapThread(thread, `${v.base}/comments/${cm.uuid}/delete`)}
+      >
+        ${csrfField(v.c)}${backFields(v)}
+        <button
+          type="submit"
+          aria-label="Delete comment by ${cm.author.username}${cm.in_reply_to === null ? ' and its replies' : ''}"
+        >
+          Delete comment
+        </button>
+      </form>`
+    : '';
   return html`<div class="comment" id="c-${cm.uuid}">
     <p>
-      <strong>${cm.author.username}</strong> ${when(cm.created_at)}${cm.pending ? html` <span class="badge">pending</span>` : ''}
+      <strong>${cm.author.username}</strong>
+      ${when(cm.created_at)}${cm.pending ? html` <span class="badge">pending</span>` : ''}${
+        cm.updated_at !== cm.created_at ? html` <span class="muted">(edited)</span>` : ''
+      }
     </p>
-    ${text.trim() ? html`<div class="markdown">${markdownHtml(text)}</div>` : ''} ${suggestion}
+    ${text.trim() ? html`<div class="markdown">${linkedMarkdown(v, text)}</div>` : ''} ${suggestion}
+    ${edit || remove ? html`<div class="row">${edit} ${remove}</div>` : ''}
   </div>`;
+}
+
+function linkedMarkdown(v: ReviewView, text: string): Html {
+  const rendered = markdownHtml(text).text;
+  return trusted(v.linked.get(rendered) ?? rendered);
 }
 
 /** A conversation: its comments, a reply form and the resolve button, as the viewer may use them. */
@@ -106,7 +198,11 @@ export function threadHtml(v: ReviewView, t: Thread, current: string[] | null, s
   const f = t.first;
   const place = `${f.path}:${f.start_line !== null ? `${f.start_line}-` : ''}${f.line}${f.side === 'LEFT' ? ' (old)' : ''}`;
   const open = !f.pending;
+  const uuids = [f.uuid, ...t.replies.map((r) => r.uuid)];
+  const refused = v.refused && v.refused.action !== 'comment' && uuids.includes(v.refused.target ?? '') ? v.refused : null;
+  const replying = refusalOf(v, 'reply', f.uuid);
   return html`<div class="thread${f.resolved ? ' resolved' : ''}" id="t-${f.uuid}">
+    ${refused ? html`<p class="error" role="alert" id="error-${f.uuid}">${refused.message}</p>` : ''}
     ${
       showPlace || f.position_outdated || f.resolved
         ? html`<p class="muted">
@@ -116,21 +212,31 @@ export function threadHtml(v: ReviewView, t: Thread, current: string[] | null, s
           </p>`
         : ''
     }
-    ${commentHtml(v, f, current)} ${t.replies.map((r) => commentHtml(v, r, current))}
+    ${commentHtml(v, f, current, f.uuid)} ${t.replies.map((r) => commentHtml(v, r, current, f.uuid))}
     ${
       open && v.canComment
-        ? html`<form method="post" action="${v.base}/comments/${f.uuid}/reply" class="stack">
-            ${csrfField(v.c)}
+        ? html`<form
+            method="post"
+            action="${v.base}/comments/${f.uuid}/reply"
+            class="stack"
+            ${swapThread(f.uuid, `${v.base}/comments/${f.uuid}/reply`)}
+          >
+            ${csrfField(v.c)}${backFields(v)}
             <label for="reply-${f.uuid}">Reply</label>
-            <textarea id="reply-${f.uuid}" name="body" required></textarea>
+            <textarea id="reply-${f.uuid}" name="body" required>${replying?.body ?? ''}</textarea>
             <div><button type="submit">Reply</button></div>
           </form>`
         : ''
     }
     ${
       open && v.canResolve(f.author.uuid)
-        ? html`<form method="post" action="${v.base}/comments/${f.uuid}/resolution" class="row">
-            ${csrfField(v.c)}<input type="hidden" name="resolved" value="${f.resolved ? 'false' : 'true'}" />
+        ? html`<form
+            method="post"
+            action="${v.base}/comments/${f.uuid}/resolution"
+            class="row"
+            ${swapThread(f.uuid, `${v.base}/comments/${f.uuid}/resolution`)}
+          >
+            ${csrfField(v.c)}${backFields(v)}<input type="hidden" name="resolved" value="${f.resolved ? 'false' : 'true'}" />
             <button type="submit">${f.resolved ? 'Unresolve conversation' : 'Resolve conversation'}</button>
           </form>`
         : ''
@@ -146,31 +252,15 @@ export interface Selected {
   start_line?: number;
 }
 
-type Row = { kind: 'add' | 'del' | 'ctx' | 'hunk'; text: string; old: number | null; new: number | null };
-
-function rowsOf(patch: string): Row[] {
-  const out: Row[] = [];
-  let o = 0;
-  let n = 0;
-  for (const line of patch.split('\n')) {
-    const h = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
-    if (h) {
-      o = Number(h[1]);
-      n = Number(h[2]);
-      out.push({ kind: 'hunk', text: line, old: null, new: null });
-    } else if (line.startsWith('+')) out.push({ kind: 'add', text: line.slice(1), old: null, new: n++ });
-    else if (line.startsWith('-')) out.push({ kind: 'del', text: line.slice(1), old: o++, new: null });
-    else if (line.startsWith(' ')) out.push({ kind: 'ctx', text: line.slice(1), old: o++, new: n++ });
-  }
-  return out;
-}
-
 const SIGN = { add: '+', del: '-', ctx: ' ', hunk: '' } as const;
 
-function newCommentForm(v: ReviewView, sel: Selected, pending: boolean): string {
+/** The form of a new comment on the line (or range) `sel`; after a refusal, its error and what was typed. */
+export function newCommentForm(v: ReviewView, sel: Selected, pending: boolean): string {
+  const refused = v.refused?.action === 'comment' ? v.refused : null;
   return html`<div class="thread" id="new-comment">
+    ${refused ? html`<p class="error" role="alert" id="new-comment-error">${refused.message}</p>` : ''}
     <form method="post" action="${v.base}/comments" class="stack">
-      ${csrfField(v.c)}<input type="hidden" name="path" value="${sel.path}" /><input
+      ${csrfField(v.c)}${backFields(v)}<input type="hidden" name="path" value="${sel.path}" /><input
         type="hidden"
         name="side"
         value="${sel.side}"
@@ -180,7 +270,8 @@ function newCommentForm(v: ReviewView, sel: Selected, pending: boolean): string 
       <input id="nc-start" name="start_line" type="number" min="1" value="${sel.start_line ?? ''}" />
       <input type="hidden" name="line" value="${String(sel.line)}" />
       <label for="nc-body">Comment (Markdown; a <code>suggestion</code> block proposes new lines)</label>
-      <textarea id="nc-body" name="body" required></textarea>
+      <textarea id="nc-body" name="body" required ${refused ? html`aria-describedby="new-comment-error"` : ''}>
+${refused?.body ?? ''}</textarea>
       <div class="row">
         <button type="submit" name="mode" value="review" class="primary">${pending ? 'Add to review' : 'Start a review'}</button>
         <button type="submit" name="mode" value="single">Add single comment</button>
@@ -199,9 +290,10 @@ export function reviewDiff(
   files: DiffFile[],
   threads: Thread[],
   opts: { selected: Selected | null; pending: boolean; inline: boolean; href: (q: Record<string, string>) => string },
-): string {
-  if (files.length === 0) return html`<p class="muted">No changes.</p>`.text;
+): { html: string; placed: boolean } {
+  if (files.length === 0) return { html: html`<p class="muted">No changes.</p>`.text, placed: false };
   const out: string[] = [];
+  let placed = false;
   for (const f of files) {
     const mine = opts.inline ? threads.filter((t) => t.first.path === f.path) : [];
     const title = f.previous_path && f.previous_path !== f.path ? `${f.previous_path} → ${f.path}` : f.path;
@@ -214,7 +306,7 @@ export function reviewDiff(
     else if (f.patch === null)
       out.push(`<p class="muted">${f.patch_truncated ? 'The change is too large to show.' : 'No text changes.'}</p>`);
     else {
-      const rows = rowsOf(f.patch);
+      const rows = parseHunks(f.patch);
       const at = new Map<string, Thread[]>();
       for (const t of mine) {
         if (t.first.position_outdated) continue;
@@ -229,7 +321,10 @@ export function reviewDiff(
             return n !== null && n >= from && n <= to;
           })
           .map((r) => r.text);
-      out.push(`<table><caption class="skip">Changes to ${escapeHtml(f.path)}</caption><tbody>`);
+      // one address a file, each line's link adds its side and number (no URLSearchParams per row)
+      const fileHref = escapeHtml(opts.href({ path: f.path }));
+      const fileLabel = escapeHtml(f.path);
+      out.push(`<table><caption class="skip">Changes to ${fileLabel}</caption><tbody>`);
       for (const r of rows) {
         if (r.kind === 'hunk') {
           out.push(`<tr class="hunk"><td class="n"></td><td class="n"></td><td>${escapeHtml(r.text)}</td></tr>`);
@@ -238,10 +333,8 @@ export function reviewDiff(
         const link = (side: 'LEFT' | 'RIGHT', n: number | null) => {
           if (n === null) return '';
           if (!v.canComment || !opts.inline) return String(n);
-          const href = opts.href({ path: f.path, side, line: String(n) });
-          return `<a href="${escapeHtml(href)}#new-comment" data-line="${n}" data-side="${side}" aria-label="Comment on ${side === 'LEFT' ? 'old' : 'new'} line ${n} of ${escapeHtml(f.path)}">${n}</a>`;
+          return `<a href="${fileHref}&amp;side=${side}&amp;line=${n}#new-comment" data-line="${n}" data-side="${side}" aria-label="Comment on ${side === 'LEFT' ? 'old' : 'new'} line ${n} of ${fileLabel}">${n}</a>`;
         };
-        const leftSide = r.kind === 'del' ? 'LEFT' : 'RIGHT';
         out.push(
           `<tr class="${r.kind}"><td class="n">${link('LEFT', r.old)}</td><td class="n">${link('RIGHT', r.new)}</td><td>${SIGN[r.kind]}${escapeHtml(r.text)}</td></tr>`,
         );
@@ -250,7 +343,6 @@ export function reviewDiff(
           ...(r.new !== null ? (at.get(`RIGHT:${r.new}`) ?? []) : []),
           ...(r.old !== null && r.kind === 'ctx' ? (at.get(`LEFT:${r.old}`) ?? []) : []),
         ];
-        void leftSide;
         for (const t of here) {
           const start = t.first.start_line ?? t.first.line;
           const current = t.first.side === 'RIGHT' ? linesOn('RIGHT', start, t.first.line) : null;
@@ -265,126 +357,12 @@ export function reviewDiff(
           ((sel.side === 'RIGHT' && r.new === sel.line) || (sel.side === 'LEFT' && r.old === sel.line && r.kind !== 'add'))
         ) {
           out.push(`<tr class="comments"><td colspan="3">${newCommentForm(v, sel, opts.pending)}</td></tr>`);
+          placed = true;
         }
       }
       out.push('</tbody></table>');
     }
     out.push('</div>');
   }
-  return out.join('');
-}
-
-// ------------------------------------------------------------------------------------ the forms
-
-const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
-const CommentUuid = Type.String({ minLength: 36, maxLength: 36, pattern: '^[0-9a-fA-F-]{36}$' });
-const NewCommentForm = Type.Object(
-  {
-    _csrf: Csrf,
-    path: Type.String({ minLength: 1, maxLength: 4096 }),
-    line: Type.String({ pattern: '^[0-9]{1,9}$' }),
-    side: Type.Union([Type.Literal('LEFT'), Type.Literal('RIGHT')]),
-    start_line: Type.Optional(Type.String({ pattern: '^[0-9]{0,9}$' })),
-    body: Type.String({ minLength: 1, maxLength: 65_536 }),
-    mode: Type.Union([Type.Literal('review'), Type.Literal('single')]),
-  },
-  { additionalProperties: false },
-);
-const BodyForm = Type.Object(
-  { _csrf: Csrf, body: Type.String({ minLength: 1, maxLength: 65_536 }) },
-  { additionalProperties: false },
-);
-const ResolveForm = Type.Object(
-  { _csrf: Csrf, resolved: Type.Union([Type.Literal('true'), Type.Literal('false')]) },
-  { additionalProperties: false },
-);
-const ApplyForm = Type.Object({ _csrf: Csrf, comment_uuid: CommentUuid }, { additionalProperties: false });
-
-/** The review forms of the pull page: a new line comment, a reply, resolution, applying a suggestion. */
-export function pullReviewForms(app: FastifyInstance, deps: Deps): void {
-  const back = async (request: Parameters<typeof requirePage>[0], number: number, anchor: string, tab = 'files') => {
-    const c = requirePage(request);
-    const repo = await getRepo(deps, c.viewer, pageRepoRef(request));
-    return `${repoHref(repo)}/pulls/${number}?tab=${tab}#${anchor}`;
-  };
-  const numberOf = (request: { params: unknown }) => (request.params as { number: number }).number;
-
-  repoRoute(
-    app,
-    'POST',
-    '/pulls/:number/comments',
-    { params: { number: NumberParam }, body: NewCommentForm },
-    async (request, reply) => {
-      const c = requirePage(request);
-      const f = request.body as {
-        path: string;
-        line: string;
-        side: 'LEFT' | 'RIGHT';
-        start_line?: string;
-        body: string;
-        mode: string;
-      };
-      const line = Number(f.line);
-      const start = f.start_line ? Number(f.start_line) : undefined;
-      const comment = {
-        path: f.path,
-        line,
-        side: f.side,
-        body: f.body,
-        ...(start !== undefined && start !== line ? { start_line: start, start_side: f.side } : {}),
-      };
-      const review = await createReview(deps, c.viewer, pageRepoRef(request), numberOf(request), {
-        ...(f.mode === 'single' ? { status: 'commented' as const } : {}),
-        comments: [comment],
-      });
-      return seeOther(reply, await back(request, numberOf(request), `review-${review.uuid}`));
-    },
-  );
-
-  repoRoute(
-    app,
-    'POST',
-    '/pulls/:number/comments/:uuid/reply',
-    { params: { number: NumberParam, uuid: CommentUuid }, body: BodyForm },
-    async (request, reply) => {
-      const c = requirePage(request);
-      const uuid = (request.params as { uuid: string }).uuid;
-      const made = await replyToComment(
-        deps,
-        c.viewer,
-        pageRepoRef(request),
-        numberOf(request),
-        uuid,
-        (request.body as { body: string }).body,
-      );
-      return seeOther(reply, await back(request, numberOf(request), `c-${made.uuid}`));
-    },
-  );
-
-  repoRoute(
-    app,
-    'POST',
-    '/pulls/:number/comments/:uuid/resolution',
-    { params: { number: NumberParam, uuid: CommentUuid }, body: ResolveForm },
-    async (request, reply) => {
-      const c = requirePage(request);
-      const uuid = (request.params as { uuid: string }).uuid;
-      const resolved = (request.body as { resolved: string }).resolved === 'true';
-      const first = await setResolution(deps, c.viewer, pageRepoRef(request), numberOf(request), uuid, resolved);
-      return seeOther(reply, await back(request, numberOf(request), `t-${first.uuid}`));
-    },
-  );
-
-  repoRoute(
-    app,
-    'POST',
-    '/pulls/:number/suggestions/apply',
-    { params: { number: NumberParam }, body: ApplyForm },
-    async (request, reply) => {
-      const c = requirePage(request);
-      const uuid = (request.body as { comment_uuid: string }).comment_uuid;
-      await applySuggestions(deps, c.viewer, pageRepoRef(request), numberOf(request), [uuid]);
-      return seeOther(reply, await back(request, numberOf(request), `t-${uuid}`));
-    },
-  );
+  return { html: out.join(''), placed };
 }
