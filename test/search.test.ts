@@ -183,6 +183,64 @@ for (const dialect of DIALECTS) {
       assert.ok(paths(named).every((p) => p.startsWith(`${carol.username}/pub:`)));
     });
 
+    it('paging is by cursor: a push re-indexed between two pages neither repeats nor skips a result', async () => {
+      await newRepo(alice, 'pager');
+      const url = g.url(`/git/users/${alice.username}/pager.git`, alice.token);
+      const files: Record<string, string> = {};
+      for (let i = 0; i < 25; i++) files[`p${String(i).padStart(2, '0')}.txt`] = `pagerword ${i}\n`;
+      const dir = await makeWorkTree(g, 'pager', [files]);
+      await g.run(['-C', dir, 'push', '-q', url, 'main']);
+      await indexed(alice.username, 'pager', await head(dir));
+      const only = (res: { body: { results: Hit[] } }) => res.body.results.map((h) => h.path);
+      for (const q of ['pagerword', '/pagerword \\d+$/']) {
+        const first = await search('code', `${q} repo:${alice.username}/pager`, alice.token, '&per_page=10');
+        assert.equal(first.status, 200, first.text);
+        assert.deepEqual(only(first), Object.keys(files).slice(0, 10));
+        assert.match(first.body.next, /[?&]after=/);
+        assert.match(String(first.headers.link), /rel="next"/);
+        // meanwhile a push adds files before the cursor and after it, changes one and deletes one
+        await commitFiles(g, dir, [
+          {
+            'a0.txt': 'pagerword 100\n',
+            'a1.txt': 'pagerword 101\n',
+            'p12b.txt': 'pagerword 12\n',
+            'p15.txt': 'changed\npagerword 15\n',
+          },
+        ]);
+        await g.run(['-C', dir, 'rm', '-q', 'p20.txt']);
+        await g.run(['-C', dir, 'commit', '-q', '-m', 'Move the pages']);
+        await g.run(['-C', dir, 'push', '-q', url, 'main']);
+        await indexed(alice.username, 'pager', await head(dir));
+        const second = await t.req('GET', first.body.next, { token: alice.token });
+        assert.equal(second.status, 200, second.text);
+        assert.deepEqual(only(second), [
+          'p10.txt',
+          'p11.txt',
+          'p12.txt',
+          'p12b.txt',
+          'p13.txt',
+          'p14.txt',
+          'p15.txt',
+          'p16.txt',
+          'p17.txt',
+          'p18.txt',
+        ]);
+        assert.equal(second.headers['x-total-count'], '27');
+        assert.match(second.body.previous, /page=1/);
+        assert.doesNotMatch(second.body.previous, /after=/);
+        const third = await t.req('GET', second.body.next, { token: alice.token });
+        assert.deepEqual(only(third), ['p19.txt', 'p21.txt', 'p22.txt', 'p23.txt', 'p24.txt']);
+        assert.equal(third.body.next, null);
+        // back as it was for the next query
+        await g.run(['-C', dir, 'reset', '-q', '--hard', 'HEAD~2']);
+        await g.run(['-C', dir, 'push', '-q', '--force', url, 'main']);
+        await indexed(alice.username, 'pager', await head(dir));
+      }
+      const bad = await search('code', 'pagerword', alice.token, '&after=bm90LWEtY3Vyc29y');
+      assert.equal(bad.status, 400);
+      assert.ok(isErrorBody(bad.body, 'invalid_request'), bad.text);
+    });
+
     it('a push re-indexes the changed files; a force push that removes files removes them; commits are searchable', async () => {
       await commitFiles(g, work, [{ 'src/a.ts': 'no more\n', 'src/new.ts': 'a fresh needle\n' }], 'Replace the needle loader');
       await g.run(['-C', work, 'push', '-q', pubUrl(), 'main']);
