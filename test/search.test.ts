@@ -106,6 +106,17 @@ for (const dialect of DIALECTS) {
       const state = await t.req('GET', `/api/v1/users/${alice.username}/repos/pub/search-index`, { token: alice.token });
       assert.equal(state.body.files, 5); // bin.dat and big.txt are not indexed
       assert.equal((await search('code', 'haystack', alice.token)).headers['x-total-count'], '1');
+      // a case-insensitive literal beyond ASCII (SQLite's LIKE folds ASCII only: verified like a regex)
+      const cafe = await search('code', 'CAFÉ \u65e5', alice.token);
+      assert.equal(cafe.status, 200, cafe.text);
+      assert.equal(cafe.headers['x-total-count'], '1');
+      assert.deepEqual((cafe.body.results as Hit[])[0]!.matches[0]!.ranges, [[0, 6]]);
+      // a regex's ranges count code points too, up to the line's end
+      const rx = await search('code', '/needle \\S+$/', alice.token, '&case=sensitive');
+      assert.deepEqual(
+        (rx.body.results as Hit[]).map((h) => [h.path, h.matches[0]!.ranges]),
+        [['multi.txt', [[8, 22]]]],
+      );
     });
 
     it('case=sensitive, qualifiers (path, lang, repo) and regexes', async () => {
@@ -166,6 +177,12 @@ for (const dialect of DIALECTS) {
         const rx = await search('code', '/needle{2}|needle/', token);
         assert.equal(rx.headers['x-total-count'], '4');
       }
+      // nor through a regex, a qualifier or the commit messages
+      const outsider = await search('code', `/needle needle/ repo:${bob.username}/secret`, carol.token);
+      assert.equal(outsider.headers['x-total-count'], '0');
+      assert.equal((await search('code', 'needle path:needle.txt', carol.token)).headers['x-total-count'], '0');
+      const seen = Number((await search('commits', 'change', carol.token)).headers['x-total-count']);
+      assert.equal(Number((await search('commits', 'change', bob.token)).headers['x-total-count']), seen + 1);
       const named = await search('code', `needle repo:${bob.username}/secret`, alice.token);
       assert.equal(named.status, 200);
       assert.equal(named.body.results.length, 0);
