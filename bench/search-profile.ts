@@ -102,7 +102,7 @@ async function main(): Promise<void> {
     ['code', 'zanzibarQuux'],
     ['code', 'stream_12'],
     ['code', '/fooBar\\d+Baz/'],
-    ['code', 'handle_4 path:src/d1/ lang:typescript'],
+    ['code', 'stream_1 path:src/d1/ lang:typescript'],
     ['threads', 'okapi'],
     ['threads', 'stream parse'],
     ['threads', '"write error"'],
