@@ -97,10 +97,11 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** `CLIENTS` concurrent loops of `once` for `seconds`: p50 and p99 in ms. */
-async function load(once: () => Promise<void>, seconds: number): Promise<{ p50: number; p99: number; n: number }> {
+async function load(once: () => Promise<void>, seconds: number): Promise<{ p50: number; p99: number; n: number; cpuMs: number }> {
   const warm = Date.now() + 500;
   while (Date.now() < warm) await once();
   const times: number[] = [];
+  const cpu0 = process.cpuUsage();
   const end = Date.now() + seconds * 1000;
   await Promise.all(
     Array.from({ length: CLIENTS }, async () => {
@@ -112,7 +113,10 @@ async function load(once: () => Promise<void>, seconds: number): Promise<{ p50: 
     }),
   );
   times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p99: percentile(times, 99), n: times.length };
+  const cpu = process.cpuUsage(cpu0);
+  // this process's CPU per request: the server's, plus the in-process client's (an upper bound)
+  const cpuMs = (cpu.user + cpu.system) / 1000 / Math.max(1, times.length);
+  return { p50: percentile(times, 50), p99: percentile(times, 99), n: times.length, cpuMs };
 }
 
 const run = (cmd: string, args: string[], extra: Record<string, string> = {}) =>
@@ -192,7 +196,12 @@ async function main(): Promise<void> {
   const { startApp } = await import('../test/helpers.ts');
   const { indexRepo, scheduleSearchIndex } = await import('../src/search/indexer.ts');
   const out: string[] = [];
-  out.push(
+  // each line as soon as it is known (a long run shows its progress)
+  const emit = (...lines: string[]) => {
+    out.push(...lines);
+    for (const l of lines) console.log(l);
+  };
+  emit(
     `files ${FILES}, ${(indexedBytes / 2 ** 20).toFixed(0)} MiB indexed text; cindex ${cindexSec.toFixed(1)} s, its index ${(csIndexBytes / indexedBytes).toFixed(2)}x`,
   );
   for (const dialect of DATABASES) {
@@ -252,11 +261,11 @@ async function main(): Promise<void> {
       execFileSync('git', [`--git-dir=${gen}`, 'update-ref', 'refs/heads/main', first], { env });
 
       const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
-      out.push(
+      emit(
         `\n${dialect}: initial index ${initialSec.toFixed(1)} s, index ${ratio.toFixed(2)}x the bytes indexed; 10-file push re-indexed in ${pushSec.toFixed(2)} s`,
       );
-      out.push('| query | Weft p50 | Weft p99 | git grep p50 | csearch p50 | p50 vs csearch | p50 vs git grep |');
-      out.push('|---|---:|---:|---:|---:|---:|---:|');
+      emit('| query | Weft p50 | Weft p99 | CPU/request | git grep p50 | csearch p50 | p50 vs csearch | p50 vs git grep |');
+      emit('|---|---:|---:|---:|---:|---:|---:|---:|');
       for (const q of QUERIES) {
         const url = `${base}/api/v1/search/code?q=${encodeURIComponent(q.q)}`;
         let status = 0;
@@ -266,8 +275,8 @@ async function main(): Promise<void> {
           await res.arrayBuffer();
         }, DURATION);
         const ref = reference.get(q.name)!;
-        out.push(
-          `| ${q.name} \`${q.q}\` (${status}) | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${ref.git.p50.toFixed(1)} ms | ${ref.cs.p50.toFixed(1)} ms | ${(r.p50 / ref.cs.p50).toFixed(2)} | ${(r.p50 / ref.git.p50).toFixed(2)} |`,
+        emit(
+          `| ${q.name} \`${q.q}\` (${status}) | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms | ${ref.git.p50.toFixed(1)} ms | ${ref.cs.p50.toFixed(1)} ms | ${(r.p50 / ref.cs.p50).toFixed(2)} | ${(r.p50 / ref.git.p50).toFixed(2)} |`,
         );
       }
 
@@ -295,9 +304,9 @@ async function main(): Promise<void> {
         await t.deps.db.insertInto('threads').values(rows).execute();
       }
       const seedSec = (performance.now() - t0) / 1000;
-      out.push(`\n${dialect}: ${THREADS} threads inserted (triggers indexing them) in ${seedSec.toFixed(1)} s`);
-      out.push('| thread query | p50 | p99 | total |');
-      out.push('|---|---:|---:|---:|');
+      emit(`\n${dialect}: ${THREADS} threads inserted (triggers indexing them) in ${seedSec.toFixed(1)} s`);
+      emit('| thread query | p50 | p99 | CPU/request | total |');
+      emit('|---|---:|---:|---:|---:|');
       for (const q of ['okapi', 'stream parse', 'is:open okapi', '"write error"']) {
         const url = `${base}/api/v1/search/threads?q=${encodeURIComponent(q)}`;
         let total = '';
@@ -306,13 +315,12 @@ async function main(): Promise<void> {
           total = res.headers.get('x-total-count') ?? '';
           await res.arrayBuffer();
         }, DURATION);
-        out.push(`| \`${q}\` | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${total} |`);
+        emit(`| \`${q}\` | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms | ${total} |`);
       }
     } finally {
       await t.close();
     }
   }
-  console.log(out.join('\n'));
   rmSync(root, { recursive: true, force: true });
   writeFileSync(join(tmpdir(), 'weft-bench-search.txt'), out.join('\n'));
 }

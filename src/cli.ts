@@ -88,6 +88,9 @@ const NEEDS_ARG = [
   'restore',
 ];
 
+/** commands with an optional argument (`reindex [OWNER/REPO]`) */
+const MAY_TAKE_ARG = ['reindex'];
+
 async function readStdinLine(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('password: ');
   const chunks: Buffer[] = [];
@@ -223,7 +226,7 @@ async function run(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command || values.help ? 0 : 2;
   }
-  const expected = NEEDS_ARG.includes(command ?? '') ? 2 : 1;
+  const expected = NEEDS_ARG.includes(command ?? '') || MAY_TAKE_ARG.includes(command ?? '') ? 2 : 1;
   if (positionals.length > expected) {
     console.error(
       `weft: ${command} takes ${expected - 1 || 'no'} argument${expected === 2 ? '' : 's'}; unexpected: ${positionals.slice(expected).join(' ')}\n\n${USAGE}`,

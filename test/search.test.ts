@@ -106,6 +106,17 @@ for (const dialect of DIALECTS) {
       const state = await t.req('GET', `/api/v1/users/${alice.username}/repos/pub/search-index`, { token: alice.token });
       assert.equal(state.body.files, 5); // bin.dat and big.txt are not indexed
       assert.equal((await search('code', 'haystack', alice.token)).headers['x-total-count'], '1');
+      // a case-insensitive literal beyond ASCII (SQLite's LIKE folds ASCII only: verified like a regex)
+      const cafe = await search('code', 'CAFÉ \u65e5', alice.token);
+      assert.equal(cafe.status, 200, cafe.text);
+      assert.equal(cafe.headers['x-total-count'], '1');
+      assert.deepEqual((cafe.body.results as Hit[])[0]!.matches[0]!.ranges, [[0, 6]]);
+      // a regex's ranges count code points too, up to the line's end
+      const rx = await search('code', '/needle \\S+$/', alice.token, '&case=sensitive');
+      assert.deepEqual(
+        (rx.body.results as Hit[]).map((h) => [h.path, h.matches[0]!.ranges]),
+        [['multi.txt', [[8, 22]]]],
+      );
     });
 
     it('case=sensitive, qualifiers (path, lang, repo) and regexes', async () => {
@@ -166,6 +177,12 @@ for (const dialect of DIALECTS) {
         const rx = await search('code', '/needle{2}|needle/', token);
         assert.equal(rx.headers['x-total-count'], '4');
       }
+      // nor through a regex, a qualifier or the commit messages
+      const outsider = await search('code', `/needle needle/ repo:${bob.username}/secret`, carol.token);
+      assert.equal(outsider.headers['x-total-count'], '0');
+      assert.equal((await search('code', 'needle path:needle.txt', carol.token)).headers['x-total-count'], '0');
+      const seen = Number((await search('commits', 'change', carol.token)).headers['x-total-count']);
+      assert.equal(Number((await search('commits', 'change', bob.token)).headers['x-total-count']), seen + 1);
       const named = await search('code', `needle repo:${bob.username}/secret`, alice.token);
       assert.equal(named.status, 200);
       assert.equal(named.body.results.length, 0);
@@ -181,6 +198,64 @@ for (const dialect of DIALECTS) {
       const named = await search('code', `needle repo:${carol.username}/pub`, carol.token);
       assert.equal(named.headers['x-total-count'], '4');
       assert.ok(paths(named).every((p) => p.startsWith(`${carol.username}/pub:`)));
+    });
+
+    it('paging is by cursor: a push re-indexed between two pages neither repeats nor skips a result', async () => {
+      await newRepo(alice, 'pager');
+      const url = g.url(`/git/users/${alice.username}/pager.git`, alice.token);
+      const files: Record<string, string> = {};
+      for (let i = 0; i < 25; i++) files[`p${String(i).padStart(2, '0')}.txt`] = `pagerword ${i}\n`;
+      const dir = await makeWorkTree(g, 'pager', [files]);
+      await g.run(['-C', dir, 'push', '-q', url, 'main']);
+      await indexed(alice.username, 'pager', await head(dir));
+      const only = (res: { body: { results: Hit[] } }) => res.body.results.map((h) => h.path);
+      for (const q of ['pagerword', '/pagerword \\d+$/']) {
+        const first = await search('code', `${q} repo:${alice.username}/pager`, alice.token, '&per_page=10');
+        assert.equal(first.status, 200, first.text);
+        assert.deepEqual(only(first), Object.keys(files).slice(0, 10));
+        assert.match(first.body.next, /[?&]after=/);
+        assert.match(String(first.headers.link), /rel="next"/);
+        // meanwhile a push adds files before the cursor and after it, changes one and deletes one
+        await commitFiles(g, dir, [
+          {
+            'a0.txt': 'pagerword 100\n',
+            'a1.txt': 'pagerword 101\n',
+            'p12b.txt': 'pagerword 12\n',
+            'p15.txt': 'changed\npagerword 15\n',
+          },
+        ]);
+        await g.run(['-C', dir, 'rm', '-q', 'p20.txt']);
+        await g.run(['-C', dir, 'commit', '-q', '-m', 'Move the pages']);
+        await g.run(['-C', dir, 'push', '-q', url, 'main']);
+        await indexed(alice.username, 'pager', await head(dir));
+        const second = await t.req('GET', first.body.next, { token: alice.token });
+        assert.equal(second.status, 200, second.text);
+        assert.deepEqual(only(second), [
+          'p10.txt',
+          'p11.txt',
+          'p12.txt',
+          'p12b.txt',
+          'p13.txt',
+          'p14.txt',
+          'p15.txt',
+          'p16.txt',
+          'p17.txt',
+          'p18.txt',
+        ]);
+        assert.equal(second.headers['x-total-count'], '27');
+        assert.match(second.body.previous, /page=1/);
+        assert.doesNotMatch(second.body.previous, /after=/);
+        const third = await t.req('GET', second.body.next, { token: alice.token });
+        assert.deepEqual(only(third), ['p19.txt', 'p21.txt', 'p22.txt', 'p23.txt', 'p24.txt']);
+        assert.equal(third.body.next, null);
+        // back as it was for the next query
+        await g.run(['-C', dir, 'reset', '-q', '--hard', 'HEAD~2']);
+        await g.run(['-C', dir, 'push', '-q', '--force', url, 'main']);
+        await indexed(alice.username, 'pager', await head(dir));
+      }
+      const bad = await search('code', 'pagerword', alice.token, '&after=bm90LWEtY3Vyc29y');
+      assert.equal(bad.status, 400);
+      assert.ok(isErrorBody(bad.body, 'invalid_request'), bad.text);
     });
 
     it('a push re-indexes the changed files; a force push that removes files removes them; commits are searchable', async () => {

@@ -67,23 +67,27 @@ export function pageOf<T>(
   total?: number,
   /** query changes that continue a page its service ended early (a feed's scan budget: before_id, page 1) */
   continueWith?: Record<string, string>,
+  /** query keys of a position (a keyset cursor): kept by `next` only, dropped from the first/prev/last links */
+  positionKeys: readonly string[] = [],
 ): PageEnvelope<T> {
+  const at = (changes: Record<string, string>) =>
+    linkWith(request, { ...Object.fromEntries(positionKeys.map((k) => [k, null])), ...changes });
   const hasNext = rows.length > p.perPage || continueWith !== undefined;
   const results = rows.length > p.perPage ? rows.slice(0, p.perPage) : rows;
   const perPage = String(p.perPage);
   const next = !hasNext
     ? null
     : linkWith(request, continueWith ? { ...continueWith, per_page: perPage } : { page: String(p.page + 1), per_page: perPage });
-  const previous = p.page > 1 ? linkWith(request, { page: String(p.page - 1), per_page: perPage }) : null;
+  const previous = p.page > 1 ? at({ page: String(p.page - 1), per_page: perPage }) : null;
   // The last page is known when the total is, or when this page is the last one (a page past
   // the end does not know where the end is).
   const isLast = !hasNext && (results.length > 0 || p.page === 1);
   const lastPage = total !== undefined ? Math.max(1, Math.ceil(total / p.perPage)) : isLast ? p.page : null;
   setLinkHeader(reply, {
-    first: linkWith(request, { page: '1', per_page: perPage }),
+    first: at({ page: '1', per_page: perPage }),
     prev: previous,
     next,
-    last: lastPage === null ? null : linkWith(request, { page: String(lastPage), per_page: perPage }),
+    last: lastPage === null ? null : at({ page: String(lastPage), per_page: perPage }),
   });
   return { results, next, previous };
 }

@@ -17,7 +17,16 @@ import {
   TextQueryString,
   ThreadHit,
 } from './schemas.ts';
-import { searchCode, searchCommits, searchIndexState, searchRepos, searchThreads, totalHeader } from './service.ts';
+import {
+  decodeCodeCursor,
+  encodeCodeCursor,
+  searchCode,
+  searchCommits,
+  searchIndexState,
+  searchRepos,
+  searchThreads,
+  totalHeader,
+} from './service.ts';
 
 const COMMON =
   'Searches every repo the caller can read: access is part of the query, so a page is full and `X-Total-Count` (exact ' +
@@ -44,7 +53,8 @@ export async function searchRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           COMMON +
           'Default branches only, text files up to 1 MiB (binary files are skipped); forks only with `repo` or `forks=true`. ' +
           'Candidates come from a trigram index and every result is verified against the file, so each matches exactly. ' +
-          'Results are ordered by repo `full_name`, then path; each lists its first 5 matching lines with the ranges of ' +
+          "Results are ordered by repo `full_name`, then path; the `next` link continues after the page's last result " +
+          '(`after`), so a push re-indexed between two pages neither repeats nor skips a result; each lists its first 5 matching lines with the ranges of ' +
           'the matches. A query shorter than 3 characters, a regex without a literal run of 3 characters, or one running ' +
           'past 2 s is 400 `query_too_broad`; an invalid regex is 400 `invalid_request`.',
         querystring: CodeQueryString,
@@ -53,9 +63,20 @@ export async function searchRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     },
     async (request, reply) => {
       const page = pageParams(request.query);
-      const found = await searchCode(deps, requireViewer(request), request.query, window(page));
+      const { after, ...query } = request.query;
+      const found = await searchCode(
+        deps,
+        requireViewer(request),
+        { ...query, ...(after ? { after: decodeCodeCursor(after) } : {}) },
+        window(page),
+      );
       total(reply, found.total);
-      return pageOf(request, reply, page, found.rows);
+      // the next page continues after this page's last result (keyset), not at an offset
+      const last = found.rows.length > page.perPage ? found.rows[page.perPage - 1]! : null;
+      const next = last
+        ? { after: encodeCodeCursor({ full_name: last.repo.full_name, path: last.path }), page: String(page.page + 1) }
+        : undefined;
+      return pageOf(request, reply, page, found.rows, undefined, next, ['after']);
     },
   );
 

@@ -19,6 +19,14 @@ export const CodeQueryString = Type.Object(
       Type.Union([Type.Literal('sensitive'), Type.Literal('insensitive')], { description: 'default insensitive' }),
     ),
     forks: Type.Optional(Type.Boolean({ description: 'also search forks (without `repo:`, forks are left out)' })),
+    after: Type.Optional(
+      Type.String({
+        maxLength: 4000,
+        description:
+          "a cursor from a page's `next` link: the page starts after the result it names (so a re-index between two " +
+          'pages neither repeats nor skips a result); `page` then only numbers the page',
+      }),
+    ),
     ...PageQuery,
   },
   { additionalProperties: false },

@@ -25,6 +25,27 @@ export interface PageWindow {
   limit: number;
 }
 
+/** Where a code page continues: after this repo `full_name` and path (the order of the results). */
+export interface CodeCursor {
+  full_name: string;
+  path: string;
+}
+
+/** A code page's `after` cursor: opaque to clients (base64url of the last result's repo and path). */
+export const encodeCodeCursor = (c: CodeCursor): string =>
+  Buffer.from(JSON.stringify([c.full_name, c.path])).toString('base64url');
+
+export function decodeCodeCursor(after: string): CodeCursor {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(after, 'base64url').toString('utf8'));
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string')
+      return { full_name: v[0], path: v[1] };
+  } catch {
+    // reported below
+  }
+  throw new AppError(400, 'invalid_request', "after is not a cursor this search gave (take it from a page's next link).");
+}
+
 export interface Counted<T> {
   rows: T[];
   /** exact up to COUNT_CAP; COUNT_CAP + 1 means "more" */
@@ -102,6 +123,8 @@ export interface CodeQuery {
   lang?: string;
   case?: 'sensitive' | 'insensitive';
   forks?: boolean;
+  /** keyset paging: the page starts after this result (the `next` link carries it), `offset` is then ignored */
+  after?: CodeCursor;
 }
 
 export interface CodeHit extends FileMatches {
@@ -175,40 +198,61 @@ async function searchCodeOn(
     join repos on repos.uuid = f.repo_uuid
     left join search_index_state s on s.repo_uuid = f.repo_uuid
     where ${where}`;
-  const candidates = (after: { full_name: string; path: string } | null, limit: number, offset = 0) =>
-    sql<Candidate>`select * from (select f.id, f.repo_uuid, ${ownerName()} || '/' || repos.slug as full_name, f.path, f.language,
+  // keyset: rows after a cursor, compared in the database's own collation (the order's)
+  const beyond = (c: CodeCursor) =>
+    sql<SqlBool>`(c.full_name > ${c.full_name} or (c.full_name = ${c.full_name} and c.path > ${c.path}))`;
+  const cursor = query.after ?? null;
+  const candidates = (after: CodeCursor | null, limit: number, offset = 0) =>
+    sql<Candidate & { beyond: unknown }>`select c.*, ${cursor ? beyond(cursor) : sql`1 = 1`} as beyond
+      from (select f.id, f.repo_uuid, ${ownerName()} || '/' || repos.slug as full_name, f.path, f.language,
         f.blob_sha, s.commit_sha ${base}) c
-      ${after ? sql`where (c.full_name > ${after.full_name} or (c.full_name = ${after.full_name} and c.path > ${after.path}))` : sql``}
-      order by c.full_name, c.path limit ${limit} offset ${offset}`.execute(db);
+      ${after ? sql`where ${beyond(after)}` : sql``}
+      order by c.full_name, c.path limit ${limit} offset ${offset}`;
 
   if (exact) {
-    const countRow = await sql<{ n: number }>`select count(*) as n from (select 1 ${base} limit ${COUNT_CAP + 1}) x`.execute(db);
-    const rows = await candidates(null, page.limit, page.offset);
+    // the page's rows with their text (read after the limit, for those rows only): one statement
+    const rows = await sql<Candidate & { content: string }>`select p.*,
+        (select x.content from search_code_files x where x.id = p.id) as content
+      from (${candidates(cursor, page.limit, cursor ? 0 : page.offset)}) p order by p.full_name, p.path`.execute(db);
+    // a first page that is not full is the whole result: its count is known without counting
+    const total =
+      !cursor && page.offset === 0 && rows.rows.length < page.limit
+        ? rows.rows.length
+        : Number(
+            (await sql<{ n: number }>`select count(*) as n from (select 1 ${base} limit ${COUNT_CAP + 1}) x`.execute(db)).rows[0]
+              ?.n ?? 0,
+          );
     const hits = await verify(db, pattern, rows.rows, Infinity);
-
-    return { rows: hits.filter((h): h is CodeHit => h !== null), total: Number(countRow.rows[0]?.n ?? 0) };
+    return { rows: hits.filter((h): h is CodeHit => h !== null), total };
   }
 
-  // verified one chunk at a time, in order, until the page is full and the count known
+  // verified one chunk at a time, in order, until the page is full and the count known (from the
+  // start, so the count is the whole result's; the page is taken past the cursor or the offset)
   const deadline = Date.now() + REGEX_BUDGET_MS;
   const found: CodeHit[] = [];
   let total = 0;
-  let after: { full_name: string; path: string } | null = null;
+  let skip = cursor ? 0 : page.offset;
+  let after: CodeCursor | null = null;
   for (;;) {
-    const chunk: Candidate[] = (await candidates(after, 200)).rows;
+    const chunk: (Candidate & { beyond: unknown })[] = (await candidates(after, 200).execute(db)).rows;
     if (chunk.length === 0) break;
     after = chunk.at(-1)!;
     const hits = await verify(db, pattern, chunk, deadline);
-    for (const hit of hits) {
-      if (!hit) continue;
-      if (total >= page.offset && found.length < page.limit) found.push(hit);
+    hits.forEach((hit, k) => {
+      if (!hit) return;
       total++;
-    }
+      if (cursor && !truthy(chunk[k]!.beyond)) return;
+      if (skip > 0) skip--;
+      else if (found.length < page.limit) found.push(hit);
+    });
     if (total > COUNT_CAP) break;
     if (chunk.length < 200) break;
   }
   return { rows: found, total };
 }
+
+/** A boolean column as either database returns it (SQLite: 0/1, PostgreSQL: true/false). */
+const truthy = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 't';
 
 function exactCondition(pattern: CodePattern, caseSensitive: boolean, pg: boolean): RawBuilder<SqlBool> | null {
   const lit = pattern.literal;
@@ -222,20 +266,24 @@ function exactCondition(pattern: CodePattern, caseSensitive: boolean, pg: boolea
 }
 
 /** Each candidate verified against its text (null when it does not match); throws query_too_broad past the deadline. */
-async function verify(db: Kysely<DB>, pattern: CodePattern, rows: Candidate[], deadline: number): Promise<(CodeHit | null)[]> {
+async function verify(
+  db: Kysely<DB>,
+  pattern: CodePattern,
+  rows: (Candidate & { content?: string })[],
+  deadline: number,
+): Promise<(CodeHit | null)[]> {
   const out: (CodeHit | null)[] = [];
   for (let i = 0; i < rows.length; i += 25) {
     const part = rows.slice(i, i + 25);
-    const texts = await db
-      .selectFrom('search_code_files')
-      .select(['id', 'content'])
-      .where(
-        'id',
-        'in',
-        part.map((r) => Number(r.id)),
-      )
-      .execute();
-    const byId = new Map(texts.map((t) => [Number(t.id), t.content]));
+    // the rows' texts, unless the candidates' statement brought them
+    const unread = part.filter((r) => r.content === undefined).map((r) => Number(r.id));
+    const texts = unread.length
+      ? await db.selectFrom('search_code_files').select(['id', 'content']).where('id', 'in', unread).execute()
+      : [];
+    const byId = new Map([
+      ...part.map((r) => [Number(r.id), r.content] as const),
+      ...texts.map((t) => [Number(t.id), t.content] as const),
+    ]);
     for (const row of part) {
       const content = byId.get(Number(row.id));
       let result: FileMatches | null = null;
@@ -298,6 +346,54 @@ export function markSnippet(raw: string): string {
   return escapeHtml(raw.replace(/\s+/g, ' ').trim()).replaceAll(MARK_OPEN, '<mark>').replaceAll(MARK_CLOSE, '</mark>');
 }
 
+const fold = (w: string) =>
+  w
+    .normalize('NFD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase();
+
+/**
+ * SQLite's snippet of a document, made here: FTS5's `snippet()` would run the full-text query
+ * over every matching document again (it cannot seek the page's rows). The words are FTS5
+ * `unicode61`'s (letters and digits, case and diacritics folded); a single query word also
+ * matches as a prefix, as the query does. About 24 words around the first match, the matches
+ * between the sentinel marks.
+ */
+export function textSnippet(doc: string, query: string): string {
+  const exact = new Set<string>();
+  const prefixes: string[] = [];
+  const re = /"([^"]*)"|(\S+)/g;
+  for (let m = re.exec(query); m; m = re.exec(query)) {
+    const words = (m[1] ?? m[2]!)
+      .split(/[^\p{L}\p{N}]+/u)
+      .filter(Boolean)
+      .map(fold);
+    if (words.length === 1) prefixes.push(words[0]!);
+    else for (const w of words) exact.add(w);
+  }
+  const tokens = [...doc.matchAll(/[\p{L}\p{N}]+/gu)];
+  const hit = (w: string) => {
+    const f = fold(w);
+    return exact.has(f) || prefixes.some((p) => f.startsWith(p));
+  };
+  const first = Math.max(
+    0,
+    tokens.findIndex((t) => hit(t[0])),
+  );
+  const from = Math.max(0, first - 6);
+  const to = Math.min(tokens.length, from + 24);
+  if (to <= from) return doc.slice(0, 200);
+  let out = from > 0 ? '\u2026' : '';
+  let at = tokens[from]!.index!;
+  for (let k = from; k < to; k++) {
+    const t = tokens[k]!;
+    out += doc.slice(at, t.index!);
+    out += hit(t[0]) ? `${MARK_OPEN}${t[0]}${MARK_CLOSE}` : t[0];
+    at = t.index! + t[0].length;
+  }
+  return to < tokens.length ? `${out}\u2026` : out;
+}
+
 /** Words and "phrases" of `text` as an FTS5 query and as a PostgreSQL tsquery (null: nothing to search). */
 function textQuery(text: string): { fts: string; ts: string } | null {
   const parts: string[][] = [];
@@ -354,38 +450,51 @@ export async function searchThreads(
   }
   if (!tq && conditions.length === 1) throw new AppError(400, 'invalid_request', 'q needs words or a qualifier.');
   const pg = deps.dialect === 'postgres';
-  // the items: threads (not removed) and pulls, with their state
-  const items = sql`(select 'thread' as kind, t.uuid, t.repo_uuid, t.number, t.title, t.state, t.author_uuid, t.updated_at
-      from threads t where t.removed_at is null
-    union all
-    select 'pull' as kind, p.uuid, p.repo_uuid, p.number, p.title, p.status as state, p.author_uuid, p.updated_at from pulls p)`;
-  // the best-ranked document of each item (its title, body, a reply or a review): rank, snippet
-  let docs: RawBuilder<unknown>;
-  if (!tq) {
-    docs = sql`(select i2.uuid as item_uuid, 0 as rank, '' as snippet from ${items} i2)`;
-  } else if (pg) {
-    const tsq = sql`to_tsquery('simple', ${tsText(sql`${tq.ts}`)})`;
-    docs = sql`(select distinct on (d.item_uuid) d.item_uuid, -ts_rank_cd(d.tsv, ${tsq}) as rank,
-        ${untsText(sql`ts_headline('simple', ${tsText(sql`d.title || ' ' || d.body`)}, ${tsq},
-          ${`StartSel=${MARK_OPEN}, StopSel=${MARK_CLOSE}, MaxWords=30, MinWords=10, MaxFragments=1`})`)} as snippet
-      from search_docs d where d.tsv @@ ${tsq}
-      order by d.item_uuid, ts_rank_cd(d.tsv, ${tsq}) desc)`;
-  } else {
-    // bm25 weighs a title hit 10 times a body hit; lower is better
-    // an auxiliary function cannot sit in an aggregate or window: ranked per document first (`limit -1` keeps
-    // that subquery apart), then the best document of each item
-    docs = sql`(select h.item_uuid, h.rank, h.snippet from (
-        select x.*, row_number() over (partition by x.item_uuid order by x.rank) as rn from (
-          select d.item_uuid, bm25(search_docs_fts, 10.0, 1.0) as rank,
-            snippet(search_docs_fts, -1, ${MARK_OPEN}, ${MARK_CLOSE}, '\u2026', 24) as snippet
-          from search_docs_fts join search_docs d on d.id = search_docs_fts.rowid
-          where search_docs_fts match ${tq.fts} limit -1) x) h
-      where h.rn = 1)`;
-  }
-  const from = sql`from ${items} i join ${docs} m on m.item_uuid = i.uuid join repos on repos.uuid = i.repo_uuid
+  // `i`: the items with their rank and best document. With words, from the matching documents
+  // (an item's best one: its title, body, a reply or a review), each item then looked up by its
+  // key; without words, every thread (not removed) and pull. The count's `i` leaves out the
+  // ranking; snippets are made for the page's rows only.
+  const items = (ranked: boolean): RawBuilder<unknown> => {
+    if (!tq)
+      return sql`(select 'thread' as kind, t.uuid, t.repo_uuid, t.number, t.title, t.state, t.author_uuid, t.updated_at,
+          0 as rank, null as doc_id from threads t where t.removed_at is null
+        union all
+        select 'pull' as kind, p.uuid, p.repo_uuid, p.number, p.title, p.status as state, p.author_uuid, p.updated_at,
+          0 as rank, null as doc_id from pulls p)`;
+    let m: RawBuilder<unknown>;
+    if (pg) {
+      const tsq = sql`to_tsquery('simple', ${tsText(sql`${tq.ts}`)})`;
+      m = ranked
+        ? sql`(select distinct on (d.item_uuid) d.item_uuid, d.kind, d.id as doc_id, -ts_rank_cd(d.tsv, ${tsq}) as rank
+            from search_docs d where d.tsv @@ ${tsq} order by d.item_uuid, ts_rank_cd(d.tsv, ${tsq}) desc)`
+        : sql`(select distinct d.item_uuid, d.kind, 0 as doc_id, 0 as rank from search_docs d where d.tsv @@ ${tsq})`;
+    } else {
+      // bm25 weighs a title hit 10 times a body hit; lower is better. An auxiliary function cannot
+      // sit in an aggregate or window: ranked per document first (`limit -1` keeps that subquery
+      // apart), then the best document of each item
+      m = ranked
+        ? sql`(select h.item_uuid, h.kind, h.doc_id, h.rank from (
+              select x.*, row_number() over (partition by x.item_uuid order by x.rank) as rn from (
+                select d.item_uuid, d.kind, d.id as doc_id, bm25(search_docs_fts, 10.0, 1.0) as rank
+                from search_docs_fts join search_docs d on d.id = search_docs_fts.rowid
+                where search_docs_fts match ${tq.fts} limit -1) x) h
+            where h.rn = 1)`
+        : sql`(select distinct d.item_uuid, d.kind, 0 as doc_id, 0 as rank
+            from search_docs_fts join search_docs d on d.id = search_docs_fts.rowid where search_docs_fts match ${tq.fts})`;
+    }
+    return sql`(select m.kind, m.item_uuid as uuid, coalesce(t.repo_uuid, p.repo_uuid) as repo_uuid,
+        coalesce(t.number, p.number) as number, coalesce(t.title, p.title) as title, coalesce(t.state, p.status) as state,
+        coalesce(t.author_uuid, p.author_uuid) as author_uuid, coalesce(t.updated_at, p.updated_at) as updated_at,
+        m.rank, m.doc_id
+      from ${m} m
+      left join threads t on m.kind = 'thread' and t.uuid = m.item_uuid and t.removed_at is null
+      left join pulls p on m.kind = 'pull' and p.uuid = m.item_uuid
+      where t.uuid is not null or p.uuid is not null)`;
+  };
+  const from = (ranked: boolean) => sql`from ${items(ranked)} i join repos on repos.uuid = i.repo_uuid
     where ${sql.join(conditions, sql` and `)}`;
   const [countRow, rows] = await Promise.all([
-    sql<{ n: number }>`select count(*) as n from (select 1 ${from} limit ${COUNT_CAP + 1}) x`.execute(deps.db),
+    sql<{ n: number }>`select count(*) as n from (select 1 ${from(false)} limit ${COUNT_CAP + 1}) x`.execute(deps.db),
     sql<{
       kind: 'thread' | 'pull';
       repo_uuid: string;
@@ -393,12 +502,27 @@ export async function searchThreads(
       number: number;
       title: string;
       state: string;
-      snippet: string | null;
+      doc_id: number | null;
       updated_at: string;
     }>`select i.kind, i.repo_uuid, ${ownerName()} || '/' || repos.slug as full_name, i.number, i.title, i.state,
-        m.snippet, i.updated_at ${from}
-      order by m.rank, i.updated_at desc, i.uuid limit ${page.limit} offset ${page.offset}`.execute(deps.db),
+        i.doc_id, i.updated_at ${from(true)}
+      order by i.rank, i.updated_at desc, i.uuid limit ${page.limit} offset ${page.offset}`.execute(deps.db),
   ]);
+  const snippets = new Map<number, string>();
+  const docIds = rows.rows.map((r) => Number(r.doc_id)).filter((id) => id > 0);
+  if (tq && docIds.length) {
+    const found = pg
+      ? await sql<{ id: number; snippet: string }>`select d.id, ${untsText(
+          sql`ts_headline('simple', ${tsText(sql`d.title || ' ' || d.body`)}, to_tsquery('simple', ${tsText(sql`${tq.ts}`)}),
+            ${`StartSel=${MARK_OPEN}, StopSel=${MARK_CLOSE}, MaxWords=30, MinWords=10, MaxFragments=1`})`,
+        )} as snippet
+          from search_docs d where d.id in (${sql.join(docIds)})`.execute(deps.db)
+      : await sql<{ id: number; title: string; body: string }>`select d.id, d.title, d.body from search_docs d
+          where d.id in (${sql.join(docIds)})`
+          .execute(deps.db)
+          .then((r) => ({ rows: r.rows.map((d) => ({ id: d.id, snippet: textSnippet(`${d.title} ${d.body}`, text) })) }));
+    for (const r of found.rows) snippets.set(Number(r.id), r.snippet);
+  }
   return {
     total: Number(countRow.rows[0]?.n ?? 0),
     rows: rows.rows.map((r) => ({
@@ -407,7 +531,7 @@ export async function searchThreads(
       number: Number(r.number),
       title: r.title,
       state: r.state,
-      snippet: markSnippet(r.snippet ?? ''),
+      snippet: markSnippet(snippets.get(Number(r.doc_id)) ?? ''),
       updated_at: r.updated_at,
     })),
   };
