@@ -61,6 +61,7 @@ const LAYERS = [
     'tracker',
     'lfs',
     'releases',
+    'mirrors',
     'references',
     'backup',
     'notifications',

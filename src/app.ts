@@ -45,6 +45,7 @@ import { threadsRoutes } from './threads/routes.ts';
 import { trackerRoutes } from './tracker/routes.ts';
 import { uploadsRoutes } from './uploads/routes.ts';
 import { releasesRoutes } from './releases/routes.ts';
+import { mirrorsRoutes } from './mirrors/routes.ts';
 import { tokensRoutes } from './tokens/routes.ts';
 import { sshKeysRoutes } from './sshkeys/routes.ts';
 import { usersRoutes } from './users/routes.ts';
@@ -92,6 +93,7 @@ const MODULES = [
   searchRoutes,
   notificationsRoutes,
   releasesRoutes,
+  mirrorsRoutes,
   signinRoutes,
   ciRoutes,
 ];

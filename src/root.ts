@@ -17,6 +17,7 @@ import { BareGitStore } from './git/bare-store.ts';
 import type { GitStore } from './git/store.ts';
 import { registerGitMaintenance } from './git/maintenance.ts';
 import { registerSearchIndexer } from './search/service.ts';
+import { registerMirrors } from './mirrors/service.ts';
 import { Webhooks } from './hooks/background.ts';
 import { NotificationFanout } from './notifications/fanout.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
@@ -75,6 +76,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
   deps.notifications = new NotificationFanout(deps as Deps);
   registerGitMaintenance(deps as Deps);
   registerSearchIndexer(deps as Deps);
+  registerMirrors(deps as Deps);
   return deps as Deps;
 }
 

@@ -314,6 +314,7 @@ for (const dialect of DIALECTS) {
         timer_uuid: timer.uuid,
         tag: 'v1',
         asset_uuid: asset.uuid,
+        mirror_uuid: '00000000-0000-4000-8000-000000000000',
         // reading code (the repo has no commit: these resolve to a 404, which is enough for the paths)
         ref: 'main',
         basehead: 'main...main',

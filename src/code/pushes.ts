@@ -12,6 +12,7 @@ import { syncPullHeads } from '../pulls/heads.ts';
 import { emitRefMoves, isForced, type RefMove } from '../pulls/pushes.ts';
 import { referencesOfPush } from '../references/push.ts';
 import { insertRuns, planPushRuns } from '../ci/runs.ts';
+import { schedulePushMirrors } from '../mirrors/source.ts';
 import type { CommitInfo } from '../git/store.ts';
 
 /**
@@ -130,6 +131,8 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
     // branch-pushed for each moved ref, pull-updated for the open pulls whose head moved
     const heads = await emitRefMoves(deps, tx, repoUuid, moves, marker.pusher);
     await insertRuns(deps, tx, repoUuid, ciPlans);
+    // push mirrors follow (docs/bring-in.md), through the job queue
+    if (moves.length) await schedulePushMirrors(deps, tx.db, repoUuid);
     return heads;
   });
   await rm(file, { force: true });

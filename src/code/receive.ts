@@ -14,6 +14,7 @@ import type { BareGitStore } from '../git/bare-store.ts';
 import { gitHttpLimiter, started } from '../git/limits.ts';
 import { beginPush, recordLeftoverPushes, recordPush } from './pushes.ts';
 import { protectedBranchRegExps } from '../git/push-rules.ts';
+import { pushRefusal } from '../mirrors/source.ts';
 import { withRepoLock } from '../git/repo-lock.ts';
 import { spawnGit } from '../git/run.ts';
 
@@ -100,6 +101,7 @@ async function receiveLocked(
   await recordLeftoverPushes(deps, store, repoUuid);
   const left = await quotaLeft(deps, repoUuid);
   const protectedRes = await protectedBranchRegExps(deps.db, repoUuid);
+  const readOnly = await pushRefusal(deps.db, repoUuid);
   const marker = await beginPush(deps.config.dataDir, repoUuid, pusher, await store.size(repoUuid));
   let child: ChildProcess;
   try {
@@ -116,6 +118,7 @@ async function receiveLocked(
         WEFT_PROTECTED: JSON.stringify(protectedRes),
         WEFT_QUOTA_LEFT: String(left),
         WEFT_PUSH_LOG: marker,
+        ...(readOnly ? { WEFT_READ_ONLY: readOnly } : {}),
       },
       slot,
     );

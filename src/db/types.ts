@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 /**
  * Table types. Both dialects store timestamps as ISO 8601 UTC text (one format, sortable as
@@ -118,6 +118,8 @@ export interface ReposTable {
   is_active: Bool01;
   is_archived: Bool01;
   fork_of_uuid: string | null;
+  /** null, or `import` / `mirror` for a repo brought in from a URL (migration 530, docs/bring-in.md) */
+  source_kind: ColumnType<string | null, string | null | undefined, string | null>;
   pull_seq: number;
   thread_seq: number;
   created_by_uuid: string;
@@ -231,6 +233,7 @@ import type { StorageTables } from './tables/storage.ts';
 import type { SearchTables } from './tables/search.ts';
 import type { LfsTables } from './tables/lfs.ts';
 import type { ReleasesTables } from './tables/releases.ts';
+import type { MirrorsTables } from './tables/mirrors.ts';
 import type { ReviewTables } from './tables/reviews.ts';
 
 /**
@@ -250,6 +253,7 @@ export interface DB
     NotificationsTables,
     LfsTables,
     ReleasesTables,
+    MirrorsTables,
     SigninTables,
     ReviewTables,
     CiTables {

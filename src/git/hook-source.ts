@@ -3,6 +3,7 @@
  * The server passes what they need in the environment of `git receive-pack`:
  * - `WEFT_PROTECTED`: JSON array of regular-expression sources of protected branches;
  * - `WEFT_QUOTA_LEFT`: bytes the repo may still grow by;
+ * - `WEFT_READ_ONLY`: when set, why every push is refused (a pull mirror, an import in progress);
  * - `WEFT_PUSH_LOG`: the push's marker file (src/code/pushes.ts): once pre-receive accepts the
  *   push it appends the planned updates (`old new ref` lines) and syncs them, before any ref moves.
  * pre-receive runs before any ref moves, while the pushed objects still sit in git's quarantine
@@ -20,6 +21,10 @@ process.stdin.on('end', () => {
   const input = Buffer.concat(chunks).toString('utf8');
   if (mode === 'post-receive') return;
   const lines = input.split('\n').filter(Boolean).map((l) => l.split(' '));
+  if (process.env.WEFT_READ_ONLY) {
+    process.stderr.write(process.env.WEFT_READ_ONLY + '\n');
+    process.exit(1);
+  }
   const errors = [];
   if (lines.length > MAX_REFS) errors.push('a push may update at most ' + MAX_REFS + ' refs; this one updates ' + lines.length);
   let patterns = [];

@@ -4,6 +4,8 @@
  * and the IPv4-mapped forms of them are refused unless the site setting `webhook_allowed_hosts`
  * names the URL's host, or an address or CIDR range holding the resolved address.
  */
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { badRequest } from '../errors.ts';
 
@@ -73,4 +75,28 @@ export function addressAllowed(address: string, list: AllowList): boolean {
     if (range.kind() === addr.kind() && addr.match(range, bits)) return true;
   }
   return addr.range() === 'unicast';
+}
+
+/** A host that resolves to no address the allow-list permits (the message names the address). */
+export class AddressRefused extends Error {
+  readonly code = 'address_not_allowed';
+}
+
+/**
+ * The address a connection to `hostname` may use (imports and mirrors, docs/bring-in.md): an IP
+ * literal as it stands, else the first address DNS gives that `addressAllowed` accepts (any of them
+ * when the host itself is allowed). The caller connects to this address, not to the name again,
+ * so a name that re-resolves elsewhere between the check and the connection cannot be reached.
+ */
+export async function resolveAllowed(hostname: string, list: AllowList): Promise<{ address: string; family: 4 | 6 }> {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  const literal = isIP(host);
+  if (literal) {
+    if (!hostAllowed(host, list) && !addressAllowed(host, list)) throw new AddressRefused(`address_not_allowed: ${host}`);
+    return { address: host, family: literal as 4 | 6 };
+  }
+  const found = await lookup(host, { all: true });
+  const ok = hostAllowed(host, list) ? found : found.filter((a) => addressAllowed(a.address, list));
+  if (ok.length === 0) throw new AddressRefused(`address_not_allowed: ${host} resolves to ${found[0]?.address ?? 'nothing'}`);
+  return { address: ok[0]!.address, family: ok[0]!.family as 4 | 6 };
 }

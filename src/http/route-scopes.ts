@@ -286,6 +286,13 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'get {repo}/threads/{number}/replies/{reply_number}/attachments': 'read:repo',
   'post {repo}/threads/{number}/replies/{reply_number}/attachments': 'write:repo',
   'delete {repo}/threads/{number}/replies/{reply_number}/attachments/{upload_uuid}': 'write:repo',
+  // imports and mirrors
+  'get {repo}/import': 'read:repo',
+  'post {repo}/mirror/sync': 'write:repo',
+  'get {repo}/push-mirrors': 'read:repo',
+  'post {repo}/push-mirrors': 'write:repo',
+  'delete {repo}/push-mirrors/{mirror_uuid}': 'write:repo',
+  'post {repo}/push-mirrors/{mirror_uuid}/sync': 'write:repo',
   // releases
   'get {repo}/releases': 'read:repo',
   'post {repo}/releases': 'write:repo',

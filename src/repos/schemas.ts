@@ -53,6 +53,27 @@ export const Repo = Type.Object(
     updated_at: Timestamp,
     created_by_uuid: Type.String(),
     created_by_username: Type.String(),
+    import_status: Type.Optional(
+      Type.Union([Type.Literal('importing'), Type.Literal('done'), Type.Literal('failed')], {
+        description: 'only on a repo imported from a URL (docs/bring-in.md)',
+      }),
+    ),
+    import_error: Type.Optional(NullableString({ description: 'why the import failed (credentials never appear)' })),
+    import_progress: Type.Optional(NullableString({ description: "git's last progress line while importing" })),
+    mirror: Type.Optional(
+      Type.Union([
+        Type.Object(
+          {
+            url: Type.String({ description: 'the source, without credentials' }),
+            interval_seconds: Type.Integer(),
+            last_sync_at: NullableString(),
+            last_error: NullableString(),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ]),
+    ),
   },
   { additionalProperties: false, title: 'Repo' },
 );
@@ -70,11 +91,28 @@ const SlugInput = Type.String({
 });
 const Description = NullableString({ maxLength: 2000, description: 'at most 2,000 characters, or null' });
 
+export const ImportBody = StrictObject({
+  url: Type.String({
+    minLength: 1,
+    maxLength: 2000,
+    description: 'http://, https://, ssh:// or git:// (no file:// or other transports)',
+  }),
+  username: Type.Optional(NullableString({ maxLength: 255 })),
+  password: Type.Optional(
+    NullableString({ maxLength: 4096, description: 'stored sealed with the server secret, never returned' }),
+  ),
+  mirror: Type.Optional(Type.Boolean({ description: 'keep following the source (a pull mirror, read-only to pushes)' })),
+  interval_seconds: Type.Optional(
+    Type.Integer({ minimum: 600, maximum: 31_536_000, description: 'pull mirrors: at least 600; default 28,800' }),
+  ),
+});
+
 export const CreateRepoBody = StrictObject({
   name: Name,
   slug: SlugInput,
   description: Type.Optional(Description),
   visibility: Type.Optional(Visibility),
+  import: Type.Optional(ImportBody),
 });
 
 export const UpdateRepoBody = StrictObject({

@@ -30,6 +30,7 @@ import type { RepoAt, Viewer } from '../viewer.ts';
 
 import { type RepoJson, loadRepoJson, repoScopes, repoToJson, repoViewQuery } from './view.ts';
 import { openPullsFrom, syncPullHeads } from '../pulls/heads.ts';
+import { checkImport, type ImportInput, sourceFields, startImport } from '../mirrors/source.ts';
 
 export function cleanName(raw: string): string {
   const name = raw.trim();
@@ -58,6 +59,7 @@ export interface NewRepo {
   visibility: 'public' | 'private';
   default_branch?: string;
   fork_of_uuid?: string | null;
+  source_kind?: 'import' | 'mirror' | null;
 }
 
 /**
@@ -90,6 +92,7 @@ export async function insertRepo(
     is_active: 1,
     is_archived: 0,
     fork_of_uuid: input.fork_of_uuid ?? null,
+    source_kind: input.source_kind ?? null,
     pull_seq: 0,
     thread_seq: 0,
     created_by_uuid: actor.uuid,
@@ -122,10 +125,18 @@ export async function createRepo(
   viewer: Viewer,
   kind: 'team' | 'user',
   ownerName: string,
-  input: { name: string; slug: string; description?: string | null; visibility?: 'public' | 'private' },
+  input: {
+    name: string;
+    slug: string;
+    description?: string | null;
+    visibility?: 'public' | 'private';
+    import?: ImportInput;
+  },
 ): Promise<RepoJson> {
   const name = cleanName(input.name);
   const slug = normalizeName('repo slug', input.slug);
+  // a bad source URL or interval is 400 before anything is written
+  const source = input.import ? checkImport(input.import) : null;
   const creation = decide((db, v: Viewer) => requireRepoCreation(db, v, kind, ownerName));
   return command(deps, viewer, creation, async (tx) => {
     const owner = tx.access;
@@ -133,11 +144,19 @@ export async function createRepo(
       deps,
       tx,
       owner,
-      { name, slug, description: input.description ?? null, visibility: input.visibility ?? 'private' },
+      {
+        name,
+        slug,
+        description: input.description ?? null,
+        visibility: input.visibility ?? 'private',
+        source_kind: source ? (source.mirror ? 'mirror' : 'import') : null,
+      },
       viewer,
     );
     await deps.git.create(tx, row);
-    return loadRepoJson(tx.db, row.uuid, deps.config);
+    if (source) await startImport(deps, tx, row.uuid, source, viewer);
+    const json = await loadRepoJson(tx.db, row.uuid, deps.config);
+    return source ? { ...json, ...(await sourceFields(tx.db, row.uuid)) } : json;
   });
 }
 
@@ -224,7 +243,8 @@ export async function getRepo(deps: Deps, viewer: Viewer, at: RepoAt): Promise<R
   const { repo } = await repoContextOf(deps.database, viewer, at);
   // fork_of_uuid only when the caller may read the source (one more read, forks only)
   const [json] = await hideUnreadableForkSources(deps.db, viewer, [repoToJson(repo, deps.config)]);
-  return json!;
+  // an imported repo's status and mirror (one more read, those repos only)
+  return repo.source_kind ? { ...json!, ...(await sourceFields(deps.db, repo.uuid)) } : json!;
 }
 
 /**

@@ -17,4 +17,7 @@ export const SEALED_COLUMNS: SealedColumn[] = [
   { table: 'auth_sources', key: 'uuid', column: 'secret', purpose: 'auth-source-secret' },
   // TOTP secrets of users' second factor
   { table: 'user_totp', key: 'user_uuid', column: 'secret', purpose: 'totp-secret' },
+  // imports and mirrors: the source's or the push mirror's username and password (docs/bring-in.md)
+  { table: 'repo_imports', key: 'repo_uuid', column: 'credentials', purpose: 'mirror-credentials' },
+  { table: 'push_mirrors', key: 'uuid', column: 'credentials', purpose: 'mirror-credentials' },
 ];

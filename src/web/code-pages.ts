@@ -109,7 +109,8 @@ function fileView(path: string, bytes: Buffer): Html {
   // cells built apart: whitespace inside them would show (pre)
   const gutter = html`<pre aria-hidden="true">${numbers}</pre>`;
   const source = html`<pre><code class="hljs">${code}</code></pre>`;
-  return html`<div class="code">
+  // focusable, so a keyboard can scroll a long line into view (axe: scrollable-region-focusable)
+  return html`<div class="code" tabindex="0" role="region" aria-label="File content">
     <table>
       <tbody>
         <tr>

@@ -15,7 +15,16 @@ import { pageRoute } from './page-route.ts';
 import { pageRepoRef, repoRoute } from './repo-common.ts';
 import { FormBody, type FormFields, checkBody, text } from './settings-common.ts';
 
-const REPO_FIELDS = ['owner', 'name', 'slug', 'description', 'visibility'] as const;
+const REPO_FIELDS = [
+  'owner',
+  'name',
+  'slug',
+  'description',
+  'visibility',
+  'import_url',
+  'import_username',
+  'import_password',
+] as const;
 const TEAM_FIELDS = ['name', 'slug'] as const;
 const ExploreQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
@@ -72,6 +81,24 @@ export async function createPages(app: FastifyInstance, { deps }: { deps: Deps }
             ['public', 'Public: every signed-in user, and clones without credentials'],
           ],
         })}
+        <fieldset class="stack">
+          <legend>Import from a URL (optional)</legend>
+          ${field(state, {
+            name: 'import_url',
+            label: 'Source URL',
+            maxlength: 2000,
+            hint: 'http(s)://, ssh:// or git://: every branch and tag is copied in the background.',
+          })}
+          ${field(state, { name: 'import_username', label: 'Username (optional)', maxlength: 255 })}
+          ${field(state, {
+            name: 'import_password',
+            label: 'Password or token (optional)',
+            type: 'password',
+            maxlength: 4096,
+            hint: 'Stored encrypted; never shown again.',
+          })}
+          ${field(state, { name: 'import_mirror', label: 'Keep it as a mirror that follows the source', type: 'checkbox' })}
+        </fieldset>
         <div><button type="submit" class="primary">Create repo</button></div>
       </form>`;
     return sendPage(reply, layout({ title: 'New repo', caller: c }, body), state.status);
@@ -89,6 +116,16 @@ export async function createPages(app: FastifyInstance, { deps }: { deps: Deps }
       slug: text(b, 'slug').trim() || slugFrom(name),
       ...(text(b, 'description').trim() ? { description: text(b, 'description').trim() } : {}),
       visibility: text(b, 'visibility') === 'public' ? ('public' as const) : ('private' as const),
+      ...(text(b, 'import_url').trim()
+        ? {
+            import: {
+              url: text(b, 'import_url').trim(),
+              ...(text(b, 'import_username').trim() ? { username: text(b, 'import_username').trim() } : {}),
+              ...(text(b, 'import_password') ? { password: text(b, 'import_password') } : {}),
+              mirror: text(b, 'import_mirror') === 'on',
+            },
+          }
+        : {}),
     };
     const done = await attempt(typedValues(b), REPO_FIELDS, async () => {
       checkBody(CreateRepoBody, input);
@@ -98,9 +135,14 @@ export async function createPages(app: FastifyInstance, { deps }: { deps: Deps }
       // "not allowed to create repos in this team" concerns the owner field
       if (done.state.status === 403) done.state.errors = { owner: done.state.message ?? '' };
       if (done.state.status === 403) done.state.message = undefined;
+      // a refused source URL concerns its field
+      if (done.state.status === 400 && input.import && /url/.test(done.state.message ?? '')) {
+        done.state.errors = { import_url: done.state.message ?? '' };
+        done.state.message = undefined;
+      }
       return newRepoPage(reply, c, done.state);
     }
-    return seeOther(reply, repoHref(done.value));
+    return seeOther(reply, input.import ? `${repoHref(done.value)}/import` : repoHref(done.value));
   });
 
   const newTeamPage = (reply: FastifyReply, c: PageCaller, state: FormState) =>

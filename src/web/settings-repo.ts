@@ -53,6 +53,7 @@ export function repoSettingsPage(c: PageCaller, repo: RepoJson, current: string,
         [`${base}/protections`, 'Branch protections'],
         [`${base}/timers`, 'Timers'],
         [`${base}/hooks`, 'Hooks'],
+        [`${base}/mirrors`, 'Mirrors'],
       ],
       current,
     )}
