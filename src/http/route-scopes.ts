@@ -80,6 +80,10 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'post /user/two-factor/totp/confirm': 'write:user',
   'delete /user/two-factor/totp': 'write:user',
   'post /user/two-factor/recovery-codes': 'write:user',
+  'get /teams/{team_slug}/two-factor-requirement': 'read:team',
+  'put /teams/{team_slug}/two-factor-requirement': 'write:team',
+  'get /admin/two-factor-requirement': 'admin',
+  'put /admin/two-factor-requirement': 'admin',
   // signup invites
   'get /signup-invites': 'read:user',
   'post /signup-invites': 'write:user',
