@@ -43,6 +43,7 @@ import { teamSettingsPages } from './settings-team.ts';
 import { tokenSettingsPages } from './settings-tokens.ts';
 import { userSettingsPages } from './settings-user.ts';
 import { securitySettingsPages } from './settings-security.ts';
+import { twoFactorRequirementPages } from './settings-two-factor.ts';
 
 /** Pages a caller the site-wide second-factor requirement refuses may still open: enrolling, signing out. */
 const TWO_FACTOR_OPEN = /^\/(settings\/security|logout|login|static\/)/;
@@ -142,6 +143,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(inboxPages, { deps });
   await app.register(unsubscribePages, { deps });
   await app.register(teamSettingsPages, { deps });
+  await app.register(twoFactorRequirementPages, { deps });
   await app.register(repoSettingsPages, { deps });
   await app.register(repoProtectionPages, { deps });
 }
