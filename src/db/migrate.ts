@@ -39,6 +39,7 @@ import * as m450 from './migrations/450_search.ts';
 import * as m460 from './migrations/460_lfs.ts';
 import * as m461 from './migrations/461_releases.ts';
 import * as m490 from './migrations/490_two_factor_required.ts';
+import * as m491 from './migrations/491_team_sync.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -90,6 +91,7 @@ const MIGRATIONS: Migration[] = [
   { name: '460_lfs', up: m460.up },
   { name: '461_releases', up: m461.up },
   { name: '490_two_factor_required', up: m490.up },
+  { name: '491_team_sync', up: m491.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -104,6 +104,8 @@ export interface TeamMembersTable {
   created_at: string;
   /** the team's created_at, copied (it never changes): the caller's team list order (migration 093) */
   team_created_at: string;
+  /** "manual" or "sync" (made by group sync, which changes only these; migration 491) */
+  origin: Generated<string>;
 }
 
 export interface ReposTable {

@@ -83,6 +83,9 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'get /teams/{team_slug}/two-factor-requirement': 'read:team',
   'put /teams/{team_slug}/two-factor-requirement': 'write:team',
   'get /admin/two-factor-requirement': 'admin',
+  'get /teams/{team_slug}/sync-rules': 'read:team',
+  'post /teams/{team_slug}/sync-rules': 'write:team',
+  'delete /teams/{team_slug}/sync-rules/{uuid}': 'write:team',
   'put /admin/two-factor-requirement': 'admin',
   // signup invites
   'get /signup-invites': 'read:user',

@@ -18,6 +18,7 @@ import {
   TwoFactorStatus,
   UpdateAuthSourceBody,
 } from './schemas.ts';
+import { CreateSyncRuleBody, SyncRule, createSyncRule, deleteSyncRule, listSyncRules } from './sync.ts';
 import { getSiteRequirement, getTeamRequirement, setSiteRequirement, setTeamRequirement } from './requirement.ts';
 import { confirmTotp, disableTotp, regenerateRecoveryCodes, startTotp, twoFactorStatus } from './two-factor.ts';
 import { createSource, deleteSource, getSource, listSources, testSource, updateSource } from './sources.ts';
@@ -254,5 +255,54 @@ export async function signinRoutes(app: FastifyInstance, { deps }: { deps: Deps 
       },
     },
     async (request) => setSiteRequirement(deps, requireViewer(request), request.body.enabled),
+  );
+
+  const SYNC =
+    'Team owners and staff. At every sign-in through the source, the user joins each team with a rule whose group they are in, ' +
+    'at the highest matching role; a membership sync made is lowered or removed when no rule matches any more; memberships added ' +
+    'by hand are never touched; the last owner is kept. Changes are the ordinary member events.';
+  r.get(
+    '/teams/:team_slug/sync-rules',
+    {
+      schema: {
+        tags,
+        summary: "The team's group-sync rules",
+        description: SYNC,
+        params: TeamSlugParams,
+        response: { 200: Type.Array(SyncRule), ...errors(403, 404) },
+      },
+    },
+    async (request) => listSyncRules(deps, requireViewer(request), request.params.team_slug),
+  );
+  r.post(
+    '/teams/:team_slug/sync-rules',
+    {
+      schema: {
+        tags,
+        summary: 'Add a group-sync rule: members of a group of a sign-in source get a role in the team',
+        description: `${SYNC} 400 when the source does not exist or the team has the rule already.`,
+        params: TeamSlugParams,
+        body: CreateSyncRuleBody,
+        response: { 201: SyncRule, ...errors(400, 403, 404) },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await createSyncRule(deps, requireViewer(request), request.params.team_slug, request.body)),
+  );
+  r.delete(
+    '/teams/:team_slug/sync-rules/:uuid',
+    {
+      schema: {
+        tags,
+        summary: 'Remove a group-sync rule (memberships it made change at their next sign-in)',
+        description: SYNC,
+        params: Type.Object({ team_slug: Type.String({ minLength: 1, maxLength: 100 }), uuid: Type.String({ maxLength: 100 }) }),
+        response: { 204: { type: 'null' }, ...errors(403, 404) },
+      },
+    },
+    async (request, reply) => {
+      await deleteSyncRule(deps, requireViewer(request), request.params.team_slug, request.params.uuid);
+      return reply.status(204).send();
+    },
   );
 }
