@@ -13,6 +13,7 @@ import { ciRoutes } from './ci/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
 import { resolveRepo } from './access/repo-read.ts';
+import { siteTwoFactorRefusal } from './access/two-factor.ts';
 import { installConventions } from './http/conventions.ts';
 import { installDrainFlag } from './http/shutdown.ts';
 import { installMetrics, metricsText, metricsRegistry } from './http/metrics.ts';
@@ -165,6 +166,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     (secret, target) => authenticate(deps, secret, target),
     (secret) => authenticateSession(deps, secret),
     (viewer, target) => resolveRepo(deps.database, viewer, target),
+    siteTwoFactorRefusal,
   );
   installPaging(app, deps.config.publicUrl);
   installRateLimit(app, deps);

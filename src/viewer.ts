@@ -15,10 +15,18 @@ export interface Viewer {
   scopes?: readonly string[] | null;
   /** The repo uuids the token is restricted to; absent or null: no restriction. Others are 404. */
   repos?: readonly string[] | null;
+  /**
+   * Whether the caller has a second factor (a confirmed TOTP, or a session started through a
+   * source that satisfies it), read with the credential; absent (an internal caller): counts as
+   * having one. access/two-factor.ts decides with it (docs/signin.md "Requiring it").
+   */
+  twoFactor?: boolean;
+  /** The site setting `require_two_factor`, read with the credential; absent: off. */
+  siteRequiresTwoFactor?: boolean;
 }
 
 /** The caller's own user record (without the password hash), read with the token. */
-export type AuthenticatedUser = Omit<Selectable<UsersTable>, 'password_hash'>;
+export type AuthenticatedUser = Omit<Selectable<UsersTable>, 'password_hash' | 'has_two_factor'>;
 
 /** A viewer's level on a repo (docs/behaviour.md "Teams and access"), lowest first. */
 export type RepoLevel = 'none' | 'read' | 'write' | 'maintain' | 'owner';

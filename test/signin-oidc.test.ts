@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
 import { type TestProvider, loginAtProvider, startProvider } from './oidc-provider.ts';
 import { pageReq, signIn } from './web-helpers.ts';
@@ -143,6 +144,28 @@ for (const dialect of DIALECTS) {
       // a deactivated user cannot sign in through the source
       assert.equal((await t.req('PUT', '/api/v1/users/erin', { body: { is_active: false } })).status, 200);
       assert.equal((await oidcSignIn('sub-erin')).res.status, 403);
+    });
+    it('group sync: a rule on the team maps the groups claim to a role at each sign-in (docs/signin.md "Group sync")', async () => {
+      await seedTeam(t, 'guild');
+      const rule = await t.req('POST', '/api/v1/teams/guild/sync-rules', {
+        body: { source: 'corp', group: 'eng', role: 'maintainer' },
+      });
+      assert.equal(rule.status, 201, rule.text);
+      const role = async () =>
+        (await t.deps.db
+          .selectFrom('team_members as m')
+          .innerJoin('teams as tm', 'tm.uuid', 'm.team_uuid')
+          .innerJoin('users as u', 'u.uuid', 'm.user_uuid')
+          .select(['m.role', 'm.origin'])
+          .where('tm.slug', '=', 'guild')
+          .where('u.username', '=', 'gus')
+          .executeTakeFirst()) ?? null;
+      op.accounts.set('sub-gus', { username: 'gus', email: 'gus@corp.test', groups: ['eng', 'other'] });
+      assert.equal((await oidcSignIn('sub-gus')).res.status, 303);
+      assert.deepEqual(await role(), { role: 'maintainer', origin: 'sync' });
+      op.accounts.set('sub-gus', { username: 'gus', email: 'gus@corp.test', groups: ['other'] });
+      assert.equal((await oidcSignIn('sub-gus')).res.status, 303);
+      assert.equal(await role(), null);
     });
   });
 }

@@ -5,11 +5,16 @@ import { insufficientScopeChallenge, scopeGranted } from '../token-scopes.ts';
 import type { Viewer } from '../viewer.ts';
 import { type RepoLevel, type RepoRow, type TeamRow, levelAtLeast } from './levels.ts';
 import { repoAccessLevel } from './repos.ts';
+import { teamRole } from './levels.ts';
+import { hasTwoFactor, siteTwoFactorRefusal, teamTwoFactorRefusal } from './two-factor.ts';
+import type { AppError } from '../errors.ts';
 
 export interface GitAccess {
   repo: RepoRow;
   team: TeamRow | null;
   level: RepoLevel;
+  /** a member of a team that requires a second factor, without one (docs/signin.md "Requiring it") */
+  twoFactor?: AppError | null;
 }
 
 /**
@@ -46,7 +51,11 @@ export async function gitRepoAccess(
   if (!repo) return null;
   let level = await repoAccessLevel(db, viewer, repo);
   if (!viewer && repo.visibility === 'public' && repo.is_active === 1) level = 'read';
-  return { repo, team, level };
+  const twoFactor =
+    team && team.require_two_factor === 1 && !hasTwoFactor(viewer) && level !== 'none'
+      ? teamTwoFactorRefusal(viewer, team, await teamRole(db, viewer, team.uuid))
+      : null;
+  return { repo, team, level, twoFactor };
 }
 
 export type GitRefusal = {
@@ -87,6 +96,8 @@ export function gitRefusal(viewer: Viewer | null, access: GitAccess | null, writ
   if (!access || access.level === 'none') {
     return viewer ? { status: 404, code: 'not_found', detail: 'Repo not found.' } : unauth;
   }
+  const twoFactor = siteTwoFactorRefusal(viewer) ?? access.twoFactor;
+  if (twoFactor) return { status: 403, code: twoFactor.code, detail: twoFactor.detail };
   if (!write) return null;
   if (!viewer) return unauth;
   if (!levelAtLeast(access.level, 'write'))

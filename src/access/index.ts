@@ -23,3 +23,4 @@ export * from './hooks.ts';
 export * from './tracker.ts';
 export * from './signin.ts';
 export * from './review-comments.ts';
+export * from './two-factor.ts';

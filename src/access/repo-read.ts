@@ -18,6 +18,7 @@ import { notFound } from '../errors.ts';
 import type { PullContext, RepoContext, RepoRef, RepoResolution, RepoTarget, Viewer } from '../viewer.ts';
 import { LEVEL_BY_RANK, repoLevelSql, tokenReachesRepo } from './repo-level.ts';
 import { noteDecision } from './decisions.ts';
+import { teamTwoFactorRefusal } from './two-factor.ts';
 
 export type { PullReadRow, RepoReadRow } from '../db/rows.ts';
 
@@ -61,6 +62,8 @@ interface Facts {
   owner_team_slug: string | null;
   owner_username: string | null;
   viewer_role: string | null;
+  /** the team's `require_two_factor` (user forms: absent) */
+  o_require_two_factor?: number | string | null;
   creator_username: string | null;
   /** the viewer's level as `repoLevelSql` computes it (0 none … 4 owner) */
   viewer_level: number;
@@ -89,6 +92,7 @@ function teamQuery(withPull: boolean) {
           'o.slug as owner_team_slug',
           'c.username as creator_username',
           'm.role as viewer_role',
+          'o.require_two_factor as o_require_two_factor',
         ])
         .select([sql<string | null>`null`.as('owner_username'), level.as('viewer_level')])
         .where('o.slug', '=', owner);
@@ -183,7 +187,8 @@ const TOKEN_COLUMNS =
   't.uuid as v_token_uuid, t.token_hash as v_token_hash, t.expires_at as v_expires_at, t.revoked_at as v_revoked_at, ' +
   't.last_used_at as v_last_used_at, t.scopes as v_scopes, t.repos as v_repos, u.uuid as v_uuid, u.username as v_username, u.display_name as v_display_name, ' +
   'u.email as v_email, u.is_staff as v_is_staff, u.is_active as v_is_active, u.ping_mentions as v_ping_mentions, ' +
-  'u.created_at as v_created_at, u.updated_at as v_updated_at';
+  'u.created_at as v_created_at, u.updated_at as v_updated_at, u.has_two_factor as v_has_two_factor, ' +
+  '(select ss.require_two_factor from site_settings ss where ss.id = 1) as v_site_two_factor';
 
 const PULL_SELECT =
   PULL_COLUMNS.map((c) => `p.${c} as p_${c}`).join(', ') +
@@ -201,8 +206,8 @@ function tokenQuery(kind: 'team' | 'user', withPull: boolean) {
   return compiledOnce((db, hash: Placeholder, owner: Placeholder, slug: Placeholder, number: Placeholder) => {
     const owners =
       kind === 'team'
-        ? 'o.uuid as o_uuid, o.is_active as o_is_active, o.slug as owner_team_slug, null as owner_username, m.role as viewer_role'
-        : 'o.uuid as o_uuid, o.is_active as o_is_active, null as owner_team_slug, o.username as owner_username, null as viewer_role';
+        ? 'o.uuid as o_uuid, o.is_active as o_is_active, o.slug as owner_team_slug, null as owner_username, m.role as viewer_role, o.require_two_factor as o_require_two_factor'
+        : 'o.uuid as o_uuid, o.is_active as o_is_active, null as owner_team_slug, o.username as owner_username, null as viewer_role, 0 as o_require_two_factor';
     // the rule's one SQL expression, fed from the token's user and the joined rows (no parameters)
     const level = repoLevelSql({
       repo: 'r',
@@ -272,6 +277,8 @@ export async function tokenWithRepoRead(
     ping_mentions: row.v_ping_mentions,
     created_at: row.v_created_at,
     updated_at: row.v_updated_at,
+    has_two_factor: row.v_has_two_factor,
+    site_two_factor: row.v_site_two_factor,
   };
   return { token, row };
 }
@@ -293,6 +300,11 @@ export function resolutionFromRow(viewer: Viewer, target: RepoTarget, row: Recor
   // a token restricted to repos reaches those only (README "Scoped tokens")
   const level = tokenReachesRepo(viewer, repo.uuid) ? (LEVEL_BY_RANK[Number(r.viewer_level)] ?? 'none') : 'none';
   if (level === 'none') return { error: notFound('Repo') };
+  // a member of a team that requires a second factor, without one (docs/signin.md "Requiring it")
+  if (r.viewer_role !== null && r.viewer_role !== undefined && Number(r.o_require_two_factor) === 1) {
+    const refused = teamTwoFactorRefusal(viewer, { slug: String(r.owner_team_slug), require_two_factor: 1 }, r.viewer_role);
+    if (refused) return { error: refused };
+  }
   if (number === null) return { context: { ref, repo, level } };
   if (r.p_uuid === null || r.p_uuid === undefined) return { error: notFound('Pull') };
   return { context: { ref, repo, level, pull: pullFrom(r) } };

@@ -9,6 +9,7 @@ import { checkAccess, hasAccess } from './check.ts';
 import { repoLevelFrom, tokenReachesRepo } from './repo-level.ts';
 import { requireTeam, assertTeamActive } from './teams.ts';
 import { noteDecision } from './decisions.ts';
+import { hasTwoFactor, teamTwoFactorRefusal } from './two-factor.ts';
 
 // ---------------------------------------------------------------- repos
 
@@ -151,6 +152,10 @@ export async function requireRepo(db: Kysely<DB>, viewer: Viewer, ref: RepoRef, 
   if (!repo) throw notFound('Repo');
   const level = await repoAccessLevel(db, viewer, repo, lock);
   if (level === 'none') throw notFound('Repo');
+  if (owner.team && owner.team.require_two_factor === 1 && !hasTwoFactor(viewer)) {
+    const refused = teamTwoFactorRefusal(viewer, owner.team, await teamRole(db, viewer, owner.team.uuid));
+    if (refused) throw refused;
+  }
   const access = { repo, owner, level };
   assertRepoNeed(access, need);
   return access;

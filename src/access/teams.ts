@@ -5,6 +5,7 @@ import type { DB } from '../db/types.ts';
 import { forbidden, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
 import { type TeamRow, type TeamRole, roleAtLeast, teamRole } from './levels.ts';
+import { teamTwoFactorRefusal } from './two-factor.ts';
 
 // ---------------------------------------------------------------- teams
 
@@ -24,12 +25,15 @@ export async function requireTeam(
   viewer: Viewer,
   slug: string,
   min: TeamRole = 'reader',
-  opts: { lock?: RowLock } = {},
+  opts: { lock?: RowLock; twoFactorExempt?: boolean } = {},
 ): Promise<TeamAccess> {
   const query = db.selectFrom('teams').selectAll().where('slug', '=', slug.toLowerCase());
   const team = await withRowLock(db, query, opts.lock).executeTakeFirst();
   if (!team) throw notFound('Team');
   const role = await teamRole(db, viewer, team.uuid, opts.lock);
+  // a member without the second factor the team requires (leaving the team stays possible)
+  const refused = opts.twoFactorExempt ? null : teamTwoFactorRefusal(viewer, team, role);
+  if (refused) throw refused;
   if (viewer.isStaff) return { team, role };
   if (role === null) throw notFound('Team');
   if (!roleAtLeast(role, min)) throw forbidden(`This needs the ${min} role in the team.`);
@@ -68,8 +72,9 @@ export async function requireMemberRemoval(
   slug: string,
   targetUserUuid: string | null,
 ): Promise<TeamAccess> {
-  const access = await requireTeam(db, viewer, slug, 'reader', { lock: 'update' });
-  if (targetUserUuid !== null && targetUserUuid === viewer.uuid && access.role !== null) return access;
+  const leaving = targetUserUuid !== null && targetUserUuid === viewer.uuid;
+  const access = await requireTeam(db, viewer, slug, 'reader', { lock: 'update', twoFactorExempt: leaving });
+  if (leaving && access.role !== null) return access;
   if (!viewer.isStaff && !roleAtLeast(access.role, 'owner')) throw forbidden('This needs the owner role in the team.');
   assertTeamManageable(access.team, viewer);
   return access;

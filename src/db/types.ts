@@ -20,6 +20,8 @@ export interface UsersTable {
   password_hash: string | null;
   created_at: string;
   updated_at: string;
+  /** 1 while the user has an active second factor (migration 490, kept by signin/two-factor.ts) */
+  has_two_factor: Generated<Bool01>;
 }
 
 export interface ApiTokensTable {
@@ -91,6 +93,8 @@ export interface TeamsTable {
   is_active: Bool01;
   created_at: string;
   updated_at: string;
+  /** members need a second factor to reach the team and its repos (migration 490) */
+  require_two_factor: Generated<Bool01>;
 }
 
 export interface TeamMembersTable {
@@ -100,6 +104,8 @@ export interface TeamMembersTable {
   created_at: string;
   /** the team's created_at, copied (it never changes): the caller's team list order (migration 093) */
   team_created_at: string;
+  /** "manual" or "sync" (made by group sync, which changes only these; migration 491) */
+  origin: Generated<string>;
 }
 
 export interface ReposTable {

@@ -40,6 +40,11 @@ declare module 'fastify' {
      * (README "Web interface": `GET /api/v1/tail-events` only; pages resolve sessions themselves).
      */
     sessionCookie?: boolean;
+    /**
+     * The route stays open to a caller the site-wide second-factor requirement refuses (the
+     * routes that enrol one, and the caller's own record): docs/signin.md "Requiring it".
+     */
+    twoFactorExempt?: boolean;
   }
 }
 
@@ -118,6 +123,7 @@ export function installAuth(
   authenticate: Authenticate,
   authenticateSession?: AuthenticateSession,
   resolveRepo?: ResolveRepo,
+  gate?: (viewer: Viewer) => Error | null,
 ): void {
   app.decorateRequest('viewer', null);
   app.decorateRequest('viewerUser', null);
@@ -131,6 +137,9 @@ export function installAuth(
       done();
     }, done);
   };
+  /** The site-wide refusal (a second factor required) unless the route is exempt from it. */
+  const gated = (request: FastifyRequest, viewer: Viewer): Error | null =>
+    gate && request.routeOptions.config?.twoFactorExempt !== true ? gate(viewer) : null;
   // Callback style: an async hook costs a promise and a microtask turn per request, and the
   // anonymous path needs neither.
   app.addHook('onRequest', (request, _reply, done) => {
@@ -144,7 +153,7 @@ export function installAuth(
         request.viewerUser = found.user;
         request.credential = { kind: 'token', secret: token };
         // a scoped token outside its scopes: 403 before any lookup (README "Scoped tokens")
-        const refused = scopeRefusal(request, found.viewer);
+        const refused = scopeRefusal(request, found.viewer) ?? gated(request, found.viewer);
         if (refused) return done(refused);
         if (found.repo) {
           request.repoResolution = found.repo;
@@ -167,6 +176,8 @@ export function installAuth(
             request.viewer = found.viewer;
             request.viewerUser = found.user;
             request.credential = { kind: 'session', secret };
+            const refused = gated(request, found.viewer);
+            if (refused) return done(refused);
             return withRepo(request, found.viewer, repoTarget(request), done);
           }
           // An ended session is no credential: the route decides (a stream ticket may still open it).

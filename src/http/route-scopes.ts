@@ -80,6 +80,13 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'post /user/two-factor/totp/confirm': 'write:user',
   'delete /user/two-factor/totp': 'write:user',
   'post /user/two-factor/recovery-codes': 'write:user',
+  'get /teams/{team_slug}/two-factor-requirement': 'read:team',
+  'put /teams/{team_slug}/two-factor-requirement': 'write:team',
+  'get /admin/two-factor-requirement': 'admin',
+  'get /teams/{team_slug}/sync-rules': 'read:team',
+  'post /teams/{team_slug}/sync-rules': 'write:team',
+  'delete /teams/{team_slug}/sync-rules/{uuid}': 'write:team',
+  'put /admin/two-factor-requirement': 'admin',
   // signup invites
   'get /signup-invites': 'read:user',
   'post /signup-invites': 'write:user',

@@ -1,5 +1,5 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { assertCanManageTokensOf, tokenVisibleTo } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 import type { WebSessionsTable } from '../db/tables/sessions.ts';
@@ -46,6 +46,7 @@ export async function startSession(
   deps: Deps,
   user: UserRow,
   userAgent: string | undefined,
+  opts: { sourceSatisfiesTwoFactor?: boolean } = {},
 ): Promise<{ session: SessionJson; secret: string }> {
   const secret = newTokenSecret();
   const now = Date.now();
@@ -58,6 +59,7 @@ export async function startSession(
     last_used_at: new Date(now).toISOString(),
     expires_at: new Date(now + SESSION_TTL_MS).toISOString(),
     revoked_at: null,
+    two_factor: opts.sourceSatisfiesTwoFactor ? 1 : 0,
   };
   await inTransaction(deps, async (tx) => {
     await tx.db.insertInto('web_sessions').values(row).execute();
@@ -96,6 +98,9 @@ export async function authenticateSession(deps: Deps, secret: string): Promise<S
       'u.ping_mentions',
       'u.created_at',
       'u.updated_at',
+      'u.has_two_factor',
+      's.two_factor',
+      sql<number>`(select ss.require_two_factor from site_settings ss where ss.id = 1)`.as('site_two_factor'),
     ])
     .where('s.secret_hash', '=', hash)
     .executeTakeFirst();
@@ -126,7 +131,14 @@ export async function authenticateSession(deps: Deps, secret: string): Promise<S
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
-  const viewer: Viewer = { uuid: row.uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: row.session_uuid };
+  const viewer: Viewer = {
+    uuid: row.uuid,
+    username: row.username,
+    isStaff: row.is_staff === 1,
+    tokenUuid: row.session_uuid,
+    twoFactor: Number(row.has_two_factor) === 1 || Number(row.two_factor) === 1,
+    siteRequiresTwoFactor: Number(row.site_two_factor) === 1,
+  };
   return { viewer, user, session: { uuid: row.session_uuid, expires_at: expiresAt } };
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { applyGroupSync } from './sync.ts';
 import type { Kysely } from 'kysely';
 import { command } from '../core/command.ts';
 import { anyUser } from '../core/targets.ts';
@@ -62,6 +63,7 @@ export async function resolveExternal(deps: Deps, source: Source, profile: Exter
       .where('source_uuid', '=', source.row.uuid)
       .where('subject', '=', profile.subject)
       .execute();
+    await applyGroupSync(deps, source, linked, profile.groups);
     return { kind: 'user', user: linked, created: false };
   }
   const email = profile.email.trim();
@@ -104,6 +106,7 @@ export async function resolveExternal(deps: Deps, source: Source, profile: Exter
           last_used_at: nowIso(),
         })
         .execute();
+      await applyGroupSync(deps, source, user, profile.groups);
       return { kind: 'user', user, created: true };
     } catch (err) {
       if (err instanceof AppError && err.code === 'username_taken') continue;

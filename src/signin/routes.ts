@@ -12,9 +12,14 @@ import {
   CreateAuthSourceBody,
   RecoveryCodes,
   TotpEnrolment,
+  TeamSlugParams,
+  TwoFactorRequirement,
+  TwoFactorRequirementBody,
   TwoFactorStatus,
   UpdateAuthSourceBody,
 } from './schemas.ts';
+import { CreateSyncRuleBody, SyncRule, createSyncRule, deleteSyncRule, listSyncRules } from './sync.ts';
+import { getSiteRequirement, getTeamRequirement, setSiteRequirement, setTeamRequirement } from './requirement.ts';
 import { confirmTotp, disableTotp, regenerateRecoveryCodes, startTotp, twoFactorStatus } from './two-factor.ts';
 import { createSource, deleteSource, getSource, listSources, testSource, updateSource } from './sources.ts';
 
@@ -120,6 +125,7 @@ export async function signinRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   r.get(
     '/user/two-factor',
     {
+      config: { twoFactorExempt: true },
       schema: {
         tags,
         summary: "The caller's second factors",
@@ -132,7 +138,7 @@ export async function signinRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   r.post(
     '/user/two-factor/totp',
     {
-      config: { rateLimit: 'api:login' },
+      config: { rateLimit: 'api:login', twoFactorExempt: true },
       schema: {
         tags,
         summary: 'Start setting up an authenticator app (TOTP): a new secret, not active until confirmed',
@@ -147,7 +153,7 @@ export async function signinRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   r.post(
     '/user/two-factor/totp/confirm',
     {
-      config: { rateLimit: 'api:login' },
+      config: { rateLimit: 'api:login', twoFactorExempt: true },
       schema: {
         tags,
         summary: 'Confirm the authenticator app with a current code: TOTP becomes active; returns ten recovery codes, shown once',
@@ -188,5 +194,115 @@ export async function signinRoutes(app: FastifyInstance, { deps }: { deps: Deps 
       },
     },
     async (request) => regenerateRecoveryCodes(deps, requireViewer(request), request.body.code),
+  );
+
+  const REQUIRE =
+    'While on, a member without a second factor (or signed in through a source that does not satisfy it) is refused on the ' +
+    "team's repos and pages, API and git over HTTP and SSH, with 403 two_factor_required. affected lists who that is now, so the " +
+    'person turning it on sees them first (GET before PUT). Turning it on needs a second factor of your own (403 two_factor_required).';
+  r.get(
+    '/teams/:team_slug/two-factor-requirement',
+    {
+      schema: {
+        tags,
+        summary: "The team's second-factor requirement and the members it affects",
+        description: `Team owners and staff. ${REQUIRE}`,
+        params: TeamSlugParams,
+        response: { 200: TwoFactorRequirement, ...errors(403, 404) },
+      },
+    },
+    async (request) => getTeamRequirement(deps, requireViewer(request), request.params.team_slug),
+  );
+  r.put(
+    '/teams/:team_slug/two-factor-requirement',
+    {
+      schema: {
+        tags,
+        summary: "Require a second factor of the team's members, or stop requiring it",
+        description: `Team owners and staff. ${REQUIRE}`,
+        params: TeamSlugParams,
+        body: TwoFactorRequirementBody,
+        response: { 200: TwoFactorRequirement, ...errors(403, 404) },
+      },
+    },
+    async (request) => setTeamRequirement(deps, requireViewer(request), request.params.team_slug, request.body.enabled),
+  );
+  const SITE =
+    'Staff only. While on, every signed-in caller without a second factor is refused by the API (except GET /user and the ' +
+    'routes that set up an authenticator app) with 403 two_factor_required, and a web session is sent to Settings, Security ' +
+    'first; git over HTTP and SSH are refused too. affected lists the active users without a second factor (at most 500 named).';
+  r.get(
+    '/admin/two-factor-requirement',
+    {
+      schema: {
+        tags,
+        summary: 'The site-wide second-factor requirement and the users it affects',
+        description: SITE,
+        response: { 200: TwoFactorRequirement, ...errors(403) },
+      },
+    },
+    async (request) => getSiteRequirement(deps, requireViewer(request)),
+  );
+  r.put(
+    '/admin/two-factor-requirement',
+    {
+      schema: {
+        tags,
+        summary: 'Require a second factor of every user, or stop requiring it',
+        description: `${SITE} Turning it on needs a second factor of your own (403 two_factor_required).`,
+        body: TwoFactorRequirementBody,
+        response: { 200: TwoFactorRequirement, ...errors(403) },
+      },
+    },
+    async (request) => setSiteRequirement(deps, requireViewer(request), request.body.enabled),
+  );
+
+  const SYNC =
+    'Team owners and staff. At every sign-in through the source, the user joins each team with a rule whose group they are in, ' +
+    'at the highest matching role; a membership sync made is lowered or removed when no rule matches any more; memberships added ' +
+    'by hand are never touched; the last owner is kept. Changes are the ordinary member events.';
+  r.get(
+    '/teams/:team_slug/sync-rules',
+    {
+      schema: {
+        tags,
+        summary: "The team's group-sync rules",
+        description: SYNC,
+        params: TeamSlugParams,
+        response: { 200: Type.Array(SyncRule), ...errors(403, 404) },
+      },
+    },
+    async (request) => listSyncRules(deps, requireViewer(request), request.params.team_slug),
+  );
+  r.post(
+    '/teams/:team_slug/sync-rules',
+    {
+      schema: {
+        tags,
+        summary: 'Add a group-sync rule: members of a group of a sign-in source get a role in the team',
+        description: `${SYNC} 400 when the source does not exist or the team has the rule already.`,
+        params: TeamSlugParams,
+        body: CreateSyncRuleBody,
+        response: { 201: SyncRule, ...errors(400, 403, 404) },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await createSyncRule(deps, requireViewer(request), request.params.team_slug, request.body)),
+  );
+  r.delete(
+    '/teams/:team_slug/sync-rules/:uuid',
+    {
+      schema: {
+        tags,
+        summary: 'Remove a group-sync rule (memberships it made change at their next sign-in)',
+        description: SYNC,
+        params: Type.Object({ team_slug: Type.String({ minLength: 1, maxLength: 100 }), uuid: Type.String({ maxLength: 100 }) }),
+        response: { 204: { type: 'null' }, ...errors(403, 404) },
+      },
+    },
+    async (request, reply) => {
+      await deleteSyncRule(deps, requireViewer(request), request.params.team_slug, request.params.uuid);
+      return reply.status(204).send();
+    },
   );
 }

@@ -141,3 +141,24 @@ export const TwoFactorStatus = Type.Object(
   },
   { additionalProperties: false, title: 'TwoFactorStatus' },
 );
+
+export const TwoFactorRequirement = Type.Object(
+  {
+    enabled: Type.Boolean({ description: 'whether the requirement is on' }),
+    affected: Type.Array(
+      Type.Object(
+        {
+          username: Type.String(),
+          display_name: Type.String(),
+          role: Type.Union([Type.String(), Type.Null()], { description: 'the team role (null for the site)' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'who has no second factor (and is refused while the requirement is on), by username; at most 500' },
+    ),
+    affected_count: Type.Integer({ description: 'how many are affected in all' }),
+  },
+  { additionalProperties: false, title: 'TwoFactorRequirement' },
+);
+export const TwoFactorRequirementBody = StrictObject({ enabled: Type.Boolean() });
+export const TeamSlugParams = Type.Object({ team_slug: Type.String({ minLength: 1, maxLength: 100 }) });

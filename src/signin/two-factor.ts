@@ -202,6 +202,7 @@ export async function confirmTotp(deps: Deps, viewer: Viewer, code: string): Pro
   await checkSecondFactor(deps, viewer.uuid, code, { pending: true });
   return command(deps, viewer, anyUser, async (tx) => {
     await tx.db.updateTable('user_totp').set({ confirmed_at: nowIso() }).where('user_uuid', '=', viewer.uuid).execute();
+    await tx.db.updateTable('users').set({ has_two_factor: 1 }).where('uuid', '=', viewer.uuid).execute();
     return { recovery_codes: await replaceRecoveryCodes(tx, viewer.uuid) };
   });
 }
@@ -213,6 +214,7 @@ export async function disableTotp(deps: Deps, viewer: Viewer, code: string): Pro
   await command(deps, viewer, anyUser, async (tx) => {
     await tx.db.deleteFrom('user_totp').where('user_uuid', '=', viewer.uuid).execute();
     await tx.db.deleteFrom('recovery_codes').where('user_uuid', '=', viewer.uuid).execute();
+    await tx.db.updateTable('users').set({ has_two_factor: 0 }).where('uuid', '=', viewer.uuid).execute();
   });
 }
 
@@ -232,7 +234,15 @@ export async function twoFactorStatus(deps: Deps, viewer: Viewer): Promise<Stati
     .where('user_uuid', '=', viewer.uuid)
     .where('used_at', 'is', null)
     .executeTakeFirstOrThrow();
-  return { totp, passkeys: 0, recovery_codes_left: Number(left.n), required_by: [] };
+  const teams = await deps.db
+    .selectFrom('team_members as m')
+    .innerJoin('teams as t', 't.uuid', 'm.team_uuid')
+    .select('t.slug')
+    .where('m.user_uuid', '=', viewer.uuid)
+    .where('t.require_two_factor', '=', 1)
+    .orderBy('t.slug')
+    .execute();
+  return { totp, passkeys: 0, recovery_codes_left: Number(left.n), required_by: teams.map((t) => t.slug) };
 }
 
 /**

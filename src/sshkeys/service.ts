@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { assertUnrestrictedCredential, requireOwnSshKey } from '../access/index.ts';
 import { command } from '../core/command.ts';
 import { decide, nothing } from '../core/targets.ts';
@@ -125,7 +125,11 @@ export async function keyOwner(deps: Deps, by: { fingerprint: string } | { keyUu
   let q = deps.db
     .selectFrom('ssh_keys as k')
     .innerJoin('users as u', 'u.uuid', 'k.user_uuid')
-    .select(['k.uuid', 'k.public_key', 'k.last_used_at', 'u.uuid as user_uuid', 'u.username', 'u.is_staff', 'u.is_active']);
+    .select(['k.uuid', 'k.public_key', 'k.last_used_at', 'u.uuid as user_uuid', 'u.username', 'u.is_staff', 'u.is_active'])
+    .select([
+      'u.has_two_factor',
+      sql<number>`(select ss.require_two_factor from site_settings ss where ss.id = 1)`.as('site_two_factor'),
+    ]);
   q = 'fingerprint' in by ? q.where('k.fingerprint', '=', by.fingerprint) : q.where('k.uuid', '=', by.keyUuid);
   const row = await q.executeTakeFirst();
   if (!row || row.is_active !== 1) return null;
@@ -134,7 +138,14 @@ export async function keyOwner(deps: Deps, by: { fingerprint: string } | { keyUu
     publicKey: row.public_key,
     lastUsedAt: row.last_used_at,
     // an SSH key carries its user's full access, as a session cookie does (no token scopes)
-    viewer: { uuid: row.user_uuid, username: row.username, isStaff: row.is_staff === 1, tokenUuid: '' },
+    viewer: {
+      uuid: row.user_uuid,
+      username: row.username,
+      isStaff: row.is_staff === 1,
+      tokenUuid: '',
+      twoFactor: Number(row.has_two_factor) === 1,
+      siteRequiresTwoFactor: Number(row.site_two_factor) === 1,
+    },
   };
 }
 

@@ -39,13 +39,13 @@ async function findMember(db: Transaction<DB> | Deps['db'], teamUuid: string, us
  * Serialises membership changes of one team on PostgreSQL, so two concurrent demotions cannot
  * both pass the last-owner check (SQLite runs write transactions one at a time anyway).
  */
-async function lockTeam(tx: TxContext, teamUuid: string): Promise<void> {
+export async function lockTeam(tx: TxContext, teamUuid: string): Promise<void> {
   if (tx.dialect === 'postgres') {
     await tx.db.selectFrom('teams').select('uuid').where('uuid', '=', teamUuid).forUpdate().execute();
   }
 }
 
-async function ownerCount(tx: TxContext, teamUuid: string): Promise<number> {
+export async function ownerCount(tx: TxContext, teamUuid: string): Promise<number> {
   const row = await tx.db
     .selectFrom('team_members')
     .select((eb) => eb.fn.countAll<number>().as('n'))

@@ -54,7 +54,15 @@ export async function createTeam(deps: Deps, viewer: Viewer, input: { name: stri
     return await command(deps, viewer, anyUser, async (tx) => {
       if (await isTeamSlugTaken(tx.db, slug)) throw slugTaken(slug);
       const now = nowIso();
-      const row: TeamRow = { uuid: randomUUID(), name, slug, is_active: 1, created_at: now, updated_at: now };
+      const row: TeamRow = {
+        uuid: randomUUID(),
+        name,
+        slug,
+        is_active: 1,
+        created_at: now,
+        updated_at: now,
+        require_two_factor: 0,
+      };
       await tx.db.insertInto('teams').values(row).execute();
       await tx.db
         .insertInto('team_members')

@@ -79,6 +79,8 @@ const tokenByHash = compiledOnce((db, hash: string) =>
       'u.ping_mentions',
       'u.created_at',
       'u.updated_at',
+      'u.has_two_factor',
+      sql<number>`(select ss.require_two_factor from site_settings ss where ss.id = 1)`.as('site_two_factor'),
     ])
     .where('t.token_hash', '=', hash),
 );
@@ -140,6 +142,8 @@ export async function authenticate(
     tokenUuid: row.token_uuid,
     scopes: parseList(row.scopes),
     repos: parseList(row.repos),
+    twoFactor: Number(row.has_two_factor) === 1,
+    siteRequiresTwoFactor: Number(row.site_two_factor) === 1,
   };
   if (read && target) return { viewer, user, repo: resolutionFromRow(viewer, target, read.row) };
   return { viewer, user };

@@ -46,10 +46,14 @@ export async function usersRoutes(app: FastifyInstance, { deps }: { deps: Deps }
     },
   );
 
-  r.get('/user', { schema: { tags, summary: 'The authenticated user', response: { 200: User } } }, async (request) => {
-    const viewer = requireViewer(request);
-    return userToJson(request.viewerUser ?? (await getUser(deps, viewer, viewer.username)), viewer);
-  });
+  r.get(
+    '/user',
+    { config: { twoFactorExempt: true }, schema: { tags, summary: 'The authenticated user', response: { 200: User } } },
+    async (request) => {
+      const viewer = requireViewer(request);
+      return userToJson(request.viewerUser ?? (await getUser(deps, viewer, viewer.username)), viewer);
+    },
+  );
 
   r.get(
     '/users',

@@ -27,7 +27,7 @@ export interface UserJson {
   created_at: string;
 }
 
-export function userToJson(row: Omit<UserRow, 'password_hash'>, viewer: Viewer | null): UserJson {
+export function userToJson(row: Omit<UserRow, 'password_hash' | 'has_two_factor'>, viewer: Viewer | null): UserJson {
   const seesEmail = canSeeEmail(viewer, row.uuid);
   return {
     uuid: row.uuid,
@@ -123,6 +123,7 @@ export async function createUser(
         password_hash: passwordHash,
         created_at: now,
         updated_at: now,
+        has_two_factor: 0,
       };
       try {
         await tx.db.insertInto('users').values(row).execute();

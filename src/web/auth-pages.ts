@@ -114,7 +114,9 @@ export async function authPages(app: FastifyInstance, { deps }: { deps: Deps }):
       if (signed.source?.row.satisfies_two_factor !== 1 && (await hasSecondFactor(deps, user.uuid))) {
         return startSecondStep(deps, request, reply, user, next);
       }
-      return finishSignIn(deps, request, reply, user, next);
+      return finishSignIn(deps, request, reply, user, next, {
+        sourceSatisfiesTwoFactor: signed.source?.row.satisfies_two_factor === 1,
+      });
     },
   );
 

@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
+import { ENROL_PATH, TWO_FACTOR_REQUIRED, siteTwoFactorRefusal } from '../access/index.ts';
 import { SESSION_COOKIE_NAME, cookieValue } from '../http/auth.ts';
 import { SESSION_TTL_MS, authenticateSession, csrfTokenFor, csrfTokenMatches } from '../sessions/service.ts';
 import { assetRoutes } from './assets.ts';
@@ -44,6 +45,10 @@ import { teamSettingsPages } from './settings-team.ts';
 import { tokenSettingsPages } from './settings-tokens.ts';
 import { userSettingsPages } from './settings-user.ts';
 import { securitySettingsPages } from './settings-security.ts';
+import { twoFactorRequirementPages } from './settings-two-factor.ts';
+
+/** Pages a caller the site-wide second-factor requirement refuses may still open: enrolling, signing out. */
+const TWO_FACTOR_OPEN = /^\/(settings\/security|logout|login|static\/)/;
 
 /**
  * The web interface (README "Web interface"): server-rendered pages under `/`, each reading and
@@ -61,6 +66,9 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     const found = await authenticateSession(deps, secret);
     if (found) {
       request.page = { viewer: found.viewer, user: found.user, sessionUuid: found.session.uuid, csrf: csrfTokenFor(secret) };
+      // the site requires a second factor: the enrolment page first (docs/signin.md "Requiring it")
+      const refused = siteTwoFactorRefusal(found.viewer);
+      if (refused && !TWO_FACTOR_OPEN.test(request.url)) throw refused;
     }
   });
 
@@ -139,6 +147,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(inboxPages, { deps });
   await app.register(unsubscribePages, { deps });
   await app.register(teamSettingsPages, { deps });
+  await app.register(twoFactorRequirementPages, { deps });
   await app.register(repoSettingsPages, { deps });
   await app.register(repoProtectionPages, { deps });
 }
@@ -166,6 +175,10 @@ function errorPage(error: FastifyError | AppError, request: FastifyRequest, repl
     status = 500;
     code = 'internal_error';
     detail = 'An internal error occurred.';
+  }
+  // A second factor the site or the team requires: a person is sent to enrol one.
+  if (code === TWO_FACTOR_REQUIRED && request.method === 'GET') {
+    return reply.status(303).header('location', `${ENROL_PATH}?required=1`).send();
   }
   // A page that needs a signed-in caller sends an anonymous reader to the sign-in page.
   if (status === 401 && request.method === 'GET') {

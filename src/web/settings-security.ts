@@ -90,11 +90,17 @@ export async function securitySettingsPages(app: FastifyInstance, { deps }: { de
           <button type="submit" class="primary">Set up an authenticator app</button>
         </form>`;
     }
-    const required = status.required_by.length
-      ? html`<p class="error" role="alert">
-          Required by ${status.required_by.join(', ')}: set up a second factor to keep working there.
-        </p>`
-      : '';
+    const required = status.totp
+      ? ''
+      : c.viewer.siteRequiresTwoFactor
+        ? html`<p class="error" role="alert" id="two-factor-required">
+            This site requires a second factor: set up an authenticator app to go on.
+          </p>`
+        : status.required_by.length
+          ? html`<p class="error" role="alert" id="two-factor-required">
+              Required by ${status.required_by.join(', ')}: set up a second factor to keep working there.
+            </p>`
+          : '';
     const body = html`${shown ? recoveryList(shown) : ''} ${required}
       <section aria-labelledby="totp-h">
         <h2 id="totp-h">Two-factor: authenticator app</h2>

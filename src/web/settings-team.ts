@@ -32,7 +32,7 @@ const MEMBERS_SHOWN = 500;
 
 type P = { team_slug: string; username?: string; timer_uuid?: string };
 
-function teamSettingsPage(c: PageCaller, team: { slug: string; name: string }, current: string, body: Html): Html {
+export function teamSettingsPage(c: PageCaller, team: { slug: string; name: string }, current: string, body: Html): Html {
   const base = `/teams/${seg(team.slug)}/-/settings`;
   return layout(
     { title: `Settings · ${team.name}`, caller: c },
@@ -44,6 +44,7 @@ function teamSettingsPage(c: PageCaller, team: { slug: string; name: string }, c
           [base, 'General and members'],
           [`${base}/timers`, 'Timers'],
           [`${base}/hooks`, 'Hooks'],
+          [`${base}/two-factor`, 'Two-factor'],
         ],
         current,
       )}${body}`,

@@ -91,8 +91,15 @@ export function startSecondStep(deps: Deps, request: FastifyRequest, reply: Fast
 }
 
 /** Starts the session of a user who has passed every step, and goes on. */
-export async function finishSignIn(deps: Deps, request: FastifyRequest, reply: FastifyReply, user: UserRow, next: string) {
-  const { secret } = await startSession(deps, user, request.headers['user-agent']);
+export async function finishSignIn(
+  deps: Deps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: UserRow,
+  next: string,
+  opts: { sourceSatisfiesTwoFactor?: boolean } = {},
+) {
+  const { secret } = await startSession(deps, user, request.headers['user-agent'], opts);
   reply.header('set-cookie', [
     cookie(deps, SESSION_COOKIE_NAME, secret, SESSION_TTL_MS / 1000),
     cookie(deps, LOGIN_COOKIE, '', 0),
@@ -252,7 +259,9 @@ export async function signinPages(app: FastifyInstance, { deps }: { deps: Deps }
       if (source.row.satisfies_two_factor !== 1 && (await hasSecondFactor(deps, user.uuid))) {
         return startSecondStep(deps, request, reply, user, flow.next);
       }
-      return finishSignIn(deps, request, reply, user, flow.next);
+      return finishSignIn(deps, request, reply, user, flow.next, {
+        sourceSatisfiesTwoFactor: source.row.satisfies_two_factor === 1,
+      });
     },
   );
 

@@ -16,6 +16,8 @@ export interface SiteSettingsTable {
   max_reply_versions: Generated<number>;
   /** JSON array of host names, IP addresses and CIDR ranges webhooks may reach (migration 140) */
   webhook_allowed_hosts: string;
+  /** every user needs a second factor (migration 490) */
+  require_two_factor: Generated<Bool01>;
   updated_at: string;
 }
 

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+import type { Bool01 } from './bool.ts';
 /** A signed-in browser (migration 160): its cookie secret is stored only as a SHA-256. */
 export interface WebSessionsTable {
   uuid: string;
@@ -10,6 +12,8 @@ export interface WebSessionsTable {
   /** 30 days after the last use (sliding) */
   expires_at: string;
   revoked_at: string | null;
+  /** 1 when started through a source that satisfies the second factor (migration 490) */
+  two_factor: Generated<Bool01>;
 }
 
 /** A short-lived secret that opens one scope's live stream without a header (migration 160). */

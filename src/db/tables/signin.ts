@@ -47,7 +47,18 @@ export interface UserIdentitiesTable {
   last_used_at: string | null;
 }
 
+/** A group-sync rule (migration 491): members of `group_name` at `source_uuid` get `role` in the team. */
+export interface TeamSyncRulesTable {
+  uuid: string;
+  team_uuid: string;
+  source_uuid: string;
+  group_name: string;
+  role: string;
+  created_at: string;
+}
+
 export interface SigninTables {
+  team_sync_rules: TeamSyncRulesTable;
   auth_sources: AuthSourcesTable;
   user_totp: UserTotpTable;
   recovery_codes: RecoveryCodesTable;
