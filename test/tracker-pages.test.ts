@@ -110,8 +110,13 @@ for (const dialect of DIALECTS) {
       assert.doesNotMatch(mentioned.text, /Chore/);
       const asc = await get(mem, `${page}/threads?sort=created&direction=asc`);
       assert.ok(asc.text.indexOf('#1 Crash on save') < asc.text.indexOf('#3 Chore 1'));
-      const second = await get(mem, `${page}/threads?sort=created&direction=asc&page=2`);
+      // paging by keyset: the Next link carries `after`, and the next page follows the last thread shown
+      const nextHref = /<a href="([^"]*after=[^"]*)" rel="next">/.exec(asc.text)?.[1];
+      assert.ok(nextHref, 'a Next link with after=');
+      const second = await get(mem, nextHref!.replace(/&amp;/g, '&'));
       assert.match(second.text, /#32 Chore 30/);
+      assert.doesNotMatch(second.text, /#1 Crash on save/);
+      assert.match(second.text, /First page/);
       const unknown = await get(mem, `${page}/threads?labels=nope`);
       assert.equal(unknown.status, 400);
       assert.match(unknown.text, /id="issue-box-error"/);
@@ -141,6 +146,31 @@ for (const dialect of DIALECTS) {
         }
       }
       assert.equal((await t.req('GET', `${api}/threads?after=bogus`, { token: w.member.token })).status, 400);
+    });
+
+    it('sort=replies follows the stored reply count: a reply counts, a removed one no longer does', async () => {
+      const first = async () =>
+        (await t.req('GET', `${api}/threads?state=all&sort=replies&per_page=1`, { token: w.member.token })).body.results[0];
+      const before = await first();
+      const target = (await t.req('POST', `${api}/threads`, { token: w.member.token, body: { title: 'Chatty', body: '' } })).body;
+      const replies = [];
+      for (let i = 0; i <= before.reply_count; i++) {
+        const r = await t.req('POST', `${api}/threads/${target.number}/replies`, {
+          token: w.member.token,
+          body: { body: `r${i}` },
+        });
+        assert.equal(r.status, 201, r.text);
+        replies.push(r.body);
+      }
+      const top = await first();
+      assert.equal(top.number, target.number);
+      assert.equal(top.reply_count, before.reply_count + 1);
+      const removed = await t.req('DELETE', `${api}/threads/${target.number}/replies/${replies[0].number}`, {
+        token: w.member.token,
+      });
+      assert.equal(removed.status, 204, removed.text);
+      const after = (await t.req('GET', `${api}/threads/${target.number}`, { token: w.member.token })).body;
+      assert.equal(after.reply_count, before.reply_count);
     });
 
     it('the side bar: forms for write access only; labels, assignees, milestone, close with a reason, lock; the timeline shows them', async () => {
