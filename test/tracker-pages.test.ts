@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { buildWorld, type World } from './pulls-fixtures.ts';
+import { buildWorld, openPull, type World } from './pulls-fixtures.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
 import { type Browser, pageReq, signIn } from './web-helpers.ts';
 
@@ -220,6 +220,51 @@ for (const dialect of DIALECTS) {
         (await post(rdr, `${page}/threads/${own.body.number}/state`, { state: 'closed', state_reason: 'duplicate' })).status,
         303,
       );
+    });
+
+    it('the pull page: requested reviewers and the draft switch for the author and write access, without JavaScript', async () => {
+      const pull = await openPull(t, api, { token: w.member.token });
+      const url = `${page}/pulls/${pull.number}`;
+      const shown = await get(mem, url);
+      assert.equal(shown.status, 200);
+      assert.match(shown.text, /id="pull-side"/);
+      assert.match(shown.text, /action="[^"]*\/pulls\/\d+\/requested-reviewers"/);
+      assert.match(shown.text, /Convert to draft/);
+      // a reader who is not the author sees the state, no form; the route refuses them as the API does
+      const readerView = await get(rdr, url);
+      assert.match(readerView.text, /id="pull-side"/);
+      assert.doesNotMatch(readerView.text, /Convert to draft/);
+      assert.doesNotMatch(readerView.text, /name="usernames"/);
+      assert.equal((await post(rdr, `${url}/draft`, { draft: 'true' })).status, 403);
+      // a refused request re-renders the page with the error beside the field and what was typed
+      const refused = await post(mem, `${url}/requested-reviewers`, { usernames: w.member.username });
+      assert.equal(refused.status, 400, refused.text.slice(0, 300));
+      assert.match(refused.text, /id="side-reviewers-error"/);
+      assert.match(refused.text, new RegExp(`value="${w.member.username}"`));
+      const requested = await post(mem, `${url}/requested-reviewers`, {
+        usernames: `@${w.reader.username}, ${w.maintainer.username}`,
+      });
+      assert.equal(requested.status, 303, requested.text.slice(0, 300));
+      let json = (await t.req('GET', `${api}/pulls/${pull.number}`, { token: w.member.token })).body;
+      assert.deepEqual(
+        json.requested_reviewers.map((u: { username: string }) => u.username).sort(),
+        [w.reader.username, w.maintainer.username].sort(),
+      );
+      const withdrawn = await post(mem, `${url}/requested-reviewers/remove`, { username: w.reader.username });
+      assert.equal(withdrawn.status, 303);
+      assert.equal((await post(mem, `${url}/draft`, { draft: 'true' })).status, 303);
+      json = (await t.req('GET', `${api}/pulls/${pull.number}`, { token: w.member.token })).body;
+      assert.equal(json.draft, true);
+      assert.deepEqual(
+        json.requested_reviewers.map((u: { username: string }) => u.username),
+        [w.maintainer.username],
+      );
+      const drafted = await get(mem, url);
+      assert.match(drafted.text, /Ready for review/);
+      assert.match(drafted.text, /Withdraw request to/);
+      assert.equal((await post(mem, `${url}/draft`, { draft: 'false' })).status, 303);
+      json = (await t.req('GET', `${api}/pulls/${pull.number}`, { token: w.member.token })).body;
+      assert.equal(json.draft, false);
     });
 
     it('labels page: list, create, edit, delete for maintainers; errors beside the field', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Kysely, type Selectable, sql, type SqlBool } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import {
   assertCanEditPull,
   canOpenPull,
@@ -488,15 +488,7 @@ export async function listPullsFiltered(
   const checks = f.labels !== undefined ? await labelFilters(db, repo, 'p', f.labels) : [];
   if (f.assignee !== undefined) checks.push(await assigneeFilter(db, 'p', f.assignee));
   for (const check of checks) keys = keys.where(check.where);
-  const all = keys;
-  const driving = await drivingSet(db, checks, async (set, limit) =>
-    (
-      await all
-        .where(sql<SqlBool>`p.uuid in (${set})`)
-        .limit(limit)
-        .execute()
-    ).map((r) => r.uuid),
-  );
+  const driving = await drivingSet(db, checks);
   if (driving?.length === 0) return [];
   if (driving) keys = keys.where('p.uuid', 'in', driving);
   if (f.review_requested !== undefined) {

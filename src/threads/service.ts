@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import { type Kysely, type Selectable, sql, type SqlBool } from 'kysely';
+import { type Kysely, type RawBuilder, type Selectable, sql, type SqlBool } from 'kysely';
 import {
   assertCanChangeState,
   assertCanEditPost,
@@ -330,10 +330,15 @@ async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: Thread
   if (filters.milestone !== undefined) keys = keys.where(await milestoneFilter(db, repo.uuid, 't', filters.milestone));
   if (filters.author !== undefined) keys = keys.where('t.author_uuid', '=', await filterUserUuid(db, 'author', filters.author));
   // words and mentions: the thread_terms key (repo, term, thread) gives the threads that have them
-  const withTerm = (term: string): ListFilter => ({
-    where: sql<SqlBool>`exists (select 1 from thread_terms tt where tt.repo_uuid = ${repo.uuid} and tt.term = ${term} and tt.thread_uuid = t.uuid)`,
-    set: sql`select distinct thread_uuid as uuid from thread_terms where repo_uuid = ${repo.uuid} and term = ${term}`,
-  });
+  const withTerm = (term: string): ListFilter => {
+    const probe = (uuid: RawBuilder<unknown>) =>
+      sql<SqlBool>`exists (select 1 from thread_terms tt where tt.repo_uuid = ${repo.uuid} and tt.term = ${term} and tt.thread_uuid = ${uuid})`;
+    return {
+      where: probe(sql.ref('t.uuid')),
+      set: sql`select distinct thread_uuid as uuid from thread_terms where repo_uuid = ${repo.uuid} and term = ${term}`,
+      probe,
+    };
+  };
   if (filters.mentioned !== undefined) {
     const name = filters.mentioned.toLowerCase();
     await filterUserUuid(db, 'mentioned', name);
@@ -341,15 +346,7 @@ async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: Thread
   }
   for (const word of wordsOf(filters.q ?? '').slice(0, 10)) checks.push(withTerm(word));
   for (const check of checks) keys = keys.where(check.where);
-  const all = keys;
-  const driving = await drivingSet(db, checks, async (set, limit) =>
-    (
-      await all
-        .where(sql<SqlBool>`t.uuid in (${set})`)
-        .limit(limit)
-        .execute()
-    ).map((r) => r.uuid),
-  );
+  const driving = await drivingSet(db, checks);
   if (driving?.length === 0) return null;
   return driving ? keys.where('t.uuid', 'in', driving) : keys;
 }

@@ -285,6 +285,8 @@ export async function filterUserUuid(db: Kysely<DB>, field: string, username: st
 export interface ListFilter {
   where: Expression<SqlBool>;
   set?: RawBuilder<unknown>;
+  /** the same condition on another column of item uuids (with `set`) */
+  probe?: (uuid: RawBuilder<unknown>) => RawBuilder<SqlBool>;
 }
 
 /**
@@ -299,27 +301,26 @@ export const DRIVING_SET_MAX = 1000;
  * The items the list is driven from, or null (read the sort index, checking each row): the
  * smallest of the filters' own sets when it holds at most DRIVING_SET_MAX items (each set costs at
  * most DRIVING_SET_MAX + 1 index entries to size; an empty one ends the search: the list is
- * empty); else, with two sets or more, the items of the first that pass every filter (`within`:
- * the list's own query restricted to a set, unordered) when they are at most DRIVING_SET_MAX, so
- * that filters each common but rare together (two common words, say) read one set and not the
- * whole repo.
+ * empty); else, with two sets or more, the items of the first that are in every other (each
+ * checked on its index key) when they are at most DRIVING_SET_MAX, so that filters each common but
+ * rare together (two common words, say) read one set and not the whole repo.
  */
-export async function drivingSet(
-  db: Kysely<DB>,
-  filters: ListFilter[],
-  within: (set: RawBuilder<unknown>, limit: number) => Promise<string[]>,
-): Promise<string[] | null> {
-  const sets = filters.flatMap((f) => (f.set ? [f.set] : []));
+export async function drivingSet(db: Kysely<DB>, filters: ListFilter[]): Promise<string[] | null> {
+  const keyed = filters.filter((f) => f.set);
   let best: string[] | null = null;
-  for (const set of sets) {
-    const rows = await sql<{ uuid: string }>`${set} limit ${DRIVING_SET_MAX + 1}`.execute(db);
+  for (const f of keyed) {
+    const rows = await sql<{ uuid: string }>`${f.set!} limit ${DRIVING_SET_MAX + 1}`.execute(db);
     const uuids = [...new Set(rows.rows.map((r) => r.uuid))];
     if (uuids.length <= DRIVING_SET_MAX && (best === null || uuids.length < best.length)) best = uuids;
     if (best?.length === 0) return best;
   }
-  if (best !== null || sets.length < 2) return best;
-  const both = await within(sets[0]!, DRIVING_SET_MAX + 1);
-  return both.length <= DRIVING_SET_MAX ? both : null;
+  if (best !== null || keyed.length < 2) return best;
+  const [first, ...rest] = keyed;
+  const both = await sql<{ uuid: string }>`select s.uuid from (${first!.set!}) s where ${sql.join(
+    rest.map((f) => f.probe!(sql.ref('s.uuid'))),
+    sql` and `,
+  )} limit ${DRIVING_SET_MAX + 1}`.execute(db);
+  return both.rows.length <= DRIVING_SET_MAX ? both.rows.map((r) => r.uuid) : null;
 }
 
 /** The `labels` list filter (names separated by commas): one existence check on item_labels per label. */
@@ -338,6 +339,8 @@ export async function labelFilters(db: Kysely<DB>, repo: RepoRow, alias: ItemAli
         .where('il.label_uuid', '=', label.uuid),
     ),
     set: sql`select item_uuid as uuid from item_labels where label_uuid = ${label.uuid}`,
+    probe: (uuid) =>
+      sql<SqlBool>`exists (select 1 from item_labels x where x.item_uuid = ${uuid} and x.label_uuid = ${label.uuid})`,
   }));
 }
 
@@ -354,6 +357,7 @@ export async function assigneeFilter(db: Kysely<DB>, alias: ItemAlias, assignee:
   return {
     where: eb.exists(assigned.where('ia.user_uuid', '=', uuid)),
     set: sql`select item_uuid as uuid from item_assignees where user_uuid = ${uuid}`,
+    probe: (item) => sql<SqlBool>`exists (select 1 from item_assignees x where x.item_uuid = ${item} and x.user_uuid = ${uuid})`,
   };
 }
 
