@@ -407,9 +407,9 @@ export async function listThreads(
     // keyset paging: the rows after the cursor's (sort value, number) in the list's order
     const [value, number] = readCursor(filters.after, sort === 'replies');
     const cmp = dir === 'desc' ? '<' : '>';
-    ordered = ordered.where((eb) =>
-      eb.or([eb(sortKey, cmp, value), eb.and([eb(sortKey, '=', value), eb('t.number', cmp, number)])]),
-    );
+    // as a row value, which both databases read as one range of the sort index (an OR of the two
+    // comparisons is read from the index's start on PostgreSQL: O(depth))
+    ordered = ordered.where(sql<SqlBool>`(${sortKey}, t.number) ${sql.raw(cmp)} (${value}, ${number})`);
   }
   const pageKeys = await ordered.orderBy('t.number', dir).offset(page.offset).limit(page.limit).execute();
   if (pageKeys.length === 0) return [];
