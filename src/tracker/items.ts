@@ -295,7 +295,7 @@ export interface ListFilter {
  * otherwise the list reads its sort index and checks each row, which finds a page after about
  * page / (share of rows that match) rows, at most DRIVING_SET_MAX times the page.
  */
-export const DRIVING_SET_MAX = 2500;
+export const DRIVING_SET_MAX = 1000;
 
 /**
  * The items the list is driven from, or null (read the sort index, checking each row): the
