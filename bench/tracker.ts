@@ -3,9 +3,10 @@
  * BENCH_DATABASE_URL for PostgreSQL) with one repo of BENCH_THREADS (100,000) threads, 50 labels,
  * 20 milestones and 30 assignees spread over them (rows written straight in SQL, the words and
  * mentions of table thread_terms with them). From this process, one client calls each list
- * filter of GET {repo}/threads BENCH_CALLS (200) times in a row, and `GET {repo}` the same way in
- * the same run as the reference; p50 and p99 of each, the server's CPU per request (the child's
- * process.cpuUsage over the calls), and p99 as a ratio to `GET {repo}`'s.
+ * filter of GET {repo}/threads BENCH_CALLS (200) times in a row, `GET {repo}/threads` with no filter
+ * the same way in the same run as the reference (and `GET {repo}` for scale); p50 and p99 of each,
+ * the server's CPU per request (the child's process.cpuUsage over the calls), and both as ratios
+ * to the reference's.
  *
  *   npx tsx bench/tracker.ts                                           # SQLite
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/tracker.ts
@@ -86,6 +87,7 @@ async function serve(): Promise<void> {
             closed_by_commit_sha: null,
             locked: 0,
             milestone_uuid: n % 4 === 0 ? milestones[n % 20]! : null,
+            reply_count: n % 13,
           });
           for (const k of new Set([n % 50, (n * 7) % 50]))
             itemLabels.push({ item_uuid: uuid, label_uuid: labels[k]!, created_at: at });
@@ -126,27 +128,40 @@ async function serve(): Promise<void> {
   });
 }
 
+// keyset paging's deep page: the cursor (created_at, number) of thread 50,000, half way down
+const DEEP = Buffer.from(JSON.stringify([new Date(Date.UTC(2026, 0, 1) + 50_000 * 60_000).toISOString(), 50_000])).toString(
+  'base64url',
+);
+
 const TARGETS: Array<[string, string]> = [
-  ['GET {repo} (reference)', ''],
-  ['threads, no filter (open, newest)', '/threads'],
+  ['GET {repo}', ''],
+  ['threads, no filter (open, newest): the reference', '/threads'],
   ['state=all', '/threads?state=all'],
   ['state=closed', '/threads?state=closed'],
-  ['page=300 (deep page)', '/threads?page=300'],
+  ['after=(thread 50,000) (deep page, keyset)', `/threads?after=${DEEP}`],
+  ['page=300 (deep page, offset)', '/threads?page=300'],
   ['labels=l7', '/threads?labels=l7'],
   ['labels=l7,l49 (both)', '/threads?labels=l7,l49'],
-  ['assignee=u3', '/threads?assignee=u3'],
+  ['labels=l0,l1 (both; no thread has both)', '/threads?labels=l0,l1'],
+  ['assignee=u3 (matches nothing)', '/threads?assignee=u3'],
+  ['assignee=u4', '/threads?assignee=u4'],
   ['assignee=none', '/threads?assignee=none'],
   ['assignee=*', '/threads?assignee=*'],
   ['milestone=5', '/threads?milestone=5'],
   ['milestone=none', '/threads?milestone=none'],
+  ['milestone=*&sort=updated', '/threads?milestone=*&sort=updated'],
   ['author=u1', '/threads?author=u1'],
   ['mentioned=u7', '/threads?mentioned=u7'],
   ['q=crash', '/threads?q=crash'],
   ['q=crash login (both)', '/threads?q=crash%20login'],
+  ['q=nosuchword (matches nothing)', '/threads?q=nosuchword'],
   ['sort=updated', '/threads?sort=updated'],
+  ['sort=updated&state=all', '/threads?sort=updated&state=all'],
   ['sort=replies', '/threads?sort=replies'],
+  ['sort=replies&state=all&direction=asc', '/threads?sort=replies&state=all&direction=asc'],
   ['direction=asc', '/threads?direction=asc'],
   ['labels=l7&assignee=u3&milestone=5', '/threads?labels=l7&assignee=u3&milestone=5&state=all'],
+  ['labels=l7&assignee=u4&sort=replies', '/threads?labels=l7&assignee=u4&sort=replies'],
   ['q=crash&labels=l10&author=u10', '/threads?q=crash&labels=l10&author=u10'],
   ['mentioned=u7&milestone=none&sort=updated', '/threads?mentioned=u7&milestone=none&sort=updated'],
 ];
@@ -173,9 +188,10 @@ async function main(): Promise<void> {
   console.log(
     `issue lists: ${THREADS} threads in one repo, ${CALLS} calls each, one client (${db}; seeded in ${served.seedSeconds.toFixed(0)} s)`,
   );
-  console.log('| request | p50 ms | p99 ms | server CPU ms/req | p99 / GET {repo} p99 |');
-  console.log('|---|---:|---:|---:|---:|');
+  console.log('| request | p50 ms | p99 ms | server CPU ms/req | p99 / reference p99 | CPU / reference CPU |');
+  console.log('|---|---:|---:|---:|---:|---:|');
   let refP99 = 0;
+  let refCpu = 0;
   for (const [name, path] of TARGETS) {
     for (let i = 0; i < 20; i++) await get(path); // warm-up
     const times: number[] = [];
@@ -189,9 +205,11 @@ async function main(): Promise<void> {
     times.sort((a, b) => a - b);
     const p50 = times[Math.floor(times.length * 0.5)]!;
     const p99 = times[Math.floor(times.length * 0.99)]!;
-    if (path === '') refP99 = p99;
+    const perCall = (c1 - c0) / CALLS;
+    if (path === '/threads') [refP99, refCpu] = [p99, perCall];
+    const ratio = (x: number, ref: number) => (ref ? (x / ref).toFixed(1) : '-');
     console.log(
-      `| ${name} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | ${((c1 - c0) / CALLS).toFixed(2)} | ${(p99 / refP99).toFixed(1)} |`,
+      `| ${name} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | ${perCall.toFixed(2)} | ${ratio(p99, refP99)} | ${ratio(perCall, refCpu)} |`,
     );
   }
   child.send('stop');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { buildWorld, type World } from './pulls-fixtures.ts';
+import { buildWorld, openPull, type World } from './pulls-fixtures.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
 import { type Browser, pageReq, signIn } from './web-helpers.ts';
 
@@ -110,8 +110,13 @@ for (const dialect of DIALECTS) {
       assert.doesNotMatch(mentioned.text, /Chore/);
       const asc = await get(mem, `${page}/threads?sort=created&direction=asc`);
       assert.ok(asc.text.indexOf('#1 Crash on save') < asc.text.indexOf('#3 Chore 1'));
-      const second = await get(mem, `${page}/threads?sort=created&direction=asc&page=2`);
+      // paging by keyset: the Next link carries `after`, and the next page follows the last thread shown
+      const nextHref = /<a href="([^"]*after=[^"]*)" rel="next">/.exec(asc.text)?.[1];
+      assert.ok(nextHref, 'a Next link with after=');
+      const second = await get(mem, nextHref!.replace(/&amp;/g, '&'));
       assert.match(second.text, /#32 Chore 30/);
+      assert.doesNotMatch(second.text, /#1 Crash on save/);
+      assert.match(second.text, /First page/);
       const unknown = await get(mem, `${page}/threads?labels=nope`);
       assert.equal(unknown.status, 400);
       assert.match(unknown.text, /id="issue-box-error"/);
@@ -141,6 +146,31 @@ for (const dialect of DIALECTS) {
         }
       }
       assert.equal((await t.req('GET', `${api}/threads?after=bogus`, { token: w.member.token })).status, 400);
+    });
+
+    it('sort=replies follows the stored reply count: a reply counts, a removed one no longer does', async () => {
+      const first = async () =>
+        (await t.req('GET', `${api}/threads?state=all&sort=replies&per_page=1`, { token: w.member.token })).body.results[0];
+      const before = await first();
+      const target = (await t.req('POST', `${api}/threads`, { token: w.member.token, body: { title: 'Chatty', body: '' } })).body;
+      const replies = [];
+      for (let i = 0; i <= before.reply_count; i++) {
+        const r = await t.req('POST', `${api}/threads/${target.number}/replies`, {
+          token: w.member.token,
+          body: { body: `r${i}` },
+        });
+        assert.equal(r.status, 201, r.text);
+        replies.push(r.body);
+      }
+      const top = await first();
+      assert.equal(top.number, target.number);
+      assert.equal(top.reply_count, before.reply_count + 1);
+      const removed = await t.req('DELETE', `${api}/threads/${target.number}/replies/${replies[0].number}`, {
+        token: w.member.token,
+      });
+      assert.equal(removed.status, 204, removed.text);
+      const after = (await t.req('GET', `${api}/threads/${target.number}`, { token: w.member.token })).body;
+      assert.equal(after.reply_count, before.reply_count);
     });
 
     it('the side bar: forms for write access only; labels, assignees, milestone, close with a reason, lock; the timeline shows them', async () => {
@@ -190,6 +220,51 @@ for (const dialect of DIALECTS) {
         (await post(rdr, `${page}/threads/${own.body.number}/state`, { state: 'closed', state_reason: 'duplicate' })).status,
         303,
       );
+    });
+
+    it('the pull page: requested reviewers and the draft switch for the author and write access, without JavaScript', async () => {
+      const pull = await openPull(t, api, { token: w.member.token });
+      const url = `${page}/pulls/${pull.number}`;
+      const shown = await get(mem, url);
+      assert.equal(shown.status, 200);
+      assert.match(shown.text, /id="pull-side"/);
+      assert.match(shown.text, /action="[^"]*\/pulls\/\d+\/requested-reviewers"/);
+      assert.match(shown.text, /Convert to draft/);
+      // a reader who is not the author sees the state, no form; the route refuses them as the API does
+      const readerView = await get(rdr, url);
+      assert.match(readerView.text, /id="pull-side"/);
+      assert.doesNotMatch(readerView.text, /Convert to draft/);
+      assert.doesNotMatch(readerView.text, /name="usernames"/);
+      assert.equal((await post(rdr, `${url}/draft`, { draft: 'true' })).status, 403);
+      // a refused request re-renders the page with the error beside the field and what was typed
+      const refused = await post(mem, `${url}/requested-reviewers`, { usernames: w.member.username });
+      assert.equal(refused.status, 400, refused.text.slice(0, 300));
+      assert.match(refused.text, /id="side-reviewers-error"/);
+      assert.match(refused.text, new RegExp(`value="${w.member.username}"`));
+      const requested = await post(mem, `${url}/requested-reviewers`, {
+        usernames: `@${w.reader.username}, ${w.maintainer.username}`,
+      });
+      assert.equal(requested.status, 303, requested.text.slice(0, 300));
+      let json = (await t.req('GET', `${api}/pulls/${pull.number}`, { token: w.member.token })).body;
+      assert.deepEqual(
+        json.requested_reviewers.map((u: { username: string }) => u.username).sort(),
+        [w.reader.username, w.maintainer.username].sort(),
+      );
+      const withdrawn = await post(mem, `${url}/requested-reviewers/remove`, { username: w.reader.username });
+      assert.equal(withdrawn.status, 303);
+      assert.equal((await post(mem, `${url}/draft`, { draft: 'true' })).status, 303);
+      json = (await t.req('GET', `${api}/pulls/${pull.number}`, { token: w.member.token })).body;
+      assert.equal(json.draft, true);
+      assert.deepEqual(
+        json.requested_reviewers.map((u: { username: string }) => u.username),
+        [w.maintainer.username],
+      );
+      const drafted = await get(mem, url);
+      assert.match(drafted.text, /Ready for review/);
+      assert.match(drafted.text, /Withdraw request to/);
+      assert.equal((await post(mem, `${url}/draft`, { draft: 'false' })).status, 303);
+      json = (await t.req('GET', `${api}/pulls/${pull.number}`, { token: w.member.token })).body;
+      assert.equal(json.draft, false);
     });
 
     it('labels page: list, create, edit, delete for maintainers; errors beside the field', async () => {

@@ -2,7 +2,8 @@
  * The tracker's pages in real Chromium (docs/tracker.md "Pages"): an issue created from the form
  * with a label, an assignee and a milestone; the Issues tab filtered through its query box and a
  * label chip; an issue closed from the side bar with a reason; a `Fixes #N` pull merged and the
- * thread shown closed by it in its timeline; the labels and milestones pages. Every page passes
+ * thread shown closed by it in its timeline; labels and a milestone set through the side bar; a
+ * draft pull marked ready for review from its page; the labels and milestones pages. Every page passes
  * axe-core (no serious or critical violation) at 375 px wide without sideways scrolling.
  */
 import assert from 'node:assert/strict';
@@ -126,6 +127,45 @@ for (const dialect of DIALECTS) {
       await page.getByText(`closed this as completed with pull !${pull.body.number}`).waitFor();
       await page.getByText('referenced this from').waitFor();
       await checkPage(page, 'thread closed by a pull');
+    });
+
+    it('sets labels and a milestone through the side bar', async () => {
+      ok(await t.req('POST', `${api}/milestones`, { token: alice.token, body: { title: 'v2' } }));
+      const made = await t.req('POST', `${api}/threads`, { token: alice.token, body: { title: 'Dark mode' } });
+      ok(made);
+      await page.goto(`${base}${repoPath}/threads/${made.body.number}`);
+      const side = page.getByRole('complementary', { name: 'Issue details' });
+      await side.getByText('Edit labels').click();
+      await side.getByRole('checkbox', { name: 'bug' }).check();
+      await side.getByRole('checkbox', { name: 'docs' }).check();
+      await side.getByRole('button', { name: 'Save labels' }).click();
+      await page.getByText('added the label').first().waitFor();
+      await page.selectOption('#side-milestone-input', { label: 'v2' });
+      await page.getByRole('button', { name: 'Save milestone' }).click();
+      await page.getByText('added this to the milestone').waitFor();
+      await checkPage(page, 'labels and milestone set through the side bar');
+      const th = await t.req('GET', `${api}/threads/${made.body.number}`, { token: alice.token });
+      assert.deepEqual([th.body.labels.map((l: { name: string }) => l.name), th.body.milestone?.title], [['bug', 'docs'], 'v2']);
+    });
+
+    it('marks a draft pull ready for review from its page', async () => {
+      await g.run(['-C', dir, 'checkout', '-q', '-b', 'draft-work', 'main']);
+      await commitFiles(g, dir, [{ 'draft.ts': 'export const draft = 1;\n' }], 'Start the draft');
+      await g.run(['-C', dir, 'push', '-q', g.url('/git/teams/core/api.git', alice.token), 'draft-work']);
+      const pull = await t.req('POST', `${api}/pulls`, {
+        token: alice.token,
+        body: { title: 'Work in progress', body: '', source_branch: 'draft-work', target_branch: 'main', draft: true },
+      });
+      ok(pull);
+      assert.equal(pull.body.draft, true);
+      await page.goto(`${base}${repoPath}/pulls/${pull.body.number}`);
+      const side = page.getByRole('region', { name: 'Reviewers and draft' });
+      await side.getByText('not ready to merge').waitFor();
+      await checkPage(page, 'draft pull page');
+      await side.getByRole('button', { name: 'Ready for review' }).click();
+      await side.getByRole('button', { name: 'Convert to draft' }).waitFor();
+      await checkPage(page, 'pull marked ready for review');
+      assert.equal((await t.req('GET', `${api}/pulls/${pull.body.number}`, { token: alice.token })).body.draft, false);
     });
 
     it('labels page: creates a label through its form; milestones pages show progress', async () => {

@@ -50,6 +50,10 @@ export interface PullAbilities extends RepoAbilities {
   attach: boolean;
   /** change the title, body, open or closed: the author or a maintainer */
   edit: boolean;
+  /** request and withdraw reviews (the requested-reviewers routes): the author or write access */
+  requestReviews: boolean;
+  /** mark ready for review or convert to draft (`draft` of PUT {repo}/pulls/{n}): the author or write access */
+  setDraft: boolean;
 }
 
 export function pullAbilities(viewer: Viewer, at: Pick<PullContext, 'level' | 'repo' | 'pull'>): PullAbilities {
@@ -64,5 +68,7 @@ export function pullAbilities(viewer: Viewer, at: Pick<PullContext, 'level' | 'r
     verdicts: isAuthor ? ['commented'] : ['approved', 'changes_requested', 'commented'],
     attach: repo.takePart && notMerged,
     edit: repo.takePart && notMerged && (isAuthor || levelAtLeast(at.level, NEEDS.manage)),
+    requestReviews: repo.takePart && notMerged && (isAuthor || repo.write),
+    setDraft: repo.takePart && notMerged && (isAuthor || repo.write),
   };
 }

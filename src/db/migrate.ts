@@ -42,6 +42,7 @@ import * as m490 from './migrations/490_two_factor_required.ts';
 import * as m491 from './migrations/491_team_sync.ts';
 import * as m530 from './migrations/530_mirrors.ts';
 import * as m540 from './migrations/540_search_underscores.ts';
+import * as m470 from './migrations/470_thread_reply_count.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -96,6 +97,7 @@ const MIGRATIONS: Migration[] = [
   { name: '491_team_sync', up: m491.up },
   { name: '530_mirrors', up: m530.up },
   { name: '540_search_underscores', up: m540.up },
+  { name: '470_thread_reply_count', up: m470.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

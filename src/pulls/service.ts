@@ -36,7 +36,7 @@ import { TITLE_MAX } from './schemas.ts';
 import { containsText } from '../db/like.ts';
 import type { RepoRow } from '../access/index.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
-import { assigneeFilter, filterUserUuid, labelFilters, milestoneFilter } from '../tracker/items.ts';
+import { assigneeFilter, drivingSet, filterUserUuid, labelFilters, milestoneFilter } from '../tracker/items.ts';
 import {
   assertMaySetTracking,
   decoratePulls,
@@ -484,10 +484,13 @@ export async function listPullsFiltered(
   else if ((f.state ?? 'open') === 'open') keys = keys.where('p.status', '=', 'open');
   else if (f.state === 'closed') keys = keys.where('p.status', 'in', ['closed', 'merged']);
   if (f.draft !== undefined) keys = keys.where('p.draft', '=', f.draft === 'true' ? 1 : 0);
-  if (f.labels !== undefined) {
-    for (const label of await labelFilters(db, repo, 'p', f.labels)) keys = keys.where(label);
-  }
-  if (f.assignee !== undefined) keys = keys.where(await assigneeFilter(db, 'p', f.assignee));
+  // a label's or an assignee's own set drives the list when it is small (tracker/items.ts drivingSet)
+  const checks = f.labels !== undefined ? await labelFilters(db, repo, 'p', f.labels) : [];
+  if (f.assignee !== undefined) checks.push(await assigneeFilter(db, 'p', f.assignee));
+  for (const check of checks) keys = keys.where(check.where);
+  const driving = await drivingSet(db, checks);
+  if (driving?.length === 0) return [];
+  if (driving) keys = keys.where('p.uuid', 'in', driving);
   if (f.review_requested !== undefined) {
     const uuid = await filterUserUuid(db, 'review_requested', f.review_requested);
     keys = keys.where((eb) =>

@@ -3,7 +3,7 @@
  * assignees and milestone. Each label and assignee is one row (item_labels, item_assignees), so
  * adding one inserts a row and never rewrites a set a concurrent change also wrote.
  */
-import { type Expression, expressionBuilder, type Kysely, type Selectable, sql, type SqlBool } from 'kysely';
+import { type Expression, expressionBuilder, type Kysely, type RawBuilder, type Selectable, sql, type SqlBool } from 'kysely';
 import { levelAtLeast, type RepoRow, storedUserRepoLevel } from '../access/index.ts';
 import type { LabelsTable, MilestonesTable } from '../db/tables/threads.ts';
 import type { DB } from '../db/types.ts';
@@ -278,40 +278,87 @@ export async function filterUserUuid(db: Kysely<DB>, field: string, username: st
   return row.uuid;
 }
 
+/**
+ * One filter of a list: its condition on a row, and when it names a set of items of its own (a
+ * label's, an assignee's, a word's), that set as a query of one column `uuid` read from its index.
+ */
+export interface ListFilter {
+  where: Expression<SqlBool>;
+  set?: RawBuilder<unknown>;
+  /** the same condition on another column of item uuids (with `set`) */
+  probe?: (uuid: RawBuilder<unknown>) => RawBuilder<SqlBool>;
+}
+
+/**
+ * The most uuids a list reads from a filter's own set to drive the list from it: a filter that
+ * matches fewer items than this is read whole (its index entries, then those rows by key, sorted);
+ * otherwise the list reads its sort index and checks each row, which finds a page after about
+ * page / (share of rows that match) rows, at most DRIVING_SET_MAX times the page.
+ */
+export const DRIVING_SET_MAX = 1000;
+
+/**
+ * The items the list is driven from, or null (read the sort index, checking each row): the
+ * smallest of the filters' own sets when it holds at most DRIVING_SET_MAX items (each set costs at
+ * most DRIVING_SET_MAX + 1 index entries to size; an empty one ends the search: the list is
+ * empty); else, with two sets or more, the items of the first that are in every other (each
+ * checked on its index key) when they are at most DRIVING_SET_MAX, so that filters each common but
+ * rare together (two common words, say) read one set and not the whole repo.
+ */
+export async function drivingSet(db: Kysely<DB>, filters: ListFilter[]): Promise<string[] | null> {
+  const keyed = filters.filter((f) => f.set);
+  let best: string[] | null = null;
+  for (const f of keyed) {
+    const rows = await sql<{ uuid: string }>`${f.set!} limit ${DRIVING_SET_MAX + 1}`.execute(db);
+    const uuids = [...new Set(rows.rows.map((r) => r.uuid))];
+    if (uuids.length <= DRIVING_SET_MAX && (best === null || uuids.length < best.length)) best = uuids;
+    if (best?.length === 0) return best;
+  }
+  if (best !== null || keyed.length < 2) return best;
+  const [first, ...rest] = keyed;
+  const both = await sql<{ uuid: string }>`select s.uuid from (${first!.set!}) s where ${sql.join(
+    rest.map((f) => f.probe!(sql.ref('s.uuid'))),
+    sql` and `,
+  )} limit ${DRIVING_SET_MAX + 1}`.execute(db);
+  return both.rows.length <= DRIVING_SET_MAX ? both.rows.map((r) => r.uuid) : null;
+}
+
 /** The `labels` list filter (names separated by commas): one existence check on item_labels per label. */
-export async function labelFilters(
-  db: Kysely<DB>,
-  repo: RepoRow,
-  alias: ItemAlias,
-  labels: string,
-): Promise<Array<Expression<SqlBool>>> {
+export async function labelFilters(db: Kysely<DB>, repo: RepoRow, alias: ItemAlias, labels: string): Promise<ListFilter[]> {
   const names = labels
     .split(',')
     .map((n) => n.trim())
     .filter(Boolean);
   const eb = expressionBuilder<DB, never>();
-  return (await resolveLabels(db, repo, names)).map((label) =>
-    eb.exists(
+  return (await resolveLabels(db, repo, names)).map((label) => ({
+    where: eb.exists(
       eb
         .selectFrom('item_labels as il')
         .select('il.item_uuid')
         .where('il.item_uuid', '=', itemColumn(alias, 'uuid'))
         .where('il.label_uuid', '=', label.uuid),
     ),
-  );
+    set: sql`select item_uuid as uuid from item_labels where label_uuid = ${label.uuid}`,
+    probe: (uuid) =>
+      sql<SqlBool>`exists (select 1 from item_labels x where x.item_uuid = ${uuid} and x.label_uuid = ${label.uuid})`,
+  }));
 }
 
 /** The `assignee` list filter: `*` (any), `none` or a username. */
-export async function assigneeFilter(db: Kysely<DB>, alias: ItemAlias, assignee: string): Promise<Expression<SqlBool>> {
+export async function assigneeFilter(db: Kysely<DB>, alias: ItemAlias, assignee: string): Promise<ListFilter> {
   const eb = expressionBuilder<DB, never>();
   const assigned = eb
     .selectFrom('item_assignees as ia')
     .select('ia.item_uuid')
     .where('ia.item_uuid', '=', itemColumn(alias, 'uuid'));
-  if (assignee === '*') return eb.exists(assigned);
-  if (assignee === 'none') return eb.not(eb.exists(assigned));
+  if (assignee === '*') return { where: eb.exists(assigned) };
+  if (assignee === 'none') return { where: eb.not(eb.exists(assigned)) };
   const uuid = await filterUserUuid(db, 'assignee', assignee);
-  return eb.exists(assigned.where('ia.user_uuid', '=', uuid));
+  return {
+    where: eb.exists(assigned.where('ia.user_uuid', '=', uuid)),
+    set: sql`select item_uuid as uuid from item_assignees where user_uuid = ${uuid}`,
+    probe: (item) => sql<SqlBool>`exists (select 1 from item_assignees x where x.item_uuid = ${item} and x.user_uuid = ${uuid})`,
+  };
 }
 
 /** The `milestone` list filter: `*` (any), `none` or a milestone number. */

@@ -35,6 +35,7 @@ import type { RepoContext, RepoRef, Viewer } from '../viewer.ts';
 import { readRepoPull } from '../access/repo-read.ts';
 import { AppError } from '../errors.ts';
 import { pullAbilities } from '../access/abilities.ts';
+import { pullSide, type PullSideRefusal, pullSideRoutes } from './tracker/pull-side.ts';
 import { inWords } from './words.ts';
 import { getForkIn, getOwnFork, listForks } from '../forks/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
@@ -223,7 +224,10 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
   const pullPage = async (
     request: FastifyRequest,
     reply: FastifyReply,
-    refused?: { form: 'merge' | 'review'; err: AppError; body?: string; status?: string } | { form: 'line'; line: PageRefusal },
+    refused?:
+      | { form: 'merge' | 'review'; err: AppError; body?: string; status?: string }
+      | { form: 'line'; line: PageRefusal }
+      | PullSideRefusal,
   ) => {
     const c = requirePage(request);
     const ref = pageRepoRef(request);
@@ -400,8 +404,8 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         listAttachments(deps, c.viewer, at, { kind: 'pull', number }, { offset: 0, limit: 100 }),
         activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known),
       ]);
-      const canRequest = !repo.is_archived && pull.status !== 'merged' && (isAuthor || can.write);
-      const requested = new Set((pull.requested_reviewers ?? []).map((u) => u.username));
+      const canRequest = can.requestReviews;
+      const requested = new Set(tips.requested_reviewers.map((u) => u.username));
       const reviewers = [
         ...new Set(
           reviews.filter((rv) => rv.status !== 'pending' && rv.author_uuid !== pull.author_uuid).map((rv) => rv.author_username),
@@ -449,6 +453,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
                 </form>`
               : ''
           }
+          ${pullSide({ c, base, pull: tips, can, refused: refused?.form === 'reviewers' || refused?.form === 'draft' ? refused : undefined })}
           <section class="box" aria-labelledby="checks-h">
             <h2 id="checks-h">Protection and checks</h2>
             ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}${protection.require_conversation_resolution ? html`; every conversation resolved` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
@@ -646,6 +651,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
   );
 
   pullReviewForms(app, deps, (request, reply, line) => pullPage(request, reply, { form: 'line', line }));
+  pullSideRoutes(app, deps, pullPage, pullHref);
 
   async function pullHref(request: FastifyRequest, number: number): Promise<string> {
     const repo = await getRepo(deps, requirePage(request).viewer, pageRepoRef(request));

@@ -22,6 +22,8 @@ export interface ThreadsTable {
   closed_by_commit_sha: string | null;
   locked: Generated<number>;
   milestone_uuid: string | null;
+  /** replies not removed, kept by reply creation and removal (migration 470) */
+  reply_count: Generated<number>;
 }
 
 export interface RepliesTable {

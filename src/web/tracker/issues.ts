@@ -7,14 +7,14 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Deps } from '../../deps.ts';
 import { AppError } from '../../errors.ts';
-import { countThreads, createThread, listThreads, type ThreadFilters } from '../../threads/service.ts';
+import { countThreads, createThread, listThreads, type ThreadFilters, threadCursor } from '../../threads/service.ts';
 import type { ThreadJson } from '../../threads/schemas.ts';
 import { listLabels, type LabelJson } from '../../tracker/labels.ts';
 import { listMilestones, type MilestoneJson } from '../../tracker/milestones.ts';
 import type { Viewer } from '../../viewer.ts';
 import { type PageCaller, pageWindow, requirePage, seeOther, sendPage } from '../context.ts';
 import { attempt, emptyForm, field, formMessage, type FormState, typedValues } from '../forms.ts';
-import { type Html, html, pager, seg, when } from '../html.ts';
+import { type Html, html, seg, when } from '../html.ts';
 import { repoHref } from '../home-pages.ts';
 import { csrfField, layout } from '../layout.ts';
 import { type PageRepo, pageRepo, pageRepoRef, repoHeader, repoRoute } from '../repo-common.ts';
@@ -25,7 +25,8 @@ const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
 const Text = Type.Optional(Type.String({ maxLength: 2000 }));
 const IssuesQuery = Type.Object(
   {
-    page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    /** the keyset cursor of the next page (`next` of GET {repo}/threads) */
+    after: Type.Optional(Type.String({ maxLength: 1000 })),
     state: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('closed'), Type.Literal('all')])),
     labels: Text,
     assignee: Text,
@@ -88,16 +89,33 @@ function issueRow(base: string, t: ThreadJson, f: ThreadFilters): Html {
   </li>`;
 }
 
+/**
+ * The Issues tab's paging, by keyset as the API's `next`: the first page again, and the next
+ * after the last thread shown (its sort value and number), so a deep page costs what the first does.
+ */
+function keysetPager(base: string, f: ThreadFilters, paged: boolean, last: ThreadJson | null): Html {
+  if (!paged && !last) return html``;
+  const next = last
+    ? `${issuesHref(base, f)}${issuesHref(base, f).includes('?') ? '&' : '?'}after=${threadCursor(last, f.sort)}`
+    : null;
+  return html`<nav class="row" aria-label="Pages">
+    ${paged ? html`<a href="${issuesHref(base, f)}">First page</a>` : ''}
+    ${next ? html`<a href="${next}" rel="next">Next</a>` : ''}
+  </nav>`;
+}
+
 /** GET .../threads: the Issues tab. */
 async function issuesPage(deps: Deps, c: PageCaller, request: FastifyRequest, query: Record<string, unknown>) {
   // the page's one access decision (pageRepo): every part below receives its context
   const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
   const base = repoHref(repo);
-  const raw = query as ThreadFilters & { page?: number; box?: string };
+  const raw = query as ThreadFilters & { box?: string };
   let filters: ThreadFilters = {};
   for (const [k, v] of Object.entries(filterQuery(raw))) (filters as Record<string, string>)[k] = v;
   if (raw.box !== undefined) filters = parseQueryBox(raw.box, { sort: filters.sort, direction: filters.direction });
-  const w = pageWindow({ page: raw.page });
+  // paging by keyset as the API's `next` (a new search from the box starts at the first page)
+  const after = raw.box === undefined ? raw.after : undefined;
+  const perPage = pageWindow({}).perPage;
   const [labels, milestones] = await Promise.all([
     allLabels(deps, c.viewer, { repo: ref }),
     listMilestones(deps, c.viewer, ref, { offset: 0, limit: 100, state: 'open', sort: 'due_on' }),
@@ -106,7 +124,13 @@ async function issuesPage(deps: Deps, c: PageCaller, request: FastifyRequest, qu
   let threads: ThreadJson[] = [];
   let counts = { open: 0, closed: 0 };
   try {
-    threads = await listThreads(deps, c.viewer, ref, w, filters);
+    threads = await listThreads(
+      deps,
+      c.viewer,
+      ref,
+      { offset: 0, limit: perPage + 1 },
+      { ...filters, ...(after ? { after } : {}) },
+    );
     counts = await countThreads(deps, c.viewer, ref, filters);
   } catch (err) {
     if (!(err instanceof AppError) || err.status !== 400) throw err;
@@ -198,11 +222,11 @@ async function issuesPage(deps: Deps, c: PageCaller, request: FastifyRequest, qu
     ${
       threads.length
         ? html`<ul class="plain issues">
-            ${threads.slice(0, w.perPage).map((t) => issueRow(base, t, filters))}
+            ${threads.slice(0, perPage).map((t) => issueRow(base, t, filters))}
           </ul>`
         : html`<p class="muted">No issues match.</p>`
     }
-    ${pager(`${base}/threads`, w.page, threads.length > w.perPage, filterQuery(filters))}`;
+    ${keysetPager(base, filters, after !== undefined, threads.length > perPage ? threads[perPage - 1]! : null)}`;
   return { html: layout({ title: `Issues · ${repo.full_name}`, caller: c }, body), status: error ? 400 : 200 };
 }
 
