@@ -9,6 +9,7 @@ import { eventsRoutes } from './activity/event-routes.ts';
 import { webhooksDocument } from './hooks/openapi-webhooks.ts';
 import { hooksRoutes } from './hooks/routes.ts';
 import { notificationsRoutes } from './notifications/routes.ts';
+import { ciApiRoutes } from './ci/api-routes.ts';
 import { ciRoutes } from './ci/routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
@@ -94,6 +95,7 @@ const MODULES = [
   releasesRoutes,
   signinRoutes,
   ciRoutes,
+  ciApiRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

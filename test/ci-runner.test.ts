@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Person } from './common.ts';
+import { type Person, waitUntil } from './common.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
 
@@ -177,6 +177,38 @@ for (const dialect of DIALECTS) {
           ['Build / other', 'failure'],
         ],
       );
+    });
+
+    it('cancel: the running step and what it started in the background end within 10 s', async () => {
+      const pids = join(dir, 'pids');
+      const slow = `name: Slow\non: push\njobs:\n  wait:\n    runs-on: linux\n    steps:\n      - run: |\n          sleep 300 &\n          echo "$! $$" > ${pids}\n          wait\n`;
+      const work = await makeWorkTree(g, 'slow', [{ 'README.md': 'x\n', '.weft/workflows/slow.yml': slow }]);
+      await g.run(['-C', work, 'push', '-q', '-f', g.url('/git/users/alice/app.git', alice.token), 'main:slow']);
+      const run = await t.deps.db.selectFrom('ci_runs').selectAll().where('workflow_name', '=', 'Slow').executeTakeFirstOrThrow();
+      const api = `/api/v1/users/alice/repos/app/runs/${run.number}`;
+      await waitUntil(() => existsSync(pids) && readFileSync(pids, 'utf8').trim().split(' ').length === 2, 60_000, 'the step');
+      const [child, shell] = readFileSync(pids, 'utf8').trim().split(' ').map(Number) as [number, number];
+      const alive = (pid: number) => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      assert.ok(alive(child) && alive(shell));
+      const cancelled = await t.req('POST', `${api}/cancel`, { token: alice.token });
+      assert.equal(cancelled.status, 200, cancelled.text);
+      const at = Date.now();
+      await waitUntil(
+        async () => (await t.req('GET', api, { token: alice.token })).body.status === 'completed',
+        10_000,
+        'the run',
+      );
+      await waitUntil(() => !alive(child) && !alive(shell), 10_000 - (Date.now() - at), 'the processes to end');
+      const done = await t.req('GET', api, { token: alice.token });
+      assert.equal(done.body.conclusion, 'cancelled');
+      assert.equal(done.body.jobs[0].conclusion, 'cancelled');
     });
   });
 }

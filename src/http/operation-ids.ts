@@ -305,6 +305,14 @@ export const OPERATION_IDS: Record<string, string> = {
   'post /runner/jobs/{job_uuid}/log': 'appendJobLog',
   'post /runner/jobs/{job_uuid}/steps': 'reportJobSteps',
   'post /runner/jobs/{job_uuid}/finish': 'finishJob',
+  'get {repo}/runs': 'listRuns',
+  'get {repo}/runs/{number}': 'getRun',
+  'get {repo}/runs/{number}/jobs/{job_uuid}': 'getRunJob',
+  'get {repo}/runs/{number}/jobs/{job_uuid}/log': 'getRunJobLog',
+  'post {repo}/runs/{number}/cancel': 'cancelRun',
+  'post {repo}/runs/{number}/rerun': 'rerunRun',
+  'post {repo}/runs/{number}/approve': 'approveRun',
+  'post {repo}/workflows/{file}/dispatches': 'dispatchWorkflow',
 };
 
 /** The id of a route keyed as in ROUTE_SCOPES, in the owner form its url has; undefined without an entry. */
@@ -444,6 +452,13 @@ export const RESPONSE_SCHEMAS: Record<string, string> = {
   appendJobLog: 'JobLogAppended',
   reportJobSteps: 'JobStepsReported',
   finishJob: 'JobFinished',
+  listRuns: 'RunItem',
+  getRun: 'Run',
+  getRunJob: 'RunJob',
+  cancelRun: 'Run',
+  rerunRun: 'Run',
+  approveRun: 'Run',
+  dispatchWorkflow: 'Run',
 };
 
 /**
@@ -479,5 +494,5 @@ export const TAGS: Record<string, string> = {
   notifications: 'The inbox, subscriptions and mail settings (docs/notifications.md)',
   releases: 'Releases and their assets (docs/bring-in.md)',
   'sign-in': 'Sign-in sources and the second factor (docs/signin.md)',
-  ci: 'CI runners and the runner protocol (docs/ci.md)',
+  ci: 'CI: runs, jobs, logs, runners and the runner protocol (docs/ci.md)',
 };
