@@ -238,5 +238,46 @@ for (const dialect of DIALECTS) {
         ],
       );
     });
+
+    it('secrets (write-only, sealed) and variables; given to jobs, none to runs from forks', async () => {
+      const put = await t.req('PUT', `${api}/secrets/DEPLOY_KEY`, { token: alice.token, body: { value: 's3cr3t-value' } });
+      assert.equal(put.status, 200, put.text);
+      assert.deepEqual(Object.keys(put.body).sort(), ['created_at', 'name', 'updated_at']);
+      const got = await t.req('GET', `${api}/secrets/DEPLOY_KEY`, { token: alice.token });
+      assert.equal(got.status, 200);
+      assert.equal(got.body.value, undefined);
+      assert.doesNotMatch((await t.req('GET', `${api}/secrets`, { token: alice.token })).text, /s3cr3t/);
+      const stored = await t.deps.db.selectFrom('ci_secrets').select('value').executeTakeFirstOrThrow();
+      assert.doesNotMatch(stored.value, /s3cr3t/, 'sealed at rest');
+      for (const bad of ['lower', 'WEFT_X', 'GITHUB_TOKEN', '1X'])
+        assert.equal(
+          (await t.req('PUT', `${api}/secrets/${bad}`, { token: alice.token, body: { value: 'x' } })).status,
+          400,
+          bad,
+        );
+      assert.equal((await t.req('GET', `${api}/secrets/DEPLOY_KEY`, { token: bob.token })).status, 404);
+      const v = await t.req('PUT', `${api}/variables/REGION`, { token: alice.token, body: { value: 'eu' } });
+      assert.equal(v.status, 200, v.text);
+      assert.equal((await t.req('GET', `${api}/variables/REGION`, { token: alice.token })).body.value, 'eu');
+      assert.equal((await t.req('DELETE', `${api}/variables/NOPE`, { token: alice.token })).status, 404);
+
+      // run 2 (approved above) is queued: as a run from a fork it gets no secrets, but its variables
+      await t.deps.db.updateTable('ci_runs').set({ fork: 1 }).where('number', '=', 2).execute();
+      const forked = await runnerCall('/poll', { free: 1, running: [] });
+      assert.equal(forked.body.jobs[0].run.number, 2);
+      assert.deepEqual(forked.body.jobs[0].secrets, {});
+      assert.deepEqual(forked.body.jobs[0].contexts.vars, { REGION: 'eu' });
+      await runnerCall(`/jobs/${forked.body.jobs[0].uuid}/finish`, { conclusion: 'success' });
+      await t.req('POST', `${api}/runs/2/cancel`, { token: alice.token });
+      const own = await t.req('POST', `${api}/workflows/ci.yml/dispatches`, {
+        token: alice.token,
+        body: { inputs: { level: 'low' } },
+      });
+      assert.equal(own.status, 201, own.text);
+      const polled = await runnerCall('/poll', { free: 1, running: [] });
+      assert.equal(polled.body.jobs[0].run.number, own.body.number);
+      assert.deepEqual(polled.body.jobs[0].secrets, { DEPLOY_KEY: 's3cr3t-value' });
+      assert.equal((await t.req('DELETE', `${api}/secrets/DEPLOY_KEY`, { token: alice.token })).status, 204);
+    });
   });
 }

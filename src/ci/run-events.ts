@@ -4,26 +4,28 @@
  * run (or job) as the API shows it, without its jobs.
  */
 import type { TxContext } from '../core/transaction.ts';
+import type { CiRunsTable } from '../db/tables/ci.ts';
 import { actorOf } from '../events/service.ts';
 
-export interface RunRow {
-  uuid: string;
-  repo_uuid: string;
-  number: number;
-  workflow_path: string;
-  workflow_name: string;
-  event: string;
-  head_sha: string;
-  head_branch: string | null;
-  pull_number: number | null;
-  actor_uuid: string;
-  status: string;
-  conclusion: string | null;
-  attempt: number;
-  created_at: string;
-  started_at: string | null;
-  completed_at: string | null;
-}
+export type RunRow = Pick<
+  CiRunsTable,
+  | 'uuid'
+  | 'repo_uuid'
+  | 'number'
+  | 'workflow_path'
+  | 'workflow_name'
+  | 'event'
+  | 'head_sha'
+  | 'head_branch'
+  | 'pull_number'
+  | 'actor_uuid'
+  | 'status'
+  | 'conclusion'
+  | 'attempt'
+  | 'created_at'
+  | 'started_at'
+  | 'completed_at'
+>;
 
 /** A run as the API and the events show it (without its jobs). */
 export function runJson(run: RunRow, actor: { uuid: string; username: string }) {

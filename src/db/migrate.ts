@@ -38,6 +38,7 @@ import * as m441 from './migrations/441_notification_mail.ts';
 import * as m450 from './migrations/450_search.ts';
 import * as m460 from './migrations/460_lfs.ts';
 import * as m461 from './migrations/461_releases.ts';
+import * as m500 from './migrations/500_ci_secrets.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -88,6 +89,7 @@ const MIGRATIONS: Migration[] = [
   { name: '450_search', up: m450.up },
   { name: '460_lfs', up: m460.up },
   { name: '461_releases', up: m461.up },
+  { name: '500_ci_secrets', up: m500.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -313,6 +313,14 @@ export const OPERATION_IDS: Record<string, string> = {
   'post {repo}/runs/{number}/rerun': 'rerunRun',
   'post {repo}/runs/{number}/approve': 'approveRun',
   'post {repo}/workflows/{file}/dispatches': 'dispatchWorkflow',
+  'get {repo}/secrets': 'listRepoSecrets',
+  'get {repo}/secrets/{name}': 'getRepoSecret',
+  'put {repo}/secrets/{name}': 'setRepoSecret',
+  'delete {repo}/secrets/{name}': 'deleteRepoSecret',
+  'get {repo}/variables': 'listRepoVariables',
+  'get {repo}/variables/{name}': 'getRepoVariable',
+  'put {repo}/variables/{name}': 'setRepoVariable',
+  'delete {repo}/variables/{name}': 'deleteRepoVariable',
 };
 
 /** The id of a route keyed as in ROUTE_SCOPES, in the owner form its url has; undefined without an entry. */
@@ -459,6 +467,12 @@ export const RESPONSE_SCHEMAS: Record<string, string> = {
   rerunRun: 'Run',
   approveRun: 'Run',
   dispatchWorkflow: 'Run',
+  listRepoSecrets: 'CiSecretList',
+  getRepoSecret: 'CiSecret',
+  setRepoSecret: 'CiSecret',
+  listRepoVariables: 'CiVariableList',
+  getRepoVariable: 'CiVariable',
+  setRepoVariable: 'CiVariable',
 };
 
 /**

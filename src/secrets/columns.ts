@@ -17,4 +17,6 @@ export const SEALED_COLUMNS: SealedColumn[] = [
   { table: 'auth_sources', key: 'uuid', column: 'secret', purpose: 'auth-source-secret' },
   // TOTP secrets of users' second factor
   { table: 'user_totp', key: 'user_uuid', column: 'secret', purpose: 'totp-secret' },
+  // CI secrets of repos and teams (docs/ci.md "Secrets and variables")
+  { table: 'ci_secrets', key: 'uuid', column: 'value', purpose: 'ci-secret' },
 ];
