@@ -24,11 +24,14 @@ jobs:
         name: Make
         env:
           N: \${{ matrix.n }}
+          S: \${{ secrets.MY_SECRET }}
         run: |
           cat README.md
           echo "greeting=hello-$N" >> "$GITHUB_OUTPUT"
           echo "FROM_ENV=carried" >> "$GITHUB_ENV"
           echo "token is $WEFT_TOKEN"
+          echo "secret is $S"
+          printf '%s' "$S" | base64
       - run: echo "env $FROM_ENV"
       - run: exit 3
         continue-on-error: true
@@ -108,6 +111,11 @@ for (const dialect of DIALECTS) {
       assert.equal(await register('r1'), 0);
       assert.notEqual(await register('r2'), 0, 'a registration token works once');
 
+      const secret = await t.req('PUT', '/api/v1/users/alice/repos/app/secrets/MY_SECRET', {
+        token: alice.token,
+        body: { value: 'hunter2-secret' },
+      });
+      assert.equal(secret.status, 200, secret.text);
       const work = await makeWorkTree(g, 'w', [{ 'README.md': 'readme-content\n', '.weft/workflows/build.yml': WORKFLOW }]);
       await g.run(['-C', work, 'push', '-q', g.url('/git/users/alice/app.git', alice.token), 'main']);
       runner = weft(['runner', '--config', join(dir, 'r1.json'), '--capacity', '2', '--workdir', join(dir, 'work')], dir);
@@ -144,6 +152,8 @@ for (const dialect of DIALECTS) {
       const build = await logOf(byName['build (1)']!.uuid);
       assert.match(build, /^\d{4}-\d\d-\d\dT[\d:.]+Z readme-content$/m, 'checkout with the job token; lines with timestamps');
       assert.match(build, /token is \*\*\*$/m, 'the job token is masked');
+      assert.match(build, /secret is \*\*\*$/m, 'a secret is masked');
+      assert.doesNotMatch(build, /hunter2|aHVudGVyMi1zZWNyZXQ=/, 'in its plain and base64 forms');
       assert.match(build, /env carried$/m, '$GITHUB_ENV carries to later steps');
       assert.match(build, /the step exited with code 3/);
       const lines = build.trimEnd().split('\n');
