@@ -9,7 +9,9 @@ import { eventsRoutes } from './activity/event-routes.ts';
 import { webhooksDocument } from './hooks/openapi-webhooks.ts';
 import { hooksRoutes } from './hooks/routes.ts';
 import { notificationsRoutes } from './notifications/routes.ts';
+import { ciApiRoutes } from './ci/api-routes.ts';
 import { ciRoutes } from './ci/routes.ts';
+import { ciSecretsRoutes } from './ci/secrets-routes.ts';
 import { installAuth } from './http/auth.ts';
 import { authenticate } from './tokens/service.ts';
 import { resolveRepo } from './access/repo-read.ts';
@@ -97,6 +99,8 @@ const MODULES = [
   mirrorsRoutes,
   signinRoutes,
   ciRoutes,
+  ciApiRoutes,
+  ciSecretsRoutes,
 ];
 
 /** TRUST_PROXY as Fastify takes it: a hop count trusts that many proxies next to the server. */

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Person } from './common.ts';
+import { type Person, waitUntil } from './common.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
 
@@ -24,11 +24,14 @@ jobs:
         name: Make
         env:
           N: \${{ matrix.n }}
+          S: \${{ secrets.MY_SECRET }}
         run: |
           cat README.md
           echo "greeting=hello-$N" >> "$GITHUB_OUTPUT"
           echo "FROM_ENV=carried" >> "$GITHUB_ENV"
           echo "token is $WEFT_TOKEN"
+          echo "secret is $S"
+          printf '%s' "$S" | base64
       - run: echo "env $FROM_ENV"
       - run: exit 3
         continue-on-error: true
@@ -108,6 +111,11 @@ for (const dialect of DIALECTS) {
       assert.equal(await register('r1'), 0);
       assert.notEqual(await register('r2'), 0, 'a registration token works once');
 
+      const secret = await t.req('PUT', '/api/v1/users/alice/repos/app/secrets/MY_SECRET', {
+        token: alice.token,
+        body: { value: 'hunter2-secret' },
+      });
+      assert.equal(secret.status, 200, secret.text);
       const work = await makeWorkTree(g, 'w', [{ 'README.md': 'readme-content\n', '.weft/workflows/build.yml': WORKFLOW }]);
       await g.run(['-C', work, 'push', '-q', g.url('/git/users/alice/app.git', alice.token), 'main']);
       runner = weft(['runner', '--config', join(dir, 'r1.json'), '--capacity', '2', '--workdir', join(dir, 'work')], dir);
@@ -144,6 +152,8 @@ for (const dialect of DIALECTS) {
       const build = await logOf(byName['build (1)']!.uuid);
       assert.match(build, /^\d{4}-\d\d-\d\dT[\d:.]+Z readme-content$/m, 'checkout with the job token; lines with timestamps');
       assert.match(build, /token is \*\*\*$/m, 'the job token is masked');
+      assert.match(build, /secret is \*\*\*$/m, 'a secret is masked');
+      assert.doesNotMatch(build, /hunter2|aHVudGVyMi1zZWNyZXQ=/, 'in its plain and base64 forms');
       assert.match(build, /env carried$/m, '$GITHUB_ENV carries to later steps');
       assert.match(build, /the step exited with code 3/);
       const lines = build.trimEnd().split('\n');
@@ -177,6 +187,38 @@ for (const dialect of DIALECTS) {
           ['Build / other', 'failure'],
         ],
       );
+    });
+
+    it('cancel: the running step and what it started in the background end within 10 s', async () => {
+      const pids = join(dir, 'pids');
+      const slow = `name: Slow\non: push\njobs:\n  wait:\n    runs-on: linux\n    steps:\n      - run: |\n          sleep 300 &\n          echo "$! $$" > ${pids}\n          wait\n`;
+      const work = await makeWorkTree(g, 'slow', [{ 'README.md': 'x\n', '.weft/workflows/slow.yml': slow }]);
+      await g.run(['-C', work, 'push', '-q', '-f', g.url('/git/users/alice/app.git', alice.token), 'main:slow']);
+      const run = await t.deps.db.selectFrom('ci_runs').selectAll().where('workflow_name', '=', 'Slow').executeTakeFirstOrThrow();
+      const api = `/api/v1/users/alice/repos/app/runs/${run.number}`;
+      await waitUntil(() => existsSync(pids) && readFileSync(pids, 'utf8').trim().split(' ').length === 2, 60_000, 'the step');
+      const [child, shell] = readFileSync(pids, 'utf8').trim().split(' ').map(Number) as [number, number];
+      const alive = (pid: number) => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      assert.ok(alive(child) && alive(shell));
+      const cancelled = await t.req('POST', `${api}/cancel`, { token: alice.token });
+      assert.equal(cancelled.status, 200, cancelled.text);
+      const at = Date.now();
+      await waitUntil(
+        async () => (await t.req('GET', api, { token: alice.token })).body.status === 'completed',
+        10_000,
+        'the run',
+      );
+      await waitUntil(() => !alive(child) && !alive(shell), 10_000 - (Date.now() - at), 'the processes to end');
+      const done = await t.req('GET', api, { token: alice.token });
+      assert.equal(done.body.conclusion, 'cancelled');
+      assert.equal(done.body.jobs[0].conclusion, 'cancelled');
     });
   });
 }

@@ -277,6 +277,15 @@ for (const dialect of DIALECTS) {
       ok(await req('DELETE', `${r.base}/protections/${prot.uuid}`, maint.token), 204);
       const featureSha = await seedCommit(t, r.uuid, 'feature', { onto: 'main' });
       ok(await req('POST', `${r.base}/statuses/${featureSha}`, writer.token, { state: 'success', context: 'ci' }), 201, 'status');
+      // CI: a dispatched run (run-created), cancelled (job-completed, run-completed)
+      const workflow = 'name: W\non: workflow_dispatch\njobs:\n  a:\n    runs-on: linux\n    steps:\n      - run: echo\n';
+      await seedCommit(t, r.uuid, 'ci', { onto: 'main', path: '.weft/workflows/w.yml', content: workflow });
+      const run = ok(
+        await req('POST', `${r.base}/workflows/w.yml/dispatches`, writer.token, { ref: 'ci' }),
+        201,
+        'dispatch',
+      ).body;
+      ok(await req('POST', `${r.base}/runs/${run.number}/cancel`, writer.token), 200, 'cancel run');
       // releases: published, updated, deleted
       ok(await req('POST', `${r.base}/releases`, writer.token, { tag_name: 'v1', target_commitish: featureSha }), 201, 'release');
       ok(await req('PATCH', `${r.base}/releases/v1`, writer.token, { body: 'notes' }), 200, 'release update');

@@ -113,7 +113,7 @@ export async function seedCommit(
   t: TestApp,
   repoUuid: string,
   branch: string,
-  opts: { onto?: string; path?: string } = {},
+  opts: { onto?: string; path?: string; content?: string } = {},
 ): Promise<string> {
   const store = t.deps.git as BareGitStore;
   const dir = store.pathOf(repoUuid);
@@ -124,7 +124,7 @@ export async function seedCommit(
   const path = opts.path ?? `seed-${randomUUID()}.txt`;
   try {
     await runGit(dir, base ? ['read-tree', base] : ['read-tree', '--empty'], { env });
-    const blob = (await runGit(dir, ['hash-object', '-w', '--stdin'], { input: `${path}\n` })).stdout.trim();
+    const blob = (await runGit(dir, ['hash-object', '-w', '--stdin'], { input: opts.content ?? `${path}\n` })).stdout.trim();
     await runGit(dir, ['update-index', '--add', '--cacheinfo', `100644,${blob},${path}`], { env });
     const tree = (await runGit(dir, ['write-tree'], { env })).stdout.trim();
     const commit = (

@@ -17,6 +17,7 @@ import { hashSecret, newTokenSecret } from '../tokens/secret.ts';
 import { repoFullNames } from '../pulls/heads.ts';
 import type { Value } from './workflow/expr.ts';
 import type { Workflow } from './workflow/model.ts';
+import { jobValues } from './secrets.ts';
 import { addWaiter, removeWaiter, wakePollers } from './wake.ts';
 import { claimJobs, finishJob, type JobConclusion, runContext, type RunnerRow, sweepLostRunners } from './runs.ts';
 
@@ -184,6 +185,12 @@ async function jobSpec(deps: Deps, tx: TxContext, jobUuid: string): Promise<JobS
     }
   }
   const token = await issueJobToken(tx, job, run);
+  const repoRow = await tx.db
+    .selectFrom('repos')
+    .select(['uuid', 'owner_kind', 'owner_uuid'])
+    .where('uuid', '=', run.repo_uuid)
+    .executeTakeFirstOrThrow();
+  const values = await jobValues(deps, tx.db, repoRow, run.fork === 1);
   const weft = runContext(run, fullName, actor?.username ?? '', {});
   const base = deps.config.publicUrl.replace(/\/$/, '');
   return {
@@ -193,8 +200,16 @@ async function jobSpec(deps: Deps, tx: TxContext, jobUuid: string): Promise<JobS
     job: def,
     workflow_env: wf.env,
     matrix: job.matrix ? JSON.parse(job.matrix) : {},
-    contexts: { weft, github: weft, inputs: JSON.parse(run.inputs), vars: {}, needs, job: { status: 'success' }, runner: {} },
-    secrets: {},
+    contexts: {
+      weft,
+      github: weft,
+      inputs: JSON.parse(run.inputs),
+      vars: values.vars,
+      needs,
+      job: { status: 'success' },
+      runner: {},
+    },
+    secrets: values.secrets,
     token,
     server_url: base,
     repository: fullName,

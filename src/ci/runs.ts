@@ -29,6 +29,7 @@ import {
   statusContext,
 } from './workflow/plan.ts';
 import { matchesPull, matchesPush } from './workflow/triggers.ts';
+import { emitJobCompleted, emitRunEvent } from './run-events.ts';
 import { wakePollers } from './wake.ts';
 
 export interface WorkflowFile {
@@ -345,6 +346,8 @@ async function insertRun(deps: Deps, tx: TxContext, repo: RepoFacts, plan: RunPl
       .execute();
     const url = `${deps.config.publicUrl.replace(/\/$/, '')}/${repo.full_name}/runs/${number}`;
     await ciStatus(deps, tx, repo, plan.headSha, 'failure', statusContext(base.workflow_name, 'startup'), error, url, plan.actor);
+    await emitRunEvent(tx, 'run-created', uuid);
+    await emitRunEvent(tx, 'run-completed', uuid);
     return uuid;
   }
   const status = plan.waiting ? 'waiting' : 'queued';
@@ -403,6 +406,7 @@ async function insertRun(deps: Deps, tx: TxContext, repo: RepoFacts, plan: RunPl
       plan.actor,
     );
   }
+  await emitRunEvent(tx, 'run-created', uuid);
   if (!plan.waiting) await advanceRun(deps, tx, uuid);
   return uuid;
 }
@@ -527,6 +531,7 @@ export async function advanceRun(deps: Deps, tx: TxContext, runUuid: string): Pr
           .set({ status: 'completed', conclusion: 'skipped', started_at: now, completed_at: now })
           .where('uuid', '=', j.uuid)
           .execute();
+        await emitJobCompleted(tx, j.uuid);
         await ciStatus(
           deps,
           tx,
@@ -549,12 +554,13 @@ export async function advanceRun(deps: Deps, tx: TxContext, runUuid: string): Pr
           : cs.some((c) => c === 'failure' || c === 'timed_out' || c === 'startup_failure')
             ? 'failure'
             : 'success';
-      await tx.db
+      const done = await tx.db
         .updateTable('ci_runs')
         .set({ status: 'completed', conclusion, completed_at: nowIso() })
         .where('uuid', '=', runUuid)
         .where('status', '!=', 'completed')
-        .execute();
+        .executeTakeFirst();
+      if (Number(done.numUpdatedRows) > 0) await emitRunEvent(tx, 'run-completed', runUuid);
     }
     return;
   }
@@ -582,6 +588,7 @@ export async function cancelRun(deps: Deps, tx: TxContext, runUuid: string): Pro
       .where('uuid', '=', j.uuid)
       .where('status', 'in', ['waiting', 'queued'])
       .execute();
+    await emitJobCompleted(tx, j.uuid);
     await ciStatus(
       deps,
       tx,
@@ -597,6 +604,7 @@ export async function cancelRun(deps: Deps, tx: TxContext, runUuid: string): Pro
   if (run.status === 'waiting')
     await tx.db.updateTable('ci_runs').set({ status: 'queued' }).where('uuid', '=', runUuid).execute();
   await advanceRun(deps, tx, runUuid);
+  tx.afterCommit(wakePollers);
 }
 
 export type JobConclusion = 'success' | 'failure' | 'cancelled' | 'timed_out' | 'startup_failure';
@@ -629,6 +637,7 @@ export async function finishJob(
     .where('status', '!=', 'completed')
     .executeTakeFirst();
   if (Number(res.numUpdatedRows) === 0) return false;
+  await emitJobCompleted(tx, jobUuid);
   // the job token ends with the job
   if (job.token_uuid) await tx.db.updateTable('api_tokens').set({ revoked_at: now }).where('uuid', '=', job.token_uuid).execute();
   const run = await tx.db.selectFrom('ci_runs').selectAll().where('uuid', '=', job.run_uuid).executeTakeFirstOrThrow();
@@ -664,6 +673,7 @@ export async function finishJob(
           .set({ status: 'completed', conclusion: 'cancelled', completed_at: now })
           .where('uuid', '=', s.uuid)
           .execute();
+        await emitJobCompleted(tx, s.uuid);
         await ciStatus(
           deps,
           tx,

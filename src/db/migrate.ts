@@ -38,11 +38,12 @@ import * as m441 from './migrations/441_notification_mail.ts';
 import * as m450 from './migrations/450_search.ts';
 import * as m460 from './migrations/460_lfs.ts';
 import * as m461 from './migrations/461_releases.ts';
+import * as m470 from './migrations/470_thread_reply_count.ts';
 import * as m490 from './migrations/490_two_factor_required.ts';
 import * as m491 from './migrations/491_team_sync.ts';
+import * as m500 from './migrations/500_ci_secrets.ts';
 import * as m530 from './migrations/530_mirrors.ts';
 import * as m540 from './migrations/540_search_underscores.ts';
-import * as m470 from './migrations/470_thread_reply_count.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -93,11 +94,12 @@ const MIGRATIONS: Migration[] = [
   { name: '450_search', up: m450.up },
   { name: '460_lfs', up: m460.up },
   { name: '461_releases', up: m461.up },
+  { name: '470_thread_reply_count', up: m470.up },
   { name: '490_two_factor_required', up: m490.up },
   { name: '491_team_sync', up: m491.up },
+  { name: '500_ci_secrets', up: m500.up },
   { name: '530_mirrors', up: m530.up },
   { name: '540_search_underscores', up: m540.up },
-  { name: '470_thread_reply_count', up: m470.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -170,6 +170,10 @@ export const EVENT_KINDS = {
   'pull-merged': ofRepo(pullSource),
   // commit statuses (README "Commit statuses and required checks")
   'status-created': ofRepo(),
+  // CI runs and jobs (docs/ci.md "Events")
+  'run-created': ofRepo(),
+  'run-completed': ofRepo(),
+  'job-completed': ofRepo(),
   'review-submitted': ofRepo(),
   'review-removed': ofRepo(),
   // code review on lines (README "Code review")

@@ -38,6 +38,24 @@ const userRef = obj({ uuid, username: str() });
 const fields = strings('the fields the write changed');
 const sha = str('a 40-hex commit id');
 
+// CI runs (docs/ci.md "Events"): the run as GET {repo}/runs/{number} shows it, without its jobs
+const ciRun = obj({
+  uuid,
+  number: int,
+  workflow: obj({ path: str(), name: str() }),
+  event: str(),
+  head_sha: sha,
+  head_branch: strOrNull(),
+  pull_number: { type: ['integer', 'null'] },
+  actor: userRef,
+  status: str('waiting, queued, in_progress or completed'),
+  conclusion: strOrNull('success, failure, cancelled, skipped, timed_out, startup_failure or null'),
+  attempt: int,
+  created_at: time,
+  started_at: timeOrNull,
+  completed_at: timeOrNull,
+});
+
 // teams and repos
 const teamMember = { team_uuid: uuid, team_slug: str(), user_uuid: uuid, username: str(), role: str() };
 
@@ -272,6 +290,22 @@ export const EVENT_PAYLOADS: Record<EventKind, PayloadSchema> = {
       created_at: time,
     }),
     branches: strings('the branches whose tip is the commit'),
+  }),
+  'run-created': obj({ repo_uuid: uuid, run: ciRun }),
+  'run-completed': obj({ repo_uuid: uuid, run: ciRun }),
+  'job-completed': obj({
+    repo_uuid: uuid,
+    run: obj({ uuid, number: int, attempt: int, workflow: obj({ path: str(), name: str() }) }),
+    job: obj({
+      uuid,
+      name: str(),
+      matrix: { type: ['object', 'null'], description: 'the matrix values of this job instance' },
+      conclusion: strOrNull('success, failure, cancelled, skipped, timed_out or startup_failure'),
+      runner_name: strOrNull(),
+      started_at: timeOrNull,
+      completed_at: timeOrNull,
+    }),
+    head_sha: sha,
   }),
   'review-submitted': obj(review),
   'review-removed': obj({ ...review, removed_at: time }),

@@ -318,6 +318,22 @@ export const OPERATION_IDS: Record<string, string> = {
   'post /runner/jobs/{job_uuid}/log': 'appendJobLog',
   'post /runner/jobs/{job_uuid}/steps': 'reportJobSteps',
   'post /runner/jobs/{job_uuid}/finish': 'finishJob',
+  'get {repo}/runs': 'listRuns',
+  'get {repo}/runs/{number}': 'getRun',
+  'get {repo}/runs/{number}/jobs/{job_uuid}': 'getRunJob',
+  'get {repo}/runs/{number}/jobs/{job_uuid}/log': 'getRunJobLog',
+  'post {repo}/runs/{number}/cancel': 'cancelRun',
+  'post {repo}/runs/{number}/rerun': 'rerunRun',
+  'post {repo}/runs/{number}/approve': 'approveRun',
+  'post {repo}/workflows/{file}/dispatches': 'dispatchWorkflow',
+  'get {repo}/secrets': 'listRepoSecrets',
+  'get {repo}/secrets/{name}': 'getRepoSecret',
+  'put {repo}/secrets/{name}': 'setRepoSecret',
+  'delete {repo}/secrets/{name}': 'deleteRepoSecret',
+  'get {repo}/variables': 'listRepoVariables',
+  'get {repo}/variables/{name}': 'getRepoVariable',
+  'put {repo}/variables/{name}': 'setRepoVariable',
+  'delete {repo}/variables/{name}': 'deleteRepoVariable',
 };
 
 /** The id of a route keyed as in ROUTE_SCOPES, in the owner form its url has; undefined without an entry. */
@@ -468,6 +484,19 @@ export const RESPONSE_SCHEMAS: Record<string, string> = {
   appendJobLog: 'JobLogAppended',
   reportJobSteps: 'JobStepsReported',
   finishJob: 'JobFinished',
+  listRuns: 'RunItem',
+  getRun: 'Run',
+  getRunJob: 'RunJob',
+  cancelRun: 'Run',
+  rerunRun: 'Run',
+  approveRun: 'Run',
+  dispatchWorkflow: 'Run',
+  listRepoSecrets: 'CiSecretList',
+  getRepoSecret: 'CiSecret',
+  setRepoSecret: 'CiSecret',
+  listRepoVariables: 'CiVariableList',
+  getRepoVariable: 'CiVariable',
+  setRepoVariable: 'CiVariable',
 };
 
 /**
@@ -504,5 +533,5 @@ export const TAGS: Record<string, string> = {
   releases: 'Releases and their assets (docs/bring-in.md)',
   mirrors: 'Imports from a git URL, pull mirrors and push mirrors (docs/bring-in.md)',
   'sign-in': 'Sign-in sources and the second factor (docs/signin.md)',
-  ci: 'CI runners and the runner protocol (docs/ci.md)',
+  ci: 'CI: runs, jobs, logs, runners and the runner protocol (docs/ci.md)',
 };

@@ -20,4 +20,6 @@ export const SEALED_COLUMNS: SealedColumn[] = [
   // imports and mirrors: the source's or the push mirror's username and password (docs/bring-in.md)
   { table: 'repo_imports', key: 'repo_uuid', column: 'credentials', purpose: 'mirror-credentials' },
   { table: 'push_mirrors', key: 'uuid', column: 'credentials', purpose: 'mirror-credentials' },
+  // CI secrets of repos and teams (docs/ci.md "Secrets and variables")
+  { table: 'ci_secrets', key: 'uuid', column: 'value', purpose: 'ci-secret' },
 ];

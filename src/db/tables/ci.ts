@@ -92,7 +92,21 @@ export interface CiRegistrationTokensTable {
   created_at: string;
 }
 
+/** A CI secret (value sealed, purpose `ci-secret`) or variable (plain) of a repo or a team (migration 500). */
+export interface CiNamedValueTable {
+  uuid: string;
+  /** repo | team */
+  scope: string;
+  scope_uuid: string;
+  name: string;
+  value: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface CiTables {
+  ci_secrets: CiNamedValueTable;
+  ci_variables: CiNamedValueTable;
   ci_runs: CiRunsTable;
   ci_jobs: CiJobsTable;
   ci_runners: CiRunnersTable;
