@@ -42,6 +42,8 @@ import { csrfField, layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
+import { subscribeControl } from './notifications/controls.ts';
+import { getPullSubscription } from '../notifications/subscriptions.ts';
 import { pullFiles } from '../code/pulls.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
@@ -249,12 +251,13 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       canResolve: (author) => !repo.is_archived && (isAuthor || author === c.viewer.uuid || can.write),
     };
     // the page's independent parts, concurrently (the Files tab reads the diff, the others do not)
-    const [after, tips, reviews, protection, comments] = await Promise.all([
+    const [after, tips, reviews, protection, comments, subscription] = await Promise.all([
       resumePoint(deps),
       withBranchTips(deps, c.viewer, ref, pull),
       listReviews(deps, c.viewer, at, number, w),
       getPullProtection(deps, c.viewer, at, number),
       tab === 'commits' ? [] : listComments(deps, c.viewer, at, number, { offset: 0, limit: 10_000 }, tab === 'files'),
+      getPullSubscription(deps, c.viewer, at, number),
     ]);
     const threads = threadsOf(comments);
     const pendingReview = reviews.find((rv) => rv.status === 'pending' && rv.author_uuid === c.viewer.uuid) ?? null;
@@ -275,6 +278,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         opened
         ${when(pull.created_at)}${pull.merged_at ? html` · merged by ${pull.merged_by_username} ${when(pull.merged_at)}${pull.merge_commit_sha ? html` as <code>${pull.merge_commit_sha.slice(0, 10)}</code>` : ''}` : ''}
       </p>
+      ${subscribeControl(base, c.csrf, subscription)}
       <nav class="row tabs" aria-label="Pull tabs">
         ${tabLink('conversation', 'Conversation')} ${tabLink('commits', 'Commits')} ${tabLink('files', 'Files changed')}
       </nav>`;
