@@ -11,6 +11,7 @@ import type { Dialect } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
 import type { EventBus } from '../deps.ts';
 import { settledBound } from './order.ts';
+import type { EventRow } from './service.ts';
 
 const POLL_MS = 1000;
 /** While committed events are not settled yet (PostgreSQL), the store is re-read this often. */
@@ -85,14 +86,8 @@ export abstract class EventFollower {
   }
 }
 
-export interface CursorEvent {
-  id: number;
-  kind: string;
-  scopes: string;
-  actor_uuid: string | null;
-  actor_username: string | null;
-  payload: string;
-}
+/** An event as a follower reads it (no `created_at`). */
+export type CursorEvent = Omit<EventRow, 'created_at'>;
 
 /**
  * In the caller's transaction: the cursor of `table` (row 1, locked) and up to `limit` settled
