@@ -19,7 +19,7 @@ import { registerGitMaintenance } from './git/maintenance.ts';
 import { registerSearchIndexer } from './search/service.ts';
 import { registerMirrors } from './mirrors/service.ts';
 import { Webhooks } from './hooks/background.ts';
-import { NotificationFanout } from './notifications/fanout.ts';
+import { NotificationsBackground } from './notifications/background.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
 import { startBlobSweep, stopBlobSweep } from './blobs/lifetime.ts';
@@ -48,7 +48,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
     timers?: TimerScheduler;
     live?: LiveHub;
     webhooks?: Webhooks;
-    notifications?: NotificationFanout;
+    notifications?: NotificationsBackground;
   } = {
     config,
     database,
@@ -73,7 +73,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
   deps.live = new LiveHub(database.db, database.dialect, deps.bus);
   deps.timers = new TimerScheduler(deps as Deps, overrides.timers);
   deps.webhooks = new Webhooks(deps as Deps);
-  deps.notifications = new NotificationFanout(deps as Deps);
+  deps.notifications = new NotificationsBackground(deps as Deps);
   registerGitMaintenance(deps as Deps);
   registerSearchIndexer(deps as Deps);
   registerMirrors(deps as Deps);
@@ -87,7 +87,7 @@ export async function startBackground(deps: Deps): Promise<void> {
   deps.jobs.start();
   deps.timers.start();
   await deps.webhooks.start();
-  deps.notifications.start();
+  await deps.notifications.start();
   // Work a killed process left half-done (README "Storage lifetimes and crash recovery"): merge
   // claims whose instance is gone, pushes not yet recorded, unreferenced blobs and spooled bodies.
   await startMergeRecovery(deps).catch((err) => console.error('weft: recovering merge claims failed:', err));

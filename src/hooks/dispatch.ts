@@ -10,15 +10,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../deps.ts';
-import { settledBound } from '../events/order.ts';
+import { EventFollower, type FollowStep, eventsAfterCursor } from '../events/follow.ts';
 import { inTransaction } from '../core/transaction.ts';
 import { type HookFilter, hookFilter, matches } from './filter.ts';
 import { JOB_SEND } from './service.ts';
 
 const BATCH = 500;
-const POLL_MS = 1000;
-/** While committed events are not settled yet (PostgreSQL), the store is re-read this often. */
-const UNSETTLED_RETRY_MS = 20;
 
 interface ActiveHook {
   uuid: string;
@@ -35,69 +32,20 @@ interface ActiveHook {
 /** The disabled reasons under which a hook still records (as skipped) what it would have sent. */
 const SKIPPING = ['failures', 'gone'];
 
-export class HookDispatcher {
-  private running: Promise<void> | null = null;
-  private again = false;
-  private timer: NodeJS.Timeout | null = null;
-  private unsubscribe: (() => void) | null = null;
-  private stopped = true;
-
+export class HookDispatcher extends EventFollower {
   /** Called after commit with each hook that got deliveries to send (the sender's kick). */
   onTouched: ((hookUuid: string) => void) | null = null;
 
-  constructor(private readonly deps: Deps) {}
-
-  start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.unsubscribe = this.deps.bus.onNewEvents(() => this.wake());
-    this.wake();
+  constructor(private readonly deps: Deps) {
+    super(deps.bus, 'dispatching webhook deliveries');
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.unsubscribe?.();
-    this.unsubscribe = null;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
-  }
-
-  wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.running = this.loop();
-  }
-
-  private async loop(): Promise<void> {
-    let delay = POLL_MS;
-    try {
-      for (;;) {
-        this.again = false;
-        const step = await this.dispatchOnce();
-        if (this.stopped) return;
-        if (step === 'more' || this.again) continue;
-        if (step === 'unsettled') delay = UNSETTLED_RETRY_MS;
-        break;
-      }
-    } catch (err) {
-      console.error('weft: dispatching webhook deliveries failed', err);
-    } finally {
-      this.running = null;
-    }
-    if (!this.stopped) {
-      this.timer = setTimeout(() => this.wake(), delay);
-      this.timer.unref();
-    }
+  protected step(): Promise<FollowStep> {
+    return this.dispatchOnce();
   }
 
   /** One batch: 'more' when a full batch was read, 'unsettled' when committed events wait to settle. */
-  async dispatchOnce(): Promise<'more' | 'unsettled' | 'idle'> {
+  async dispatchOnce(): Promise<FollowStep> {
     const { deps } = this;
     // no active hook: nothing to match, and no write (the cursor catches up when one is made)
     const any = await deps.db
@@ -110,32 +58,14 @@ export class HookDispatcher {
     const touchedHooks: string[] = [];
     const step = await inTransaction(deps, async (tx) => {
       touchedHooks.length = 0;
-      let cursorQuery = tx.db.selectFrom('hook_dispatch').select('last_event_id').where('id', '=', 1);
-      // another instance holding the cursor is dispatching: nothing to do here
-      if (tx.dialect === 'postgres') cursorQuery = cursorQuery.forUpdate().skipLocked();
-      const cursor = await cursorQuery.executeTakeFirst();
-      if (!cursor) return 'idle';
-      const hooks = await this.activeHooks(tx.db);
-      if (hooks.length === 0) return 'idle';
-      // events at or below every active hook's `since` match none of them: skip them at once
-      const from = Math.max(Number(cursor.last_event_id), Math.min(...hooks.map((h) => h.since)));
-      const bound = settledBound(tx.dialect);
-      let q = tx.db
-        .selectFrom('events')
-        .select(['id', 'kind', 'scopes', 'payload'])
-        .where('id', '>', from)
-        .orderBy('id')
-        .limit(BATCH);
-      if (bound) q = q.where('id', '<', bound);
-      const events = await q.execute();
-      if (events.length === 0) {
-        if (!bound) return 'idle';
-        const top = await tx.db
-          .selectFrom('events')
-          .select((eb) => eb.fn.max('id').as('top'))
-          .executeTakeFirst();
-        return top?.top !== null && top?.top !== undefined && Number(top.top) > from ? 'unsettled' : 'idle';
-      }
+      let hooks: ActiveHook[] = [];
+      const read = await eventsAfterCursor(tx.db, tx.dialect, 'hook_dispatch', BATCH, async (cursor) => {
+        hooks = await this.activeHooks(tx.db);
+        // events at or below every active hook's `since` match none of them: skip them at once
+        return hooks.length === 0 ? null : Math.max(cursor, Math.min(...hooks.map((h) => h.since)));
+      });
+      if (typeof read === 'string') return read;
+      const { events } = read;
       const last = Number(events[events.length - 1]!.id);
       const deliveries: Array<{
         uuid: string;

@@ -529,7 +529,8 @@ export const TAGS: Record<string, string> = {
   'site-settings': 'Site settings (staff)',
   'rate-limits': 'Rate-limit rules (staff)',
   search: 'Search of code, issues and pulls, commits and repos (docs/search.md)',
-  notifications: 'The inbox, subscriptions and mail settings (docs/notifications.md)',
+  notifications:
+    'The inbox, subscriptions and mail settings; replies by mail (SMTP_INBOUND_PORT) go through the same write rules as the API (docs/notifications.md)',
   releases: 'Releases and their assets (docs/bring-in.md)',
   mirrors: 'Imports from a git URL, pull mirrors and push mirrors (docs/bring-in.md)',
   'sign-in': 'Sign-in sources and the second factor (docs/signin.md)',

@@ -18,15 +18,13 @@ import type { Kysely } from 'kysely';
 import { inTransaction } from '../core/transaction.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { settledBound } from '../events/order.ts';
+import { type CursorEvent, EventFollower, type FollowStep, eventsAfterCursor } from '../events/follow.ts';
 import type { EventInput } from '../events/service.ts';
 import { findMentions } from '../references/parse.ts';
 import { enqueueMail, registerMailJobs } from './mail.ts';
 import { readersOf } from './readers.ts';
 
 const BATCH = 200;
-const POLL_MS = 1000;
-const UNSETTLED_RETRY_MS = 20;
 
 export type Reason =
   'author' | 'assigned' | 'mention' | 'team_mention' | 'review_requested' | 'comment' | 'state_change' | 'subscribed' | 'ci';
@@ -59,14 +57,7 @@ const NOTIFYING: Record<string, { text?: 'thread' | 'pull' | 'reply' | 'review';
   'review-requested': {},
 };
 
-interface RawEvent {
-  id: number;
-  kind: string;
-  scopes: string;
-  actor_uuid: string | null;
-  actor_username: string | null;
-  payload: string;
-}
+type RawEvent = CursorEvent;
 
 interface Subject {
   kind: 'thread' | 'pull';
@@ -95,96 +86,27 @@ function subjectRef(e: { scopes: string[] }): { kind: 'thread' | 'pull'; uuid: s
   return null;
 }
 
-export class NotificationFanout {
-  private running: Promise<void> | null = null;
-  private again = false;
-  private timer: NodeJS.Timeout | null = null;
-  private unsubscribe: (() => void) | null = null;
-  private stopped = true;
+export class NotificationFanout extends EventFollower {
   /** Called after a batch committed with the users whose inbox changed (mail, tests). */
   onCommitted: ((users: string[]) => void) | null = null;
 
   constructor(private readonly deps: Deps) {
+    super(deps.bus, 'the notification fan-out');
     registerMailJobs(deps);
   }
 
-  start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.unsubscribe = this.deps.bus.onNewEvents(() => this.wake());
-    this.wake();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.unsubscribe?.();
-    this.unsubscribe = null;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
-  }
-
-  wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.running = this.loop();
-  }
-
-  private async loop(): Promise<void> {
-    let delay = POLL_MS;
-    try {
-      for (;;) {
-        this.again = false;
-        const step = await this.runOnce();
-        if (this.stopped) return;
-        if (step === 'more' || this.again) continue;
-        if (step === 'unsettled') delay = UNSETTLED_RETRY_MS;
-        break;
-      }
-    } catch (err) {
-      if (!this.stopped) console.error('weft: the notification fan-out failed', err);
-    } finally {
-      this.running = null;
-    }
-    if (!this.stopped) {
-      this.timer = setTimeout(() => this.wake(), delay);
-      this.timer.unref();
-    }
+  protected step(): Promise<FollowStep> {
+    return this.runOnce();
   }
 
   /** One batch: 'more' when a full batch was read, 'unsettled' when committed events wait to settle. */
-  async runOnce(): Promise<'more' | 'unsettled' | 'idle'> {
+  async runOnce(): Promise<FollowStep> {
     const users = new Set<string>();
     const step = await inTransaction(this.deps, async (tx) => {
       users.clear();
-      let cursorQuery = tx.db.selectFrom('notification_dispatch').select('last_event_id').where('id', '=', 1);
-      // another instance holding the cursor is fanning out: nothing to do here
-      if (tx.dialect === 'postgres') cursorQuery = cursorQuery.forUpdate().skipLocked();
-      const cursor = await cursorQuery.executeTakeFirst();
-      if (!cursor) return 'idle' as const;
-      const from = Number(cursor.last_event_id);
-      const bound = settledBound(tx.dialect);
-      let q = tx.db
-        .selectFrom('events')
-        .select(['id', 'kind', 'scopes', 'actor_uuid', 'actor_username', 'payload'])
-        .where('id', '>', from)
-        .orderBy('id')
-        .limit(BATCH);
-      if (bound) q = q.where('id', '<', bound);
-      const events = (await q.execute()) as RawEvent[];
-      if (events.length === 0) {
-        if (!bound) return 'idle' as const;
-        const top = await tx.db
-          .selectFrom('events')
-          .select((eb) => eb.fn.max('id').as('top'))
-          .executeTakeFirst();
-        return top?.top !== null && top?.top !== undefined && Number(top.top) > from ? ('unsettled' as const) : ('idle' as const);
-      }
+      const read = await eventsAfterCursor(tx.db, tx.dialect, 'notification_dispatch', BATCH);
+      if (typeof read === 'string') return read;
+      const { events } = read;
       const touches = await concerned(tx.db, events);
       const changed = await upsert(tx.db, touches, this.deps.clock.now().toISOString());
       // mail: a job per notification (batched by its dedupe key) or a digest per user, in this transaction

@@ -8,7 +8,6 @@
  * may still read the subject; an SMTP failure is retried with the queue's back-off, a permanent
  * (5xx) refusal marks the address bouncing and mail to it stops.
  */
-import { timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import nodemailer from 'nodemailer';
 import type { Config } from '../config.ts';
@@ -16,11 +15,11 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { boundedMarkdown } from '../markdown/bounded.ts';
 import { readersOf } from './readers.ts';
+import { replyAddress } from './reply-token.ts';
 
 export const JOB_MAIL = 'notification-mail';
 export const JOB_DIGEST = 'notification-digest';
 export const UNSUBSCRIBE_PURPOSE = 'notification-unsubscribe';
-export const REPLY_PURPOSE = 'notification-reply';
 
 export type MailSetting = 'off' | 'instant' | 'daily';
 
@@ -141,23 +140,6 @@ export function readUnsubscribeToken(deps: Deps, token: string): { user: string;
   return { user, what, uuid };
 }
 
-/** The signed reply token of a subject's mails: user and subject (reply by mail). */
-export function replyToken(deps: Deps, user: string, subject: string): string {
-  const message = `${user}.${subject}`;
-  return `${Buffer.from(message).toString('base64url')}.${deps.secret.sign(REPLY_PURPOSE, message).slice(0, 32)}`;
-}
-
-export function readReplyToken(deps: Deps, token: string): { user: string; subject: string } | null {
-  const [m, sig] = token.split('.', 2);
-  if (!m || !sig) return null;
-  const message = Buffer.from(m, 'base64url').toString('utf8');
-  const want = Buffer.from(deps.secret.sign(REPLY_PURPOSE, message).slice(0, 32));
-  const given = Buffer.from(sig);
-  if (want.length !== given.length || !timingSafeEqual(want, given)) return null;
-  const [user, subject] = message.split('.');
-  return user && subject ? { user, subject } : null;
-}
-
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -182,7 +164,7 @@ interface Activity {
   text: string;
 }
 
-interface Subject {
+export interface Subject {
   notification: string;
   user: string;
   kind: 'thread' | 'pull';
@@ -198,7 +180,7 @@ interface Subject {
   to: number;
 }
 
-async function subjectOf(db: Kysely<DB>, notificationUuid: string): Promise<Subject | null> {
+export async function subjectOf(db: Kysely<DB>, notificationUuid: string): Promise<Subject | null> {
   const n = await db
     .selectFrom('notifications as n')
     .innerJoin('repos as r', 'r.uuid', 'n.repo_uuid')
@@ -316,6 +298,7 @@ function compose(deps: Deps, to: string, s: Subject, activity: Activity[]): Comp
     s.reason.replace('_', ' '),
   )} &middot; <a href="${escapeHtml(unsubscribe)}">unsubscribe</a></p></body></html>`;
   const thread = `<${s.kind}.${s.uuid}@${h}>`;
+  const reply = replyAddress(deps, s.notification);
   return {
     to,
     from: deps.config.mailFrom!,
@@ -327,11 +310,12 @@ function compose(deps: Deps, to: string, s: Subject, activity: Activity[]): Comp
       'In-Reply-To': thread,
       References: thread,
       'List-ID': `<${s.repoSlug}.${s.owner}.${h}>`,
-      'List-Unsubscribe': `<${unsubscribe}>`,
+      'List-Unsubscribe': reply ? `<${unsubscribe}>, <mailto:${reply}?subject=unsubscribe>` : `<${unsubscribe}>`,
       'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
       'X-Weft-Reason': s.reason,
       'Auto-Submitted': 'auto-generated',
     },
+    ...(reply ? { replyTo: reply } : {}),
   };
 }
 

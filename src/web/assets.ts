@@ -185,6 +185,7 @@ ul.plain{list-style:none;padding:0;margin:0}
 ul.plain>li{padding:6px 0;border-bottom:1px solid var(--line);overflow-wrap:anywhere}
 ul.plain>li:last-child{border-bottom:0}
 .muted{color:var(--muted)}
+[hidden]{display:none!important}
 .badge{display:inline-block;padding:0 8px;border-radius:10px;font-size:.85rem;border:1px solid var(--line);background:var(--soft);color:var(--fg)}
 .badge.open{background:#dafbe1;border-color:#4ac26b;color:#0f5323}.badge.merged{background:#fbefff;border-color:#c297ff;color:#512a97}.badge.closed{background:#ffebe9;border-color:#ff8182;color:#82071e}
 .badge.approved{background:#dafbe1;color:#0f5323}.badge.changes_requested{background:#ffebe9;color:#82071e}

@@ -8,6 +8,8 @@ import { SESSION_TTL_MS, authenticateSession, csrfTokenFor, csrfTokenMatches } f
 import { assetRoutes } from './assets.ts';
 import { inboxPages } from './notifications/inbox.ts';
 import { unsubscribePages } from './notifications/unsubscribe.ts';
+import { subscriptionPages } from './notifications/controls.ts';
+import { mailSettingsPages } from './notifications/mail-settings.ts';
 import { LOGIN_COOKIE, authPages, cookie } from './auth-pages.ts';
 import { csrfRefused, sendPage } from './context.ts';
 import { html } from './html.ts';
@@ -146,6 +148,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(keySettingsPages, { deps });
   await app.register(inboxPages, { deps });
   await app.register(unsubscribePages, { deps });
+  await app.register(subscriptionPages, { deps });
+  await app.register(mailSettingsPages, { deps });
   await app.register(teamSettingsPages, { deps });
   await app.register(twoFactorRequirementPages, { deps });
   await app.register(repoSettingsPages, { deps });

@@ -47,6 +47,8 @@ import { csrfField, layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
+import { subscribeControl } from './notifications/controls.ts';
+import { getPullSubscription } from '../notifications/subscriptions.ts';
 import { pullFiles } from '../code/pulls.ts';
 import { linkReferences } from '../references/render.ts';
 
@@ -280,13 +282,14 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       return linked.slice(0, texts.length).map(trusted);
     };
     // the page's independent parts, concurrently (the Files tab reads the diff, the others do not)
-    const [after, tips, reviews, protection, listed] = await Promise.all([
+    const [after, tips, reviews, protection, listed, subscription] = await Promise.all([
       resumePoint(deps),
       withBranchTips(deps, c.viewer, ref, pull),
       listReviews(deps, c.viewer, at, number, w),
       getPullProtection(deps, c.viewer, at, number),
       // the Files tab reads the comments of the files it shows, once it knows them
       tab === 'conversation' ? listComments(deps, c.viewer, at, number, { offset: 0, limit: 10_000 }, false) : [],
+      getPullSubscription(deps, c.viewer, at, number),
     ]);
     let comments = listed;
     let threads = threadsOf(comments);
@@ -308,6 +311,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         opened
         ${when(pull.created_at)}${pull.merged_at ? html` · merged by ${pull.merged_by_username} ${when(pull.merged_at)}${pull.merge_commit_sha ? html` as <code>${pull.merge_commit_sha.slice(0, 10)}</code>` : ''}` : ''}
       </p>
+      ${subscribeControl(base, c.csrf, subscription)}
       <nav class="row tabs" aria-label="Pull tabs">
         ${tabLink('conversation', 'Conversation')} ${tabLink('commits', 'Commits')} ${tabLink('files', 'Files changed')}
       </nav>`;

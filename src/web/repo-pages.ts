@@ -12,6 +12,8 @@ import { layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { pageRepo, repoHeader, repoRoute } from './repo-common.ts';
+import { watchControl } from './notifications/controls.ts';
+import { getRepoWatch } from '../notifications/subscriptions.ts';
 
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
@@ -28,12 +30,14 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const scope = `repo:${repo.uuid}`;
     const events = await activityOfScope(deps, c.viewer, scope, undefined, [scope]);
     const latest = await latestReleaseName(deps, repo.uuid);
+    const watch = await getRepoWatch(deps, c.viewer, ref);
     // the file tree at the default branch with its README, once that branch has been pushed
     const tree =
       (await deps.git.branchSha(repo.uuid, repo.default_branch)) !== null
         ? await treeView(deps, c.viewer, ref, repo, repo.default_branch, '')
         : html``;
-    const body = html`${repoHeader(repo, 'code', can)} ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
+    const body = html`${repoHeader(repo, 'code', can)} ${watchControl(repoHref(repo), c.csrf, watch.level)}
+      ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
       <div class="grid">
         <div>
           <section class="box" aria-labelledby="clone-h">

@@ -19,6 +19,7 @@ export const userTabs = (current: string): Html =>
       ['/settings/sessions', 'Sessions'],
       ['/settings/keys', 'SSH keys'],
       ['/settings/security', 'Security'],
+      ['/settings/notifications', 'Notifications'],
     ],
     current,
   );

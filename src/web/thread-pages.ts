@@ -29,6 +29,8 @@ import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { NumberParam, type PageRepo, pageRepo, repoHeader, repoRoute } from './repo-common.ts';
+import { subscribeControl } from './notifications/controls.ts';
+import { getThreadSubscription } from '../notifications/subscriptions.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
@@ -101,6 +103,7 @@ export async function renderThreadPage(
       : Promise.resolve([]),
   ]);
   const repoPaths = await referenceRepoPaths(deps, timeline);
+  const subscription = await getThreadSubscription(deps, c.viewer, ref, number);
   const shown = replies.slice(0, w.perPage);
   const more = replies.length > w.perPage;
   // the timeline's changes between this page's replies: from the first reply (the thread's start on
@@ -143,6 +146,7 @@ export async function renderThreadPage(
         <span class="badge ${thread.state}">${thread.state === 'open' ? 'Open' : 'Closed'}</span> Started by
         ${thread.author_username} ${when(thread.created_at)}
       </p>
+      ${subscribeControl(`${repoBase}/threads/${thread.number}`, c.csrf, subscription)}
       <div class="thread-layout">
         <div class="thread-body">
           ${

@@ -1,0 +1,221 @@
+/**
+ * Notification fan-out benchmark (bench/README.md "Notifications"): a public repo with
+ * BENCH_WATCHERS (5,000) users watching it and a burst of BENCH_EVENTS (1,000) replies on
+ * BENCH_THREADS (10) threads, written as fast as the write path takes them. Reports the fan-out
+ * lag (from each event's commit to the fan-out cursor passing it: its notifications are in the
+ * inboxes) p50/p99/max, the notifications written, and `GET /user` latency over HTTP from
+ * BENCH_CLIENTS (4) clients meanwhile, against the same clients on the idle server measured
+ * first in the same run (the reference). Budget: lag p99 < 2 s, `GET /user` p99 within 2x idle.
+ * Server and clients share this process (so an event loop held by the fan-out shows in the
+ * clients' latency) and the machine's cores.
+ *
+ *   npx tsx bench/notify.ts                                                        # SQLite
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/notify.ts   # PostgreSQL
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/index.ts';
+import { createDeps, startBackground, stopBackground } from '../src/root.ts';
+import { createReply } from '../src/threads/service.ts';
+import { bootstrapAdmin } from '../src/users/service.ts';
+import type { Viewer } from '../src/viewer.ts';
+
+const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 5_000);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000);
+const THREADS = Number(process.env.BENCH_THREADS ?? 10);
+const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 4);
+const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 3_000);
+const url = process.env.BENCH_DATABASE_URL ?? null;
+const TOKEN = 'weft_bench_admin_token_0123456789abcdefghij';
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.now();
+
+async function main() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'weft-bench-notify-'));
+  const schema = url ? `weft_b_${randomBytes(5).toString('hex')}` : undefined;
+  const admin = async (statement: string) => {
+    const c = new pg.Client({ connectionString: url! });
+    await c.connect();
+    await c.query(statement);
+    await c.end();
+  };
+  if (schema) await admin(`create schema ${schema}`);
+  const database = await openDatabase({ url, dataDir, schema });
+  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), bootstrapAdminToken: TOKEN, databaseUrl: url };
+  const deps = createDeps(config, database);
+  await bootstrapAdmin(deps);
+  const app = await buildApp(deps, { logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  await startBackground(deps);
+  try {
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${base}/api/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+      return text ? JSON.parse(text) : null;
+    };
+    await call('POST', '/teams', { name: 'Bench', slug: 'bench' });
+    const repo = await call('POST', '/teams/bench/repos', { name: 'Hot', slug: 'hot', visibility: 'public' });
+    for (let i = 0; i < THREADS; i++) await call('POST', '/teams/bench/repos/hot/threads', { title: `T${i}`, body: 'x' });
+
+    // the watchers: users rows and their `watching` level, straight in SQL
+    const at = new Date().toISOString();
+    for (let i = 0; i < WATCHERS; i += 500) {
+      const users = Array.from({ length: Math.min(500, WATCHERS - i) }, (_, k) => ({
+        uuid: randomUUID(),
+        username: `w${i + k}`,
+        display_name: '',
+        email: `w${i + k}@example.com`,
+        is_staff: 0 as const,
+        is_active: 1 as const,
+        ping_mentions: 'everyone',
+        password_hash: null,
+        created_at: at,
+        updated_at: at,
+      }));
+      await deps.db.insertInto('users').values(users).execute();
+      await deps.db
+        .insertInto('repo_subscriptions')
+        .values(users.map((u) => ({ user_uuid: u.uuid, repo_uuid: repo.uuid as string, level: 'watching', created_at: at })))
+        .execute();
+    }
+    // let the fan-out of the threads' creation finish first
+    const cursor = async () =>
+      Number(
+        (await deps.db.selectFrom('notification_dispatch').select('last_event_id').where('id', '=', 1).executeTakeFirstOrThrow())
+          .last_event_id,
+      );
+    const lastEvent = async () =>
+      Number(
+        (
+          await deps.db
+            .selectFrom('events')
+            .select((eb) => eb.fn.max('id').as('m'))
+            .executeTakeFirst()
+        )?.m ?? 0,
+      );
+    const settledAt = await lastEvent();
+    while ((await cursor()) < settledAt) await sleep(50);
+
+    /** `GET /user` from CLIENTS clients until `until()` is true; the sorted latencies. */
+    const load = async (until: () => boolean): Promise<number[]> => {
+      const out: number[] = [];
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async () => {
+          while (!until()) {
+            const t0 = now();
+            const res = await fetch(`${base}/api/v1/user`, { headers: { authorization: `Bearer ${TOKEN}` } });
+            await res.arrayBuffer();
+            out.push(now() - t0);
+          }
+        }),
+      );
+      return out.sort((a, b) => a - b);
+    };
+
+    // the reference: the idle server
+    const idleEnd = now() + IDLE_MS;
+    const idle = await load(() => now() > idleEnd);
+
+    // the burst, with the clients running until the fan-out has passed the last event
+    const adminRow = await deps.db
+      .selectFrom('users')
+      .select(['uuid', 'username'])
+      .where('username', '=', 'admin')
+      .executeTakeFirstOrThrow();
+    const viewer: Viewer = { uuid: adminRow.uuid, username: adminRow.username, isStaff: true, tokenUuid: '' };
+    const ref = { ownerKind: 'team' as const, ownerName: 'bench', repoSlug: 'hot' };
+    const committed: Array<{ id: number; at: number }> = [];
+    const passed = new Map<number, number>();
+    let done = false;
+    const before = Number(
+      (
+        await deps.db
+          .selectFrom('notifications')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirst()
+      )?.n ?? 0,
+    );
+    const watch = (async () => {
+      while (!done) {
+        const c = await cursor();
+        const t = now();
+        // an event pushed after the cursor passed it counts at this look
+        for (const e of committed) if (e.id <= c && !passed.has(e.id)) passed.set(e.id, t);
+        if (committed.length === EVENTS && passed.size === EVENTS) done = true;
+        else await sleep(5);
+      }
+    })();
+    const busy = load(() => done);
+    const started = now();
+    for (let i = 0; i < EVENTS; i++) {
+      // always yield: on SQLite a write resolves without I/O, and the server must run meanwhile
+      await new Promise((r) => setImmediate(r));
+      await createReply(deps, viewer, ref, 1 + (i % THREADS), { body: `reply ${i}` });
+      // the reply's event: the newest reply-created
+      const id = Number(
+        (
+          await deps.db
+            .selectFrom('events')
+            .select('id')
+            .where('kind', '=', 'reply-created')
+            .orderBy('id', 'desc')
+            .limit(1)
+            .executeTakeFirstOrThrow()
+        ).id,
+      );
+      committed.push({ id, at: now() });
+    }
+    const wrote = now() - started;
+    const deadline = now() + 120_000;
+    while (!done && now() < deadline) await sleep(50);
+    done = true;
+    await watch;
+    const during = await busy;
+    const total = now() - started;
+    const lag = committed
+      .filter((e) => passed.has(e.id))
+      .map((e) => passed.get(e.id)! - e.at)
+      .sort((a, b) => a - b);
+    const after = Number(
+      (
+        await deps.db
+          .selectFrom('notifications')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirst()
+      )?.n ?? 0,
+    );
+
+    const f = (x: number) => x.toFixed(1);
+    console.log(
+      `notify (${database.dialect}): ${WATCHERS} watchers, ${EVENTS} replies on ${THREADS} threads written in ${(wrote / 1000).toFixed(1)} s, fanned out in ${(total / 1000).toFixed(1)} s`,
+    );
+    console.log(
+      `  fan-out lag: p50 ${f(pct(lag, 50))} ms, p99 ${f(pct(lag, 99))} ms, max ${f(lag.at(-1) ?? NaN)} ms; ${EVENTS - lag.length} not passed; notifications ${before} -> ${after}`,
+    );
+    console.log(`  GET /user idle:   p50 ${f(pct(idle, 50))} ms, p99 ${f(pct(idle, 99))} ms (${idle.length} requests)`);
+    console.log(`  GET /user burst:  p50 ${f(pct(during, 50))} ms, p99 ${f(pct(during, 99))} ms (${during.length} requests)`);
+    console.log(`  ratio burst/idle: p50 ${f(pct(during, 50) / pct(idle, 50))}x, p99 ${f(pct(during, 99) / pct(idle, 99))}x`);
+  } finally {
+    await stopBackground(deps);
+    await app.close();
+    await database.close();
+    if (schema) await admin(`drop schema if exists ${schema} cascade`);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();
