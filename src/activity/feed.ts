@@ -18,6 +18,8 @@ export interface CursorQuery {
    * no access check is made again for them (docs/architecture.md "The read path").
    */
   known?: readonly string[];
+  /** the readable bound the page already read (`resumeState`, web/live.ts): not read again */
+  settled?: number | null;
 }
 
 export interface CursorPage {
@@ -45,7 +47,7 @@ export async function eventPage(deps: Deps, viewer: Viewer, q: CursorQuery): Pro
   else await requireReadableScope(deps, viewer, q.scope);
   // One bound for the whole page, so its rows and its cursors agree; it waits for the events
   // committed before this read to settle (read-your-writes, events/order.ts).
-  const settled = await readableBound(deps.db, deps.dialect);
+  const settled = q.settled !== undefined ? q.settled : await readableBound(deps.db, deps.dialect);
   // Filters and order on the scope's index entries (scope, kind, event_id) alone, never on the
   // joined event row, so a page reads about per_page entries at any depth; the page's event rows
   // are read by id after (README "Performance").

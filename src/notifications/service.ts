@@ -286,26 +286,37 @@ export async function subjectSubscription(
   viewer: Viewer,
   subject: { uuid: string; repo_uuid: string },
 ): Promise<{ subscribed: boolean; explicit: boolean; level: WatchLevel }> {
-  const [explicit, repo] = await Promise.all([
-    db
-      .selectFrom('subject_subscriptions')
-      .select('subscribed')
-      .where('user_uuid', '=', viewer.uuid)
-      .where('subject_uuid', '=', subject.uuid)
-      .executeTakeFirst(),
-    repoSubscription(db, viewer, subject.repo_uuid),
-  ]);
-  if (explicit) return { subscribed: explicit.subscribed === 1, explicit: true, level: repo.level };
-  if (repo.level === 'watching') return { subscribed: true, explicit: false, level: repo.level };
-  if (repo.level === 'ignoring') return { subscribed: false, explicit: false, level: repo.level };
-  // participating: subscribed when the caller takes part (a notification about it exists)
-  const part = await db
-    .selectFrom('notifications')
-    .select('uuid')
-    .where('user_uuid', '=', viewer.uuid)
-    .where('subject_uuid', '=', subject.uuid)
-    .executeTakeFirst();
-  return { subscribed: part !== undefined, explicit: false, level: repo.level };
+  // one statement (pages show it beside everything else): the explicit choice, the repo level, and
+  // whether the caller takes part (a notification about it exists)
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb
+        .selectFrom('subject_subscriptions')
+        .select('subscribed')
+        .where('user_uuid', '=', viewer.uuid)
+        .where('subject_uuid', '=', subject.uuid)
+        .as('explicit'),
+      eb
+        .selectFrom('repo_subscriptions')
+        .select('level')
+        .where('user_uuid', '=', viewer.uuid)
+        .where('repo_uuid', '=', subject.repo_uuid)
+        .as('level'),
+      eb
+        .selectFrom('notifications')
+        .select('uuid')
+        .where('user_uuid', '=', viewer.uuid)
+        .where('subject_uuid', '=', subject.uuid)
+        .limit(1)
+        .as('part'),
+    ])
+    .executeTakeFirstOrThrow();
+  const level = (row.level as WatchLevel | null) ?? 'participating';
+  if (row.explicit !== null && row.explicit !== undefined)
+    return { subscribed: Number(row.explicit) === 1, explicit: true, level };
+  if (level === 'watching') return { subscribed: true, explicit: false, level };
+  if (level === 'ignoring') return { subscribed: false, explicit: false, level };
+  return { subscribed: row.part !== null && row.part !== undefined, explicit: false, level };
 }
 
 /** Sets (or with null, removes) the caller's explicit subscription to a thread or pull. */

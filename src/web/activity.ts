@@ -10,7 +10,9 @@ export async function activityOfScope(
   scope: string,
   perPage = 20,
   known: readonly string[] = [],
+  /** the bound the page read with its resume point (web/live.ts `resumeState`) */
+  settled?: number | null,
 ): Promise<EventRecord[]> {
-  const page = await eventPage(deps, viewer, { scope, perPage, known });
+  const page = await eventPage(deps, viewer, { scope, perPage, known, ...(settled !== undefined ? { settled } : {}) });
   return [...page.results].reverse();
 }

@@ -19,10 +19,18 @@ const KINDS = Object.keys(EVENT_KINDS).join(',');
  * both listed and replayed; the page's script drops the second copy by its id.
  */
 export async function resumePoint(deps: Deps): Promise<string> {
+  return (await resumeState(deps)).after;
+}
+
+/**
+ * `resumePoint` and the readable bound it was read under (null where events commit in order:
+ * SQLite), which the page's own event list takes instead of reading it again (`activityOfScope`).
+ */
+export async function resumeState(deps: Deps): Promise<{ after: string; settled: number | null }> {
   const bound = await readableBound(deps.db, deps.dialect);
-  if (bound !== null) return String(Math.max(0, bound - 1));
+  if (bound !== null) return { after: String(Math.max(0, bound - 1)), settled: bound };
   const { rows } = await sql<{ top: number | string | null }>`select max(id) as top from events`.execute(deps.db);
-  return String(rows[0]?.top ?? 0);
+  return { after: String(rows[0]?.top ?? 0), settled: null };
 }
 
 /**

@@ -45,7 +45,7 @@ import { type Html, html, pager, seg, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
-import { liveFeed, resumePoint } from './live.ts';
+import { liveFeed, resumeState } from './live.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
 import { subscribeControl } from './notifications/controls.ts';
 import { getPullSubscription } from '../notifications/subscriptions.ts';
@@ -282,8 +282,8 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       return linked.slice(0, texts.length).map(trusted);
     };
     // the page's independent parts, concurrently (the Files tab reads the diff, the others do not)
-    const [after, tips, reviews, protection, listed, subscription] = await Promise.all([
-      resumePoint(deps),
+    const [resume, tips, reviews, protection, listed, subscription] = await Promise.all([
+      resumeState(deps),
       withBranchTips(deps, c.viewer, ref, pull),
       listReviews(deps, c.viewer, at, number, w),
       getPullProtection(deps, c.viewer, at, number),
@@ -406,7 +406,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       const [statuses, attachments, events] = await Promise.all([
         tips.head_sha ? latestStatuses(deps.db, pull.repo_uuid, tips.head_sha) : [],
         listAttachments(deps, c.viewer, at, { kind: 'pull', number }, { offset: 0, limit: 100 }),
-        activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known),
+        activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known, resume.settled),
       ]);
       const canRequest = can.requestReviews;
       const requested = new Set(tips.requested_reviewers.map((u) => u.username));
@@ -528,7 +528,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             }
           </section>
         </div>
-        ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: [`pull:${pull.uuid}`], after, events })}
+        ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: [`pull:${pull.uuid}`], after: resume.after, events })}
       </div>`;
     }
 
