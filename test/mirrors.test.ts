@@ -242,6 +242,51 @@ for (const dialect of DIALECTS) {
       assert.equal((await t.req('POST', `${repoApi('fromdaemon')}/mirror/sync`, { token: alice.token })).status, 404);
     });
 
+    it('a pull mirror syncs on its interval: one timed job per due time, which queues the next', async () => {
+      const repo = (await t.req('GET', repoApi('mirror'), { token: alice.token })).body;
+      const ticks = () =>
+        t.deps.db
+          .selectFrom('jobs')
+          .select(['id', 'run_at', 'dedupe_key'])
+          .where('kind', '=', 'mirror-sync')
+          .where('dedupe_key', 'like', `mirror-tick:${repo.uuid}:%`)
+          .where('failed_at', 'is', null)
+          .execute();
+      // the import queued the first timed sync, the interval (8 hours) from then
+      let queued = await ticks();
+      assert.equal(queued.length, 1, JSON.stringify(queued));
+      const due = Date.parse(queued[0]!.run_at);
+      assert.ok(due > Date.now() + 7 * 3600_000 && due <= Date.now() + 8 * 3600_000 + 60_000, queued[0]!.run_at);
+      // the source moves; the due time comes (moved here, as a clock would): the mirror follows by itself
+      await commitFiles(g, work, [{ 'timed.txt': 'timed\n' }], 'timed');
+      await g.run(['-C', work, 'push', '-q', join(served, 'src.git'), 'HEAD:refs/heads/timed']);
+      await t.deps.db
+        .updateTable('jobs')
+        .set({ run_at: new Date(Date.now() - 1000).toISOString() })
+        .where('id', '=', queued[0]!.id)
+        .execute();
+      const mirrorUrl = g.url(`/git/users/${alice.username}/mirror.git`, alice.token);
+      let synced = '';
+      for (let i = 0; i < 300 && !synced.includes('refs/heads/timed'); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        synced = await lsRemote(mirrorUrl);
+      }
+      assert.match(synced, /refs\/heads\/timed/);
+      // and the next timed sync is queued, once, an interval after this one
+      for (let i = 0; i < 100; i++) {
+        queued = await ticks();
+        if (
+          queued.length === 1 &&
+          queued[0]!.dedupe_key !== undefined &&
+          Date.parse(queued[0]!.run_at) > Date.now() + 7 * 3600_000
+        )
+          break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(queued.length, 1, JSON.stringify(queued));
+      assert.ok(Date.parse(queued[0]!.run_at) > Date.now() + 7 * 3600_000, queued[0]!.run_at);
+    });
+
     it('a push mirror lands every push in another repo, with its status recorded', async () => {
       ok(
         await t.req('POST', `/api/v1/users/${alice.username}/repos`, {

@@ -149,8 +149,13 @@ export async function syncPushMirror(deps: Deps, viewer: Viewer, ref: RepoRef, u
   });
 }
 
-/** Queues a pull mirror's next timed sync, `interval_seconds` from now (one per due time). */
-async function scheduleNextTick(deps: Deps, repoUuid: string): Promise<void> {
+/**
+ * Queues a pull mirror's next timed sync, `interval_seconds` from now. Its key names the tick that
+ * queued it (`after` the due time of that tick; `first` after the import), so a tick that runs
+ * twice (retried after a crash, or on two instances) queues one successor, and a tick that ran
+ * early (a sync on demand does not count) still queues the next.
+ */
+async function scheduleNextTick(deps: Deps, repoUuid: string, after: number | null): Promise<void> {
   const row = await deps.db
     .selectFrom('repo_imports')
     .select(['mirror', 'interval_seconds'])
@@ -158,12 +163,11 @@ async function scheduleNextTick(deps: Deps, repoUuid: string): Promise<void> {
     .executeTakeFirst();
   if (!row || row.mirror !== 1) return;
   const due = deps.clock.now().getTime() + row.interval_seconds * 1000;
-  const slot = Math.floor(due / (row.interval_seconds * 1000));
   await deps.jobs.enqueue(deps.db, {
     kind: 'mirror-sync',
-    payload: { repo_uuid: repoUuid, tick: true },
+    payload: { repo_uuid: repoUuid, tick: true, due },
     runAt: new Date(due).toISOString(),
-    dedupeKey: `mirror-tick:${repoUuid}:${slot}`,
+    dedupeKey: `mirror-tick:${repoUuid}:${after === null ? 'first' : `after-${after}`}`,
   });
 }
 
@@ -172,12 +176,12 @@ export function registerMirrors(deps: Deps): void {
   deps.jobs.register('repo-import', async (payload) => {
     const uuid = String(payload.repo_uuid);
     const { error } = await fetchSource(deps, uuid, true);
-    if (error === null) await scheduleNextTick(deps, uuid);
+    if (error === null) await scheduleNextTick(deps, uuid, null);
   });
   deps.jobs.register('mirror-sync', async (payload) => {
     const uuid = String(payload.repo_uuid);
     await fetchSource(deps, uuid, false);
-    if (payload.tick === true) await scheduleNextTick(deps, uuid);
+    if (payload.tick === true) await scheduleNextTick(deps, uuid, Number(payload.due) || 0);
   });
   deps.jobs.register('push-mirror', async (payload) => {
     await pushToMirror(deps, String(payload.uuid));
