@@ -183,10 +183,24 @@ for (const dialect of DIALECTS) {
       assert.equal((await replies()).length, 2);
     });
 
+    it('the same mail sent again (a lost 250) is posted once; another mail is posted', async () => {
+      const before = (await replies()).length;
+      const messageId = `<resend-${dialect}@example.org>`;
+      await send({ to: replyTo('carol@example.com'), text: 'Once only.', messageId });
+      await send({ to: replyTo('carol@example.com'), text: 'Once only.', messageId });
+      await send({ to: replyTo('carol@example.com'), text: 'Another one.', messageId: `<other-${dialect}@example.org>` });
+      const after = await replies();
+      assert.deepEqual(
+        after.slice(before).map((r) => r.body),
+        ['Once only.', 'Another one.'],
+      );
+    });
+
     it('lost access: a reply from a user removed from the team changes nothing', async () => {
+      const before = (await replies()).length;
       ok(await t.req('DELETE', '/api/v1/teams/crew/members/carol', { token: alice.token }), 204);
       await send({ to: replyTo('carol@example.com'), text: 'Still here?' });
-      assert.equal((await replies()).length, 2);
+      assert.equal((await replies()).length, before);
       ok(await t.req('GET', '/api/v1/user', { token: carol.token }));
     });
   });

@@ -9,10 +9,13 @@
  * replies the user may no longer make change nothing and get no answer. The SMTP answer is sent
  * once the mail is handled, so a sender's retry after a temporary failure (451) is safe.
  */
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import type { Kysely } from 'kysely';
 import { type ParsedMail, simpleParser } from 'mailparser';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import { attach } from '../attachments/service.ts';
+import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import { createReview } from '../pulls/reviews-service.ts';
@@ -30,7 +33,7 @@ const RECIPIENT = /^reply\+([a-z2-7]{45})$/i;
 
 /** What became of one recipient of an inbound mail (logs and tests). */
 export type InboundOutcome =
-  'replied' | 'reviewed' | 'unsubscribed' | 'auto_reply' | 'bounce' | 'bad_token' | 'no_user' | 'empty' | 'refused';
+  'replied' | 'reviewed' | 'unsubscribed' | 'auto_reply' | 'bounce' | 'bad_token' | 'no_user' | 'empty' | 'refused' | 'duplicate';
 
 /**
  * The new text of a reply: quoted lines (`>`), the `On … wrote:` line, a signature after `-- `,
@@ -183,15 +186,17 @@ export class InboundMail {
         return 'unsubscribed';
       }
       if (body === '') return 'empty';
+      const once = seenOnce(token!, mail.messageId);
       if (s.kind === 'pull') {
-        const review = await createReview(this.deps, viewer, ref, s.number, { status: 'commented', body });
+        const review = await createReview(this.deps, viewer, ref, s.number, { status: 'commented', body }, once);
         await this.attachFiles(viewer, ref, mail, { kind: 'review', number: s.number, reviewUuid: review.uuid });
         return 'reviewed';
       }
-      const reply = await createReply(this.deps, viewer, ref, s.number, { body });
+      const reply = await createReply(this.deps, viewer, ref, s.number, { body }, once);
       await this.attachFiles(viewer, ref, mail, { kind: 'reply', number: s.number, replyNumber: reply.number });
       return 'replied';
     } catch (err) {
+      if (err instanceof AppError && err.code === DUPLICATE) return 'duplicate';
       // lost access, a locked or removed subject, a refused body: nothing changes, no answer
       if (err instanceof AppError) return 'refused';
       throw err;
@@ -221,4 +226,24 @@ export class InboundMail {
       if (!(err instanceof AppError)) console.error('weft: the attachments of an inbound mail failed', err);
     }
   }
+}
+
+const DUPLICATE = 'duplicate_mail';
+
+/**
+ * Records, in the reply's or review's transaction, that this mail (its Message-ID, answering this
+ * notification) was posted, so the same mail sent again (a sender that never got the `250`) posts
+ * nothing twice. A mail without a Message-ID cannot be told apart: it is posted each time.
+ */
+function seenOnce(token: string, messageId: string | undefined): ((db: Kysely<DB>) => Promise<void>) | undefined {
+  if (!messageId) return undefined;
+  const key = createHash('sha256').update(`${token.toLowerCase()}\n${messageId.trim()}`).digest('hex');
+  return async (db) => {
+    const done = await db
+      .insertInto('inbound_mail_seen')
+      .values({ mail_key: key, created_at: new Date().toISOString() })
+      .onConflict((oc) => oc.column('mail_key').doNothing())
+      .executeTakeFirst();
+    if (Number(done.numInsertedOrUpdatedRows ?? 0) === 0) throw new AppError(409, DUPLICATE, 'This mail was posted already.');
+  };
 }

@@ -101,6 +101,8 @@ export async function createReview(
   ref: RepoRef,
   number: number,
   input: { status?: ReviewStatus; body?: string; comments?: CommentInput[] },
+  /** work of the caller's in the review's transaction, after the checks (reply by mail records its mail) */
+  also?: (db: Kysely<DB>) => Promise<void>,
 ): Promise<ReviewJson> {
   if (input.status === undefined && (input.comments ?? []).length === 0) {
     throw badRequest('status: required, unless the review is a pending one collecting comments.');
@@ -124,6 +126,7 @@ export async function createReview(
       .executeTakeFirst();
     if (!counter) throw notFound('Pull');
     if (counter.status === 'merged') throw MERGED();
+    if (also) await also(tx.db);
     if (pending) {
       const open = await tx.db
         .selectFrom('reviews')

@@ -775,6 +775,8 @@ export async function createReply(
   ref: RepoRef,
   number: number,
   input: CreateReplyInput,
+  /** work of the caller's in the reply's transaction, after the checks (reply by mail records its mail) */
+  also?: (db: Kysely<DB>) => Promise<void>,
 ): Promise<ReplyJson> {
   const body = cleanReplyBody(input.body);
   return command(deps, viewer, onRepo(ref, READ), async (tx) => {
@@ -784,6 +786,7 @@ export async function createReply(
     assertRepoNeed(access, DISCUSS);
     if (thread.removed_at) throw readOnly('thread');
     assertMayReply(access, thread);
+    if (also) await also(tx.db);
     const seq = await tx.db
       .updateTable('threads')
       .set((eb) => ({ reply_seq: eb('reply_seq', '+', 1), reply_count: eb('reply_count', '+', 1) }))

@@ -57,7 +57,15 @@ export interface UserMailSettingsTable {
   updated_at: string;
 }
 
+/** An inbound mail that became a reply or a review (migration 541): posted once. */
+export interface InboundMailSeenTable {
+  /** sha256 of the Message-ID and the notification answered */
+  mail_key: string;
+  created_at: string;
+}
+
 export interface NotificationsTables {
+  inbound_mail_seen: InboundMailSeenTable;
   user_mail_settings: UserMailSettingsTable;
   notifications: NotificationsTable;
   notification_dispatch: NotificationDispatchTable;
