@@ -36,7 +36,7 @@ import { TITLE_MAX } from './schemas.ts';
 import { containsText } from '../db/like.ts';
 import type { RepoRow } from '../access/index.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
-import { assigneeFilter, drivingSet, filterUserUuid, labelFilters, milestoneFilter } from '../tracker/items.ts';
+import { assigneeFilter, drivingSet, filterUserUuid, inDrivingSet, labelFilters, milestoneFilter } from '../tracker/items.ts';
 import {
   assertMaySetTracking,
   decoratePulls,
@@ -490,7 +490,7 @@ export async function listPullsFiltered(
   for (const check of checks) keys = keys.where(check.where);
   const driving = await drivingSet(db, checks);
   if (driving?.length === 0) return [];
-  if (driving) keys = keys.where('p.uuid', 'in', driving);
+  if (driving) keys = keys.where(inDrivingSet(db, 'p.uuid', driving));
   if (f.review_requested !== undefined) {
     const uuid = await filterUserUuid(db, 'review_requested', f.review_requested);
     keys = keys.where((eb) =>

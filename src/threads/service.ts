@@ -30,6 +30,7 @@ import {
   labelFilters,
   type ListFilter,
   drivingSet,
+  inDrivingSet,
   milestoneFilter,
   type MilestoneRef,
   milestoneRefs,
@@ -349,7 +350,7 @@ async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: Thread
   for (const check of checks) keys = keys.where(check.where);
   const driving = await drivingSet(db, checks);
   if (driving?.length === 0) return null;
-  return driving ? keys.where('t.uuid', 'in', driving) : keys;
+  return driving ? keys.where(inDrivingSet(db, 't.uuid', driving)) : keys;
 }
 
 /** How many threads pass the filters, open and closed (the Issues tab's counts). */
