@@ -313,11 +313,10 @@ export function setDrivingSetMax(max: number = DRIVING_SET_MAX): void {
 }
 
 /**
- * A list's row is one of its driving set's items (`column` in `uuids`). On PostgreSQL that is one
- * array parameter (`= any($1::text[])`), which the planner reads as that many primary-key lookups
- * (a Bitmap Index Scan on the key); an IN list of as many parameters was planned as a walk of the
- * whole table with the list as a filter once it held a few thousand (bench/README.md "Issue
- * lists"). SQLite reads an IN list by key.
+ * A list's row is one of its driving set's items (`column` in `uuids`), where `drivenRows` gives
+ * null: an IN list, which SQLite reads by key. (On PostgreSQL, one array parameter; the lists
+ * select from `drivenRows` there, since a condition on the table, however written, was planned as
+ * a scan of the whole table for 1,000 uuids.)
  */
 export function inDrivingSet(db: Kysely<DB>, column: string, uuids: string[]): Expression<SqlBool> {
   if (isPostgres(db)) return sql<SqlBool>`${sql.ref(column)} = any(${uuids}::text[])`;
