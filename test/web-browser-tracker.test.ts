@@ -3,7 +3,8 @@
  * with a label, an assignee and a milestone; the Issues tab filtered through its query box and a
  * label chip; an issue closed from the side bar with a reason; a `Fixes #N` pull merged and the
  * thread shown closed by it in its timeline; labels and a milestone set through the side bar; a
- * draft pull marked ready for review from its page; the labels and milestones pages. Every page passes
+ * draft pull marked ready for review from its page; a refused side bar form (an unknown assignee)
+ * showing its error in place with htmx (`data-refusals`); the labels and milestones pages. Every page passes
  * axe-core (no serious or critical violation) at 375 px wide without sideways scrolling.
  */
 import assert from 'node:assert/strict';
@@ -146,6 +147,21 @@ for (const dialect of DIALECTS) {
       await checkPage(page, 'labels and milestone set through the side bar');
       const th = await t.req('GET', `${api}/threads/${made.body.number}`, { token: alice.token });
       assert.deepEqual([th.body.labels.map((l: { name: string }) => l.name), th.body.milestone?.title], [['bug', 'docs'], 'v2']);
+    });
+
+    it('a refused side bar form shows its error in place (htmx swaps the 400 in)', async () => {
+      const made = await t.req('POST', `${api}/threads`, { token: alice.token, body: { title: 'Assign me' } });
+      ok(made);
+      await page.goto(`${base}${repoPath}/threads/${made.body.number}`);
+      const side = page.getByRole('complementary', { name: 'Issue details' });
+      await side.getByLabel('Assignees (usernames, comma-separated)').fill('nobody-here');
+      const answered = page.waitForResponse((r) => r.url().endsWith(`/threads/${made.body.number}/assignees`));
+      await side.getByRole('button', { name: 'Save assignees' }).click();
+      assert.equal((await answered).status(), 400);
+      await side.locator('#side-assignees-error').getByText('cannot be assigned').waitFor();
+      assert.equal(await side.getByLabel('Assignees (usernames, comma-separated)').inputValue(), 'nobody-here');
+      assert.equal(page.url(), `${base}${repoPath}/threads/${made.body.number}`, 'htmx swapped it in: no navigation');
+      await checkPage(page, 'refused side bar form');
     });
 
     it('marks a draft pull ready for review from its page', async () => {

@@ -36,7 +36,15 @@ import { TITLE_MAX } from './schemas.ts';
 import { containsText } from '../db/like.ts';
 import type { RepoRow } from '../access/index.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
-import { assigneeFilter, drivingSet, filterUserUuid, labelFilters, milestoneFilter } from '../tracker/items.ts';
+import {
+  assigneeFilter,
+  drivenRows,
+  drivingSet,
+  filterUserUuid,
+  inDrivingSet,
+  labelFilters,
+  milestoneFilter,
+} from '../tracker/items.ts';
 import {
   assertMaySetTracking,
   decoratePulls,
@@ -479,18 +487,23 @@ export async function listPullsFiltered(
 ): Promise<PullJson[]> {
   const { repo } = await repoContextOf(deps.database, viewer, at);
   const db = deps.db;
-  let keys = db.selectFrom('pulls as p').select('p.uuid').where('p.repo_uuid', '=', repo.uuid);
+  // a label's or an assignee's own set drives the list when it is small (tracker/items.ts drivingSet);
+  // on PostgreSQL its rows are read by primary key (drivenRows)
+  const checks = f.labels !== undefined ? await labelFilters(db, repo, 'p', f.labels) : [];
+  if (f.assignee !== undefined) checks.push(await assigneeFilter(db, 'p', f.assignee));
+  const driving = await drivingSet(db, checks);
+  if (driving?.length === 0) return [];
+  const driven = driving && drivenRows(db, 'pulls', driving);
+  const all = db.selectFrom('pulls as p');
+  let keys = (driven ? (db.selectFrom(driven.as('p')) as unknown as typeof all) : all)
+    .select('p.uuid')
+    .where('p.repo_uuid', '=', repo.uuid);
   if (f.status !== undefined) keys = keys.where('p.status', '=', f.status);
   else if ((f.state ?? 'open') === 'open') keys = keys.where('p.status', '=', 'open');
   else if (f.state === 'closed') keys = keys.where('p.status', 'in', ['closed', 'merged']);
   if (f.draft !== undefined) keys = keys.where('p.draft', '=', f.draft === 'true' ? 1 : 0);
-  // a label's or an assignee's own set drives the list when it is small (tracker/items.ts drivingSet)
-  const checks = f.labels !== undefined ? await labelFilters(db, repo, 'p', f.labels) : [];
-  if (f.assignee !== undefined) checks.push(await assigneeFilter(db, 'p', f.assignee));
   for (const check of checks) keys = keys.where(check.where);
-  const driving = await drivingSet(db, checks);
-  if (driving?.length === 0) return [];
-  if (driving) keys = keys.where('p.uuid', 'in', driving);
+  if (driving && !driven) keys = keys.where(inDrivingSet(db, 'p.uuid', driving));
   if (f.review_requested !== undefined) {
     const uuid = await filterUserUuid(db, 'review_requested', f.review_requested);
     keys = keys.where((eb) =>

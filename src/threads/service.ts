@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import { type Kysely, type RawBuilder, type Selectable, sql, type SqlBool } from 'kysely';
+import { type Expression, type Kysely, type RawBuilder, type Selectable, sql, type SqlBool } from 'kysely';
 import {
   assertCanChangeState,
   assertCanEditPost,
@@ -29,7 +29,9 @@ import {
   type ItemChanges,
   labelFilters,
   type ListFilter,
+  drivenRows,
   drivingSet,
+  inDrivingSet,
   milestoneFilter,
   type MilestoneRef,
   milestoneRefs,
@@ -319,17 +321,13 @@ export interface ThreadFilters {
  * its index, made on the rows of the sort index in order.
  */
 async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: ThreadFilters, state: 'open' | 'closed' | 'all') {
-  let keys = db
-    .selectFrom('threads as t')
-    .select('t.uuid')
-    .where('t.repo_uuid', '=', repo.uuid)
-    .where('t.removed_at', 'is', null);
-  if (state !== 'all') keys = keys.where('t.state', '=', state);
+  const conds: Array<Expression<SqlBool>> = [];
   const checks: ListFilter[] = [];
   if (filters.labels !== undefined) checks.push(...(await labelFilters(db, repo, 't', filters.labels)));
   if (filters.assignee !== undefined) checks.push(await assigneeFilter(db, 't', filters.assignee));
-  if (filters.milestone !== undefined) keys = keys.where(await milestoneFilter(db, repo.uuid, 't', filters.milestone));
-  if (filters.author !== undefined) keys = keys.where('t.author_uuid', '=', await filterUserUuid(db, 'author', filters.author));
+  if (filters.milestone !== undefined) conds.push(await milestoneFilter(db, repo.uuid, 't', filters.milestone));
+  if (filters.author !== undefined)
+    conds.push(sql<SqlBool>`t.author_uuid = ${await filterUserUuid(db, 'author', filters.author)}`);
   // words and mentions: the thread_terms key (repo, term, thread) gives the threads that have them
   const withTerm = (term: string): ListFilter => {
     const probe = (uuid: RawBuilder<unknown>) =>
@@ -346,10 +344,19 @@ async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: Thread
     checks.push(withTerm(`@${name}`));
   }
   for (const word of wordsOf(filters.q ?? '').slice(0, 10)) checks.push(withTerm(word));
-  for (const check of checks) keys = keys.where(check.where);
   const driving = await drivingSet(db, checks);
   if (driving?.length === 0) return null;
-  return driving ? keys.where('t.uuid', 'in', driving) : keys;
+  // driven on PostgreSQL: the set's rows by primary key (tracker/items.ts drivenRows)
+  const driven = driving && drivenRows(db, 'threads', driving);
+  const all = db.selectFrom('threads as t');
+  let keys = (driven ? (db.selectFrom(driven.as('t')) as unknown as typeof all) : all)
+    .select('t.uuid')
+    .where('t.repo_uuid', '=', repo.uuid)
+    .where('t.removed_at', 'is', null);
+  if (state !== 'all') keys = keys.where('t.state', '=', state);
+  for (const cond of conds) keys = keys.where(cond);
+  for (const check of checks) keys = keys.where(check.where);
+  return driving && !driven ? keys.where(inDrivingSet(db, 't.uuid', driving)) : keys;
 }
 
 /** How many threads pass the filters, open and closed (the Issues tab's counts). */

@@ -80,8 +80,8 @@ document.addEventListener('click', function (e) {
   e.preventDefault();
   location.href = url.pathname + '?' + q.toString() + '#new-comment';
 });
-// A refused review action (a 4xx answer) is the pull page again with the error beside the form:
-// htmx swaps the conversation in as it does an accepted one (forms marked data-refusals).
+// A refused action (a 4xx answer) of a review form or a side bar form is the page again with the
+// error beside the form: htmx swaps its part in as it does an accepted one (forms marked data-refusals).
 document.addEventListener('htmx:beforeSwap', function (e) {
   var elt = e.detail.requestConfig && e.detail.requestConfig.elt;
   var status = e.detail.xhr ? e.detail.xhr.status : 0;

@@ -26,7 +26,8 @@ export interface PullSideRefusal {
   typed?: string;
 }
 
-const swap = html`hx-target="#pull-side" hx-select="#pull-side" hx-swap="outerHTML"`;
+// a refusal (4xx: the page again with the error beside the form) is swapped in too (`data-refusals`, web/assets.ts)
+const swap = html`hx-target="#pull-side" hx-select="#pull-side" hx-swap="outerHTML" data-refusals="inline"`;
 
 /** The section: requested reviewers (request, withdraw) and the draft state (ready for review, back to draft). */
 export function pullSide(o: {

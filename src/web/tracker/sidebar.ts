@@ -30,8 +30,11 @@ const REASONS: Array<[string, string]> = [
   ['duplicate', 'Duplicate'],
 ];
 
-/** The htmx attributes of a side bar form: post, then swap the thread's part of the answer in. */
-const swap = html`hx-target="#thread-main" hx-select="#thread-main" hx-swap="outerHTML"`;
+/**
+ * The htmx attributes of a side bar form: post, then swap the thread's part of the answer in, a
+ * refusal (4xx: the page again with the error beside the field) too (`data-refusals`, web/assets.ts).
+ */
+const swap = html`hx-target="#thread-main" hx-select="#thread-main" hx-swap="outerHTML" data-refusals="inline"`;
 
 function fieldError(state: FormState | undefined, name: string): Html {
   const e = state?.errors[name];
