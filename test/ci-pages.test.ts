@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Person } from './common.ts';
-import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
+import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
 import { type Browser, pageReq, signIn } from './web-helpers.ts';
 
@@ -30,6 +30,7 @@ for (const dialect of DIALECTS) {
     let b: Browser;
     let secret: string;
     let jobUuid: string;
+    let work: string;
     const api = '/api/v1/users/alice/repos/app';
     const web = '/users/alice/app';
 
@@ -46,7 +47,7 @@ for (const dialect of DIALECTS) {
         body: { name: 'app', slug: 'app', visibility: 'public' },
       });
       assert.equal(created.status, 201, created.text);
-      const work = await makeWorkTree(g, 'w', [{ 'README.md': 'hi\n', '.weft/workflows/ci.yml': CI }]);
+      work = await makeWorkTree(g, 'w', [{ 'README.md': 'hi\n', '.weft/workflows/ci.yml': CI }]);
       await g.run(['-C', work, 'push', '-q', g.url('/git/users/alice/app.git', alice.token), 'main']);
       const reg = await t.req('POST', `${api}/runners/registration-token`, { token: alice.token });
       const r = await t.req('POST', '/api/v1/runner/register', {
@@ -166,6 +167,24 @@ for (const dialect of DIALECTS) {
       assert.equal(old.status, 200);
       assert.match(old.text, /id="L1"/);
       assert.doesNotMatch(old.text, /id="L3"/, 'only the bytes before 100');
+    });
+
+    it('the pull page: its checks link to their jobs with state and duration', async () => {
+      await g.run(['-C', work, 'checkout', '-q', '-b', 'feat']);
+      await commitFiles(g, work, [{ 'b.txt': 'b\n' }]);
+      await g.run(['-C', work, 'push', '-q', g.url('/git/users/alice/app.git', alice.token), 'feat']);
+      const pull = await t.req('POST', `${api}/pulls`, {
+        token: alice.token,
+        body: { title: 'Feat', body: '', source_branch: 'feat', target_branch: 'main' },
+      });
+      assert.equal(pull.status, 201, pull.text);
+      const run = await t.req('GET', `${api}/runs?branch=feat`, { token: alice.token });
+      const build = run.body.results[0];
+      const jobs = (await t.req('GET', `${api}/runs/${build.number}`, { token: alice.token })).body.jobs;
+      const page = await pageReq(t, 'GET', `${web}/pulls/${pull.body.number}`, { cookie: a.cookie });
+      assert.equal(page.status, 200, page.text);
+      assert.ok(page.text.includes(`href="${web}/runs/${build.number}/jobs/${jobs[0].uuid}"`), 'a link to the job page');
+      assert.match(page.text, /badge state pending/);
     });
   });
 }
