@@ -185,6 +185,18 @@ for (const dialect of DIALECTS) {
       assert.equal(page.status, 200, page.text);
       assert.ok(page.text.includes(`href="${web}/runs/${build.number}/jobs/${jobs[0].uuid}"`), 'a link to the job page');
       assert.match(page.text, /badge state pending/);
+      assert.doesNotMatch(page.text, /Re-run/, 'nothing to re-run yet');
+      const polled = await runnerCall('/poll', { free: 1, running: [] });
+      assert.equal(polled.body.jobs[0].uuid, jobs[0].uuid);
+      assert.equal((await runnerCall(`/jobs/${jobs[0].uuid}/finish`, { conclusion: 'failure' })).status, 204);
+      const failed = await pageReq(t, 'GET', `${web}/pulls/${pull.body.number}`, { cookie: a.cookie });
+      assert.match(failed.text, new RegExp(`action="${web}/runs/${build.number}/rerun"`));
+      const rerun = await pageReq(t, 'POST', `${web}/runs/${build.number}/rerun`, {
+        cookie: a.cookie,
+        form: { _csrf: a.csrf, failed_only: 'true' },
+      });
+      assert.equal(rerun.status, 303);
+      assert.equal((await t.req('GET', `${api}/runs/${build.number}`, { token: alice.token })).body.attempt, 2);
     });
   });
 }

@@ -465,7 +465,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
           <section class="box" aria-labelledby="checks-h">
             <h2 id="checks-h">Protection and checks</h2>
             ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}${protection.require_conversation_resolution ? html`; every conversation resolved` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
-            ${checksView(statuses, protection, { repo, jobs })}
+            ${checksView(statuses, protection, { repo, jobs, rerun: canWrite ? csrfField(c) : null })}
             ${
               can.merge
                 ? html`${refusal('merge')}
@@ -676,14 +676,21 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
 export function checksView(
   statuses: StatusJson[],
   protection: PullProtectionJson,
-  ci?: { repo: RepoJson; jobs: Map<string, CheckJob> },
+  /** `rerun`: the CSRF field of the re-run forms, for write access (null: no forms) */
+  ci?: { repo: RepoJson; jobs: Map<string, CheckJob>; rerun: Html | null },
 ): Html {
   /** a CI job's own state, duration and page (src/ci/checks.ts), else the status's link */
   const details = (st: StatusJson) => {
     const j = ci?.jobs.get(jobOfTargetUrl(st.target_url)?.uuid ?? '');
     if (ci && j)
       return html` ${stateBadge(j.status, j.conclusion)} <span class="muted">${duration(j.started_at, j.completed_at)}</span>
-        <a href="${jobHref(ci.repo, j.run_number, j.uuid)}">Details</a>`;
+        <a href="${jobHref(ci.repo, j.run_number, j.uuid)}">Details</a>${
+          ci.rerun && j.status === 'completed' && j.conclusion !== 'success' && j.conclusion !== 'skipped'
+            ? html` <form method="post" action="${repoHref(ci.repo)}/runs/${j.run_number}/rerun" class="inline">
+                ${ci.rerun}<input type="hidden" name="failed_only" value="true" /><button type="submit">Re-run</button>
+              </form>`
+            : ''
+        }`;
     return st.target_url ? html` <a href="${st.target_url}" rel="nofollow noopener noreferrer">Details</a>` : '';
   };
   const combined = combinedState(statuses);
