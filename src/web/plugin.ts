@@ -28,6 +28,7 @@ import { threadFormPages } from './tracker/thread-forms.ts';
 import { uploadPages } from './upload-pages.ts';
 import { codePages } from './code-pages.ts';
 import { releasePages } from './release-pages.ts';
+import { ciPages } from './ci-pages.ts';
 import { mirrorPages } from './mirror-pages.ts';
 import { createPages } from './create-pages.ts';
 import { searchPages } from './search-pages.ts';
@@ -131,6 +132,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(uploadPages, { deps });
   await app.register(codePages, { deps });
   await app.register(releasePages, { deps });
+  await app.register(ciPages, { deps });
   await app.register(mirrorPages, { deps });
   await app.register(createPages, { deps });
   await app.register(searchPages, { deps });

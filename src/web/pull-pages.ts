@@ -51,6 +51,8 @@ import { subscribeControl } from './notifications/controls.ts';
 import { getPullSubscription } from '../notifications/subscriptions.ts';
 import { pullFiles } from '../code/pulls.ts';
 import { linkReferences } from '../references/render.ts';
+import { type CheckJob, checkJobs, jobOfTargetUrl } from '../ci/checks.ts';
+import { duration, jobHref, stateBadge } from './ci-pages.ts';
 
 /** The session's CSRF token (or the X-CSRF-Token header instead: web/plugin.ts checks either). */
 const Csrf = Type.Optional(Type.String({ maxLength: 100 }));
@@ -408,6 +410,8 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         listAttachments(deps, c.viewer, at, { kind: 'pull', number }, { offset: 0, limit: 100 }),
         activityOfScope(deps, c.viewer, `pull:${pull.uuid}`, 20, known, resume.settled),
       ]);
+      const jobUuids = statuses.flatMap((st) => jobOfTargetUrl(st.target_url)?.uuid ?? []);
+      const jobs = await checkJobs(deps.db, pull.repo_uuid, jobUuids);
       const canRequest = can.requestReviews;
       const requested = new Set(tips.requested_reviewers.map((u) => u.username));
       const reviewers = [
@@ -461,7 +465,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
           <section class="box" aria-labelledby="checks-h">
             <h2 id="checks-h">Protection and checks</h2>
             ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}${protection.require_conversation_resolution ? html`; every conversation resolved` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
-            ${checksView(statuses, protection)}
+            ${checksView(statuses, protection, { repo, jobs, rerun: canWrite ? csrfField(c) : null })}
             ${
               can.merge
                 ? html`${refusal('merge')}
@@ -669,7 +673,26 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
  * state, description and link), then the protection's required contexts that are missing or not
  * `success` (what keeps the merge at 409 checks_unsatisfied).
  */
-export function checksView(statuses: StatusJson[], protection: PullProtectionJson): Html {
+export function checksView(
+  statuses: StatusJson[],
+  protection: PullProtectionJson,
+  /** `rerun`: the CSRF field of the re-run forms, for write access (null: no forms) */
+  ci?: { repo: RepoJson; jobs: Map<string, CheckJob>; rerun: Html | null },
+): Html {
+  /** a CI job's own state, duration and page (src/ci/checks.ts), else the status's link */
+  const details = (st: StatusJson) => {
+    const j = ci?.jobs.get(jobOfTargetUrl(st.target_url)?.uuid ?? '');
+    if (ci && j)
+      return html` ${stateBadge(j.status, j.conclusion)} <span class="muted">${duration(j.started_at, j.completed_at)}</span>
+        <a href="${jobHref(ci.repo, j.run_number, j.uuid)}">Details</a>${
+          ci.rerun && j.status === 'completed' && j.conclusion !== 'success' && j.conclusion !== 'skipped'
+            ? html` <form method="post" action="${repoHref(ci.repo)}/runs/${j.run_number}/rerun" class="inline">
+                ${ci.rerun}<input type="hidden" name="failed_only" value="true" /><button type="submit">Re-run</button>
+              </form>`
+            : ''
+        }`;
+    return st.target_url ? html` <a href="${st.target_url}" rel="nofollow noopener noreferrer">Details</a>` : '';
+  };
   const combined = combinedState(statuses);
   const notMet = protection.status_checks.filter((c) => c.state !== 'success');
   const list = statuses.length
@@ -679,7 +702,7 @@ export function checksView(statuses: StatusJson[], protection: PullProtectionJso
             html`<li>
               <span class="badge ${st.state}">${st.state}</span>
               <strong>${st.context}</strong
-              >${st.description ? html` <span class="muted">${st.description}</span>` : ''}${st.target_url ? html` <a href="${st.target_url}" rel="nofollow noopener noreferrer">Details</a>` : ''}${protection.required_status_contexts.includes(st.context) ? html` <span class="badge">required</span>` : ''}
+              >${st.description ? html` <span class="muted">${st.description}</span>` : ''}${details(st)}${protection.required_status_contexts.includes(st.context) ? html` <span class="badge">required</span>` : ''}
             </li>`,
         )}
       </ul>`

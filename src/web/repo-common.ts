@@ -35,7 +35,7 @@ export function repoRoute(
   }
 }
 
-export type RepoTab = 'code' | 'pulls' | 'threads' | 'commits' | 'branches' | 'settings';
+export type RepoTab = 'code' | 'pulls' | 'threads' | 'commits' | 'branches' | 'actions' | 'settings';
 
 /**
  * A repo page's repo, resolved once (the page's one access decision, src/access/repo-read.ts): the
@@ -65,7 +65,7 @@ export function repoHeader(repo: RepoJson, tab: RepoTab, can: Pick<RepoAbilities
       <span class="badge">${repo.visibility}</span>${repo.is_archived ? html` <span class="badge">archived</span>` : ''}
     </h1>
     <nav class="tabs" aria-label="Repo">
-      ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Issues', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}<a
+      ${item('code', 'Code', base)}${item('commits', 'Commits', `${base}/commits/${seg(repo.default_branch)}`)}${item('pulls', 'Pulls', `${base}/pulls`)}${item('threads', 'Issues', `${base}/threads`)}${item('branches', 'Branches', `${base}/branches`)}${item('actions', 'Actions', `${base}/actions`)}<a
         href="${base}/tags"
         >Tags</a
       ><a href="${base}/releases">Releases</a>${can.manage ? item('settings', 'Settings', `${base}/settings`) : ''}
