@@ -265,6 +265,8 @@ export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Touch[
   for (const [repo, list] of watchers) watching.set(repo, new Set(list));
   const perSubject: Array<{ subject: Subject; touched: Map<string, Omit<Touch, 'user' | 'subject'>> }> = [];
   for (const [subjectUuid, list] of bySubject) {
+    // a subject's thousands of watchers at a time, then back to the event loop
+    if (perSubject.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const subject = subjects.get(subjectUuid)!;
     const subjectAssignees = assignees.get(subject.uuid);
     const subjectRequested = requested.get(subject.uuid);
