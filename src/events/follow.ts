@@ -6,7 +6,7 @@
  * reads, in the caller's transaction, the cursor row (locked; on PostgreSQL skipped while another
  * instance holds it) and the settled events after it, in id order.
  */
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
 import type { EventBus } from '../deps.ts';
@@ -92,8 +92,10 @@ export type CursorEvent = Omit<EventRow, 'created_at'>;
 /**
  * In the caller's transaction: the cursor of `table` (row 1, locked) and up to `limit` settled
  * events after it in id order. `from` may move the start past the cursor (or answer null: nothing
- * to read). 'idle' when there is nothing (or another instance holds the cursor), 'unsettled' when
- * committed events wait to settle.
+ * to read). With `kinds`, only events of those kinds are read, and `through` says how far the
+ * cursor may move (the last event read in a full batch, else the newest settled event looked
+ * over); without, `through` is the last event read. 'idle' when there is nothing (or another
+ * instance holds the cursor), 'unsettled' when committed events wait to settle.
  */
 export async function eventsAfterCursor(
   db: Kysely<DB>,
@@ -101,7 +103,8 @@ export async function eventsAfterCursor(
   table: 'hook_dispatch' | 'notification_dispatch',
   limit: number,
   from: (cursor: number) => Promise<number | null> = async (cursor) => cursor,
-): Promise<{ events: CursorEvent[] } | 'idle' | 'unsettled'> {
+  kinds?: readonly string[],
+): Promise<{ events: CursorEvent[]; through: number } | 'idle' | 'unsettled'> {
   let cursorQuery = db.selectFrom(table).select('last_event_id').where('id', '=', 1);
   // another instance holding the cursor is following: nothing to do here
   if (dialect === 'postgres') cursorQuery = cursorQuery.forUpdate().skipLocked();
@@ -109,17 +112,33 @@ export async function eventsAfterCursor(
   if (!cursor) return 'idle';
   const start = await from(Number(cursor.last_event_id));
   if (start === null) return 'idle';
-  const bound = settledBound(dialect);
+  const settled = settledBound(dialect);
+  // with kinds, one bound for both statements: the events below it are all committed
+  const bound = settled && kinds ? Number((await sql<{ b: string }>`select ${settled} as b`.execute(db)).rows[0]!.b) : settled;
+  const newest = async () =>
+    Number(
+      (
+        await db
+          .selectFrom('events')
+          .select((eb) => eb.fn.max('id').as('top'))
+          .where('id', '>', start)
+          .$if(bound !== null, (q) => q.where('id', '<', bound!))
+          .executeTakeFirst()
+      )?.top ?? start,
+    );
+  const through = kinds ? await newest() : null;
   let q = db
     .selectFrom('events')
     .select(['id', 'kind', 'scopes', 'actor_uuid', 'actor_username', 'payload'])
     .where('id', '>', start)
     .orderBy('id')
     .limit(limit);
-  if (bound) q = q.where('id', '<', bound);
+  if (bound !== null) q = q.where('id', '<', bound);
+  if (through !== null) q = q.where('id', '<=', through).where('kind', 'in', kinds!);
   const events = (await q.execute()) as CursorEvent[];
-  if (events.length > 0) return { events };
-  if (!bound) return 'idle';
+  if (through !== null && events.length < limit && through > start) return { events, through };
+  if (events.length > 0) return { events, through: Number(events[events.length - 1]!.id) };
+  if (!settled) return 'idle';
   const top = await db
     .selectFrom('events')
     .select((eb) => eb.fn.max('id').as('top'))

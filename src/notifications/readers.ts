@@ -2,10 +2,15 @@ import { type Kysely, type SqlBool, sql } from 'kysely';
 import { repoLevelSql } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 
-/** The users among `users` (active) who may read the repo now: the repo rule (access/repo-level.ts) in SQL. */
-export async function readersOf(db: Kysely<DB>, repoUuid: string, users: string[]): Promise<Set<string>> {
+/**
+ * The users among `users` (active) who may read the repo now: the repo rule (access/repo-level.ts)
+ * in SQL, 500 users a statement; `yielding`: back to the event loop between statements (the
+ * fan-out's thousands of watchers on SQLite, whose driver holds the loop).
+ */
+export async function readersOf(db: Kysely<DB>, repoUuid: string, users: string[], yielding = false): Promise<Set<string>> {
   const out = new Set<string>();
   for (let i = 0; i < users.length; i += 500) {
+    if (yielding && i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const chunk = users.slice(i, i + 500);
     const level = repoLevelSql({
       repo: 'r',

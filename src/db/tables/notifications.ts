@@ -26,6 +26,10 @@ export interface NotificationsTable {
 export interface NotificationDispatchTable {
   id: number;
   last_event_id: number;
+  /** the last event of a batch written in chunks, while it is in progress */
+  batch_end: number | null;
+  /** the last recipient (uuid order) of that batch whose chunk is written */
+  done_user: string | null;
 }
 
 export interface RepoSubscriptionsTable {
