@@ -135,11 +135,13 @@ export async function planPullRuns(
   pull: { number: number; base: string; head_sha: string; head_branch: string; base_sha: string | null },
   type: PullType,
   actor: { uuid: string; username: string },
-  opts: { fork: boolean; waiting: boolean },
+  opts: { fork: boolean; waiting: boolean; sourceRepo?: string },
 ): Promise<RunPlan[]> {
-  const files = await readWorkflowFiles(deps, repoUuid, pull.head_sha);
+  // a fork's head is in its own repo until the target keeps it: the same commit, the same files
+  const at = opts.sourceRepo ?? repoUuid;
+  const files = await readWorkflowFiles(deps, at, pull.head_sha);
   if (files.length === 0) return [];
-  const changed = pull.base_sha ? await changedPaths(deps, repoUuid, pull.base_sha, pull.head_sha) : undefined;
+  const changed = pull.base_sha ? await changedPaths(deps, at, pull.base_sha, pull.head_sha) : undefined;
   const plans: RunPlan[] = [];
   for (const f of files) {
     const parsed = parseWorkflow(f.path, f.text);
