@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Person } from './common.ts';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
+import { pruneRuns } from '../src/ci/background.ts';
 
 const CI = `name: PR
 on:
@@ -106,6 +107,21 @@ for (const dialect of DIALECTS) {
       const approved = await t.req('POST', `${api}/runs/${mine[0]!.number}/approve`, { token: alice.token });
       assert.equal(approved.status, 200, approved.text);
       assert.equal((await t.req('GET', `${api}/runs/${mine[0]!.number}`, { token: alice.token })).body.status, 'queued');
+    });
+
+    it('retention: runs completed longer ago than RUN_RETENTION_DAYS go with their jobs and logs', async () => {
+      const [first] = await runs();
+      await t.deps.db
+        .updateTable('ci_runs')
+        .set({ status: 'completed', conclusion: 'success', completed_at: new Date().toISOString() })
+        .where('uuid', '=', first!.uuid)
+        .execute();
+      const before = (await runs()).length;
+      assert.equal(await pruneRuns(t.deps, Date.now(), 90), 0, 'not yet');
+      assert.equal(await pruneRuns(t.deps, Date.now() + 91 * 86_400_000, 90), 1);
+      assert.equal((await runs()).length, before - 1);
+      const jobs = await t.deps.db.selectFrom('ci_jobs').select('uuid').where('run_uuid', '=', first!.uuid).execute();
+      assert.equal(jobs.length, 0);
     });
   });
 }
