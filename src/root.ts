@@ -23,6 +23,7 @@ import { NotificationsBackground } from './notifications/background.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
 import { startBlobSweep, stopBlobSweep } from './blobs/lifetime.ts';
+import { startCiBackground, stopCiBackground } from './ci/background.ts';
 import { recoverPushes, sweepPushSpool } from './code/pushes.ts';
 import { ServerSecret } from './secrets/server-secret.ts';
 import { type Clock, systemClock } from './time.ts';
@@ -96,11 +97,13 @@ export async function startBackground(deps: Deps): Promise<void> {
   }
   await sweepPushSpool(deps.config.dataDir, deps.config.transferTimeoutMs + 60_000).catch(() => undefined);
   startBlobSweep(deps);
+  startCiBackground(deps);
 }
 
 /** Stops the background parts; called on shutdown before the database closes. */
 export async function stopBackground(deps: Deps): Promise<void> {
   stopBlobSweep(deps);
+  stopCiBackground(deps);
   await stopMergeRecovery(deps);
   await deps.timers.stop();
   await deps.webhooks.stop();

@@ -135,11 +135,13 @@ export async function planPullRuns(
   pull: { number: number; base: string; head_sha: string; head_branch: string; base_sha: string | null },
   type: PullType,
   actor: { uuid: string; username: string },
-  opts: { fork: boolean; waiting: boolean },
+  opts: { fork: boolean; waiting: boolean; sourceRepo?: string },
 ): Promise<RunPlan[]> {
-  const files = await readWorkflowFiles(deps, repoUuid, pull.head_sha);
+  // a fork's head is in its own repo until the target keeps it: the same commit, the same files
+  const at = opts.sourceRepo ?? repoUuid;
+  const files = await readWorkflowFiles(deps, at, pull.head_sha);
   if (files.length === 0) return [];
-  const changed = pull.base_sha ? await changedPaths(deps, repoUuid, pull.base_sha, pull.head_sha) : undefined;
+  const changed = pull.base_sha ? await changedPaths(deps, at, pull.base_sha, pull.head_sha) : undefined;
   const plans: RunPlan[] = [];
   for (const f of files) {
     const parsed = parseWorkflow(f.path, f.text);
@@ -760,19 +762,43 @@ export async function claimJobs(deps: Deps, tx: TxContext, runner: RunnerRow, ma
   return claimed;
 }
 
-export const RUNNER_LOST_MS = 60_000;
+/** 60 s (§ "Runners"); `WEFT_TEST_RUNNER_LOST_MS` shortens it for the tests that kill a runner. */
+export const RUNNER_LOST_MS = Number(process.env.WEFT_TEST_RUNNER_LOST_MS || 60_000);
 
-/** Fails the running jobs of runners silent for 60 s (`runner_lost`); answers their uuids. */
+/**
+ * Fails the running jobs of runners silent for 60 s (`runner_lost`, with a notice at the end of
+ * their log); answers their uuids. Run by every poll and by each instance's sweep (background.ts):
+ * `finishJob` is conditional, so two instances sweeping at once fail a job once.
+ */
 export async function sweepLostRunners(deps: Deps, tx: TxContext, now = Date.now()): Promise<string[]> {
   const cutoff = new Date(now - RUNNER_LOST_MS).toISOString();
   const lost = await tx.db
     .selectFrom('ci_jobs as j')
     .leftJoin('ci_runners as r', 'r.uuid', 'j.runner_uuid')
-    .select('j.uuid')
+    .select(['j.uuid', 'j.runner_name'])
     .where('j.status', '=', 'in_progress')
     .where((eb) => eb.or([eb('r.uuid', 'is', null), eb('r.last_seen_at', '<', cutoff)]))
     .execute();
   const out: string[] = [];
-  for (const j of lost) if (await finishJob(deps, tx, j.uuid, 'failure', {}, 'runner_lost')) out.push(j.uuid);
+  for (const j of lost) {
+    if (!(await finishJob(deps, tx, j.uuid, 'failure', {}, 'runner_lost'))) continue;
+    // read after finishJob's update: this transaction holds the row, no upload slips in between
+    const { log_bytes: at } = await tx.db
+      .selectFrom('ci_jobs')
+      .select('log_bytes')
+      .where('uuid', '=', j.uuid)
+      .executeTakeFirstOrThrow();
+    const text = `${nowIso()} [weft] runner_lost: the runner ${j.runner_name ?? ''} stopped reporting for ${Math.round(RUNNER_LOST_MS / 1000)} s\n`;
+    await tx.db
+      .insertInto('ci_log_chunks')
+      .values({ job_uuid: j.uuid, start_offset: at, data: text, created_at: nowIso() })
+      .execute();
+    await tx.db
+      .updateTable('ci_jobs')
+      .set({ log_bytes: at + Buffer.byteLength(text) })
+      .where('uuid', '=', j.uuid)
+      .execute();
+    out.push(j.uuid);
+  }
   return out;
 }

@@ -1,3 +1,4 @@
+import { startPullRuns } from '../ci/pull-runs.ts';
 import type { TxContext } from '../core/command.ts';
 import type { Deps } from '../deps.ts';
 import { actorOf } from '../events/service.ts';
@@ -60,7 +61,13 @@ export async function emitRefMoves(
       },
     });
   }
-  return pullsMovedByPush(tx, repoUuid, moves, pusher);
+  const pulls = await pullsMovedByPush(tx, repoUuid, moves, pusher);
+  // their runs (docs/ci.md "Pull requests"), at the new head
+  for (const p of pulls) {
+    const move = moves.find((m) => m.ref === `refs/heads/${p.source_branch}`);
+    await startPullRuns(deps, tx, p.uuid, 'synchronize', pusher, move?.after);
+  }
+  return pulls;
 }
 
 /**
@@ -75,7 +82,7 @@ export async function pullsMovedByPush(
   repoUuid: string,
   updates: Array<{ before: string; after: string; ref: string }>,
   pusher: { uuid: string; username: string },
-): Promise<PullHeadFields[]> {
+): Promise<Array<PullHeadFields & { uuid: string }>> {
   const moved = new Map<string, { before: string; after: string }>();
   for (const u of updates) {
     if (!u.ref.startsWith('refs/heads/') || u.after === ZERO_SHA) continue;

@@ -1,3 +1,4 @@
+import { startPullRuns } from '../ci/pull-runs.ts';
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
 import {
@@ -319,6 +320,7 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
       actor: actorOf(viewer),
       payload: { ...pullEventPayload(pull), head_sha: headSha, base_sha: baseSha },
     });
+    if (headSha) await startPullRuns(deps, tx, uuid, 'opened', actorOf(viewer), headSha);
     await recordReferences(tx, viewer, pullSource(access.repo, pull), `${pull.title}\n${pull.body}`);
     return pull;
   });
@@ -429,6 +431,7 @@ export async function updatePull(
         actor: actorOf(viewer),
         payload: { ...pullEventPayload(json), action, changed, ...renamed },
       });
+      if (action === 'reopened') await startPullRuns(deps, tx, pull.uuid, 'reopened', actorOf(viewer));
       if (changes.title !== undefined || changes.body !== undefined) {
         await recordReferences(tx, viewer, pullSource(access.repo, json), `${json.title}\n${json.body}`);
       }
