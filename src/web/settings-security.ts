@@ -16,6 +16,7 @@ import { type Html, html } from './html.ts';
 import { csrfField } from './layout.ts';
 import { FormBody, type FormFields, type States, stateOf, statusOf, text } from './settings-common.ts';
 import { settingsPage } from './settings-user.ts';
+import { qrSvg } from './qr.ts';
 import { UuidParams } from './admin-common.ts';
 
 /** `/settings/security` (docs/signin.md "Two-factor"): the authenticator app, recovery codes, links to password and sessions. */
@@ -70,7 +71,9 @@ export async function securitySettingsPages(app: FastifyInstance, { deps }: { de
           <div><button type="submit" class="danger">Turn off the authenticator app</button></div>
         </form>`;
     } else if (pending) {
-      totp = html`<p>Add this account to your authenticator app, then type the code it shows.</p>
+      const qr = await qrSvg(pending.otpauth_url, 'QR code of the authenticator app key');
+      totp = html`<p>Add this account to your authenticator app: scan this QR code, then type the code it shows.</p>
+        <div class="qr" id="totp-qr">${qr}</div>
         <p><a href="${pending.otpauth_url}">Open in an authenticator app on this device</a></p>
         <p>Or type this key by hand (time-based, 6 digits, every 30 seconds):</p>
         <p><code id="totp-secret" class="wrap">${grouped(pending.secret)}</code></p>
