@@ -44,6 +44,7 @@ import * as m491 from './migrations/491_team_sync.ts';
 import * as m500 from './migrations/500_ci_secrets.ts';
 import * as m530 from './migrations/530_mirrors.ts';
 import * as m540 from './migrations/540_search_underscores.ts';
+import * as m560 from './migrations/560_passkeys.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -100,6 +101,7 @@ const MIGRATIONS: Migration[] = [
   { name: '500_ci_secrets', up: m500.up },
   { name: '530_mirrors', up: m530.up },
   { name: '540_search_underscores', up: m540.up },
+  { name: '560_passkeys', up: m560.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

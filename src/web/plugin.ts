@@ -39,6 +39,7 @@ import { adminInvitePages } from './admin-invites.ts';
 import { adminLimitPages } from './admin-limits.ts';
 import { adminSourcePages } from './admin-sources.ts';
 import { signinPages } from './signin-pages.ts';
+import { passkeySigninPages } from './passkey-pages.ts';
 import { signupPages } from './signup-pages.ts';
 import { keySettingsPages } from './settings-keys.ts';
 import { repoProtectionPages } from './settings-protections.ts';
@@ -85,6 +86,10 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     if (
       request.routeOptions.url === '/login' ||
       request.routeOptions.url === '/login/two-factor' ||
+      request.routeOptions.url === '/login/passkey' ||
+      request.routeOptions.url === '/login/passkey/options' ||
+      request.routeOptions.url === '/login/two-factor/passkey' ||
+      request.routeOptions.url === '/login/two-factor/passkey/options' ||
       request.routeOptions.url === '/signup' ||
       request.routeOptions.url === '/setup'
     ) {
@@ -119,6 +124,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(assetRoutes);
   await app.register(authPages, { deps });
   await app.register(signinPages, { deps });
+  await app.register(passkeySigninPages, { deps });
   await app.register(homePages, { deps });
   await app.register(repoPages, { deps });
   await app.register(pullPages, { deps });
