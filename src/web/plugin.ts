@@ -48,6 +48,7 @@ import { teamSettingsPages } from './settings-team.ts';
 import { tokenSettingsPages } from './settings-tokens.ts';
 import { userSettingsPages } from './settings-user.ts';
 import { securitySettingsPages } from './settings-security.ts';
+import { teamSyncPages } from './settings-sync.ts';
 import { twoFactorRequirementPages } from './settings-two-factor.ts';
 
 /** Pages a caller the site-wide second-factor requirement refuses may still open: enrolling, signing out. */
@@ -150,6 +151,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(signupPages, { deps });
   await app.register(userSettingsPages, { deps });
   await app.register(securitySettingsPages, { deps });
+  await app.register(teamSyncPages, { deps });
   await app.register(tokenSettingsPages, { deps });
   await app.register(keySettingsPages, { deps });
   await app.register(inboxPages, { deps });
