@@ -3,6 +3,7 @@
  * authenticator (DevTools protocol): registered from Security settings, used as the second step
  * after the password, and to sign in without a username. The answers the browser posts are
  * caught on the way and sent again over HTTP: a replayed challenge and a wrong origin are refused.
+ * The team Sync page (docs/signin.md "Group sync") is checked with axe on the way.
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
@@ -78,7 +79,26 @@ for (const dialect of DIALECTS) {
       base = `http://localhost:${port}`;
       t = await startApp(dialect, { config: { publicUrl: base } });
       await t.app.listen({ port, host: '127.0.0.1' });
-      await t.user('ann');
+      const ann = await t.user('ann');
+      // for the team Sync page: a source (never contacted here), a team and one rule
+      const source = await t.req('POST', '/api/v1/admin/auth-sources', {
+        body: {
+          kind: 'ldap',
+          name: 'corp',
+          display_name: 'Corp',
+          ldap: { url: 'ldap://127.0.0.1:9', bind_dn: 'cn=admin,dc=x', bind_password: 'x', user_base: 'dc=x' },
+        },
+      });
+      assert.equal(source.status, 201, source.text);
+      assert.equal(
+        (await t.req('POST', '/api/v1/teams', { token: ann.token, body: { name: 'crew', slug: 'crew' } })).status,
+        201,
+      );
+      const rule = await t.req('POST', '/api/v1/teams/crew/sync-rules', {
+        token: ann.token,
+        body: { source: 'corp', group: 'devs', role: 'member' },
+      });
+      assert.equal(rule.status, 201, rule.text);
       browser = await launchBrowser();
     });
     after(async () => {
@@ -90,6 +110,9 @@ for (const dialect of DIALECTS) {
       const { page, context } = await newPage(browser);
       await virtualAuthenticator(page);
       await signInPage(page, base, 'ann', PASSWORD);
+      await page.goto(`${base}/teams/crew/-/settings/sync`);
+      assert.match((await page.textContent('#sync-rules'))!, /devs/);
+      await checkPage(page, 'team Sync settings');
       await page.goto(`${base}/settings/security`);
       assert.ok(await page.isVisible('button:has-text("Add a passkey")'), 'the form shows once the script finds WebAuthn');
       await checkPage(page, 'security settings with passkeys');
