@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { DIALECTS, type TestApp, isErrorBody, startApp } from './helpers.ts';
 import { eventResults, type Person } from './common.ts';
 
-const MEMBER_KEYS = ['created_at', 'display_name', 'role', 'user_uuid', 'username'];
+const MEMBER_KEYS = ['created_at', 'display_name', 'origin', 'role', 'user_uuid', 'username'];
 type Team = { uuid: string; slug: string; path: string };
 type Roles = Partial<Record<'olive' | 'bob' | 'carol' | 'dave', string>>;
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { seedTeam } from './fixtures.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { pageReq, signIn } from './web-helpers.ts';
 import { ADMIN_DN, ADMIN_PASSWORD, BASE, type Slapd, startSlapd } from './slapd.ts';
 
 /**
@@ -119,6 +120,12 @@ for (const dialect of DIALECTS) {
 
       await login();
       assert.deepEqual(await membership('crew'), { role: 'maintainer', origin: 'sync' });
+      // the API says where each membership came from
+      const members = await t.req('GET', '/api/v1/teams/crew/members', { token: ann.token });
+      assert.deepEqual(
+        members.body.results.map((m: { username: string; origin: string }) => `${m.username}:${m.origin}`).sort(),
+        ['ann:manual', 'lena:sync'],
+      );
       const events = await t.req('GET', '/api/v1/events?scope=team:' + (await teamUuid('crew')), { token: ann.token });
       assert.ok(events.body.results.some((e: { kind: string }) => e.kind === 'member-added'));
 
@@ -152,5 +159,51 @@ for (const dialect of DIALECTS) {
 
     const teamUuid = async (slug: string) =>
       (await t.deps.db.selectFrom('teams').select('uuid').where('slug', '=', slug).executeTakeFirstOrThrow()).uuid;
+
+    it('team settings, Sync: the rules listed, added and deleted with plain forms; errors beside the field; owners only', async () => {
+      const owner = await signIn(t, 'ann');
+      const url = '/teams/side/-/settings/sync';
+      const shown = await pageReq(t, 'GET', url, { cookie: owner.cookie });
+      assert.equal(shown.status, 200, shown.text);
+      assert.match(shown.text, /<option value="corp"/);
+      const added = await pageReq(t, 'POST', url, {
+        cookie: owner.cookie,
+        form: { _csrf: owner.csrf, source: 'corp', group: 'ops', role: 'maintainer' },
+      });
+      assert.equal(added.status, 303, added.text);
+      const listed = await pageReq(t, 'GET', url, { cookie: owner.cookie });
+      const uuid = listed.text
+        .split('<li id="rule-')
+        .find((li) => li.includes('<code>ops</code>'))
+        ?.slice(0, 36);
+      assert.ok(uuid, listed.text);
+      assert.match(listed.text, /gives the role <strong>maintainer<\/strong>/);
+      const again = await pageReq(t, 'POST', url, {
+        cookie: owner.cookie,
+        form: { _csrf: owner.csrf, source: 'corp', group: 'ops', role: 'maintainer' },
+      });
+      assert.equal(again.status, 400);
+      assert.match(again.text, /has this rule already/);
+      const unknown = await pageReq(t, 'POST', url, {
+        cookie: owner.cookie,
+        form: { _csrf: owner.csrf, source: 'nope', group: 'ops', role: 'member' },
+      });
+      assert.equal(unknown.status, 400);
+      assert.match(unknown.text, /id="rule-source-error"[^>]*>[^<]*no sign-in source named/);
+      const api = await t.req('GET', '/api/v1/teams/side/sync-rules', { token: ann.token });
+      assert.ok(api.body.some((r: { uuid: string }) => r.uuid === uuid));
+      const deleted = await pageReq(t, 'POST', `${url}/${uuid}/delete`, { cookie: owner.cookie, form: { _csrf: owner.csrf } });
+      assert.equal(deleted.status, 303);
+      assert.doesNotMatch((await pageReq(t, 'GET', url, { cookie: owner.cookie })).text, /<code>ops<\/code>/);
+      // a member who is not an owner: refused
+      await t.user('mo');
+      assert.equal(
+        (await t.req('POST', '/api/v1/teams/side/members', { token: ann.token, body: { username: 'mo', role: 'member' } }))
+          .status,
+        201,
+      );
+      const mo = await signIn(t, 'mo');
+      assert.equal((await pageReq(t, 'GET', url, { cookie: mo.cookie })).status, 403);
+    });
   });
 }

@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
 import { ManualClock } from './limits-fixtures.ts';
 import { totpAt } from './signin-helpers.ts';
 import { PASSWORD, loginForm, pageReq, signIn } from './web-helpers.ts';
+
+const qrcode = createRequire(import.meta.url)('qrcode') as {
+  toString(text: string, o: { type: 'svg'; errorCorrectionLevel: 'M'; margin: number }): Promise<string>;
+};
+const qrcodeSvg = (text: string) => qrcode.toString(text, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
 
 /** docs/signin.md: the staff "Sign-in sources" page, Security settings and the two-step web sign-in. */
 const cookiesOf = (setCookie: unknown): string[] =>
@@ -79,6 +85,17 @@ for (const dialect of DIALECTS) {
       const setup = await pageReq(t, 'GET', '/settings/security', { cookie: carol.cookie });
       const secret = /id="totp-secret"[^>]*>([A-Z2-7 ]+)</.exec(setup.text)![1]!.replace(/ /g, '');
       assert.match(setup.text, /href="otpauth:\/\/totp\/Weft:carol\?/);
+      // the QR code is drawn on the server, inline, and encodes the otpauth:// link shown beside it
+      const uri = /href="(otpauth:[^"]+)"/.exec(setup.text)![1]!.replace(/&amp;/g, '&');
+      const svg = /<div class="qr" id="totp-qr">(<svg [\s\S]*?<\/svg>)/.exec(setup.text)?.[1];
+      assert.ok(svg, 'inline SVG QR code');
+      assert.match(svg, /role="img" aria-label="QR code/);
+      const expected = await qrcodeSvg(uri);
+      assert.equal(
+        / d="([^"]+)"\/><\/svg>/.exec(svg)![1],
+        / d="([^"]+)"\/><\/svg>/.exec(expected)![1],
+        'same modules as the URI encoded',
+      );
       const confirmed = await pageReq(t, 'POST', '/settings/security/totp/confirm', {
         cookie: carol.cookie,
         form: { _csrf: carol.csrf, code: totpAt(secret, clock.ms) },

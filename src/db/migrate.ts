@@ -45,6 +45,7 @@ import * as m500 from './migrations/500_ci_secrets.ts';
 import * as m530 from './migrations/530_mirrors.ts';
 import * as m540 from './migrations/540_search_underscores.ts';
 import * as m541 from './migrations/541_inbound_mail_seen.ts';
+import * as m560 from './migrations/560_passkeys.ts';
 import * as m590 from './migrations/590_notification_chunks.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
@@ -103,6 +104,7 @@ const MIGRATIONS: Migration[] = [
   { name: '530_mirrors', up: m530.up },
   { name: '540_search_underscores', up: m540.up },
   { name: '541_inbound_mail_seen', up: m541.up },
+  { name: '560_passkeys', up: m560.up },
   { name: '590_notification_chunks', up: m590.up },
 ];
 

@@ -8,6 +8,7 @@ import { AppError, badRequest, conflict } from '../errors.ts';
 import { nowIso } from '../time.ts';
 import { hashSecret } from '../tokens/secret.ts';
 import type { Viewer } from '../viewer.ts';
+import { hasPasskey } from './passkeys.ts';
 import type { RecoveryCodes, TotpEnrolment, TwoFactorStatus } from './schemas.ts';
 
 /**
@@ -34,8 +35,8 @@ export const wrongCode = () =>
     'That code is not right: use the current code of your authenticator app or an unused recovery code.',
   );
 
-/** Whether a user has a confirmed second factor (TOTP; passkeys count too once registered). */
-export async function hasSecondFactor(deps: Deps, userUuid: string): Promise<boolean> {
+/** Whether a user has a confirmed authenticator app (TOTP). */
+async function hasTotp(deps: Deps, userUuid: string): Promise<boolean> {
   const row = await deps.db
     .selectFrom('user_totp')
     .select('user_uuid')
@@ -43,6 +44,11 @@ export async function hasSecondFactor(deps: Deps, userUuid: string): Promise<boo
     .where('confirmed_at', 'is not', null)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/** Whether a user has a second factor: a confirmed authenticator app or a passkey. */
+export async function hasSecondFactor(deps: Deps, userUuid: string): Promise<boolean> {
+  return (await hasTotp(deps, userUuid)) || (await hasPasskey(deps, userUuid));
 }
 
 /** 429 while the user's second step is locked (five wrong codes in 15 minutes). */
@@ -209,25 +215,31 @@ export async function confirmTotp(deps: Deps, viewer: Viewer, code: string): Pro
 
 /** `DELETE /user/two-factor/totp {code}`: removes TOTP and the recovery codes. */
 export async function disableTotp(deps: Deps, viewer: Viewer, code: string): Promise<void> {
-  if (!(await hasSecondFactor(deps, viewer.uuid))) throw conflict('totp_not_enabled', 'No authenticator app is set up.');
+  if (!(await hasTotp(deps, viewer.uuid))) throw conflict('totp_not_enabled', 'No authenticator app is set up.');
   await checkSecondFactor(deps, viewer.uuid, code);
   await command(deps, viewer, anyUser, async (tx) => {
     await tx.db.deleteFrom('user_totp').where('user_uuid', '=', viewer.uuid).execute();
     await tx.db.deleteFrom('recovery_codes').where('user_uuid', '=', viewer.uuid).execute();
-    await tx.db.updateTable('users').set({ has_two_factor: 0 }).where('uuid', '=', viewer.uuid).execute();
+    const passkey = await tx.db.selectFrom('passkeys').select('uuid').where('user_uuid', '=', viewer.uuid).executeTakeFirst();
+    if (!passkey) await tx.db.updateTable('users').set({ has_two_factor: 0 }).where('uuid', '=', viewer.uuid).execute();
   });
 }
 
 /** `POST /user/two-factor/recovery-codes {code}`: a new set of ten; the old ones stop working. */
 export async function regenerateRecoveryCodes(deps: Deps, viewer: Viewer, code: string): Promise<Static<typeof RecoveryCodes>> {
-  if (!(await hasSecondFactor(deps, viewer.uuid))) throw conflict('totp_not_enabled', 'Set up an authenticator app first.');
+  if (!(await hasTotp(deps, viewer.uuid))) throw conflict('totp_not_enabled', 'Set up an authenticator app first.');
   await checkSecondFactor(deps, viewer.uuid, code);
   return command(deps, viewer, anyUser, async (tx) => ({ recovery_codes: await replaceRecoveryCodes(tx, viewer.uuid) }));
 }
 
 /** `GET /user/two-factor`. */
 export async function twoFactorStatus(deps: Deps, viewer: Viewer): Promise<Static<typeof TwoFactorStatus>> {
-  const totp = await hasSecondFactor(deps, viewer.uuid);
+  const totp = await hasTotp(deps, viewer.uuid);
+  const passkeys = await deps.db
+    .selectFrom('passkeys')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('user_uuid', '=', viewer.uuid)
+    .executeTakeFirstOrThrow();
   const left = await deps.db
     .selectFrom('recovery_codes')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
@@ -242,7 +254,7 @@ export async function twoFactorStatus(deps: Deps, viewer: Viewer): Promise<Stati
     .where('t.require_two_factor', '=', 1)
     .orderBy('t.slug')
     .execute();
-  return { totp, passkeys: 0, recovery_codes_left: Number(left.n), required_by: teams.map((t) => t.slug) };
+  return { totp, passkeys: Number(passkeys.n), recovery_codes_left: Number(left.n), required_by: teams.map((t) => t.slug) };
 }
 
 /**
@@ -255,7 +267,7 @@ export async function requireSecondFactor(deps: Deps, userUuid: string, otp: str
     throw new AppError(
       401,
       'two_factor_required',
-      'This account has a second factor: send otp (a code of the authenticator app or a recovery code).',
+      'This account has a second factor: send otp (a code of the authenticator app or a recovery code; an account with passkeys only signs in on the web or uses a token).',
     );
   }
   await checkSecondFactor(deps, userUuid, otp, {

@@ -16,6 +16,8 @@ export interface MemberJson {
   username: string;
   display_name: string;
   role: TeamRole;
+  /** 'manual' (added by hand) or 'sync' (made by group sync, docs/signin.md "Group sync") */
+  origin: 'manual' | 'sync';
   created_at: string;
 }
 
@@ -23,13 +25,24 @@ function memberQuery(db: Transaction<DB> | Deps['db'], teamUuid: string) {
   return db
     .selectFrom('team_members as m')
     .innerJoin('users as u', 'u.uuid', 'm.user_uuid')
-    .select(['m.user_uuid', 'u.username', 'u.display_name', 'm.role', 'm.created_at'])
+    .select(['m.user_uuid', 'u.username', 'u.display_name', 'm.role', 'm.origin', 'm.created_at'])
     .where('m.team_uuid', '=', teamUuid);
 }
 
-type MemberRow = { user_uuid: string; username: string; display_name: string; role: string; created_at: string };
+type MemberRow = {
+  user_uuid: string;
+  username: string;
+  display_name: string;
+  role: string;
+  origin: string;
+  created_at: string;
+};
 
-const toJson = (row: MemberRow): MemberJson => ({ ...row, role: row.role as TeamRole });
+const toJson = (row: MemberRow): MemberJson => ({
+  ...row,
+  role: row.role as TeamRole,
+  origin: row.origin === 'sync' ? 'sync' : 'manual',
+});
 
 async function findMember(db: Transaction<DB> | Deps['db'], teamUuid: string, username: string): Promise<MemberRow | undefined> {
   return memberQuery(db, teamUuid).where('u.username', '=', username.toLowerCase()).executeTakeFirst();
@@ -130,7 +143,14 @@ export async function addMember(
             role: input.role,
           },
         });
-        return { user_uuid: user.uuid, username: user.username, display_name: user.display_name, role: input.role, created_at };
+        return {
+          user_uuid: user.uuid,
+          username: user.username,
+          display_name: user.display_name,
+          role: input.role,
+          origin: 'manual' as const,
+          created_at,
+        };
       },
     );
   } catch (err) {

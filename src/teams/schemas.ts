@@ -25,6 +25,10 @@ export const Member = Type.Object(
     username: Type.String(),
     display_name: Type.String(),
     role: Role,
+    origin: Type.Union([Type.Literal('manual'), Type.Literal('sync')], {
+      description:
+        'manual: added through the API or the pages (group sync never changes it); sync: made by group sync at sign-in (docs/signin.md "Group sync")',
+    }),
     created_at: Timestamp,
   },
   { additionalProperties: false, title: 'TeamMember' },

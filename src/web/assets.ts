@@ -159,6 +159,65 @@ document.addEventListener('htmx:sseError', function () {
         .then(function () { c.disabled = false; });
     });
   });
+  // Passkeys (docs/signin.md "Passkeys"): WebAuthn straight from the browser, base64url by hand
+  function fromB64u(s) {
+    s = s.replace(/-/g, '+').replace(/_/g, '/');
+    while (s.length % 4) s += '=';
+    var bin = atob(s), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return bytes.buffer;
+  }
+  function toB64u(buf) {
+    var bytes = new Uint8Array(buf), s = '';
+    for (var i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]);
+    return btoa(s).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
+  }
+  function credentialJson(c) {
+    var r = c.response, out = { id: c.id, rawId: toB64u(c.rawId), type: c.type, clientExtensionResults: c.getClientExtensionResults(), response: { clientDataJSON: toB64u(r.clientDataJSON) } };
+    if (c.authenticatorAttachment) out.authenticatorAttachment = c.authenticatorAttachment;
+    if (r.attestationObject) {
+      out.response.attestationObject = toB64u(r.attestationObject);
+      out.response.transports = r.getTransports ? r.getTransports() : [];
+    } else {
+      out.response.authenticatorData = toB64u(r.authenticatorData);
+      out.response.signature = toB64u(r.signature);
+      if (r.userHandle) out.response.userHandle = toB64u(r.userHandle);
+    }
+    return out;
+  }
+  if (window.PublicKeyCredential && navigator.credentials) {
+    document.querySelectorAll('[data-passkey-nojs]').forEach(function (p) { p.hidden = true; });
+    document.querySelectorAll('form[data-passkey]').forEach(function (form) {
+      form.hidden = false;
+      form.addEventListener('submit', function (e) {
+        e.preventDefault();
+        var create = form.getAttribute('data-passkey') === 'create';
+        var status = form.querySelector('[data-passkey-status]');
+        var csrf = form.querySelector('input[name="_csrf"]').value;
+        status.hidden = true;
+        fetch(form.getAttribute('data-options'), { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-csrf-token': csrf }, body: '_csrf=' + encodeURIComponent(csrf) })
+          .then(function (r) { if (!r.ok) throw new Error('the server refused (' + r.status + ')'); return r.json(); })
+          .then(function (o) {
+            o.challenge = fromB64u(o.challenge);
+            if (create) {
+              o.user.id = fromB64u(o.user.id);
+              (o.excludeCredentials || []).forEach(function (c) { c.id = fromB64u(c.id); });
+              return navigator.credentials.create({ publicKey: o });
+            }
+            (o.allowCredentials || []).forEach(function (c) { c.id = fromB64u(c.id); });
+            return navigator.credentials.get({ publicKey: o });
+          })
+          .then(function (c) {
+            form.querySelector('input[name="response"]').value = JSON.stringify(credentialJson(c));
+            form.submit();
+          })
+          .catch(function (err) {
+            status.textContent = 'The passkey did not answer: ' + ((err && err.message) || err);
+            status.hidden = false;
+          });
+      });
+    });
+  }
 })();
 `;
 

@@ -9,7 +9,7 @@ import { revokeSession } from '../sessions/service.ts';
 import { type PasswordSignIn, passwordSignIn } from '../signin/password-signin.ts';
 import { hasSecondFactor } from '../signin/two-factor.ts';
 import { enabledSources } from '../signin/sources.ts';
-import { finishSignIn, startSecondStep } from './signin-pages.ts';
+import { finishSignIn, passkeyForm, startSecondStep } from './signin-pages.ts';
 import { readSettings } from '../settings/service.ts';
 import { requirePage, seeOther, sendPage } from './context.ts';
 import { html } from './html.ts';
@@ -56,6 +56,7 @@ export async function loginPageFor(
           <input id="password" name="password" type="password" autocomplete="current-password" required />
           <div><button type="submit" class="primary">Sign in</button></div>
         </form>
+        ${passkeyForm(bound, next, '/login/passkey', 'Sign in with a passkey')}
         ${
           sources.length
             ? html`<ul class="plain" aria-label="Other ways to sign in">

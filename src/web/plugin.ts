@@ -40,6 +40,7 @@ import { adminInvitePages } from './admin-invites.ts';
 import { adminLimitPages } from './admin-limits.ts';
 import { adminSourcePages } from './admin-sources.ts';
 import { signinPages } from './signin-pages.ts';
+import { passkeySigninPages } from './passkey-pages.ts';
 import { signupPages } from './signup-pages.ts';
 import { keySettingsPages } from './settings-keys.ts';
 import { repoProtectionPages } from './settings-protections.ts';
@@ -48,6 +49,7 @@ import { teamSettingsPages } from './settings-team.ts';
 import { tokenSettingsPages } from './settings-tokens.ts';
 import { userSettingsPages } from './settings-user.ts';
 import { securitySettingsPages } from './settings-security.ts';
+import { teamSyncPages } from './settings-sync.ts';
 import { twoFactorRequirementPages } from './settings-two-factor.ts';
 
 /** Pages a caller the site-wide second-factor requirement refuses may still open: enrolling, signing out. */
@@ -86,6 +88,10 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     if (
       request.routeOptions.url === '/login' ||
       request.routeOptions.url === '/login/two-factor' ||
+      request.routeOptions.url === '/login/passkey' ||
+      request.routeOptions.url === '/login/passkey/options' ||
+      request.routeOptions.url === '/login/two-factor/passkey' ||
+      request.routeOptions.url === '/login/two-factor/passkey/options' ||
       request.routeOptions.url === '/signup' ||
       request.routeOptions.url === '/setup'
     ) {
@@ -120,6 +126,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(assetRoutes);
   await app.register(authPages, { deps });
   await app.register(signinPages, { deps });
+  await app.register(passkeySigninPages, { deps });
   await app.register(homePages, { deps });
   await app.register(repoPages, { deps });
   await app.register(pullPages, { deps });
@@ -146,6 +153,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(signupPages, { deps });
   await app.register(userSettingsPages, { deps });
   await app.register(securitySettingsPages, { deps });
+  await app.register(teamSyncPages, { deps });
   await app.register(tokenSettingsPages, { deps });
   await app.register(keySettingsPages, { deps });
   await app.register(inboxPages, { deps });

@@ -9,13 +9,21 @@ import {
   twoFactorStatus,
 } from '../signin/two-factor.ts';
 import { listIdentities, unlinkIdentity } from '../signin/identities.ts';
+import {
+  type PasskeyJson,
+  deletePasskey,
+  listPasskeys,
+  passkeyRegistrationOptions,
+  registerPasskey,
+} from '../signin/passkeys.ts';
 import { enabledSources } from '../signin/sources.ts';
 import { type PageCaller, requirePage, seeOther, sendPage } from './context.ts';
 import { attempt, field, formMessage } from './forms.ts';
-import { type Html, html } from './html.ts';
+import { type Html, html, when } from './html.ts';
 import { csrfField } from './layout.ts';
 import { FormBody, type FormFields, type States, stateOf, statusOf, text } from './settings-common.ts';
 import { settingsPage } from './settings-user.ts';
+import { qrSvg } from './qr.ts';
 import { UuidParams } from './admin-common.ts';
 
 /** `/settings/security` (docs/signin.md "Two-factor"): the authenticator app, recovery codes, links to password and sessions. */
@@ -45,11 +53,54 @@ function recoveryList(codes: string[]): Html {
   </div>`;
 }
 
+function passkeySection(c: PageCaller, passkeys: PasskeyJson[], states: States): Html {
+  const state = stateOf(states, 'passkey');
+  return html`<section aria-labelledby="passkeys-h">
+    <h2 id="passkeys-h">Two-factor: passkeys</h2>
+    <p>
+      A passkey (a security key, or the fingerprint or PIN of this device) is a second factor after the password, and signs you in
+      on its own from the sign-in page.
+    </p>
+    ${formMessage(stateOf(states, 'passkey-delete'))}
+    ${
+      passkeys.length
+        ? html`<ul class="plain" aria-label="Passkeys" id="passkeys">
+            ${passkeys.map(
+              (p) =>
+                html`<li id="passkey-${p.uuid}">
+                  <strong>${p.name}</strong> <span class="muted">added ${when(p.created_at)}</span>
+                  <form method="post" action="/settings/security/passkeys/${p.uuid}/delete" class="row">
+                    ${csrfField(c)}<button type="submit" class="danger" aria-label="Remove ${p.name}">Remove</button>
+                  </form>
+                </li>`,
+            )}
+          </ul>`
+        : html`<p class="muted" id="passkeys-none">No passkey yet.</p>`
+    }
+    ${formMessage(state)}
+    <form
+      class="stack"
+      method="post"
+      action="/settings/security/passkeys"
+      data-passkey="create"
+      data-options="/settings/security/passkeys/options"
+      hidden
+    >
+      ${csrfField(c)} ${field(state, { name: 'name', label: 'Name of the new passkey', maxlength: 100, idPrefix: 'passkey' })}
+      <input type="hidden" name="response" value="" />
+      <div><button type="submit">Add a passkey</button></div>
+      <p class="error" role="alert" data-passkey-status hidden></p>
+    </form>
+    <p class="muted" data-passkey-nojs>Adding a passkey needs a browser with JavaScript and passkey support.</p>
+  </section>`;
+}
+
 export async function securitySettingsPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const page = async (reply: FastifyReply, c: PageCaller, states: States = {}, shown?: string[]) => {
     const status = await twoFactorStatus(deps, c.viewer);
     const pending = status.totp ? null : await pendingTotp(deps, c.viewer);
     const ids = await listIdentities(deps, c.viewer);
+    const passkeys = await listPasskeys(deps, c.viewer);
     const sources = await enabledSources(deps, 'oidc');
     let totp: Html;
     if (status.totp) {
@@ -70,7 +121,9 @@ export async function securitySettingsPages(app: FastifyInstance, { deps }: { de
           <div><button type="submit" class="danger">Turn off the authenticator app</button></div>
         </form>`;
     } else if (pending) {
-      totp = html`<p>Add this account to your authenticator app, then type the code it shows.</p>
+      const qr = await qrSvg(pending.otpauth_url, 'QR code of the authenticator app key');
+      totp = html`<p>Add this account to your authenticator app: scan this QR code, then type the code it shows.</p>
+        <div class="qr" id="totp-qr">${qr}</div>
         <p><a href="${pending.otpauth_url}">Open in an authenticator app on this device</a></p>
         <p>Or type this key by hand (time-based, 6 digits, every 30 seconds):</p>
         <p><code id="totp-secret" class="wrap">${grouped(pending.secret)}</code></p>
@@ -106,6 +159,7 @@ export async function securitySettingsPages(app: FastifyInstance, { deps }: { de
         <h2 id="totp-h">Two-factor: authenticator app</h2>
         ${totp}
       </section>
+      ${passkeySection(c, passkeys, states)}
       <section aria-labelledby="ids-h">
         <h2 id="ids-h">Linked identities</h2>
         ${formMessage(stateOf(states, 'unlink'))}
@@ -176,6 +230,33 @@ export async function securitySettingsPages(app: FastifyInstance, { deps }: { de
     if (!done.ok) return page(reply, c, { off: done.state });
     return seeOther(reply, '/settings/security');
   });
+
+  app.post(
+    '/settings/security/passkeys/options',
+    { config: { public: true }, schema: { hide: true, body: FormBody } },
+    async (request, reply) => reply.send(await passkeyRegistrationOptions(deps, requirePage(request).viewer)),
+  );
+
+  app.post('/settings/security/passkeys', post, async (request, reply) => {
+    const c = requirePage(request);
+    const body = request.body as FormFields;
+    const done = await attempt({ name: text(body, 'name') }, [], () =>
+      registerPasskey(deps, c.viewer, text(body, 'response'), text(body, 'name')),
+    );
+    if (!done.ok) return page(reply, c, { passkey: done.state });
+    return seeOther(reply, '/settings/security');
+  });
+
+  app.post(
+    '/settings/security/passkeys/:uuid/delete',
+    { config: { public: true }, schema: { hide: true, params: UuidParams, body: FormBody } },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const done = await attempt({}, [], () => deletePasskey(deps, c.viewer, (request.params as { uuid: string }).uuid));
+      if (!done.ok) return page(reply, c, { 'passkey-delete': done.state });
+      return seeOther(reply, '/settings/security');
+    },
+  );
 
   app.post(
     '/settings/security/identities/:uuid/delete',

@@ -45,6 +45,7 @@ export function teamSettingsPage(c: PageCaller, team: { slug: string; name: stri
           [`${base}/timers`, 'Timers'],
           [`${base}/hooks`, 'Hooks'],
           [`${base}/two-factor`, 'Two-factor'],
+          [`${base}/sync`, 'Sync'],
         ],
         current,
       )}${body}`,

@@ -8,6 +8,7 @@ import { SESSION_COOKIE_NAME, cookieValue } from '../http/auth.ts';
 import { SESSION_TTL_MS, startSession } from '../sessions/service.ts';
 import { type ExternalProfile, linkIdentity, resolveExternal } from '../signin/identities.ts';
 import { FLOW_COOKIE, FLOW_TTL_MS, beginOidc, finishOidc, readFlow } from '../signin/oidc.ts';
+import { hasPasskey } from '../signin/passkeys.ts';
 import { sourceByName } from '../signin/sources.ts';
 import type { Source } from '../signin/types.ts';
 import { checkSecondFactor, hasSecondFactor } from '../signin/two-factor.ts';
@@ -15,7 +16,7 @@ import { findUserByUuid } from '../users/service.ts';
 import type { UserRow } from '../users/service.ts';
 import { LOGIN_COOKIE, cookie, localPath } from './cookies.ts';
 import { requirePage, seeOther, sendPage } from './context.ts';
-import { html } from './html.ts';
+import { type Html, html } from './html.ts';
 import { layout } from './layout.ts';
 
 /**
@@ -34,7 +35,7 @@ function pendingValue(deps: Deps, userUuid: string, bound: string): string {
   return payload + deps.secret.sign(PURPOSE, `${payload}.${bound}`);
 }
 
-function pendingUser(deps: Deps, request: FastifyRequest): string | null {
+export function pendingUser(deps: Deps, request: FastifyRequest): string | null {
   const value = cookieValue(request.headers.cookie, SECOND_STEP_COOKIE);
   const bound = cookieValue(request.headers.cookie, LOGIN_COOKIE);
   if (!value || !bound || value.length <= SIG_LENGTH) return null;
@@ -49,7 +50,7 @@ export function secondStepPage(
   reply: FastifyReply,
   bound: string,
   next: string,
-  opts: { error?: string; status?: number } = {},
+  opts: { error?: string; status?: number; passkey?: boolean } = {},
 ): FastifyReply {
   return sendPage(
     reply,
@@ -73,21 +74,37 @@ export function secondStepPage(
           />
           <div><button type="submit" class="primary">Verify</button></div>
         </form>
+        ${opts.passkey ? passkeyForm(bound, next, '/login/two-factor/passkey', 'Use a passkey') : ''}
         <p><a href="/login">Start again</a></p>`,
     ),
     opts.status ?? 200,
   );
 }
 
+/**
+ * A passkey form (docs/signin.md "Passkeys"): hidden until weft.js finds WebAuthn in the browser;
+ * the script fetches options from `{action}/options`, asks the authenticator and posts its answer
+ * in `response`.
+ */
+export function passkeyForm(csrf: string, next: string | null, action: string, label: string): Html {
+  return html`<form method="post" action="${action}" data-passkey="get" data-options="${action}/options" hidden>
+    <input type="hidden" name="_csrf" value="${csrf}" />
+    ${next === null ? '' : html`<input type="hidden" name="next" value="${next}" />`}
+    <input type="hidden" name="response" value="" />
+    <button type="submit">${label}</button>
+    <p class="error" role="alert" data-passkey-status hidden></p>
+  </form>`;
+}
+
 /** Called by the sign-in form once the password was right: the code page, with the pending cookie. */
-export function startSecondStep(deps: Deps, request: FastifyRequest, reply: FastifyReply, user: UserRow, next: string) {
+export async function startSecondStep(deps: Deps, request: FastifyRequest, reply: FastifyReply, user: UserRow, next: string) {
   const given = cookieValue(request.headers.cookie, LOGIN_COOKIE);
   // coming back from a directory: no sign-in form was loaded, so bind the step to a new login cookie
   const bound = given ?? randomBytes(18).toString('base64url');
   const cookies = [cookie(deps, SECOND_STEP_COOKIE, pendingValue(deps, user.uuid, bound), SECOND_STEP_TTL_MS / 1000)];
   if (!given) cookies.push(cookie(deps, LOGIN_COOKIE, bound, 3600));
   reply.header('set-cookie', cookies);
-  return secondStepPage(reply, bound, next);
+  return secondStepPage(reply, bound, next, { passkey: await hasPasskey(deps, user.uuid) });
 }
 
 /** Starts the session of a user who has passed every step, and goes on. */
@@ -147,7 +164,11 @@ export async function signinPages(app: FastifyInstance, { deps }: { deps: Deps }
       } catch (err) {
         if (err instanceof AppError && (err.status === 401 || err.status === 429)) {
           if (err.headers) reply.headers(err.headers);
-          return secondStepPage(reply, bound, next, { error: err.detail, status: err.status });
+          return secondStepPage(reply, bound, next, {
+            error: err.detail,
+            status: err.status,
+            passkey: await hasPasskey(deps, user.uuid),
+          });
         }
         throw err;
       }

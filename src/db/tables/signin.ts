@@ -57,7 +57,36 @@ export interface TeamSyncRulesTable {
   created_at: string;
 }
 
+/** A user's passkey (migration 560): a WebAuthn credential, its public key and signature counter. */
+export interface PasskeysTable {
+  uuid: string;
+  user_uuid: string;
+  /** base64url, as the browser names it */
+  credential_id: string;
+  /** base64url COSE public key */
+  public_key: string;
+  counter: number | string;
+  /** JSON array of the authenticator's transports */
+  transports: string;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+/** A WebAuthn challenge handed out (migration 560): used once, before `expires_at`. */
+export interface WebauthnChallengesTable {
+  challenge: string;
+  /** 'register' | 'sign-in' | 'second-step' */
+  purpose: string;
+  user_uuid: string | null;
+  /** the sign-in form's cookie the challenge was given to (sign-ins) */
+  bound: string | null;
+  expires_at: string;
+}
+
 export interface SigninTables {
+  passkeys: PasskeysTable;
+  webauthn_challenges: WebauthnChallengesTable;
   team_sync_rules: TeamSyncRulesTable;
   auth_sources: AuthSourcesTable;
   user_totp: UserTotpTable;
