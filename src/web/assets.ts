@@ -30,6 +30,7 @@ document.addEventListener('htmx:sseBeforeMessage', function (e) {
   if (document.getElementById('event-' + id)) e.preventDefault();
 });
 document.addEventListener('htmx:sseMessage', function (e) {
+  if (e.target.closest('[data-live-state]')) return;
   var feed = e.target.getAttribute('hx-target');
   var list = feed ? document.querySelector(feed) : e.target;
   var empty = list && list.parentElement && list.parentElement.querySelector('.feed-empty');

@@ -46,6 +46,7 @@ import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
+import { PULL_STATE_KINDS, liveState } from './live-state.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
 import { subscribeControl } from './notifications/controls.ts';
 import { getPullSubscription } from '../notifications/subscriptions.ts';
@@ -302,7 +303,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       html`<a href="${base}?tab=${t}" ${t === tab ? html` aria-current="page"` : ''}>${label}</a>`;
     const header = html`${repoHeader(repo, 'pulls', can)}
       <h2>#${pull.number} ${pull.title} <span class="badge ${pull.status}" id="pull-status">${pull.status}</span></h2>
-      <p class="muted">
+      <p class="muted" id="pull-meta">
         ${pull.author_username} wants to merge
         <code
           >${tips.source_repo.uuid !== pull.repo_uuid ? `${tips.source_repo.full_name ?? '(a repo you cannot read)'}:` : ''}${pull.source_branch}</code
@@ -458,7 +459,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
               : ''
           }
           ${pullSide({ c, base, pull: tips, can, refused: refused?.form === 'reviewers' || refused?.form === 'draft' ? refused : undefined })}
-          <section class="box" aria-labelledby="checks-h">
+          <section class="box" aria-labelledby="checks-h" id="pull-checks">
             <h2 id="checks-h">Protection and checks</h2>
             ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}${protection.require_conversation_resolution ? html`; every conversation resolved` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
             ${checksView(statuses, protection)}
@@ -478,13 +479,15 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
           </section>
           <section class="box" aria-labelledby="reviews-h">
             <h2 id="reviews-h">Reviews</h2>
-            ${
-              reviews.length
-                ? html`<ul class="plain">
-                    ${shownReviews.map((rv, i) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${reviewHtmls[i]}</div>` : ''}</li>`)}
-                  </ul>`
-                : html`<p class="muted">No reviews yet.</p>`
-            }
+            <div id="pull-reviews">
+              ${
+                reviews.length
+                  ? html`<ul class="plain">
+                      ${shownReviews.map((rv, i) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${reviewHtmls[i]}</div>` : ''}</li>`)}
+                    </ul>`
+                  : html`<p class="muted">No reviews yet.</p>`
+              }
+            </div>
             ${pager(base, w.page, reviews.length > w.perPage)}
             ${
               canRequest && reviewers.some((u) => !requested.has(u))
@@ -529,6 +532,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
           </section>
         </div>
         ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: [`pull:${pull.uuid}`], after, events })}
+        ${liveState({ scope: `repo:${repo.uuid}`, after, kinds: PULL_STATE_KINDS, href: base, parts: ['pull-checks', 'pull-status', 'pull-meta', 'pull-reviews'] })}
       </div>`;
     }
 

@@ -28,6 +28,7 @@ import { type Html, html, pager, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
+import { THREAD_STATE_KINDS, liveState } from './live-state.ts';
 import { NumberParam, type PageRepo, pageRepo, repoHeader, repoRoute } from './repo-common.ts';
 import { subscribeControl } from './notifications/controls.ts';
 import { getThreadSubscription } from '../notifications/subscriptions.ts';
@@ -142,7 +143,7 @@ export async function renderThreadPage(
   const body = html`${repoHeader(repo, 'threads', can)}
     <div id="thread-main">
       <h2>#${thread.number} ${thread.title}</h2>
-      <p class="muted">
+      <p class="muted" id="thread-state">
         <span class="badge ${thread.state}">${thread.state === 'open' ? 'Open' : 'Closed'}</span> Started by
         ${thread.author_username} ${when(thread.created_at)}
       </p>
@@ -169,7 +170,7 @@ export async function renderThreadPage(
                 </section>`
               : ''
           }
-          <section aria-labelledby="replies-h">
+          <section aria-labelledby="replies-h" id="thread-replies">
             <h2 id="replies-h">Replies and changes</h2>
             ${items.map((i) => i.html)} ${shown.length === 0 ? html`<p class="muted">No replies yet.</p>` : ''}
             ${pager(base, w.page, more)}
@@ -196,7 +197,8 @@ export async function renderThreadPage(
         ${sidebar({ c, base: repoBase, thread, powers, labels, milestones, state: sidebarState })}
       </div>
     </div>
-    ${liveFeed({ id: 'thread-feed', label: 'Activity', scopes: [`thread:${thread.uuid}`], after, events })}`;
+    ${liveFeed({ id: 'thread-feed', label: 'Activity', scopes: [`thread:${thread.uuid}`], after, events })}
+    ${liveState({ scope: `thread:${thread.uuid}`, after, kinds: THREAD_STATE_KINDS, href: w.page === 1 ? base : `${base}?page=${w.page}`, parts: ['thread-replies', 'thread-state'] })}`;
   return layout({ title: `#${thread.number} ${thread.title}`, caller: c }, body);
 }
 
