@@ -38,7 +38,12 @@ for (const dialect of DIALECTS) {
         bob = await t.user('bob');
         ok(await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Live', slug: 'live' } }));
         ok(await t.req('POST', '/api/v1/teams/live/members', { token: alice.token, body: { username: 'bob', role: 'member' } }));
-        ok(await t.req('POST', '/api/v1/teams/live/repos', { token: alice.token, body: { name: 'App', slug: 'app' } }));
+        ok(
+          await t.req('POST', '/api/v1/teams/live/repos', {
+            token: alice.token,
+            body: { name: 'App', slug: 'app', visibility: 'public' },
+          }),
+        );
         const dir = await makeWorkTree(g, 'work', [{ 'README.md': '# App\n' }]);
         await g.run(['-C', dir, 'push', '-q', g.url('/git/teams/live/app.git', alice.token), 'main']);
         await g.run(['-C', dir, 'checkout', '-q', '-b', 'feature']);
@@ -117,6 +122,22 @@ for (const dialect of DIALECTS) {
         await page.locator('#thread-state', { hasText: 'Closed' }).waitFor();
         assert.equal(await page.inputValue('#reply-body'), 'my draft', 'the reply being typed stays');
         await checkPage(page, 'thread page after live updates');
+      });
+
+      it('lets a signed-out visitor browse the public repo: Explore, home, a file, commits, issues, pulls', async () => {
+        const { context, page: anon } = await newPage(browser);
+        await anon.goto(`${base}/explore`);
+        await checkPage(anon, 'Explore signed out');
+        await anon.goto(`${base}${repoPath}`);
+        await checkPage(anon, 'repo home signed out');
+        assert.equal(await anon.getByRole('link', { name: 'Sign in' }).count(), 1);
+        for (const path of ['/blob/feature/a.txt', '/commits/main', '/threads', '/threads/1', '/pulls', '/pulls/1']) {
+          const res = await anon.goto(`${base}${repoPath}${path}`);
+          assert.equal(res?.status(), 200, path);
+          assert.equal(await anon.locator('form[method="post"]').count(), 0, `${path}: no action`);
+          await checkPage(anon, `${path} signed out`);
+        }
+        await context.close();
       });
     },
   );

@@ -14,7 +14,7 @@ import { lazyRequire } from '../lazy-require.ts';
 /** highlight.js (all its languages) is loaded with the first highlighted file. */
 const highlighter = lazyRequire<typeof HighlightJs>('highlight.js');
 import type { RepoAt, Viewer } from '../viewer.ts';
-import { pageWindow, requirePage, sendPage } from './context.ts';
+import { pageWindow, readerPage, sendPage } from './context.ts';
 import { renderDiff } from './diff.ts';
 import { type Html, html, pager, seg, trusted } from './html.ts';
 import { repoHref } from './home-pages.ts';
@@ -145,7 +145,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
   };
 
   repoRoute(app, 'GET', '/tree/*', { params: Rest }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
     const body = html`${repoHeader(repo, 'code', can)} ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path)}`;
@@ -156,7 +156,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
   });
 
   repoRoute(app, 'GET', '/blob/*', { params: Rest }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
     const file = await getContents(deps, c.viewer, ref, found.path, found.ref.name);
@@ -210,14 +210,14 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     '/raw/*',
     { params: Rest },
     async (request, reply) => {
-      const c = requirePage(request);
+      const c = readerPage(request);
       return serveRaw(deps, c.viewer, pageRepoRef(request), (request.params as { '*': string })['*'], request, reply);
     },
     { compress: false },
   );
 
   repoRoute(app, 'GET', '/commits/*', { params: Rest, querystring: CommitsQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const name = (request.params as { '*': string })['*'];
     const q = request.query as { page?: number; path?: string };
@@ -251,7 +251,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     '/commit/:sha',
     { params: { sha: Type.String({ minLength: 4, maxLength: 64, pattern: '^[0-9a-fA-F]+$' }) } },
     async (request, reply) => {
-      const c = requirePage(request);
+      const c = readerPage(request);
       const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
       const { body: commit } = await getCommit(deps, c.viewer, ref, (request.params as { sha: string }).sha);
       const [title, ...rest] = commit.message.split('\n');
@@ -272,7 +272,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
   );
 
   repoRoute(app, 'GET', '/compare/*', { params: Rest }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const spec = (request.params as { '*': string })['*'];
     const { body: cmp } = await compare(deps, c.viewer, ref, spec);
@@ -281,7 +281,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
       <h2>Compare <code>${base}</code>...<code>${head}</code></h2>
       <p>
         <span class="badge">${cmp.status}</span> ${cmp.ahead_by} ahead, ${cmp.behind_by} behind.
-        <a href="${repoHref(repo)}/pulls/new?source=${head ?? ''}">Open a pull</a>
+        ${can.takePart ? html`<a href="${repoHref(repo)}/pulls/new?source=${head ?? ''}">Open a pull</a>` : ''}
       </p>
       <ul class="plain">
         ${cmp.commits.map(
@@ -297,7 +297,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
   });
 
   repoRoute(app, 'GET', '/tags', { querystring: PageQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const w = pageWindow(request.query as { page?: number });
     const tags = await listTags(deps, c.viewer, ref, { ...w });

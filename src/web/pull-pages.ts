@@ -40,7 +40,7 @@ import { inWords } from './words.ts';
 import { getForkIn, getOwnFork, listForks } from '../forks/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { activityOfScope } from './activity.ts';
-import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
+import { isSignedOut, pageWindow, readerPage, requirePage, seeOther, sendPage } from './context.ts';
 import { type Html, html, pager, seg, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
@@ -120,7 +120,7 @@ const REVIEWS_PER_PAGE = 100;
 /** Pulls list, opening a pull, the pull page, reviewing and merging (README "Web interface"). */
 export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/pulls', { querystring: ListQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const q = request.query as { status?: PullStatus; page?: number };
     const status = q.status ?? 'open';
@@ -134,8 +134,8 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         <nav class="row" aria-label="Pull states">
           ${PULL_STATUSES.map((s) => html`<a href="${base}?status=${s}" ${s === status ? html` aria-current="page"` : ''}>${s}</a>`)}
         </nav>
-        ${repo.is_archived ? '' : html`<a href="${base}/new" class="badge">New pull</a>`}
-        ${upstream ? html`<a href="${repoHref(upstream)}/pulls/new?source_repo=${repo.uuid}" class="badge">New pull into ${upstream.full_name}</a>` : ''}
+        ${can.takePart ? html`<a href="${base}/new" class="badge">New pull</a>` : ''}
+        ${upstream && can.takePart ? html`<a href="${repoHref(upstream)}/pulls/new?source_repo=${repo.uuid}" class="badge">New pull into ${upstream.full_name}</a>` : ''}
       </div>
       ${
         pulls.length
@@ -232,7 +232,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       | { form: 'line'; line: PageRefusal }
       | PullSideRefusal,
   ) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const ref = pageRepoRef(request);
     const number = (request.params as { number: number }).number;
     const q = (request.method === 'GET' ? request.query : {}) as PullQueryValue;
@@ -263,12 +263,12 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       base,
       tab: tab === 'files' ? 'files' : 'conversation',
       from: tab === 'files' ? from : 0,
-      canComment: !repo.is_archived && pull.status !== 'merged',
-      canApply: pull.status === 'open' && !repo.is_archived && source !== 'gone' && mayApplySuggestions(at, source),
-      canResolve: (author) => !repo.is_archived && (isAuthor || author === c.viewer.uuid || can.write),
+      canComment: can.review,
+      canApply: pull.status === 'open' && can.takePart && source !== 'gone' && mayApplySuggestions(at, source),
+      canResolve: (author) => can.takePart && (isAuthor || author === c.viewer.uuid || can.write),
       // as the API decides (src/access/review-comments.ts): its author edits; its author or maintain level deletes
-      canEdit: (author) => !repo.is_archived && author === c.viewer.uuid,
-      canDelete: (author) => !repo.is_archived && (author === c.viewer.uuid || can.manage),
+      canEdit: (author) => can.takePart && author === c.viewer.uuid,
+      canDelete: (author) => can.takePart && (author === c.viewer.uuid || can.manage),
       refused: line?.review ?? null,
       linked: new Map(),
     };
@@ -312,7 +312,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         opened
         ${when(pull.created_at)}${pull.merged_at ? html` · merged by ${pull.merged_by_username} ${when(pull.merged_at)}${pull.merge_commit_sha ? html` as <code>${pull.merge_commit_sha.slice(0, 10)}</code>` : ''}` : ''}
       </p>
-      ${subscribeControl(base, c.csrf, subscription)}
+      ${isSignedOut(c) ? '' : subscribeControl(base, c.csrf, subscription)}
       <nav class="row tabs" aria-label="Pull tabs">
         ${tabLink('conversation', 'Conversation')} ${tabLink('commits', 'Commits')} ${tabLink('files', 'Files changed')}
       </nav>`;
@@ -531,13 +531,13 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             }
           </section>
         </div>
-        ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: [`pull:${pull.uuid}`], after, events })}
-        ${liveState({ scope: `repo:${repo.uuid}`, after, kinds: PULL_STATE_KINDS, href: base, parts: ['pull-checks', 'pull-status', 'pull-meta', 'pull-reviews'] })}
+        ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: isSignedOut(c) ? [] : [`pull:${pull.uuid}`], after, events })}
+        ${isSignedOut(c) ? '' : liveState({ scope: `repo:${repo.uuid}`, after, kinds: PULL_STATE_KINDS, href: base, parts: ['pull-checks', 'pull-status', 'pull-meta', 'pull-reviews'] })}
       </div>`;
     }
 
     function reviewForm(pending: number): Html | string {
-      if (pull.status === 'merged' || repo.is_archived) return '';
+      if (!can.review) return '';
       return html`${refusal('review')}
         <form class="stack" method="post" action="${base}/reviews">
           ${csrfField(c)}
