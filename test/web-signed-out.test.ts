@@ -46,7 +46,7 @@ for (const dialect of DIALECTS) {
         const api = `/api/v1/teams/open/repos/${slug}`;
         ok(await t.req('POST', '/api/v1/teams/open/repos', { token: alice.token, body: { name: slug, slug, visibility } }));
         const dir = await makeWorkTree(g, `work-${slug}`, [
-          { 'README.md': `# ${slug}\n`, 'src/app.ts': 'export const x = 1;\n' },
+          { 'README.md': `# ${slug}\n`, 'src/app.ts': 'export const x = 1;\n', 'docs/logo.png': 'PNG bytes' },
         ]);
         const url = g.url(`/git/teams/open/${slug}.git`, alice.token);
         await g.run(['-C', dir, 'push', '-q', url, 'main']);
@@ -87,6 +87,12 @@ for (const dialect of DIALECTS) {
       const raw = await pageReq(t, 'GET', '/teams/open/site/raw/main/src/app.ts');
       assert.equal(raw.status, 200);
       assert.equal(raw.text, 'export const x = 1;\n');
+      // an image file is shown as an image, from the raw route, which serves it as one
+      const image = await pageReq(t, 'GET', '/teams/open/site/blob/main/docs/logo.png');
+      assert.equal(image.status, 200);
+      assert.match(image.text, /<img class="file-image" src="\/teams\/open\/site\/raw\/main\/docs\/logo\.png" alt="logo\.png"/);
+      const bytes = await pageReq(t, 'GET', '/teams/open/site/raw/main/docs/logo.png');
+      assert.equal(bytes.headers['content-type'], 'image/png');
       const thread = await pageReq(t, 'GET', '/teams/open/site/threads/1');
       assert.match(thread.text, /A reply/);
     });

@@ -92,6 +92,14 @@ export async function treeView(
     ${readmeHtml}`;
 }
 
+/** The image types the raw route serves as themselves (code/files.ts): shown in the file view. */
+const IMAGE_FILE = /\.(png|jpe?g|gif|webp)$/i;
+
+/** An image file, from its raw bytes (served with `nosniff` and a sandbox policy), at most the page's width. */
+function imageView(src: string, path: string): Html {
+  return html`<p><img class="file-image" src="${src}" alt="${path.slice(path.lastIndexOf('/') + 1)}" /></p>`;
+}
+
 /** A file's text with line numbers, highlighted by highlight.js on the server (by the file's extension). */
 function fileView(path: string, bytes: Buffer): Html {
   if (bytes.includes(0)) return html`<p class="muted">Binary file (${bytes.length} bytes).</p>`;
@@ -174,17 +182,17 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
           ${
             lfs.bytes === null
               ? html`<p class="muted">The file is too large to show: use Raw.</p>`
-              : /\.(png|jpe?g|gif|webp)$/i.test(found.path)
-                ? html`<p>
-                    <img src="${at(repo, 'raw', found.ref.name, found.path)}" alt="${found.path}" style="max-width:100%" />
-                  </p>`
+              : IMAGE_FILE.test(found.path)
+                ? imageView(at(repo, 'raw', found.ref.name, found.path), found.path)
                 : fileView(found.path, lfs.bytes)
           }`
       : file.body.type !== 'file'
         ? html`<p class="muted">${file.body.type}${file.body.target ? html`: ${file.body.target}` : ''}</p>`
-        : file.body.content === null || file.body.content === undefined
-          ? html`<p class="muted">The file is too large to show (${file.body.size} bytes).</p>`
-          : fileView(found.path, Buffer.from(file.body.content, 'base64'));
+        : IMAGE_FILE.test(found.path)
+          ? imageView(at(repo, 'raw', found.ref.name, found.path), found.path)
+          : file.body.content === null || file.body.content === undefined
+            ? html`<p class="muted">The file is too large to show (${file.body.size} bytes).</p>`
+            : fileView(found.path, Buffer.from(file.body.content, 'base64'));
     const body = html`${repoHeader(repo, 'code', can)} ${crumbs(repo, found.ref.name, found.path)}
       <p class="row">
         <span class="muted">${file.body.size ?? 0} bytes</span>
