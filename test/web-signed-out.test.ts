@@ -87,6 +87,11 @@ for (const dialect of DIALECTS) {
       const raw = await pageReq(t, 'GET', '/teams/open/site/raw/main/src/app.ts');
       assert.equal(raw.status, 200);
       assert.equal(raw.text, 'export const x = 1;\n');
+      // counts read as words: one file, one byte, several bytes
+      const commit = await pageReq(t, 'GET', `/teams/open/site/commit/${shas.site}`);
+      assert.match(commit.text, /3 files changed/);
+      const tree = await pageReq(t, 'GET', '/teams/open/site/tree/main/src');
+      assert.match(tree.text, /20 bytes/);
       // an image file is shown as an image, from the raw route, which serves it as one
       const image = await pageReq(t, 'GET', '/teams/open/site/blob/main/docs/logo.png');
       assert.equal(image.status, 200);

@@ -14,6 +14,7 @@ import { lazyRequire } from '../lazy-require.ts';
 /** highlight.js (all its languages) is loaded with the first highlighted file. */
 const highlighter = lazyRequire<typeof HighlightJs>('highlight.js');
 import type { RepoAt, Viewer } from '../viewer.ts';
+import { count as counted } from './plural.ts';
 import { pageWindow, readerPage, sendPage } from './context.ts';
 import { renderDiff } from './diff.ts';
 import { type Html, html, pager, seg, trusted } from './html.ts';
@@ -84,7 +85,7 @@ export async function treeView(
             html`<li>
               <a href="${at(repo, e.type === 'dir' ? 'tree' : 'blob', refName, e.path)}"
                 >${e.name}${e.type === 'dir' ? '/' : ''}</a
-              >${e.type === 'file' && e.size !== null ? html` <span class="muted">${e.size} bytes</span>` : ''}
+              >${e.type === 'file' && e.size !== null ? html` <span class="muted">${counted(e.size, 'byte')}</span>` : ''}
             </li>`,
         )}
       </ul>
@@ -102,7 +103,7 @@ function imageView(src: string, path: string): Html {
 
 /** A file's text with line numbers, highlighted by highlight.js on the server (by the file's extension). */
 function fileView(path: string, bytes: Buffer): Html {
-  if (bytes.includes(0)) return html`<p class="muted">Binary file (${bytes.length} bytes).</p>`;
+  if (bytes.includes(0)) return html`<p class="muted">Binary file (${counted(bytes.length, 'byte')}).</p>`;
   const text = bytes.toString('utf8');
   const ext = /\.([A-Za-z0-9+]+)$/.exec(path)?.[1]?.toLowerCase();
   const hljs = highlighter();
@@ -178,7 +179,9 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
         ? await lfsContent(deps, repo.uuid, Buffer.from(file.body.content, 'base64'))
         : null;
     const content = lfs
-      ? html`<p class="row"><span class="badge">Stored with Git LFS</span> <span class="muted">${lfs.size} bytes</span></p>
+      ? html`<p class="row">
+            <span class="badge">Stored with Git LFS</span> <span class="muted">${counted(lfs.size, 'byte')}</span>
+          </p>
           ${
             lfs.bytes === null
               ? html`<p class="muted">The file is too large to show: use Raw.</p>`
@@ -191,11 +194,11 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
         : IMAGE_FILE.test(found.path)
           ? imageView(at(repo, 'raw', found.ref.name, found.path), found.path)
           : file.body.content === null || file.body.content === undefined
-            ? html`<p class="muted">The file is too large to show (${file.body.size} bytes).</p>`
+            ? html`<p class="muted">The file is too large to show (${counted(file.body.size ?? 0, 'byte')}).</p>`
             : fileView(found.path, Buffer.from(file.body.content, 'base64'));
     const body = html`${repoHeader(repo, 'code', can)} ${crumbs(repo, found.ref.name, found.path)}
       <p class="row">
-        <span class="muted">${file.body.size ?? 0} bytes</span>
+        <span class="muted">${counted(file.body.size ?? 0, 'byte')}</span>
         ${file.body.type === 'file' ? html`<a href="${at(repo, 'raw', found.ref.name, found.path)}">Raw</a>` : ''}
         <a href="${repoHref(repo)}/commits/${segPath(found.ref.name)}?${new URLSearchParams({ path: found.path }).toString()}"
           >History</a
@@ -271,7 +274,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
           ${commit.author.date.slice(0, 16).replace('T', ' ')}${commit.parents.length ? html` · parent ${commit.parents.map((p) => html`<a href="${repoHref(repo)}/commit/${p}"><code>${p.slice(0, 10)}</code></a> `)}` : ''}
         </p>
         <p>
-          ${commit.files.length} files changed, +${commit.stats.additions} &minus;${commit.stats.deletions} ·
+          ${counted(commit.files.length, 'file')} changed, +${commit.stats.additions} &minus;${commit.stats.deletions} ·
           <a href="${at(repo, 'tree', commit.sha, '')}">Browse files</a>
         </p>
         ${renderDiff(commit.files, commit.files_truncated)}`;
