@@ -1,4 +1,5 @@
 import type { PullContext, RepoContext, RepoLevel, Viewer } from '../viewer.ts';
+import { isAnonymous } from './anonymous.ts';
 import { levelAtLeast } from './levels.ts';
 
 /**
@@ -29,12 +30,14 @@ export interface RepoAbilities {
   takePart: boolean;
 }
 
-export function repoAbilities(at: Pick<RepoContext, 'level' | 'repo'>): RepoAbilities {
-  const live = at.repo.is_archived !== 1;
+/** A signed-out reader (anonymous.ts) reads what its level lets it and takes no action. */
+export function repoAbilities(at: Pick<RepoContext, 'level' | 'repo'>, viewer?: Pick<Viewer, 'uuid'>): RepoAbilities {
+  const acts = !(viewer && isAnonymous(viewer));
+  const live = acts && at.repo.is_archived !== 1;
   return {
     level: at.level,
-    manage: levelAtLeast(at.level, NEEDS.manage),
-    delete: levelAtLeast(at.level, NEEDS.delete),
+    manage: acts && levelAtLeast(at.level, NEEDS.manage),
+    delete: acts && levelAtLeast(at.level, NEEDS.delete),
     write: live && levelAtLeast(at.level, NEEDS.write),
     takePart: live && levelAtLeast(at.level, NEEDS.take_part),
   };
@@ -57,7 +60,7 @@ export interface PullAbilities extends RepoAbilities {
 }
 
 export function pullAbilities(viewer: Viewer, at: Pick<PullContext, 'level' | 'repo' | 'pull'>): PullAbilities {
-  const repo = repoAbilities(at);
+  const repo = repoAbilities(at, viewer);
   const { pull } = at;
   const isAuthor = pull.author_uuid === viewer.uuid;
   const notMerged = pull.status !== 'merged';

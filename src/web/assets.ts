@@ -30,6 +30,7 @@ document.addEventListener('htmx:sseBeforeMessage', function (e) {
   if (document.getElementById('event-' + id)) e.preventDefault();
 });
 document.addEventListener('htmx:sseMessage', function (e) {
+  if (e.target.closest('[data-live-state]')) return;
   var feed = e.target.getAttribute('hx-target');
   var list = feed ? document.querySelector(feed) : e.target;
   var empty = list && list.parentElement && list.parentElement.querySelector('.feed-empty');
@@ -233,6 +234,7 @@ header.top form{margin:0}header.top form.search{display:flex;gap:4px;flex:1 1 14
 .sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}
 mark{background:#fff8c5;color:inherit}.hit pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}.hit .ln{color:var(--muted);display:inline-block;min-width:3em;text-align:right;margin-right:8px}
 main{max-width:1100px;margin:0 auto;padding:16px}
+img.file-image{max-width:100%;height:auto}
 h1{font-size:1.5rem;margin:.5rem 0 1rem;overflow-wrap:anywhere}
 h2{font-size:1.2rem;margin:1.5rem 0 .5rem}
 .crumbs{color:var(--muted);margin:0 0 .25rem;overflow-wrap:anywhere}

@@ -14,7 +14,8 @@ import { lazyRequire } from '../lazy-require.ts';
 /** highlight.js (all its languages) is loaded with the first highlighted file. */
 const highlighter = lazyRequire<typeof HighlightJs>('highlight.js');
 import type { RepoAt, Viewer } from '../viewer.ts';
-import { pageWindow, requirePage, sendPage } from './context.ts';
+import { count as counted } from './plural.ts';
+import { pageWindow, readerPage, sendPage } from './context.ts';
 import { renderDiff } from './diff.ts';
 import { type Html, html, pager, seg, trusted } from './html.ts';
 import { repoHref } from './home-pages.ts';
@@ -84,7 +85,7 @@ export async function treeView(
             html`<li>
               <a href="${at(repo, e.type === 'dir' ? 'tree' : 'blob', refName, e.path)}"
                 >${e.name}${e.type === 'dir' ? '/' : ''}</a
-              >${e.type === 'file' && e.size !== null ? html` <span class="muted">${e.size} bytes</span>` : ''}
+              >${e.type === 'file' && e.size !== null ? html` <span class="muted">${counted(e.size, 'byte')}</span>` : ''}
             </li>`,
         )}
       </ul>
@@ -92,9 +93,17 @@ export async function treeView(
     ${readmeHtml}`;
 }
 
+/** The image types the raw route serves as themselves (code/files.ts): shown in the file view. */
+const IMAGE_FILE = /\.(png|jpe?g|gif|webp)$/i;
+
+/** An image file, from its raw bytes (served with `nosniff` and a sandbox policy), at most the page's width. */
+function imageView(src: string, path: string): Html {
+  return html`<p><img class="file-image" src="${src}" alt="${path.slice(path.lastIndexOf('/') + 1)}" /></p>`;
+}
+
 /** A file's text with line numbers, highlighted by highlight.js on the server (by the file's extension). */
 function fileView(path: string, bytes: Buffer): Html {
-  if (bytes.includes(0)) return html`<p class="muted">Binary file (${bytes.length} bytes).</p>`;
+  if (bytes.includes(0)) return html`<p class="muted">Binary file (${counted(bytes.length, 'byte')}).</p>`;
   const text = bytes.toString('utf8');
   const ext = /\.([A-Za-z0-9+]+)$/.exec(path)?.[1]?.toLowerCase();
   const hljs = highlighter();
@@ -145,7 +154,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
   };
 
   repoRoute(app, 'GET', '/tree/*', { params: Rest }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
     const body = html`${repoHeader(repo, 'code', can)} ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path)}`;
@@ -156,7 +165,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
   });
 
   repoRoute(app, 'GET', '/blob/*', { params: Rest }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
     const file = await getContents(deps, c.viewer, ref, found.path, found.ref.name);
@@ -170,24 +179,26 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
         ? await lfsContent(deps, repo.uuid, Buffer.from(file.body.content, 'base64'))
         : null;
     const content = lfs
-      ? html`<p class="row"><span class="badge">Stored with Git LFS</span> <span class="muted">${lfs.size} bytes</span></p>
+      ? html`<p class="row">
+            <span class="badge">Stored with Git LFS</span> <span class="muted">${counted(lfs.size, 'byte')}</span>
+          </p>
           ${
             lfs.bytes === null
               ? html`<p class="muted">The file is too large to show: use Raw.</p>`
-              : /\.(png|jpe?g|gif|webp)$/i.test(found.path)
-                ? html`<p>
-                    <img src="${at(repo, 'raw', found.ref.name, found.path)}" alt="${found.path}" style="max-width:100%" />
-                  </p>`
+              : IMAGE_FILE.test(found.path)
+                ? imageView(at(repo, 'raw', found.ref.name, found.path), found.path)
                 : fileView(found.path, lfs.bytes)
           }`
       : file.body.type !== 'file'
         ? html`<p class="muted">${file.body.type}${file.body.target ? html`: ${file.body.target}` : ''}</p>`
-        : file.body.content === null || file.body.content === undefined
-          ? html`<p class="muted">The file is too large to show (${file.body.size} bytes).</p>`
-          : fileView(found.path, Buffer.from(file.body.content, 'base64'));
+        : IMAGE_FILE.test(found.path)
+          ? imageView(at(repo, 'raw', found.ref.name, found.path), found.path)
+          : file.body.content === null || file.body.content === undefined
+            ? html`<p class="muted">The file is too large to show (${counted(file.body.size ?? 0, 'byte')}).</p>`
+            : fileView(found.path, Buffer.from(file.body.content, 'base64'));
     const body = html`${repoHeader(repo, 'code', can)} ${crumbs(repo, found.ref.name, found.path)}
       <p class="row">
-        <span class="muted">${file.body.size ?? 0} bytes</span>
+        <span class="muted">${counted(file.body.size ?? 0, 'byte')}</span>
         ${file.body.type === 'file' ? html`<a href="${at(repo, 'raw', found.ref.name, found.path)}">Raw</a>` : ''}
         <a href="${repoHref(repo)}/commits/${segPath(found.ref.name)}?${new URLSearchParams({ path: found.path }).toString()}"
           >History</a
@@ -210,14 +221,14 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     '/raw/*',
     { params: Rest },
     async (request, reply) => {
-      const c = requirePage(request);
+      const c = readerPage(request);
       return serveRaw(deps, c.viewer, pageRepoRef(request), (request.params as { '*': string })['*'], request, reply);
     },
     { compress: false },
   );
 
   repoRoute(app, 'GET', '/commits/*', { params: Rest, querystring: CommitsQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const name = (request.params as { '*': string })['*'];
     const q = request.query as { page?: number; path?: string };
@@ -251,7 +262,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     '/commit/:sha',
     { params: { sha: Type.String({ minLength: 4, maxLength: 64, pattern: '^[0-9a-fA-F]+$' }) } },
     async (request, reply) => {
-      const c = requirePage(request);
+      const c = readerPage(request);
       const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
       const { body: commit } = await getCommit(deps, c.viewer, ref, (request.params as { sha: string }).sha);
       const [title, ...rest] = commit.message.split('\n');
@@ -263,7 +274,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
           ${commit.author.date.slice(0, 16).replace('T', ' ')}${commit.parents.length ? html` · parent ${commit.parents.map((p) => html`<a href="${repoHref(repo)}/commit/${p}"><code>${p.slice(0, 10)}</code></a> `)}` : ''}
         </p>
         <p>
-          ${commit.files.length} files changed, +${commit.stats.additions} &minus;${commit.stats.deletions} ·
+          ${counted(commit.files.length, 'file')} changed, +${commit.stats.additions} &minus;${commit.stats.deletions} ·
           <a href="${at(repo, 'tree', commit.sha, '')}">Browse files</a>
         </p>
         ${renderDiff(commit.files, commit.files_truncated)}`;
@@ -272,7 +283,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
   );
 
   repoRoute(app, 'GET', '/compare/*', { params: Rest }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const spec = (request.params as { '*': string })['*'];
     const { body: cmp } = await compare(deps, c.viewer, ref, spec);
@@ -281,7 +292,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
       <h2>Compare <code>${base}</code>...<code>${head}</code></h2>
       <p>
         <span class="badge">${cmp.status}</span> ${cmp.ahead_by} ahead, ${cmp.behind_by} behind.
-        <a href="${repoHref(repo)}/pulls/new?source=${head ?? ''}">Open a pull</a>
+        ${can.takePart ? html`<a href="${repoHref(repo)}/pulls/new?source=${head ?? ''}">Open a pull</a>` : ''}
       </p>
       <ul class="plain">
         ${cmp.commits.map(
@@ -297,7 +308,7 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
   });
 
   repoRoute(app, 'GET', '/tags', { querystring: PageQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const w = pageWindow(request.query as { page?: number });
     const tags = await listTags(deps, c.viewer, ref, { ...w });

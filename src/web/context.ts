@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ANONYMOUS_VIEWER, isAnonymous } from '../access/anonymous.ts';
 import { AppError } from '../errors.ts';
 import { SESSION_COOKIE_NAME, cookieValue } from '../http/auth.ts';
 import { csrfTokenMatches } from '../sessions/service.ts';
@@ -30,6 +31,35 @@ export function requirePage(request: FastifyRequest): PageCaller {
   if (!request.page) throw new AppError(401, 'unauthorized', 'Sign in to see this page.');
   return request.page;
 }
+
+/**
+ * The caller of a page a signed-out reader may open too (a public repo's pages, README "Web
+ * interface"): the signed-in caller, or the anonymous reader (access/anonymous.ts), whose
+ * abilities take no action and whose layout is the signed-out one.
+ */
+export function readerPage(request: FastifyRequest): PageCaller {
+  return request.page ?? ANONYMOUS_CALLER;
+}
+
+/** Whether a page's caller is the signed-out reader of `readerPage`. */
+export const isSignedOut = (c: PageCaller): boolean => isAnonymous(c.viewer);
+
+const ANONYMOUS_CALLER: PageCaller = Object.freeze({
+  viewer: ANONYMOUS_VIEWER,
+  user: Object.freeze({
+    uuid: ANONYMOUS_VIEWER.uuid,
+    username: '',
+    display_name: '',
+    email: '',
+    is_staff: 0,
+    is_active: 0,
+    ping_mentions: '',
+    created_at: '',
+    updated_at: '',
+  }),
+  sessionUuid: '',
+  csrf: '',
+});
 
 export function sendPage(reply: FastifyReply, page: Html, status = 200): FastifyReply {
   return reply.status(status).type('text/html; charset=utf-8').send(page.text);

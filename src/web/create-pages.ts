@@ -6,7 +6,7 @@ import { CreateRepoBody } from '../repos/schemas.ts';
 import { createRepo, getRepo, listPublicRepos } from '../repos/service.ts';
 import { CreateTeamBody } from '../teams/schemas.ts';
 import { createTeam, listTeams } from '../teams/service.ts';
-import { type PageCaller, pageWindow, requirePage, seeOther, sendPage } from './context.ts';
+import { type PageCaller, pageWindow, readerPage, requirePage, seeOther, sendPage } from './context.ts';
 import { type FormState, attempt, emptyForm, field, formMessage, typedValues } from './forms.ts';
 import { type Html, html, pager, seg } from './html.ts';
 import { repoHref, repoItem } from './home-pages.ts';
@@ -218,8 +218,9 @@ export async function createPages(app: FastifyInstance, { deps }: { deps: Deps }
     return seeOther(reply, repoHref(done.value.repo));
   });
 
+  // signed out too: public repos are browsable without an account (README "Web interface")
   pageRoute(app, 'GET', '/explore', {}, { querystring: ExploreQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const w = pageWindow(request.query as { page?: number });
     const repos = await listPublicRepos(deps, c.viewer, w);
     const body = html`<h1>Explore</h1>

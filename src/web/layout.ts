@@ -1,5 +1,5 @@
 import { type Html, html, seg } from './html.ts';
-import type { PageCaller } from './context.ts';
+import { type PageCaller, isSignedOut } from './context.ts';
 
 /** htmx's settings for these pages: no inline styles or eval, so the CSP needs no 'unsafe-*'. */
 const HTMX_CONFIG = JSON.stringify({
@@ -42,7 +42,8 @@ const staffLink = (c: PageCaller): Html => (c.viewer.isStaff ? html`<a href="/ad
 
 /** The page shell: header with navigation and sign-out, the main content, the scripts. */
 export function layout(opts: LayoutOptions, body: Html): Html {
-  const c = opts.caller;
+  // the signed-out reader of a public repo's pages (context.ts readerPage) sees the signed-out header
+  const c = opts.caller && !isSignedOut(opts.caller) ? opts.caller : null;
   return html`<!doctype html>
 <html lang="en">
 <head>

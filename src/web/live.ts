@@ -51,7 +51,10 @@ export function liveFeed(opts: { id: string; scopes: string[]; after: string; ev
       ></div>`,
   );
   return html`<section class="box" aria-labelledby="${opts.id}-h">
-    <h2 id="${opts.id}-h">${opts.label} <span class="badge" id="live-status" role="status">connecting&hellip;</span></h2>
+    <h2 id="${opts.id}-h">
+      ${opts.label}
+      ${opts.scopes.length ? html`<span class="badge" id="live-status" role="status">connecting&hellip;</span>` : ''}
+    </h2>
     ${streams} ${opts.events.length === 0 ? html`<p class="muted feed-empty">Nothing yet.</p>` : ''}
     <div id="${opts.id}" class="feed">
       ${opts.events.map((e) => trusted(eventCache.get(JSON.stringify(e), () => eventHtml(e))))}

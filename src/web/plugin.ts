@@ -211,6 +211,12 @@ function errorPage(error: FastifyError | AppError, request: FastifyRequest, repl
       html`<h1>${title}</h1>
         <p class="error" role="alert">${inWords(detail)}</p>
         ${status >= 500 ? html`<p class="muted">Request id: <code>${request.id}</code> (give it to the server&rsquo;s operator).</p>` : ''}
+        ${
+          // signed out, a private repo is not found as anything absent is: signing in may show it
+          status === 404 && !request.page && request.method === 'GET'
+            ? html`<p>If it is private, <a href="/login?next=${encodeURIComponent(request.url)}">sign in</a> to see it.</p>`
+            : ''
+        }
         <p>
           ${request.headers.referer ? html`<a href="${localBack(request.headers.referer)}">Back</a> · ` : ''}<a href="/"
             >The dashboard</a

@@ -40,12 +40,13 @@ import { inWords } from './words.ts';
 import { getForkIn, getOwnFork, listForks } from '../forks/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { activityOfScope } from './activity.ts';
-import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
+import { isSignedOut, pageWindow, readerPage, requirePage, seeOther, sendPage } from './context.ts';
 import { type Html, html, pager, seg, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumeState } from './live.ts';
+import { PULL_STATE_KINDS, liveState } from './live-state.ts';
 import { NumberParam, pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
 import { subscribeControl } from './notifications/controls.ts';
 import { getPullSubscription } from '../notifications/subscriptions.ts';
@@ -121,7 +122,7 @@ const REVIEWS_PER_PAGE = 100;
 /** Pulls list, opening a pull, the pull page, reviewing and merging (README "Web interface"). */
 export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/pulls', { querystring: ListQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const q = request.query as { status?: PullStatus; page?: number };
     const status = q.status ?? 'open';
@@ -135,8 +136,8 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         <nav class="row" aria-label="Pull states">
           ${PULL_STATUSES.map((s) => html`<a href="${base}?status=${s}" ${s === status ? html` aria-current="page"` : ''}>${s}</a>`)}
         </nav>
-        ${repo.is_archived ? '' : html`<a href="${base}/new" class="badge">New pull</a>`}
-        ${upstream ? html`<a href="${repoHref(upstream)}/pulls/new?source_repo=${repo.uuid}" class="badge">New pull into ${upstream.full_name}</a>` : ''}
+        ${can.takePart ? html`<a href="${base}/new" class="badge">New pull</a>` : ''}
+        ${upstream && can.takePart ? html`<a href="${repoHref(upstream)}/pulls/new?source_repo=${repo.uuid}" class="badge">New pull into ${upstream.full_name}</a>` : ''}
       </div>
       ${
         pulls.length
@@ -233,7 +234,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       | { form: 'line'; line: PageRefusal }
       | PullSideRefusal,
   ) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const ref = pageRepoRef(request);
     const number = (request.params as { number: number }).number;
     const q = (request.method === 'GET' ? request.query : {}) as PullQueryValue;
@@ -264,12 +265,12 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       base,
       tab: tab === 'files' ? 'files' : 'conversation',
       from: tab === 'files' ? from : 0,
-      canComment: !repo.is_archived && pull.status !== 'merged',
-      canApply: pull.status === 'open' && !repo.is_archived && source !== 'gone' && mayApplySuggestions(at, source),
-      canResolve: (author) => !repo.is_archived && (isAuthor || author === c.viewer.uuid || can.write),
+      canComment: can.review,
+      canApply: pull.status === 'open' && can.takePart && source !== 'gone' && mayApplySuggestions(at, source),
+      canResolve: (author) => can.takePart && (isAuthor || author === c.viewer.uuid || can.write),
       // as the API decides (src/access/review-comments.ts): its author edits; its author or maintain level deletes
-      canEdit: (author) => !repo.is_archived && author === c.viewer.uuid,
-      canDelete: (author) => !repo.is_archived && (author === c.viewer.uuid || can.manage),
+      canEdit: (author) => can.takePart && author === c.viewer.uuid,
+      canDelete: (author) => can.takePart && (author === c.viewer.uuid || can.manage),
       refused: line?.review ?? null,
       linked: new Map(),
     };
@@ -304,7 +305,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       html`<a href="${base}?tab=${t}" ${t === tab ? html` aria-current="page"` : ''}>${label}</a>`;
     const header = html`${repoHeader(repo, 'pulls', can)}
       <h2>#${pull.number} ${pull.title} <span class="badge ${pull.status}" id="pull-status">${pull.status}</span></h2>
-      <p class="muted">
+      <p class="muted" id="pull-meta">
         ${pull.author_username} wants to merge
         <code
           >${tips.source_repo.uuid !== pull.repo_uuid ? `${tips.source_repo.full_name ?? '(a repo you cannot read)'}:` : ''}${pull.source_branch}</code
@@ -313,7 +314,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         opened
         ${when(pull.created_at)}${pull.merged_at ? html` · merged by ${pull.merged_by_username} ${when(pull.merged_at)}${pull.merge_commit_sha ? html` as <code>${pull.merge_commit_sha.slice(0, 10)}</code>` : ''}` : ''}
       </p>
-      ${subscribeControl(base, c.csrf, subscription)}
+      ${isSignedOut(c) ? '' : subscribeControl(base, c.csrf, subscription)}
       <nav class="row tabs" aria-label="Pull tabs">
         ${tabLink('conversation', 'Conversation')} ${tabLink('commits', 'Commits')} ${tabLink('files', 'Files changed')}
       </nav>`;
@@ -462,7 +463,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
               : ''
           }
           ${pullSide({ c, base, pull: tips, can, refused: refused?.form === 'reviewers' || refused?.form === 'draft' ? refused : undefined })}
-          <section class="box" aria-labelledby="checks-h">
+          <section class="box" aria-labelledby="checks-h" id="pull-checks">
             <h2 id="checks-h">Protection and checks</h2>
             ${protection.protected ? html`<p>Branch protection <code>${protection.branch_pattern}</code>: ${protection.approved_by.length} of ${protection.required_approvals} required approvals${protection.approved_by.length ? html` (${protection.approved_by.join(', ')})` : ''}${protection.require_conversation_resolution ? html`; every conversation resolved` : ''}. <span class="badge ${protection.satisfied ? 'approved' : 'changes_requested'}">${protection.satisfied ? 'satisfied' : 'not satisfied'}</span></p>` : html`<p class="muted">No protection matches <code>${pull.target_branch}</code>.</p>`}
             ${checksView(statuses, protection, { repo, jobs, rerun: canWrite ? csrfField(c) : null })}
@@ -482,13 +483,15 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
           </section>
           <section class="box" aria-labelledby="reviews-h">
             <h2 id="reviews-h">Reviews</h2>
-            ${
-              reviews.length
-                ? html`<ul class="plain">
-                    ${shownReviews.map((rv, i) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${reviewHtmls[i]}</div>` : ''}</li>`)}
-                  </ul>`
-                : html`<p class="muted">No reviews yet.</p>`
-            }
+            <div id="pull-reviews">
+              ${
+                reviews.length
+                  ? html`<ul class="plain">
+                      ${shownReviews.map((rv, i) => html`<li id="review-${rv.uuid}"><strong>${rv.author_username}</strong> <span class="badge ${rv.status}">${rv.status.replace('_', ' ')}</span> ${when(rv.created_at)}${rv.body.trim() ? html`<div class="markdown">${reviewHtmls[i]}</div>` : ''}</li>`)}
+                    </ul>`
+                  : html`<p class="muted">No reviews yet.</p>`
+              }
+            </div>
             ${pager(base, w.page, reviews.length > w.perPage)}
             ${
               canRequest && reviewers.some((u) => !requested.has(u))
@@ -532,12 +535,13 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
             }
           </section>
         </div>
-        ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: [`pull:${pull.uuid}`], after: resume.after, events })}
+        ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: isSignedOut(c) ? [] : [`pull:${pull.uuid}`], after: resume.after, events })}
+        ${isSignedOut(c) ? '' : liveState({ scope: `repo:${repo.uuid}`, after: resume.after, kinds: PULL_STATE_KINDS, href: base, parts: ['pull-checks', 'pull-status', 'pull-meta', 'pull-reviews'] })}
       </div>`;
     }
 
     function reviewForm(pending: number): Html | string {
-      if (pull.status === 'merged' || repo.is_archived) return '';
+      if (!can.review) return '';
       return html`${refusal('review')}
         <form class="stack" method="post" action="${base}/reviews">
           ${csrfField(c)}

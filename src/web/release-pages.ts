@@ -4,7 +4,7 @@ import type { Deps } from '../deps.ts';
 import { getRelease, listReleases, openAsset, type ReleaseJson } from '../releases/service.ts';
 import { notFound } from '../errors.ts';
 import type { RepoJson } from '../repos/view.ts';
-import { pageWindow, requirePage, sendPage } from './context.ts';
+import { pageWindow, readerPage, sendPage } from './context.ts';
 import { type Html, html, pager, seg, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
@@ -45,7 +45,7 @@ function assetsBox(repo: RepoJson, r: ReleaseJson): Html {
 /** Releases pages (docs/releases.md): the list and one release, with notes, assets and archives. */
 export async function releasePages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/releases', { querystring: PageQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const w = pageWindow(request.query as { page?: number });
     const rows = await listReleases(deps, c.viewer, ref, { offset: w.offset, limit: w.perPage + 1 });
@@ -75,7 +75,7 @@ export async function releasePages(app: FastifyInstance, { deps }: { deps: Deps 
     '/releases/download/*',
     { params: Rest },
     async (request, reply) => {
-      const c = requirePage(request);
+      const c = readerPage(request);
       const rest = (request.params as { '*': string })['*'];
       const cut = rest.lastIndexOf('/');
       if (cut <= 0) throw notFound('Asset');
@@ -93,7 +93,7 @@ export async function releasePages(app: FastifyInstance, { deps }: { deps: Deps 
   );
 
   repoRoute(app, 'GET', '/releases/tag/*', { params: Rest }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const r = await getRelease(deps, c.viewer, ref, (request.params as { '*': string })['*']);
     const body = html`${repoHeader(repo, 'code', can)}

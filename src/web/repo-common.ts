@@ -44,7 +44,7 @@ export type RepoTab = 'code' | 'pulls' | 'threads' | 'commits' | 'branches' | 'a
  */
 export async function pageRepo(deps: Deps, viewer: Viewer, request: FastifyRequest): Promise<PageRepo> {
   const at = await readRepo(deps.database, viewer, pageRepoRef(request));
-  return { at, repo: await getRepo(deps, viewer, at), can: repoAbilities(at) };
+  return { at, repo: await getRepo(deps, viewer, at), can: repoAbilities(at, viewer) };
 }
 
 export interface PageRepo {

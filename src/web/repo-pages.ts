@@ -5,7 +5,7 @@ import { listBranches } from '../code/refs.ts';
 import { latestReleaseName } from '../releases/service.ts';
 import { activityOfScope } from './activity.ts';
 import { treeView } from './code-pages.ts';
-import { pageWindow, requirePage, sendPage } from './context.ts';
+import { isSignedOut, pageWindow, readerPage, sendPage } from './context.ts';
 import { html, pager, seg } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
@@ -23,20 +23,20 @@ const PageQuery = Type.Object(
 /** The repo's home page and its branches (README "Web interface"). */
 export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '', {}, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const after = await resumePoint(deps);
     const branches = await listBranches(deps, c.viewer, ref, { offset: 0, limit: 11 });
     const scope = `repo:${repo.uuid}`;
     const events = await activityOfScope(deps, c.viewer, scope, undefined, [scope]);
     const latest = await latestReleaseName(deps, repo.uuid);
-    const watch = await getRepoWatch(deps, c.viewer, ref);
+    const watch = isSignedOut(c) ? null : await getRepoWatch(deps, c.viewer, ref);
     // the file tree at the default branch with its README, once that branch has been pushed
     const tree =
       (await deps.git.branchSha(repo.uuid, repo.default_branch)) !== null
         ? await treeView(deps, c.viewer, ref, repo, repo.default_branch, '')
         : html``;
-    const body = html`${repoHeader(repo, 'code', can)} ${watchControl(repoHref(repo), c.csrf, watch.level)}
+    const body = html`${repoHeader(repo, 'code', can)} ${watch ? watchControl(repoHref(repo), c.csrf, watch.level) : ''}
       ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
       <div class="grid">
         <div>
@@ -51,7 +51,7 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
                 : ''
             }
             <p class="muted">Default branch: ${repo.default_branch}</p>
-            <p><a href="${repoHref(repo)}/fork">Fork this repo</a></p>
+            ${isSignedOut(c) ? '' : html`<p><a href="${repoHref(repo)}/fork">Fork this repo</a></p>`}
           </section>
           <section class="box" aria-labelledby="branches-h">
             <h2 id="branches-h">Branches</h2>
@@ -81,13 +81,13 @@ git push -u origin ${repo.default_branch}</pre>`
           }
           ${repo.about ? html`<section class="box markdown" aria-label="About">${markdownHtml(repo.about)}</section>` : ''}
         </div>
-        ${liveFeed({ id: 'repo-feed', label: 'Activity', scopes: [scope], after, events })}
+        ${liveFeed({ id: 'repo-feed', label: 'Activity', scopes: isSignedOut(c) ? [] : [scope], after, events })}
       </div>`;
     return sendPage(reply, layout({ title: repo.full_name, caller: c, repo: repo.full_name }, body));
   });
 
   repoRoute(app, 'GET', '/branches', { querystring: PageQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const w = pageWindow(request.query as { page?: number }, 50);
     const branches = await listBranches(deps, c.viewer, ref, w);
@@ -96,7 +96,7 @@ git push -u origin ${repo.default_branch}</pre>`
       ${
         branches.length
           ? html`<ul class="plain">
-              ${branches.slice(0, w.perPage).map((b) => html`<li><code>${b.name}</code> <span class="muted">${b.commit_sha.slice(0, 10)}</span>${b.protected ? html` <span class="badge">protected</span>` : ''} <a href="${repoHref(repo)}/pulls/new?source=${seg(b.name)}">Open a pull</a></li>`)}
+              ${branches.slice(0, w.perPage).map((b) => html`<li><code>${b.name}</code> <span class="muted">${b.commit_sha.slice(0, 10)}</span>${b.protected ? html` <span class="badge">protected</span>` : ''} ${can.takePart ? html`<a href="${repoHref(repo)}/pulls/new?source=${seg(b.name)}">Open a pull</a>` : ''}</li>`)}
             </ul>`
           : html`<p class="muted">No branches yet.</p>`
       }

@@ -23,11 +23,12 @@ import type { PageCaller } from './context.ts';
 import type { FormState } from './forms.ts';
 import { allLabels } from './tracker/issues.ts';
 import { sidebar, threadPowers, timelineEntry } from './tracker/sidebar.ts';
-import { pageWindow, requirePage, seeOther, sendPage } from './context.ts';
+import { isSignedOut, pageWindow, readerPage, requirePage, seeOther, sendPage } from './context.ts';
 import { type Html, html, pager, trusted, when } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { csrfField, layout } from './layout.ts';
 import { liveFeed, resumePoint } from './live.ts';
+import { THREAD_STATE_KINDS, liveState } from './live-state.ts';
 import { NumberParam, type PageRepo, pageRepo, repoHeader, repoRoute } from './repo-common.ts';
 import { subscribeControl } from './notifications/controls.ts';
 import { getThreadSubscription } from '../notifications/subscriptions.ts';
@@ -120,7 +121,7 @@ export async function renderThreadPage(
         <header>
           <strong>${r.author_username}</strong>
           ${when(r.created_at)}${r.version > 1 ? html` <a href="${base}/replies/${r.number}/history">edited (version ${r.version})</a>` : ''}
-          ${repo.is_archived ? '' : html`<a href="${base}/replies/${r.number}/edit">Edit</a>`}
+          ${can.takePart ? html`<a href="${base}/replies/${r.number}/edit">Edit</a>` : ''}
         </header>
         <div class="markdown">${trusted(r.body_html)}</div>
       </article>`,
@@ -142,11 +143,11 @@ export async function renderThreadPage(
   const body = html`${repoHeader(repo, 'threads', can)}
     <div id="thread-main">
       <h2>#${thread.number} ${thread.title}</h2>
-      <p class="muted">
+      <p class="muted" id="thread-state">
         <span class="badge ${thread.state}">${thread.state === 'open' ? 'Open' : 'Closed'}</span> Started by
         ${thread.author_username} ${when(thread.created_at)}
       </p>
-      ${subscribeControl(`${repoBase}/threads/${thread.number}`, c.csrf, subscription)}
+      ${isSignedOut(c) ? '' : subscribeControl(`${repoBase}/threads/${thread.number}`, c.csrf, subscription)}
       <div class="thread-layout">
         <div class="thread-body">
           ${
@@ -169,13 +170,13 @@ export async function renderThreadPage(
                 </section>`
               : ''
           }
-          <section aria-labelledby="replies-h">
+          <section aria-labelledby="replies-h" id="thread-replies">
             <h2 id="replies-h">Replies and changes</h2>
             ${items.map((i) => i.html)} ${shown.length === 0 ? html`<p class="muted">No replies yet.</p>` : ''}
             ${pager(base, w.page, more)}
           </section>
           ${
-            repo.is_archived
+            !can.takePart
               ? ''
               : html`<form class="row" method="post" action="${base}/attachments" enctype="multipart/form-data">
                     <input type="hidden" name="_csrf" value="${c.csrf}" />
@@ -196,14 +197,15 @@ export async function renderThreadPage(
         ${sidebar({ c, base: repoBase, thread, powers, labels, milestones, state: sidebarState })}
       </div>
     </div>
-    ${liveFeed({ id: 'thread-feed', label: 'Activity', scopes: [`thread:${thread.uuid}`], after, events })}`;
+    ${liveFeed({ id: 'thread-feed', label: 'Activity', scopes: isSignedOut(c) ? [] : [`thread:${thread.uuid}`], after, events })}
+    ${isSignedOut(c) ? '' : liveState({ scope: `thread:${thread.uuid}`, after, kinds: THREAD_STATE_KINDS, href: w.page === 1 ? base : `${base}?page=${w.page}`, parts: ['thread-replies', 'thread-state'] })}`;
   return layout({ title: `#${thread.number} ${thread.title}`, caller: c }, body);
 }
 
 /** Threads list, a thread with its replies, editing a reply and its version history (README "Web interface"). */
 export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/threads/:number', { params: ThreadParams, querystring: PageQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const { number } = request.params as Params;
     const page = (request.query as { page?: number }).page;
     return sendPage(reply, await renderThreadPage(deps, c, await pageRepo(deps, c.viewer, request), number, page));
@@ -270,7 +272,7 @@ export async function threadPages(app: FastifyInstance, { deps }: { deps: Deps }
     '/threads/:number/replies/:reply_number/history',
     { params: ReplyParams, querystring: HistoryQuery },
     async (request, reply) => {
-      const c = requirePage(request);
+      const c = readerPage(request);
       const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
       const { number, reply_number } = request.params as Required<Params>;
       const after = (request.query as { after_version?: number }).after_version;

@@ -12,7 +12,7 @@ import type { ThreadJson } from '../../threads/schemas.ts';
 import { listLabels, type LabelJson } from '../../tracker/labels.ts';
 import { listMilestones, type MilestoneJson } from '../../tracker/milestones.ts';
 import type { Viewer } from '../../viewer.ts';
-import { type PageCaller, pageWindow, requirePage, seeOther, sendPage } from '../context.ts';
+import { type PageCaller, pageWindow, readerPage, requirePage, seeOther, sendPage } from '../context.ts';
 import { attempt, emptyForm, field, formMessage, type FormState, typedValues } from '../forms.ts';
 import { type Html, html, seg, when } from '../html.ts';
 import { repoHref } from '../home-pages.ts';
@@ -156,7 +156,7 @@ async function issuesPage(deps: Deps, c: PageCaller, request: FastifyRequest, qu
     <div class="row">
       <h2 class="grow">Issues</h2>
       <a href="${base}/labels">Labels</a> <a href="${base}/milestones">Milestones</a>
-      ${repo.is_archived ? '' : html`<a href="${base}/threads/new" class="badge">New issue</a>`}
+      ${can.takePart ? html`<a href="${base}/threads/new" class="badge">New issue</a>` : ''}
     </div>
     <form class="row" method="get" action="${base}/threads" role="search">
       <label for="issue-box" class="visually-hidden">Filter issues</label>
@@ -307,7 +307,7 @@ async function newIssuePage(
 
 export async function issuePages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   repoRoute(app, 'GET', '/threads', { querystring: IssuesQuery }, async (request, reply) => {
-    const c = requirePage(request);
+    const c = readerPage(request);
     const page = await issuesPage(deps, c, request, request.query as Record<string, unknown>);
     return sendPage(reply, page.html, page.status);
   });
