@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { type RepoRef, requireRepo } from '../access/index.ts';
+import { assertNotArchived, itemWrite, type RepoRef, requireRepo } from '../access/index.ts';
 import { commitOf, openRepo } from '../code/service.ts';
 import { command } from '../core/command.ts';
 import { onRepo } from '../core/targets.ts';
@@ -190,11 +190,14 @@ export async function jobLog(
 }
 
 const writeTarget = (ref: RepoRef) => onRepo(ref, { level: 'write', write: true });
+/** A write to one run: a missing run is 404 before 403 repo_archived (docs/behaviour.md "Errors"). */
+const runWriteTarget = (ref: RepoRef) => onRepo(ref, itemWrite({ level: 'write', write: true }));
 
 /** POST {repo}/runs/{number}/cancel: queued and waiting jobs end at once, running ones are stopped by their runner. */
 export async function cancelRunApi(deps: Deps, viewer: Viewer, ref: RepoRef, number: number) {
-  return command(deps, viewer, writeTarget(ref), async (tx) => {
+  return command(deps, viewer, runWriteTarget(ref), async (tx) => {
     const run = await runOf(tx.db, tx.access.repo.uuid, number);
+    assertNotArchived(tx.access);
     if (run.status === 'completed') throw conflict('The run has completed: there is nothing to cancel.');
     await cancelRun(deps, tx, run.uuid);
     return fullRun(tx.db, await runOf(tx.db, tx.access.repo.uuid, number));
@@ -203,8 +206,9 @@ export async function cancelRunApi(deps: Deps, viewer: Viewer, ref: RepoRef, num
 
 /** POST {repo}/runs/{number}/approve: a run waiting for approval is queued. */
 export async function approveRun(deps: Deps, viewer: Viewer, ref: RepoRef, number: number) {
-  return command(deps, viewer, writeTarget(ref), async (tx) => {
+  return command(deps, viewer, runWriteTarget(ref), async (tx) => {
     const run = await runOf(tx.db, tx.access.repo.uuid, number);
+    assertNotArchived(tx.access);
     if (run.status !== 'waiting') throw conflict('The run is not waiting for approval.');
     await tx.db.updateTable('ci_runs').set({ status: 'queued' }).where('uuid', '=', run.uuid).execute();
     await advanceRun(deps, tx, run.uuid);
@@ -219,9 +223,10 @@ export async function approveRun(deps: Deps, viewer: Viewer, ref: RepoRef, numbe
  * over with its outputs.
  */
 export async function rerunRun(deps: Deps, viewer: Viewer, ref: RepoRef, number: number, failedOnly: boolean) {
-  return command(deps, viewer, writeTarget(ref), async (tx) => {
+  return command(deps, viewer, runWriteTarget(ref), async (tx) => {
     const repoUuid = tx.access.repo.uuid;
     const run = await runOf(tx.db, repoUuid, number);
+    assertNotArchived(tx.access);
     if (run.status !== 'completed') throw conflict('The run has not completed: cancel it first.');
     if (!run.workflow_json) throw conflict('The run failed to start (its workflow file is refused): push a fixed file.');
     const previous = await jobRows(tx.db, run.uuid, run.attempt);
