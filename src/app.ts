@@ -54,6 +54,7 @@ import { sshKeysRoutes } from './sshkeys/routes.ts';
 import { usersRoutes } from './users/routes.ts';
 import { sessionsRoutes } from './sessions/routes.ts';
 import { signinRoutes } from './signin/routes.ts';
+import { passkeyRoutes } from './signin/passkey-routes.ts';
 import { authenticateSession } from './sessions/service.ts';
 import { webRoutes } from './web/plugin.ts';
 
@@ -98,6 +99,7 @@ const MODULES = [
   releasesRoutes,
   mirrorsRoutes,
   signinRoutes,
+  passkeyRoutes,
   ciRoutes,
   ciApiRoutes,
   ciSecretsRoutes,

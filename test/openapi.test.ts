@@ -168,7 +168,7 @@ describe('OpenAPI document', () => {
         assert.equal(schema.additionalProperties, false, `${key} body rejects unknown properties`);
       } else {
         const noBodyOps =
-          /\/(revoke|archive|forks|rotate-secret|redeliver|pings|test|totp|registration-token|sync|cancel|approve)$/;
+          /\/(revoke|archive|forks|rotate-secret|redeliver|pings|test|totp|registration-token|sync|cancel|approve|options)$/;
         assert.ok(method === 'get' || method === 'delete' || noBodyOps.test(key), `${key} has a body schema`);
       }
       const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
