@@ -326,6 +326,7 @@ for (const dialect of DIALECTS) {
         delivery_uuid: '00000000-0000-4000-8000-000000000000',
         // CI: a runner route refuses before it looks a job up (no runner secret: 401)
         job_uuid: '00000000-0000-4000-8000-000000000000',
+        runner_uuid: '00000000-0000-4000-8000-000000000000',
         file: 'ci.yml',
         sha: '0'.repeat(40),
       });

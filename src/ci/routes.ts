@@ -5,6 +5,7 @@ import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
 import { errors } from '../http/route-schemas.ts';
+import { listRepoRunners, removeRepoRunner } from './runners.ts';
 import { appendLog, createRepoRegistrationToken, finishFromRunner, poll, registerRunner, reportSteps } from './protocol.ts';
 
 const RUNNER_AUTH =
@@ -12,6 +13,21 @@ const RUNNER_AUTH =
   'token is not accepted here); 401 when it is missing or unknown (a removed runner).';
 
 const RegistrationToken = Type.Object({ token: Type.String(), expires_at: Type.String({ format: 'date-time' }) });
+const Runner = Type.Object(
+  {
+    uuid: Type.String({ format: 'uuid' }),
+    name: Type.String(),
+    labels: Type.Array(Type.String()),
+    scope: Type.String({ description: 'repo, team or site' }),
+    status: Type.Union([Type.Literal('idle'), Type.Literal('busy'), Type.Literal('offline')], {
+      description: 'busy while it runs a job; offline when it has not polled for 60 s',
+    }),
+    last_seen_at: Type.String({ format: 'date-time' }),
+    version: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
 const JobUuidParam = Type.Object({ job_uuid: Type.String({ format: 'uuid' }) });
 const Conclusion = Type.Union(['success', 'failure', 'cancelled', 'timed_out', 'startup_failure'].map((c) => Type.Literal(c)));
 const AnyObject = Type.Object({}, { additionalProperties: true });
@@ -43,6 +59,40 @@ export async function ciRoutes(app: FastifyInstance, { deps }: { deps: Deps }): 
         reply
           .status(201)
           .send(await createRepoRegistrationToken(deps, requireViewer(request), repoRef(request.params as RepoParams))),
+    );
+    r.get(
+      `${form.prefix}/runners`,
+      {
+        schema: {
+          tags,
+          summary: 'The runners registered for this repo',
+          description: 'Maintain level (403 otherwise; 404 without read access). By name.',
+          params: repoParamsSchema(form, {}),
+          response: { 200: Type.Object({ results: Type.Array(Runner) }), ...errors(403) },
+        },
+      },
+      async (request) => ({
+        results: await listRepoRunners(deps, requireViewer(request), repoRef(request.params as RepoParams)),
+      }),
+    );
+    r.delete(
+      `${form.prefix}/runners/:runner_uuid`,
+      {
+        schema: {
+          tags,
+          summary: 'Remove a runner of this repo',
+          description:
+            'Maintain level; 404 for a runner of another repo (before 403 repo_archived). Its secret stops working at ' +
+            'once; the jobs it runs fail (`runner_removed`, with a notice in their log).',
+          params: repoParamsSchema(form, { runner_uuid: Type.String({ format: 'uuid' }) }),
+          response: { 204: Type.Null(), ...errors(403) },
+        },
+      },
+      async (request, reply) => {
+        const p = request.params as RepoParams & { runner_uuid: string };
+        await removeRepoRunner(deps, requireViewer(request), repoRef(p), p.runner_uuid);
+        return reply.status(204).send(null);
+      },
     );
   }
 

@@ -213,6 +213,8 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'post {repo}/statuses/{sha}': 'write:repo',
   // CI (docs/ci.md): the runner protocol authenticates with the runner secret, not a token
   'post {repo}/runners/registration-token': 'write:repo',
+  'get {repo}/runners': 'read:repo',
+  'delete {repo}/runners/{runner_uuid}': 'write:repo',
   'post /runner/register': 'public',
   'post /runner/poll': 'public',
   'post /runner/jobs/{job_uuid}/log': 'public',

@@ -43,6 +43,7 @@ import { signinPages } from './signin-pages.ts';
 import { passkeySigninPages } from './passkey-pages.ts';
 import { signupPages } from './signup-pages.ts';
 import { keySettingsPages } from './settings-keys.ts';
+import { repoCiSettingsPages } from './settings-ci.ts';
 import { repoProtectionPages } from './settings-protections.ts';
 import { repoSettingsPages } from './settings-repo.ts';
 import { teamSettingsPages } from './settings-team.ts';
@@ -164,6 +165,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(twoFactorRequirementPages, { deps });
   await app.register(repoSettingsPages, { deps });
   await app.register(repoProtectionPages, { deps });
+  await app.register(repoCiSettingsPages, { deps });
 }
 
 /** Errors as pages: the status and the error envelope's code and detail, in HTML. */
