@@ -24,8 +24,24 @@ export interface NewEventsHint {
   kinds: readonly string[] | null;
 }
 
+/**
+ * A live signal (README "Live event stream"): a hint for the streams of one scope that asked for
+ * its kind (`kind=…`), not an event: not stored, not replayed, sent without an id. A job's log
+ * growing is one (`job-log`): the page then reads the log from the offset it has.
+ */
+export interface LiveSignal {
+  scope: string;
+  kind: string;
+  /** signals with the same scope, kind and key waiting to be sent across instances: only the last is sent */
+  key: string;
+  data: Record<string, unknown>;
+}
+
 export interface EventBus {
   publish(event: EventRecord): void;
+  /** Sends a signal to the live streams of every instance (after the commit of what it is about). */
+  signal(signal: LiveSignal): void;
+  onSignal(listener: (signal: LiveSignal) => void): () => void;
   /** The events this instance committed, as they are published. */
   subscribe(listener: (event: EventRecord) => void): () => void;
   /** Called when events may exist past what was read: committed here or on another instance. */
@@ -41,6 +57,8 @@ export interface LiveSubscriber {
   kind?: string;
   /** Called with this scope's settled events in increasing id order. */
   deliver(event: EventRecord): void;
+  /** Called with the signals of this scope and of `kind` (only a subscriber naming a kind gets any). */
+  signal?(signal: LiveSignal): void;
   /** Called when the hub stops (server shutdown). */
   close(): void;
 }

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Person } from './common.ts';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
+import { listen, openSse } from './sse-client.ts';
 import { type Browser, pageReq, signIn } from './web-helpers.ts';
 
 const CI = `name: CI
@@ -108,13 +109,26 @@ for (const dialect of DIALECTS) {
       assert.match(first.text, /id="L2"/);
       assert.match(first.text, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
       assert.doesNotMatch(first.text, /<script>alert/);
-      const follow = /hx-get="([^"]*log-part\?from=(\d+)[^"]*)"/.exec(first.text);
+      const follow = /data-next="([^"]*log-part\?from=(\d+)[^"]*)"/.exec(first.text);
       assert.ok(follow, 'a running job follows its log');
       assert.equal(Number(follow[2]), offset);
+      // the repo's stream, asked for kind=job-log, says the log grew: a signal with no id, not stored
+      const repo = await t.req('GET', api, { token: alice.token });
+      const stream = await openSse(await listen(t), `/api/v1/tail-events?scope=repo:${repo.body.uuid}&kind=job-log`, alice.token);
+      assert.equal(stream.status, 200);
+      const before = await t.req('GET', `/api/v1/events?scope=repo:${repo.body.uuid}&per_page=100`, { token: alice.token });
       for (const l of lines.slice(3)) {
         assert.equal((await runnerCall(`/jobs/${jobUuid}/log`, { offset, data: l })).status, 200);
         offset += Buffer.byteLength(l);
       }
+      await stream.waitFor(
+        (frames) => frames.some((f) => f.event === 'job-log' && JSON.parse(f.data).size === offset),
+        15_000,
+      );
+      const signals = stream.frames.filter((f) => f.event === 'job-log');
+      assert.ok(signals.every((f) => f.id === undefined && JSON.parse(f.data).job_uuid === jobUuid), stream.raw());
+      const afterwards = await t.req('GET', `/api/v1/events?scope=repo:${repo.body.uuid}&per_page=100`, { token: alice.token });
+      assert.equal(afterwards.body.results.length, before.body.results.length, 'a signal is not an event');
       const part = await pageReq(t, 'GET', follow[1]!.replace(/&amp;/g, '&'), { cookie: a.cookie });
       assert.equal(part.status, 200, part.text);
       assert.doesNotMatch(part.text, /alert\(1\)&lt;\/script/, 'no line twice');
@@ -130,6 +144,8 @@ for (const dialect of DIALECTS) {
         ],
       });
       assert.equal((await runnerCall(`/jobs/${jobUuid}/finish`, { conclusion: 'failure' })).status, 204);
+      await stream.waitFor((frames) => frames.some((f) => f.event === 'job-log' && JSON.parse(f.data).completed === true), 15_000);
+      stream.close();
       const done = await pageReq(t, 'GET', `${web}/runs/1/jobs/${jobUuid}`, { cookie: a.cookie });
       assert.doesNotMatch(done.text, /log-part\?from/, 'a completed job no longer follows');
       assert.match(done.text, /1m 05s/);

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EventBuffer, type Session, createSession } from 'better-sse';
 import type { Deps } from '../deps.ts';
 import { eventHtml } from './event-html.ts';
-import type { LiveSubscriber } from '../deps.ts';
+import type { LiveSignal, LiveSubscriber } from '../deps.ts';
 import { scopeEventsAfter } from '../events/live.ts';
 import type { EventRecord } from '../events/service.ts';
 
@@ -144,9 +144,16 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
     });
   };
 
+  // A signal (a job's log grew) is written as it comes, without an id: the resume point stays the last event's.
+  const signal = (s: LiveSignal) => {
+    if (ended) return;
+    if (res.writableLength > TAIL.maxUnreadBytes) return;
+    void session.batch(new EventBuffer({ serializer, sanitizer }).event(s.kind).data(s.data).dispatch()).catch(end);
+  };
+
   const subscriber: LiveSubscriber = {
     scope: opts.scope,
-    ...(opts.kind === undefined ? {} : { kind: opts.kind }),
+    ...(opts.kind === undefined ? {} : { kind: opts.kind, signal }),
     deliver: (event) => {
       if (held === null) send(event);
       else if (held.length < TAIL.maxHeldEvents) held.push(event);

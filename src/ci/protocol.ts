@@ -19,7 +19,7 @@ import type { Value } from './workflow/expr.ts';
 import type { Workflow } from './workflow/model.ts';
 import { jobValues } from './secrets.ts';
 import { addWaiter, removeWaiter, wakePollers } from './wake.ts';
-import { claimJobs, finishJob, type JobConclusion, runContext, type RunnerRow, sweepLostRunners } from './runs.ts';
+import { claimJobs, finishJob, jobLogSignal, type JobConclusion, runContext, type RunnerRow, sweepLostRunners } from './runs.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const REGISTRATION_TTL_MS = 60 * 60 * 1000;
@@ -294,7 +294,7 @@ async function runnerJob(deps: Deps, secret: string | undefined, jobUuid: string
  * the end is 409 with the expected offset. Past 64 MiB one notice is kept and the rest dropped.
  */
 export async function appendLog(deps: Deps, secret: string | undefined, jobUuid: string, offset: number, data: string) {
-  await runnerJob(deps, secret, jobUuid);
+  const { job: row } = await runnerJob(deps, secret, jobUuid);
   return inTransaction(deps, async (tx) => {
     let q = tx.db.selectFrom('ci_jobs').select(['log_bytes', 'status']).where('uuid', '=', jobUuid);
     if (tx.dialect === 'postgres') q = q.forUpdate();
@@ -316,6 +316,7 @@ export async function appendLog(deps: Deps, secret: string | undefined, jobUuid:
       .execute();
     const end = stored + Buffer.byteLength(text);
     await tx.db.updateTable('ci_jobs').set({ log_bytes: end }).where('uuid', '=', jobUuid).execute();
+    tx.afterCommit(() => deps.bus.signal(jobLogSignal(row.repo_uuid, jobUuid, { size: end })));
     return { offset: offset + bytes.length > end ? offset + bytes.length : end };
   });
 }

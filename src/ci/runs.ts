@@ -609,6 +609,17 @@ export async function cancelRun(deps: Deps, tx: TxContext, runUuid: string): Pro
   tx.afterCommit(wakePollers);
 }
 
+/**
+ * The live signal that a job's log grew (`size`: its length now) or that the job completed: sent
+ * to the repo's streams that asked for `kind=job-log`, not stored (docs/ci.md "Pages").
+ */
+export const jobLogSignal = (repoUuid: string, jobUuid: string, data: { size?: number; completed?: boolean }) => ({
+  scope: `repo:${repoUuid}`,
+  kind: 'job-log',
+  key: jobUuid,
+  data: { job_uuid: jobUuid, ...data },
+});
+
 export type JobConclusion = 'success' | 'failure' | 'cancelled' | 'timed_out' | 'startup_failure';
 
 /**
@@ -640,6 +651,7 @@ export async function finishJob(
     .executeTakeFirst();
   if (Number(res.numUpdatedRows) === 0) return false;
   await emitJobCompleted(tx, jobUuid);
+  tx.afterCommit(() => deps.bus.signal(jobLogSignal(job.repo_uuid, jobUuid, { completed: true })));
   // the job token ends with the job
   if (job.token_uuid) await tx.db.updateTable('api_tokens').set({ revoked_at: now }).where('uuid', '=', job.token_uuid).execute();
   const run = await tx.db.selectFrom('ci_runs').selectAll().where('uuid', '=', job.run_uuid).executeTakeFirstOrThrow();

@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
-import type { EventBus, NewEventsHint } from '../deps.ts';
+import type { EventBus, LiveSignal, NewEventsHint } from '../deps.ts';
 import type { EventRecord } from './service.ts';
 
 /**
@@ -33,6 +34,15 @@ export class InProcessBus implements EventBus {
     return () => this.emitter.off('hint', listener);
   }
 
+  signal(signal: LiveSignal): void {
+    this.emitter.emit('signal', signal);
+  }
+
+  onSignal(listener: (signal: LiveSignal) => void): () => void {
+    this.emitter.on('signal', listener);
+    return () => this.emitter.off('signal', listener);
+  }
+
   async start(): Promise<void> {}
 
   async close(): Promise<void> {
@@ -41,6 +51,10 @@ export class InProcessBus implements EventBus {
 }
 
 export const EVENTS_CHANNEL = 'weft_events';
+/** Live signals (deps.ts `LiveSignal`) between instances: `{from, signals}` as JSON. */
+export const SIGNALS_CHANNEL = 'weft_signals';
+/** A signal notification's payload stays under PostgreSQL's 8000 bytes. */
+const MAX_SIGNAL_PAYLOAD = 7000;
 /** A notification names the kinds it covers while they fit; beyond, it names none (unknown). */
 const MAX_NOTIFY_KINDS = 32;
 
@@ -71,6 +85,11 @@ export class PostgresBus extends InProcessBus {
   /** Kinds published since the last notification was sent; null once too many to name. */
   private pendingKinds: Set<string> | null = new Set();
   private reconnectTimer: NodeJS.Timeout | null = null;
+  /** This instance, so it skips its own signal notifications (they were delivered here at once). */
+  private readonly instance = randomUUID();
+  /** Signals waiting for the notification in flight, by scope, kind and key (the last one wins). */
+  private pendingSignals = new Map<string, LiveSignal>();
+  private signalling = false;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -86,6 +105,51 @@ export class PostgresBus extends InProcessBus {
       if (this.pendingKinds.size > MAX_NOTIFY_KINDS) this.pendingKinds = null;
     }
     this.notify();
+  }
+
+  /** Delivered here at once; to the other instances by `NOTIFY weft_signals`, coalesced as events' are. */
+  override signal(signal: LiveSignal): void {
+    super.signal(signal);
+    if (this.closed) return;
+    this.pendingSignals.set(`${signal.scope}\n${signal.kind}\n${signal.key}`, signal);
+    this.notifySignals();
+  }
+
+  private notifySignals(): void {
+    if (this.signalling || this.pendingSignals.size === 0 || this.closed) return;
+    this.signalling = true;
+    const batch: LiveSignal[] = [];
+    let bytes = 100;
+    for (const [key, sig] of this.pendingSignals) {
+      const size = JSON.stringify(sig).length + 1;
+      if (batch.length && bytes + size > MAX_SIGNAL_PAYLOAD) break;
+      batch.push(sig);
+      bytes += size;
+      this.pendingSignals.delete(key);
+    }
+    const payload = JSON.stringify({ from: this.instance, signals: batch });
+    this.pool
+      .query(`select pg_notify('${SIGNALS_CHANNEL}', $1)`, [payload.length <= MAX_SIGNAL_PAYLOAD + 500 ? payload : '{}'])
+      .catch((err) => {
+        if (!this.closed) console.error('weft: NOTIFY of live signals failed', err);
+      })
+      .finally(() => {
+        this.signalling = false;
+        this.notifySignals();
+      });
+  }
+
+  private receiveSignals(payload: string | undefined): void {
+    try {
+      const body = JSON.parse(payload ?? '') as { from?: unknown; signals?: unknown };
+      if (body.from === this.instance || !Array.isArray(body.signals)) return;
+      for (const s of body.signals as LiveSignal[]) {
+        if (s && typeof s.scope === 'string' && typeof s.kind === 'string' && s.data && typeof s.data === 'object')
+          this.emitter.emit('signal', s);
+      }
+    } catch {
+      // not a signal notification
+    }
   }
 
   private notify(): void {
@@ -118,12 +182,15 @@ export class PostgresBus extends InProcessBus {
 
   private async connect(): Promise<void> {
     const client = new pg.Client(this.clientConfig);
-    client.on('notification', (n) => this.emitter.emit('hint', hintOf(n.payload)));
+    client.on('notification', (n) =>
+      n.channel === SIGNALS_CHANNEL ? this.receiveSignals(n.payload) : this.emitter.emit('hint', hintOf(n.payload)),
+    );
     client.on('error', () => this.reconnectSoon(client));
     client.on('end', () => this.reconnectSoon(client));
     try {
       await client.connect();
       await client.query(`listen ${EVENTS_CHANNEL}`);
+      await client.query(`listen ${SIGNALS_CHANNEL}`);
     } catch (err) {
       client.end().catch(() => {});
       throw err;

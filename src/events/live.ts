@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Dialect } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
-import type { EventBus, LiveFeed, LiveSubscriber } from '../deps.ts';
+import type { EventBus, LiveFeed, LiveSignal, LiveSubscriber } from '../deps.ts';
 import { settledBound } from './order.ts';
 import { type EventRecord, eventFromRow } from './service.ts';
 
@@ -28,6 +28,7 @@ export class LiveHub implements LiveFeed {
   private retryTimer: NodeJS.Timeout | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
   private unsubscribeBus: (() => void) | null = null;
+  private unsubscribeSignals: (() => void) | null = null;
   private closed = false;
 
   constructor(
@@ -40,6 +41,21 @@ export class LiveHub implements LiveFeed {
   start(): void {
     this.closed = false;
     this.unsubscribeBus ??= this.bus.onNewEvents(() => this.wake());
+    this.unsubscribeSignals ??= this.bus.onSignal((signal) => this.dispatchSignal(signal));
+  }
+
+  /** A live signal to the subscribers of its scope that asked for its kind (never stored, never replayed). */
+  private dispatchSignal(signal: LiveSignal): void {
+    const set = this.byScope.get(signal.scope);
+    if (!set) return;
+    for (const sub of [...set]) {
+      if (sub.kind !== signal.kind || !sub.signal) continue;
+      try {
+        sub.signal(signal);
+      } catch (err) {
+        this.onError(err);
+      }
+    }
   }
 
   /** Live subscribers on this instance. */
@@ -153,6 +169,8 @@ export class LiveHub implements LiveFeed {
     this.closed = true;
     this.unsubscribeBus?.();
     this.unsubscribeBus = null;
+    this.unsubscribeSignals?.();
+    this.unsubscribeSignals = null;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     for (const set of [...this.byScope.values()]) for (const sub of [...set]) sub.close();

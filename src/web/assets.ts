@@ -65,6 +65,57 @@ document.querySelectorAll('input[data-tz]').forEach(function (input) {
   stream.addEventListener('notification-updated', refresh);
   stream.addEventListener('open', refresh);
 })();
+// The live log of a running job (docs/ci.md "Pages"): the repo's stream, asked for kind=job-log,
+// says when this job's log grew or the job ended (a signal: not stored, not replayed). The page
+// then asks for the lines after the offset it has (the follow element's address), one request at
+// a time, so no line comes twice; on every (re)connection it asks once, for what was written while
+// it was away, and every 15 s in case a signal was lost. Without EventSource it asks every 2 s.
+(function () {
+  var log = document.querySelector('[data-job-log][data-live]');
+  if (!log || !window.fetch) return;
+  var job = log.getAttribute('data-job-log');
+  var busy = false, again = false, done = false;
+  var pull = function () {
+    var follow = log.querySelector('.log-follow[data-next]');
+    if (done || !follow) return;
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(follow.getAttribute('data-next'), { credentials: 'same-origin', headers: { 'hx-request': 'true' } })
+      .then(function (r) {
+        if (r.headers.get('hx-refresh') === 'true') { done = true; location.reload(); return null; }
+        return r.ok ? r.text() : null;
+      })
+      .then(function (text) {
+        if (text === null || !follow.isConnected) return;
+        var t = document.createElement('template');
+        t.innerHTML = text;
+        follow.replaceWith(t.content);
+      })
+      .catch(function () {})
+      .then(function () {
+        busy = false;
+        if (again) { again = false; pull(); }
+      });
+  };
+  if (!window.EventSource) { setInterval(pull, 2000); return; }
+  setInterval(pull, 15000);
+  var connect = function () {
+    var stream = new EventSource('/api/v1/tail-events?scope=' + encodeURIComponent(log.getAttribute('data-scope')) + '&kind=job-log');
+    stream.addEventListener('job-log', function (e) {
+      var d;
+      try { d = JSON.parse(e.data); } catch (err) { return; }
+      if (!d || d.job_uuid !== job) return;
+      var follow = log.querySelector('.log-follow[data-from]');
+      if (d.completed || !follow || !(d.size <= Number(follow.getAttribute('data-from')))) pull();
+    });
+    stream.addEventListener('open', pull);
+    // a refused reconnection (the server restarting behind a proxy) closes it for good: open a new one
+    stream.addEventListener('error', function () {
+      if (stream.readyState === 2 && !done) setTimeout(connect, 3000);
+    });
+  };
+  connect();
+})();
 // Code review (README "Code review"): a shift-click on a line number of a pull's diff asks for a
 // comment on the range from the line chosen before (the page's address names it) to this one.
 document.addEventListener('click', function (e) {

@@ -2,7 +2,8 @@
  * The Actions pages (docs/ci.md "Pages"): a repo's runs with filters and paging, a run with its
  * jobs and the re-run / cancel / approve forms (write access), and a job with its steps and log
  * (src/web/ci-log.ts). A run that has not completed refreshes its jobs every two seconds; a
- * running job's log grows by byte offset, so a reconnect resumes where it stopped and no line
+ * running job's log grows by byte offset when the repo's live stream says it grew (a `job-log`
+ * signal, src/ci/runs.ts `jobLogSignal`), so a reconnect resumes where it stopped and no line
  * comes twice.
  */
 import { Type } from '@sinclair/typebox';
@@ -190,13 +191,14 @@ function logPart(
 ): Html {
   const { lines, next } = logLines(data, start, aligned);
   const firstNumber = start === 0 ? 1 : line;
+  // the next part's address: the page's script asks for it when the stream says the log grew
+  // (or, without EventSource, every two seconds); without JavaScript, the reload link
   const follow =
     job.status !== 'completed'
       ? html`<div
           class="log-follow"
-          hx-get="${jobHref(p.repo, run, job.uuid)}/log-part?from=${next}${firstNumber === null ? '' : `&line=${firstNumber + lines.length}`}"
-          hx-trigger="load delay:1s"
-          hx-swap="outerHTML"
+          data-next="${jobHref(p.repo, run, job.uuid)}/log-part?from=${next}${firstNumber === null ? '' : `&line=${firstNumber + lines.length}`}"
+          data-from="${next}"
         >
           <p class="muted" role="status">Running&hellip; <a href="?">reload</a></p>
         </div>`
@@ -338,7 +340,13 @@ export async function ciPages(app: FastifyInstance, { deps }: { deps: Deps }): P
         </ol>
       </section>
       ${summary ? html`<section class="box markdown" aria-label="Step summary">${markdownHtml(summary)}</section>` : ''}
-      <section class="box job-log" aria-label="Log">
+      <section
+        class="box job-log"
+        aria-label="Log"
+        data-job-log="${j.uuid}"
+        data-scope="repo:${p.repo.uuid}"
+        ${j.status === 'completed' ? '' : html`data-live`}
+      >
         <p class="muted">
           <a href="/api/v1${repoApiPath(p.repo)}/runs/${number}/jobs/${seg(j.uuid)}/log">Raw log</a> (${j.log_bytes} bytes)
         </p>
