@@ -196,8 +196,7 @@ export async function repoCiSettingsPages(app: FastifyInstance, { deps }: { deps
     const c = requirePage(request);
     const done = await attempt({}, [], () => createRepoRegistrationToken(deps, c.viewer, pageRepoRef(request)));
     if (!done.ok) return runnersPage(reply, c, request, { state: done.state });
-    // the answer page is the only place the token is shown: no redirect
-    reply.header('cache-control', 'no-store');
+    // the answer page is the only place the token is shown: no redirect (pages are not stored: private, no-store)
     return runnersPage(reply, c, request, { token: done.value });
   });
 
