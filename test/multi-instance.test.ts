@@ -46,6 +46,33 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
       }
     });
 
+    it('a live signal sent on one instance reaches the streams of both that asked for its kind, once, without an id', async () => {
+      const me = (await a.req('GET', '/api/v1/user')).body.uuid as string;
+      const path = `/api/v1/tail-events?scope=user:${me}`;
+      const onB = await openSse(await listen(b), `${path}&kind=job-log`, b.adminToken);
+      const onA = await openSse(await listen(a), `${path}&kind=job-log`, a.adminToken);
+      const plain = await openSse(await listen(b), path, b.adminToken);
+      try {
+        for (const s of [onA, onB, plain]) await s.waitFor((f) => f.length >= 1);
+        await new Promise((r) => setTimeout(r, 100));
+        for (let i = 0; i < 5; i++) a.deps.bus.signal({ scope: `user:${me}`, kind: 'job-log', key: `k${i}`, data: { i } });
+        const signals = (s: typeof onA) => s.frames.filter((f) => f.event === 'job-log');
+        await onB.waitFor(() => signals(onB).length >= 5, 10_000);
+        await onA.waitFor(() => signals(onA).length >= 5, 10_000);
+        await new Promise((r) => setTimeout(r, 500));
+        for (const s of [onA, onB]) {
+          assert.deepEqual(
+            signals(s).map((f) => JSON.parse(f.data).i),
+            [0, 1, 2, 3, 4],
+          );
+          assert.ok(signals(s).every((f) => f.id === undefined));
+        }
+        assert.equal(signals(plain).length, 0, 'only to streams that asked for the kind');
+      } finally {
+        for (const s of [onA, onB, plain]) s.close();
+      }
+    });
+
     it('a token revoked on one instance is refused by the other at once', async () => {
       const alice = await a.user('mi-alice');
       assert.equal((await b.req('GET', '/api/v1/user', { token: alice.token })).status, 200);
