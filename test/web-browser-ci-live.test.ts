@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
 import type { Person } from './common.ts';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
@@ -40,6 +40,16 @@ jobs:
     steps:
       - run: echo checked
 `;
+
+/** WEFT_SCREENSHOTS=DIR saves the Actions tab, a run and a live log there (docs/screenshots is made this way). */
+const SHOTS = process.env.WEFT_SCREENSHOTS;
+const shot = async (page: Page, name: string) => {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await page.setViewportSize({ width: 1200, height: 900 });
+  await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
+  await page.setViewportSize({ width: 375, height: 800 });
+};
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'weft.mjs');
 const weft = (args: string[], cwd: string): ChildProcess =>
@@ -221,10 +231,17 @@ for (const dialect of DIALECTS) {
         `the page follows the repo's stream: ${streams.join(' ')}`,
       );
       await checkPage(page, 'job page, log growing');
+      await shot(page, 'ci-log');
       // the job ends: the page reloads with the final state; each line once
       await page.locator('h2 .badge.success').waitFor({ timeout: 60_000 });
       for (const n of [1, 5, 9, 12]) assert.equal(await page.locator('.log-line', { hasText: new RegExp(`line-${n}$`) }).count(), 1, `line-${n} once`);
       await checkPage(page, 'job page, succeeded');
+      if (SHOTS) {
+        await page.goto(`${base}${web}/actions`);
+        await shot(page, 'ci-actions');
+        await page.goto(`${base}${web}/runs/${run.number}`);
+        await shot(page, 'ci-run');
+      }
       await page.context().close();
     });
   });

@@ -89,6 +89,18 @@ document.querySelectorAll('input[data-tz]').forEach(function (input) {
         if (text === null || !follow.isConnected) return;
         var t = document.createElement('template');
         t.innerHTML = text;
+        // lines that go on the step still open above go into it (until its ##[endgroup])
+        var open = follow.previousElementSibling;
+        var lead = t.content.firstElementChild;
+        if (open && open.matches('details[data-open-group]') && lead && lead.matches('pre.log')) {
+          var into = open.querySelector('pre.log');
+          while (into && lead.firstChild) {
+            var line = lead.firstChild;
+            into.appendChild(line);
+            if ((line.textContent || '').indexOf('##[endgroup]') >= 0) { open.removeAttribute('data-open-group'); break; }
+          }
+          if (!lead.firstChild) lead.remove();
+        }
         follow.replaceWith(t.content);
       })
       .catch(function () {})

@@ -89,7 +89,7 @@ export function logHtml(lines: LogLine[], firstNumber: number | null): Html {
     if (!group) return;
     const failed = outcome !== 'success';
     out.push(
-      html`<details class="log-step" ${failed ? html`open` : ''}>
+      html`<details class="log-step" ${failed ? html`open` : ''}${outcome === null ? html` data-open-group` : ''}>
         <summary>
           ${group.name}${outcome ? html` <span class="badge ${failed ? 'failure' : 'success'}">${outcome}</span>` : ''}
         </summary>
