@@ -121,12 +121,12 @@ for (const dialect of DIALECTS) {
         assert.equal((await runnerCall(`/jobs/${jobUuid}/log`, { offset, data: l })).status, 200);
         offset += Buffer.byteLength(l);
       }
-      await stream.waitFor(
-        (frames) => frames.some((f) => f.event === 'job-log' && JSON.parse(f.data).size === offset),
-        15_000,
-      );
+      await stream.waitFor((frames) => frames.some((f) => f.event === 'job-log' && JSON.parse(f.data).size === offset), 15_000);
       const signals = stream.frames.filter((f) => f.event === 'job-log');
-      assert.ok(signals.every((f) => f.id === undefined && JSON.parse(f.data).job_uuid === jobUuid), stream.raw());
+      assert.ok(
+        signals.every((f) => f.id === undefined && JSON.parse(f.data).job_uuid === jobUuid),
+        stream.raw(),
+      );
       const afterwards = await t.req('GET', `/api/v1/events?scope=repo:${repo.body.uuid}&per_page=100`, { token: alice.token });
       assert.equal(afterwards.body.results.length, before.body.results.length, 'a signal is not an event');
       const part = await pageReq(t, 'GET', follow[1]!.replace(/&amp;/g, '&'), { cookie: a.cookie });
@@ -144,7 +144,10 @@ for (const dialect of DIALECTS) {
         ],
       });
       assert.equal((await runnerCall(`/jobs/${jobUuid}/finish`, { conclusion: 'failure' })).status, 204);
-      await stream.waitFor((frames) => frames.some((f) => f.event === 'job-log' && JSON.parse(f.data).completed === true), 15_000);
+      await stream.waitFor(
+        (frames) => frames.some((f) => f.event === 'job-log' && JSON.parse(f.data).completed === true),
+        15_000,
+      );
       stream.close();
       const done = await pageReq(t, 'GET', `${web}/runs/1/jobs/${jobUuid}`, { cookie: a.cookie });
       assert.doesNotMatch(done.text, /log-part\?from/, 'a completed job no longer follows');

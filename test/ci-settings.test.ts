@@ -26,8 +26,14 @@ for (const dialect of DIALECTS) {
       alice = await t.user('alice');
       bob = await t.user('bob');
       await t.user('carol');
-      assert.equal((await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Crew', slug: 'crew' } })).status, 201);
-      const m = await t.req('POST', '/api/v1/teams/crew/members', { token: alice.token, body: { username: 'bob', role: 'member' } });
+      assert.equal(
+        (await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Crew', slug: 'crew' } })).status,
+        201,
+      );
+      const m = await t.req('POST', '/api/v1/teams/crew/members', {
+        token: alice.token,
+        body: { username: 'bob', role: 'member' },
+      });
       assert.equal(m.status, 201, m.text);
       const r = await t.req('POST', '/api/v1/teams/crew/repos', {
         token: alice.token,
@@ -50,7 +56,10 @@ for (const dialect of DIALECTS) {
       }
       const post = await pageReq(t, 'POST', `${web}/runners/token`, { cookie: c.cookie, form: { _csrf: c.csrf } });
       assert.equal(post.status, 404);
-      const set = await pageReq(t, 'POST', `${web}/secrets`, { cookie: b.cookie, form: { _csrf: b.csrf, name: 'X', value: 'v' } });
+      const set = await pageReq(t, 'POST', `${web}/secrets`, {
+        cookie: b.cookie,
+        form: { _csrf: b.csrf, name: 'X', value: 'v' },
+      });
       assert.equal(set.status, 403);
       assert.equal((await t.req('GET', `${api}/secrets`, { token: alice.token })).body.results.length, 0, 'nothing changed');
     });
@@ -105,30 +114,45 @@ for (const dialect of DIALECTS) {
       assert.match(bad.text, /id="secret-name-error"[^>]*>A name may not start with WEFT_ or GITHUB_/);
       assert.match(bad.text, /id="secret-name"[^>]*value="WEFT_TOKEN"/);
       assert.doesNotMatch(bad.text, /hunter2-secret/);
-      const lower = await pageReq(t, 'POST', `${web}/secrets`, { cookie: a.cookie, form: { _csrf: a.csrf, name: 'lower', value: 'x' } });
+      const lower = await pageReq(t, 'POST', `${web}/secrets`, {
+        cookie: a.cookie,
+        form: { _csrf: a.csrf, name: 'lower', value: 'x' },
+      });
       assert.equal(lower.status, 400);
       assert.match(lower.text, /id="secret-name-error"/);
 
       for (const value of ['first-value', 'second-value']) {
-        const ok = await pageReq(t, 'POST', `${web}/secrets`, { cookie: a.cookie, form: { _csrf: a.csrf, name: 'DEPLOY_KEY', value } });
+        const ok = await pageReq(t, 'POST', `${web}/secrets`, {
+          cookie: a.cookie,
+          form: { _csrf: a.csrf, name: 'DEPLOY_KEY', value },
+        });
         assert.equal(ok.status, 303, ok.text);
       }
       const list = await pageReq(t, 'GET', `${web}/secrets`, { cookie: a.cookie });
       assert.match(list.text, /<code>DEPLOY_KEY<\/code>/);
       assert.doesNotMatch(list.text, /first-value|second-value/, 'names only');
       assert.equal((await t.req('GET', `${api}/secrets`, { token: alice.token })).body.results.length, 1, 'replaced');
-      const del = await pageReq(t, 'POST', `${web}/secrets/delete`, { cookie: a.cookie, form: { _csrf: a.csrf, name: 'DEPLOY_KEY' } });
+      const del = await pageReq(t, 'POST', `${web}/secrets/delete`, {
+        cookie: a.cookie,
+        form: { _csrf: a.csrf, name: 'DEPLOY_KEY' },
+      });
       assert.equal(del.status, 303);
       assert.match((await pageReq(t, 'GET', `${web}/secrets`, { cookie: a.cookie })).text, /No secrets/);
     });
 
     it('variables: name and value shown, the too-large value refused beside its field with the input kept, deleted', async () => {
       const big = 'x'.repeat(48 * 1024 + 1);
-      const refused = await pageReq(t, 'POST', `${web}/variables`, { cookie: a.cookie, form: { _csrf: a.csrf, name: 'BIG', value: big } });
+      const refused = await pageReq(t, 'POST', `${web}/variables`, {
+        cookie: a.cookie,
+        form: { _csrf: a.csrf, name: 'BIG', value: big },
+      });
       assert.equal(refused.status, 400, refused.text.slice(0, 500));
       assert.match(refused.text, /id="variable-value-error"[^>]*>The value is over 48 KiB/);
       assert.ok(refused.text.includes(big), 'the typed value kept');
-      const ok = await pageReq(t, 'POST', `${web}/variables`, { cookie: a.cookie, form: { _csrf: a.csrf, name: 'REGION', value: 'eu-west' } });
+      const ok = await pageReq(t, 'POST', `${web}/variables`, {
+        cookie: a.cookie,
+        form: { _csrf: a.csrf, name: 'REGION', value: 'eu-west' },
+      });
       assert.equal(ok.status, 303);
       const list = await pageReq(t, 'GET', `${web}/variables`, { cookie: a.cookie });
       assert.match(list.text, /<code>REGION<\/code>\s*= <code class="wrap">eu-west<\/code>/);

@@ -114,7 +114,10 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           'The stream starts with `retry: 3000`; each event is a frame `id: <id>`, `event: <kind>`, `data: <event JSON on one ' +
           'line>` and a blank line; a `: keep-alive` comment comes every 15 s. With `Last-Event-ID` (it wins) or `last_event_id`, ' +
           'every later event of the scope is replayed from the store before the live ones, with no gap and no duplicate, in id ' +
-          'order; without either, only new events. `kind` keeps one kind (an unknown kind is an empty stream). With `html=true`, ' +
+          'order; without either, only new events. `kind` keeps one kind (an unknown kind is an empty stream); a stream that ' +
+          "names a kind also gets that kind's live signals: frames with no `id`, neither stored nor replayed (`job-log` on a " +
+          "repo scope: `{job_uuid, size}` when a job's log grew, `{job_uuid, completed: true}` when it ended; docs/ci.md " +
+          '"Events"). With `html=true`, ' +
           '`data` is a sanitised HTML fragment (an `<article id="event-ID">`), one `data:` line per line of HTML, as htmx\'s SSE ' +
           'extension expects. Events written by any instance sharing the database arrive. ' +
           PRIVACY +

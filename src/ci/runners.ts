@@ -83,7 +83,10 @@ export async function removeRunner(deps: Deps, tx: TxContext, runnerUuid: string
     if (tx.dialect === 'postgres') q = q.forUpdate();
     const { log_bytes: at } = await q.executeTakeFirstOrThrow();
     const text = `${nowIso()} [weft] runner_removed: the runner was removed while it ran this job\n`;
-    await tx.db.insertInto('ci_log_chunks').values({ job_uuid: j.uuid, start_offset: at, data: text, created_at: nowIso() }).execute();
+    await tx.db
+      .insertInto('ci_log_chunks')
+      .values({ job_uuid: j.uuid, start_offset: at, data: text, created_at: nowIso() })
+      .execute();
     await tx.db
       .updateTable('ci_jobs')
       .set({ log_bytes: at + Buffer.byteLength(text) })

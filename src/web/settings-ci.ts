@@ -46,9 +46,15 @@ function tokenOnce(deps: Deps, t: { token: string; expires_at: string }): Html {
   const url = deps.config.publicUrl.replace(/\/$/, '');
   const cmd = `weft runner register --url ${url} --token ${t.token} --name NAME --labels linux`;
   return html`<div class="box" role="status" id="registration-token">
-    <p><strong>A registration token.</strong> Copy it now: it is not shown again. It registers one runner, once, until ${when(t.expires_at)}.</p>
+    <p>
+      <strong>A registration token.</strong> Copy it now: it is not shown again. It registers one runner, once, until
+      ${when(t.expires_at)}.
+    </p>
     <p><code class="wrap" id="runner-token">${t.token}</code></p>
-    <p>On the runner's machine (with the labels its jobs ask for in <code>runs-on</code>), then start it with <code>weft runner</code>:</p>
+    <p>
+      On the runner's machine (with the labels its jobs ask for in <code>runs-on</code>), then start it with
+      <code>weft runner</code>:
+    </p>
     <pre class="wrap" id="runner-command"><code>${cmd}</code></pre>
   </div>`;
 }
@@ -63,55 +69,55 @@ export function runnersSection(
   o: { token?: { token: string; expires_at: string }; state?: FormState },
 ): Html {
   return html`<p class="muted">
-        Runners run this repo's jobs: <code>weft runner</code> on any machine, taking the jobs whose <code>runs-on</code> labels are
-        all among its own.
-      </p>
-      ${o.token ? tokenOnce(deps, o.token) : ''}
-      <section aria-labelledby="runners-h">
-        <h2 id="runners-h">Runners</h2>
-        ${
-          runners.length
-            ? html`<ul class="plain runners">
-                ${runners.map(
-                  (r) =>
-                    html`<li>
-                      <strong>${r.name}</strong>
-                      <span class="badge state ${r.status === 'offline' ? '' : r.status === 'busy' ? 'pending' : 'success'}"
-                        >${STATUS_WORDS[r.status]}</span
-                      >
-                      <span class="muted"
-                        >${r.labels.length ? r.labels.join(', ') : 'no labels'} &middot; last seen ${when(r.last_seen_at)}
-                        ${r.version ? html`&middot; ${r.version}` : ''}</span
-                      >
-                      ${
-                        ro
-                          ? ''
-                          : confirmButton({
-                              action: `${base}/${r.uuid}/remove`,
-                              csrf: c.csrf,
-                              label: 'Remove',
-                              question: `Remove the runner ${r.name}? Its running jobs fail.`,
-                            })
-                      }
-                    </li>`,
-                )}
-              </ul>`
-            : html`<p class="muted">No runners yet.</p>`
-        }
-      </section>
+      Runners run this repo's jobs: <code>weft runner</code> on any machine, taking the jobs whose <code>runs-on</code> labels are
+      all among its own.
+    </p>
+    ${o.token ? tokenOnce(deps, o.token) : ''}
+    <section aria-labelledby="runners-h">
+      <h2 id="runners-h">Runners</h2>
       ${
-        ro
-          ? ''
-          : html`<section aria-labelledby="add-runner-h">
-              <h2 id="add-runner-h">Add a runner</h2>
-              ${formMessage(o.state)}
-              <p class="muted">A registration token works once, for one hour.</p>
-              <form method="post" action="${base}/token">
-                ${csrfField(c)}
-                <button type="submit" class="primary">Create a registration token</button>
-              </form>
-            </section>`
-      }`;
+        runners.length
+          ? html`<ul class="plain runners">
+              ${runners.map(
+                (r) =>
+                  html`<li>
+                    <strong>${r.name}</strong>
+                    <span class="badge state ${r.status === 'offline' ? '' : r.status === 'busy' ? 'pending' : 'success'}"
+                      >${STATUS_WORDS[r.status]}</span
+                    >
+                    <span class="muted"
+                      >${r.labels.length ? r.labels.join(', ') : 'no labels'} &middot; last seen ${when(r.last_seen_at)}
+                      ${r.version ? html`&middot; ${r.version}` : ''}</span
+                    >
+                    ${
+                      ro
+                        ? ''
+                        : confirmButton({
+                            action: `${base}/${r.uuid}/remove`,
+                            csrf: c.csrf,
+                            label: 'Remove',
+                            question: `Remove the runner ${r.name}? Its running jobs fail.`,
+                          })
+                    }
+                  </li>`,
+              )}
+            </ul>`
+          : html`<p class="muted">No runners yet.</p>`
+      }
+    </section>
+    ${
+      ro
+        ? ''
+        : html`<section aria-labelledby="add-runner-h">
+            <h2 id="add-runner-h">Add a runner</h2>
+            ${formMessage(o.state)}
+            <p class="muted">A registration token works once, for one hour.</p>
+            <form method="post" action="${base}/token">
+              ${csrfField(c)}
+              <button type="submit" class="primary">Create a registration token</button>
+            </form>
+          </section>`
+    }`;
 }
 
 /**
@@ -128,50 +134,50 @@ export function namedSection(
 ): Html {
   const k = KINDS[kind];
   return html`<p class="muted">${k.intro}</p>
-        <section aria-labelledby="${k.plural}-h">
-          <h2 id="${k.plural}-h">${k.title}</h2>
-          ${formMessage(states.remove)}
-          ${
-            items.length
-              ? html`<ul class="plain named">
-                  ${items.map(
-                    (i) =>
-                      html`<li>
-                        <code>${i.name}</code>
-                        ${i.value !== undefined ? html` = <code class="wrap">${i.value}</code>` : ''}
-                        <span class="muted">updated ${when(i.updated_at)}</span>
-                        ${
-                          ro
-                            ? ''
-                            : confirmButton({
-                                action: `${base}/delete`,
-                                csrf: c.csrf,
-                                label: 'Delete',
-                                question: `Delete the ${kind} ${i.name}?`,
-                                fields: html`<input type="hidden" name="name" value="${i.name}" />`,
-                              })
-                        }
-                      </li>`,
-                  )}
-                </ul>`
-              : html`<p class="muted">No ${k.plural}.</p>`
-          }
-        </section>
-        ${
-          ro
-            ? ''
-            : html`<section aria-labelledby="set-${kind}-h">
-                <h2 id="set-${kind}-h">Set a ${kind}</h2>
-                <p class="muted">A ${kind} of the same name is replaced.</p>
-                ${formMessage(states.set)}
-                <form class="stack" method="post" action="${base}">
-                  ${csrfField(c)}
-                  ${field(states.set, { name: 'name', label: 'Name', required: true, maxlength: 100, hint: NAME_HINT, autocomplete: 'off', idPrefix: kind })}
-                  ${field(states.set, { name: 'value', label: 'Value', type: 'textarea', idPrefix: kind, hint: 'At most 48 KiB.' })}
-                  <div><button type="submit" class="primary">Set ${kind}</button></div>
-                </form>
-              </section>`
-        }`;
+    <section aria-labelledby="${k.plural}-h">
+      <h2 id="${k.plural}-h">${k.title}</h2>
+      ${formMessage(states.remove)}
+      ${
+        items.length
+          ? html`<ul class="plain named">
+              ${items.map(
+                (i) =>
+                  html`<li>
+                    <code>${i.name}</code>
+                    ${i.value !== undefined ? html` = <code class="wrap">${i.value}</code>` : ''}
+                    <span class="muted">updated ${when(i.updated_at)}</span>
+                    ${
+                      ro
+                        ? ''
+                        : confirmButton({
+                            action: `${base}/delete`,
+                            csrf: c.csrf,
+                            label: 'Delete',
+                            question: `Delete the ${kind} ${i.name}?`,
+                            fields: html`<input type="hidden" name="name" value="${i.name}" />`,
+                          })
+                    }
+                  </li>`,
+              )}
+            </ul>`
+          : html`<p class="muted">No ${k.plural}.</p>`
+      }
+    </section>
+    ${
+      ro
+        ? ''
+        : html`<section aria-labelledby="set-${kind}-h">
+            <h2 id="set-${kind}-h">Set a ${kind}</h2>
+            <p class="muted">A ${kind} of the same name is replaced.</p>
+            ${formMessage(states.set)}
+            <form class="stack" method="post" action="${base}">
+              ${csrfField(c)}
+              ${field(states.set, { name: 'name', label: 'Name', required: true, maxlength: 100, hint: NAME_HINT, autocomplete: 'off', idPrefix: kind })}
+              ${field(states.set, { name: 'value', label: 'Value', type: 'textarea', idPrefix: kind, hint: 'At most 48 KiB.' })}
+              <div><button type="submit" class="primary">Set ${kind}</button></div>
+            </form>
+          </section>`
+    }`;
 }
 
 export async function repoCiSettingsPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
