@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Person } from './common.ts';
+import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
 import { type Browser, pageReq, signIn } from './web-helpers.ts';
 
@@ -45,6 +46,35 @@ for (const dialect of DIALECTS) {
       c = await signIn(t, 'carol');
     });
     after(() => t.close());
+
+    it('a runner removed while it runs a job: the job fails as runner_removed, with a notice in its log', async () => {
+      const g: GitClient = await gitClient(t);
+      try {
+        const ci = 'name: CI\non: push\njobs:\n  build:\n    runs-on: linux\n    steps:\n      - run: sleep 60\n';
+        const work = await makeWorkTree(g, 'w', [{ 'README.md': 'hi\n', '.weft/workflows/ci.yml': ci }]);
+        await g.run(['-C', work, 'push', '-q', g.url('/git/teams/crew/app.git', alice.token), 'main']);
+        const tok = await t.req('POST', `${api}/runners/registration-token`, { token: alice.token });
+        const reg = await t.req('POST', '/api/v1/runner/register', {
+          token: null,
+          body: { token: tok.body.token, name: 'doomed', labels: ['linux'] },
+        });
+        const headers = { 'x-weft-runner-secret': reg.body.secret };
+        const polled = await t.req('POST', '/api/v1/runner/poll', { token: null, body: { free: 1, running: [] }, headers });
+        const job = polled.body.jobs[0];
+        assert.ok(job, polled.text);
+        const listed = await t.req('GET', `${api}/runners`, { token: alice.token });
+        assert.equal(listed.body.results.find((r: { name: string }) => r.name === 'doomed').status, 'busy');
+        assert.equal((await t.req('DELETE', `${api}/runners/${reg.body.uuid}`, { token: alice.token })).status, 204);
+        const run = await t.req('GET', `${api}/runs/1`, { token: alice.token });
+        assert.equal(run.body.jobs[0].conclusion, 'failure');
+        const log = await t.req('GET', `${api}/runs/1/jobs/${job.uuid}/log`, { token: alice.token });
+        assert.match(log.text, /\[weft\] runner_removed/);
+        const status = await t.req('GET', `${api}/commits/${run.body.head_sha}/status`, { token: alice.token });
+        assert.match(JSON.stringify(status.body), /runner_removed/);
+      } finally {
+        g.cleanup();
+      }
+    });
 
     it('only maintainers: 404 to an outsider, 403 to a member with write access', async () => {
       for (const page of ['runners', 'secrets', 'variables']) {
