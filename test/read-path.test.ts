@@ -133,6 +133,17 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    it('the blame view and the refs page read the repo in one statement, the rest from git', async () => {
+      for (const path of ['/teams/core/proj/blame/main/README.md', '/teams/core/proj/refs']) {
+        let page = { status: 0, text: '' };
+        const n = await statements(async () => {
+          page = await pageReq(t, 'GET', path, { cookie: ann.cookie });
+        });
+        assert.equal(page.status, 200, page.text);
+        assert.ok(n <= 2, `${path} ran ${n} statements`);
+      }
+    });
+
     it('the pull page stays within 12 statements', async () => {
       let page = { status: 0, text: '' };
       const n = await statements(async () => {
@@ -165,6 +176,12 @@ for (const dialect of DIALECTS) {
         '/teams/core/proj/labels/bug/edit',
         '/teams/core/proj/milestones',
         '/teams/core/proj/milestones/1',
+        // the code pages, with their branch and tag switcher, and the blame view
+        '/teams/core/proj/tree/main',
+        '/teams/core/proj/blob/main/README.md',
+        '/teams/core/proj/blame/main/README.md',
+        '/teams/core/proj/commits/main',
+        '/teams/core/proj/refs',
       ]) {
         let res = { status: 0, text: '' };
         assert.deepEqual(

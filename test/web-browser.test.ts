@@ -89,7 +89,10 @@ for (const dialect of DIALECTS) {
       const page = pages.alice!;
       await page.goto(`${base}/`);
       await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
-      assert.ok(await page.getByRole('link', { name: 'Core', exact: true }).isVisible());
+      // the team in "My teams" (the live activity names it too: "created team Core")
+      const teams = page.getByRole('region', { name: 'My teams' });
+      assert.ok(await teams.getByRole('link', { name: 'Core', exact: true }).isVisible());
+      assert.ok(await page.locator('#dashboard-feed').getByRole('link', { name: 'Core', exact: true }).isVisible());
       assert.ok(await page.getByRole('link', { name: 'core/api' }).first().isVisible());
       await checkPage(page, 'dashboard');
       await page.goto(`${base}/teams/core`);

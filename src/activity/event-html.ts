@@ -2,6 +2,7 @@ import type SanitizeHtml from 'sanitize-html';
 import { lazyRequire } from '../lazy-require.ts';
 import { boundedMarkdown } from '../markdown/bounded.ts';
 import type { EventRecord } from '../events/service.ts';
+import { sentence } from './event-sentence.ts';
 
 const markdown = { render: (text: string) => boundedMarkdown().render(text) };
 // sanitize-html is loaded with the first fragment
@@ -17,7 +18,7 @@ const fragmentOptions = (sanitizeHtml: typeof SanitizeHtml): SanitizeHtml.IOptio
   allowedAttributes: {
     article: ['id', 'class', 'data-kind', 'data-event-id'],
     span: ['class'],
-    time: ['datetime'],
+    time: ['datetime', 'title'],
     a: ['href', 'class', 'title', 'rel'],
     img: ['src', 'alt', 'title'],
     code: ['class'],
@@ -40,7 +41,8 @@ function markdownOf(payload: Record<string, unknown>): string | null {
 
 /**
  * An event as a sanitised HTML fragment (README "Live event stream", `html=true`): an `<article>`
- * with the event's id and kind, a header naming the actor, kind and time, the event's Markdown text
+ * with the event's id and kind, a header naming the actor, what they did as a sentence with links
+ * (event-sentence.ts; the kind for kinds without one) and the time, the event's Markdown text
  * (its `body_html`, or its `body`/`message` rendered by the Markdown renderer) and its other
  * plain payload fields as a definition list. Several lines; the stream sends one `data:` line each.
  */
@@ -52,7 +54,7 @@ export function eventHtml(event: EventRecord): string {
   );
   const actor = event.actor ? `<span class="actor">${escape(event.actor.username)}</span> ` : '';
   lines.push(
-    `<header>${actor}<span class="kind">${escape(event.kind)}</span> <time datetime="${escape(event.created_at)}">${escape(event.created_at)}</time></header>`,
+    `<header>${actor}<span class="what">${sentence(event.kind, payload)}</span> <time datetime="${escape(event.created_at)}" title="${escape(event.created_at)}">${escape(event.created_at)}</time></header>`,
   );
   const text = markdownOf(payload);
   const body = typeof payload.body_html === 'string' ? (payload.body_html as string) : text !== null ? markdown.render(text) : '';

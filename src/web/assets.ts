@@ -161,6 +161,101 @@ document.addEventListener('htmx:sseError', function () {
   var status = document.getElementById('live-status');
   if (status) status.textContent = 'reconnecting…';
 });
+// Line links (docs/web.md "Reading code"): #L12 or #L12-L20 marks those lines of a file or a
+// blame; a click on a line number chooses it, a shift-click the range from the one chosen; the
+// permalink keeps the range. Without script the number is still a link to its line.
+(function () {
+  var box = document.querySelector('[data-lines]');
+  if (!box) return;
+  var range = function () {
+    var m = /^#L(\\d+)(?:-L(\\d+))?$/.exec(location.hash);
+    if (!m) return null;
+    var a = Number(m[1]), b = m[2] ? Number(m[2]) : a;
+    return [Math.min(a, b), Math.max(a, b)];
+  };
+  var mark = function (scroll) {
+    box.querySelectorAll('.line-mark').forEach(function (m) { m.remove(); });
+    box.querySelectorAll('a.hl').forEach(function (a) { a.classList.remove('hl'); });
+    var r = range();
+    document.querySelectorAll('[data-permalink]').forEach(function (p) { p.href = p.href.split('#')[0] + (r ? location.hash : ''); });
+    if (!r) return;
+    box.querySelectorAll('tr').forEach(function (tr) {
+      var first = null, last = null;
+      tr.querySelectorAll('a[data-ln]').forEach(function (a) {
+        var n = Number(a.getAttribute('data-ln'));
+        if (n < r[0] || n > r[1]) return;
+        a.classList.add('hl');
+        if (!first) first = a;
+        last = a;
+      });
+      var src = tr.querySelector('td.src');
+      if (!first || !src) return;
+      var m = document.createElement('div');
+      m.className = 'line-mark';
+      m.setAttribute('data-range', r[0] + '-' + r[1]);
+      m.style.top = first.offsetTop + 'px';
+      m.style.height = (last.offsetTop + last.offsetHeight - first.offsetTop) + 'px';
+      src.appendChild(m);
+    });
+    var target = document.getElementById('L' + r[0]);
+    if (scroll && target) target.scrollIntoView({ block: 'center' });
+  };
+  box.addEventListener('click', function (e) {
+    var a = e.target.closest && e.target.closest('a[data-ln]');
+    if (!a) return;
+    e.preventDefault();
+    var n = Number(a.getAttribute('data-ln'));
+    var r = range();
+    var lo = e.shiftKey && r ? Math.min(r[0], n) : n, hi = e.shiftKey && r ? Math.max(r[0], n) : n;
+    history.pushState(null, '', lo === hi ? '#L' + lo : '#L' + lo + '-L' + hi);
+    mark(false);
+  });
+  window.addEventListener('hashchange', function () { mark(true); });
+  window.addEventListener('popstate', function () { mark(false); });
+  mark(true);
+  var copy = document.getElementById('copy-permalink');
+  var link = document.getElementById('permalink');
+  if (copy && link && navigator.clipboard) {
+    copy.hidden = false;
+    copy.addEventListener('click', function () {
+      navigator.clipboard.writeText(link.href).then(function () { copy.textContent = 'Copied'; }, function () {});
+    });
+  }
+})();
+// The branch and tag switcher (web/code-view.ts): typing in its filter narrows the menu (the form
+// itself asks the server for every ref that matches).
+document.querySelectorAll('input[data-ref-filter]').forEach(function (input) {
+  var menu = input.closest('.switcher-menu');
+  input.addEventListener('input', function () {
+    var q = input.value.trim().toLowerCase();
+    menu.querySelectorAll('li[data-ref]').forEach(function (li) {
+      li.hidden = q !== '' && li.getAttribute('data-ref').toLowerCase().indexOf(q) < 0;
+    });
+  });
+});
+// Relative times in event lists ("3 minutes ago"), the exact time on hover (its title), kept fresh.
+(function () {
+  if (!window.Intl || !Intl.RelativeTimeFormat) return;
+  var fmt = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+  var units = [['year', 31536000], ['month', 2592000], ['week', 604800], ['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1]];
+  var relative = function (el) {
+    var iso = el.getAttribute('datetime');
+    var t = Date.parse(iso);
+    if (isNaN(t)) return;
+    if (!el.title) el.title = iso;
+    var s = (t - Date.now()) / 1000;
+    for (var i = 0; i < units.length; i++) {
+      if (Math.abs(s) >= units[i][1] || units[i][0] === 'second') {
+        el.textContent = Math.abs(s) < 45 ? 'just now' : fmt.format(Math.round(s / units[i][1]), units[i][0]);
+        return;
+      }
+    }
+  };
+  var all = function () { document.querySelectorAll('.weft-event time[datetime], time[data-relative]').forEach(relative); };
+  all();
+  document.addEventListener('htmx:sseMessage', all);
+  setInterval(all, 30000);
+})();
 // Markdown (docs/web.md "Markdown"): a Preview button beside every Markdown text area, and the
 // task lists of a text the viewer may edit ticked in place (the page marks it with data-tasks).
 (function () {
@@ -355,6 +450,14 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 .code td.n{color:var(--muted);text-align:right;user-select:none;width:1%}
 .code td{vertical-align:top}.code pre{margin:0;padding:6px 0;line-height:1.45}.code pre code.hljs{padding:0;background:none;overflow:visible}
 .row{display:flex;flex-wrap:wrap;gap:8px;align-items:center}
+.code-head{align-items:flex-start;margin-bottom:6px}.code-head .crumbs{margin:0;align-self:center}
+details.switcher>summary{border:1px solid var(--muted);border-radius:6px;padding:4px 10px;background:var(--soft);overflow-wrap:anywhere;max-width:calc(100vw - 40px)}
+.switcher-menu{border:1px solid var(--line);border-radius:6px;background:var(--bg);padding:8px;margin-top:4px;width:min(24rem,calc(100vw - 40px));max-height:30rem;overflow:auto}
+.switcher-menu h3{font-size:.9rem;margin:8px 0 2px}.switcher-menu ul.refs>li{padding:3px 0;display:flex;gap:8px;justify-content:space-between}.switcher-menu a[aria-current]{font-weight:700;color:var(--fg)}
+.code.lines td.n a{display:block;color:var(--muted);text-decoration:none}.code.lines td.n a:hover{color:var(--accent)}.code.lines td.n a.hl{color:var(--fg);font-weight:700}
+.code.lines td.src{position:relative}.line-mark{position:absolute;left:0;right:0;background:rgba(212,167,44,.25);pointer-events:none}
+.blame td.blame-commit{font-family:system-ui,sans-serif;font-size:.85rem;min-width:9rem;max-width:16rem;padding:6px 8px;white-space:normal;overflow-wrap:anywhere}.blame td.blame-commit span{display:block}
+.blame tr+tr td{border-top:1px solid var(--line)}.weft-event .what code{font-size:.9em}
 .reply{border:1px solid var(--line);border-radius:6px;margin-bottom:12px}
 .reply>header{background:var(--soft);padding:6px 10px;border-bottom:1px solid var(--line);display:flex;flex-wrap:wrap;gap:8px}
 .reply>.markdown{padding:6px 10px}

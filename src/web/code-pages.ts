@@ -17,10 +17,11 @@ import type { RepoAt, Viewer } from '../viewer.ts';
 import { count as counted } from './plural.ts';
 import { pageWindow, readerPage, sendPage } from './context.ts';
 import { renderDiff } from './diff.ts';
-import { type Html, html, pager, seg, trusted } from './html.ts';
+import { type Html, html, pager, trusted } from './html.ts';
 import { repoHref } from './home-pages.ts';
 import { layout } from './layout.ts';
 import { markdownHtml } from './render-cache.ts';
+import { codeHref, codeTable, refNames, refSwitcher, segPath } from './code-view.ts';
 import { pageRepoRef, repoHeader, repoRoute, pageRepo } from './repo-common.ts';
 
 const Rest = { '*': Type.String({ maxLength: 4096 }) };
@@ -38,21 +39,22 @@ const CommitsQuery = Type.Object(
 /** Files larger than this are not highlighted (shown plain). */
 const MAX_HIGHLIGHT_BYTES = 256 * 1024;
 
-const segPath = (path: string) => path.split('/').map(seg).join('/');
+/** Where a ref and a path inside it are (code-view.ts `codeHref`). */
+const at = (repo: RepoJson, kind: 'tree' | 'blob' | 'raw', ref: string, path: string) => codeHref(repo, kind, ref, path);
 
-/** Where a ref and a path inside it are: `/tree/{ref}/{path}`, `/blob/{ref}/{path}` or `/raw/{ref}/{path}`. */
-const at = (repo: RepoJson, kind: 'tree' | 'blob' | 'raw', ref: string, path: string) =>
-  `${repoHref(repo)}/${kind}/${segPath(ref)}${path ? `/${segPath(path)}` : ''}`;
-
-/** The path as links, each segment to its directory. */
-function crumbs(repo: RepoJson, ref: string, path: string): Html {
+/** The path as links, each segment to its directory, after the branch and tag switcher (when given). */
+export function crumbs(repo: RepoJson, ref: string, path: string, switcher?: Html): Html {
   const parts = path ? path.split('/') : [];
-  return html`<p class="crumbs">
-    <a href="${at(repo, 'tree', ref, '')}">${repo.slug}</a>${parts.map(
-      (p, i) =>
-        html` / ${i === parts.length - 1 ? p : html`<a href="${at(repo, 'tree', ref, parts.slice(0, i + 1).join('/'))}">${p}</a>`}`,
-    )} <span class="badge">${ref}</span>
-  </p>`;
+  return html`<div class="row code-head">
+    ${switcher ?? ''}
+    <p class="crumbs">
+      <a href="${at(repo, 'tree', ref, '')}">${repo.slug}</a>${parts.map(
+        (p, i) =>
+          html` /
+          ${i === parts.length - 1 ? p : html`<a href="${at(repo, 'tree', ref, parts.slice(0, i + 1).join('/'))}">${p}</a>`}`,
+      )}${switcher ? '' : html` <span class="badge">${ref}</span>`}
+    </p>
+  </div>`;
 }
 
 /** A directory listing and its README rendered (the repo's home page and `/tree/…`). */
@@ -63,6 +65,8 @@ export async function treeView(
   repo: RepoJson,
   refName: string,
   path: string,
+  /** the branch and tag switcher shown before the path */
+  switcher?: Html,
 ): Promise<Html> {
   const dir = await getContents(deps, viewer, ref, path, refName);
   const entries = dir.body.entries ?? [];
@@ -76,7 +80,7 @@ export async function treeView(
     </section>`;
   }
   const sorted = [...entries].sort((a, b) => ((a.type === 'dir') === (b.type === 'dir') ? 0 : a.type === 'dir' ? -1 : 1));
-  return html`${crumbs(repo, refName, path)}
+  return html`${crumbs(repo, refName, path, switcher)}
     <section class="box" aria-label="Files">
       <ul class="plain">
         ${path ? html`<li><a href="${at(repo, 'tree', refName, path.split('/').slice(0, -1).join('/'))}">..</a></li>` : ''}
@@ -113,21 +117,8 @@ function fileView(path: string, bytes: Buffer): Html {
       ? trusted(hljs.highlight(text, { language, ignoreIllegals: true }).value)
       : html`${text}`;
   const count = text.endsWith('\n') ? text.split('\n').length - 1 : text.split('\n').length;
-  // each number is the target of a link to its line (`#L12`: search results link there)
-  const numbers = trusted(Array.from({ length: count }, (_, i) => `<span id="L${i + 1}">${i + 1}</span>`).join('\n'));
-  // cells built apart: whitespace inside them would show (pre)
-  const gutter = html`<pre aria-hidden="true">${numbers}</pre>`;
-  const source = html`<pre><code class="hljs">${code}</code></pre>`;
-  // focusable, so a keyboard can scroll a long line into view (axe: scrollable-region-focusable)
-  return html`<div class="code" tabindex="0" role="region" aria-label="File content">
-    <table>
-      <tbody>
-        <tr>
-          ${html`<td class="n">${gutter}</td>`}${html`<td>${source}</td>`}
-        </tr>
-      </tbody>
-    </table>
-  </div>`;
+  // each number is a link to its line (`#L12`, a range `#L12-L20`: search results link there)
+  return codeTable(code, count);
 }
 
 /** A Git LFS pointer's object when the repo holds it: its size, and its bytes when small enough to show. */
@@ -157,7 +148,16 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     const c = readerPage(request);
     const { at: ref, repo, can } = await pageRepo(deps, c.viewer, request);
     const found = await resolve(c.viewer, ref, (request.params as { '*': string })['*']);
-    const body = html`${repoHeader(repo, 'code', can)} ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path)}`;
+    const switcher = refSwitcher({
+      repo,
+      current: found.ref,
+      to: 'tree',
+      path: found.path,
+      refs: await refNames(deps, repo.uuid),
+      canPull: can.takePart,
+    });
+    const body = html`${repoHeader(repo, 'code', can)}
+    ${await treeView(deps, c.viewer, ref, repo, found.ref.name, found.path, switcher)}`;
     return sendPage(
       reply,
       layout({ title: `${found.path || repo.slug} · ${repo.full_name}`, caller: c, repo: repo.full_name }, body),
@@ -196,13 +196,24 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
           : file.body.content === null || file.body.content === undefined
             ? html`<p class="muted">The file is too large to show (${counted(file.body.size ?? 0, 'byte')}).</p>`
             : fileView(found.path, Buffer.from(file.body.content, 'base64'));
-    const body = html`${repoHeader(repo, 'code', can)} ${crumbs(repo, found.ref.name, found.path)}
+    const switcher = refSwitcher({
+      repo,
+      current: found.ref,
+      to: 'blob',
+      path: found.path,
+      refs: await refNames(deps, repo.uuid),
+      canPull: can.takePart,
+    });
+    // the same file at the commit: an address that never changes (the line range is kept by the page's script)
+    const permalink = codeHref(repo, 'blob', found.ref.sha, found.path);
+    const body = html`${repoHeader(repo, 'code', can)} ${crumbs(repo, found.ref.name, found.path, switcher)}
       <p class="row">
         <span class="muted">${counted(file.body.size ?? 0, 'byte')}</span>
         ${file.body.type === 'file' ? html`<a href="${at(repo, 'raw', found.ref.name, found.path)}">Raw</a>` : ''}
-        <a href="${repoHref(repo)}/commits/${segPath(found.ref.name)}?${new URLSearchParams({ path: found.path }).toString()}"
-          >History</a
-        >
+        ${file.body.type === 'file' ? html`<a href="${codeHref(repo, 'blame', found.ref.name, found.path)}">Blame</a>` : ''}
+        <a href="${codeHref(repo, 'commits', found.ref.name, found.path)}">History</a>
+        <a href="${permalink}" id="permalink" data-permalink>Permalink</a>
+        <button type="button" class="link" id="copy-permalink" hidden>Copy permalink</button>
       </p>
       ${content}`;
     return sendPage(
@@ -235,8 +246,19 @@ export async function codePages(app: FastifyInstance, { deps }: { deps: Deps }):
     const path = q.path?.replace(/^\/+|\/+$/g, '') || undefined;
     const w = pageWindow(q);
     const { rows } = await listCommits(deps, c.viewer, ref, { ref: name || undefined, path }, { ...w, perPage: w.perPage });
+    const refs = await refNames(deps, repo.uuid);
+    const shown = name || repo.default_branch;
+    const switcher = refSwitcher({
+      repo,
+      current: { name: shown, kind: refs.branches.includes(shown) ? 'branch' : refs.tags.includes(shown) ? 'tag' : 'sha' },
+      to: 'commits',
+      path: path ?? '',
+      refs,
+      canPull: can.takePart,
+    });
     const body = html`${repoHeader(repo, 'commits', can)}
-      <h2>Commits on <code>${name || repo.default_branch}</code>${path ? html` touching <code>${path}</code>` : ''}</h2>
+      <div class="row code-head">${switcher}</div>
+      <h2>Commits on <code>${shown}</code>${path ? html` touching <code>${path}</code>` : ''}</h2>
       ${
         rows.length
           ? html`<ul class="plain">

@@ -17,6 +17,8 @@ export interface PageRouteExtra {
    * `X-CSRF-Token` header), which the handler checks before it reads the file (web/plugin.ts).
    */
   csrfInBody?: true;
+  /** bytes streamed for long (an archive): the longer body and idle limits (http/timeouts.ts) */
+  longLived?: true;
 }
 
 /**
@@ -35,11 +37,11 @@ export function pageRoute(
   /** more route options (`compress: false` for bytes served as they are; `csrfInBody`: see PageRouteExtra) */
   extra: PageRouteExtra = {},
 ): void {
-  const { csrfInBody, ...rest } = extra;
+  const { csrfInBody, longLived, ...rest } = extra;
   app.route({
     method,
     url,
-    config: { public: true, ...(csrfInBody ? { csrfInBody } : {}) },
+    config: { public: true, ...(csrfInBody ? { csrfInBody } : {}), ...(longLived ? { longLived } : {}) },
     schema: {
       hide: true,
       params: Type.Object({ ...params, ...(schema.params ?? {}) }),

@@ -27,6 +27,7 @@ import { milestonePages } from './tracker/milestones.ts';
 import { threadFormPages } from './tracker/thread-forms.ts';
 import { uploadPages } from './upload-pages.ts';
 import { codePages } from './code-pages.ts';
+import { blamePages } from './blame-pages.ts';
 import { releasePages } from './release-pages.ts';
 import { ciPages } from './ci-pages.ts';
 import { mirrorPages } from './mirror-pages.ts';
@@ -139,6 +140,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(milestonePages, { deps });
   await app.register(uploadPages, { deps });
   await app.register(codePages, { deps });
+  await app.register(blamePages, { deps });
   await app.register(releasePages, { deps });
   await app.register(ciPages, { deps });
   await app.register(mirrorPages, { deps });

@@ -13,12 +13,26 @@ import { markdownHtml } from './render-cache.ts';
 import { liveFeed, resumePoint } from './live.ts';
 import { pageRepo, repoHeader, repoRoute } from './repo-common.ts';
 import { watchControl } from './notifications/controls.ts';
+import { archiveLinks, refNames, refSwitcher } from './code-view.ts';
+import { pageRoute } from './page-route.ts';
+import { getRepoByUuid } from '../repos/service.ts';
+import { type RepoJson, loadRepoJson } from '../repos/view.ts';
+import { NoResultError } from 'kysely';
 import { getRepoWatch } from '../notifications/subscriptions.ts';
 
 const PageQuery = Type.Object(
   { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })) },
   { additionalProperties: false },
 );
+
+const RepoUuid = Type.String({ pattern: '^[0-9a-fA-F-]{36}$' });
+
+/** "forked from owner/slug", linking to the source (null: not a fork, or a source the viewer may not read). */
+function forkNote(source: RepoJson | null) {
+  return source
+    ? html`<p class="muted" id="fork-source">forked from <a href="${repoHref(source)}">${source.full_name}</a></p>`
+    : '';
+}
 
 /** The repo's home page and its branches (README "Web interface"). */
 export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -34,9 +48,33 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
     // the file tree at the default branch with its README, once that branch has been pushed
     const tree =
       (await deps.git.branchSha(repo.uuid, repo.default_branch)) !== null
-        ? await treeView(deps, c.viewer, ref, repo, repo.default_branch, '')
+        ? await treeView(
+            deps,
+            c.viewer,
+            ref,
+            repo,
+            repo.default_branch,
+            '',
+            refSwitcher({
+              repo,
+              current: { name: repo.default_branch, kind: 'branch' },
+              to: 'tree',
+              path: '',
+              refs: await refNames(deps, repo.uuid),
+              canPull: can.takePart,
+            }),
+          )
         : html``;
-    const body = html`${repoHeader(repo, 'code', can)} ${watch ? watchControl(repoHref(repo), c.csrf, watch.level) : ''}
+    // a fork names its source: `fork_of_uuid` is set only where the viewer may read it (repos/service.ts getRepo)
+    const source = repo.fork_of_uuid
+      ? await loadRepoJson(deps.db, repo.fork_of_uuid, deps.config).catch((err: unknown) => {
+          // gone since the repo was read: no note
+          if (err instanceof NoResultError) return null;
+          throw err;
+        })
+      : null;
+    const body = html`${repoHeader(repo, 'code', can)} ${forkNote(source)}
+      ${watch ? watchControl(repoHref(repo), c.csrf, watch.level) : ''}
       ${repo.description ? html`<p>${repo.description}</p>` : ''} ${tree}
       <div class="grid">
         <div>
@@ -51,6 +89,7 @@ export async function repoPages(app: FastifyInstance, { deps }: { deps: Deps }):
                 : ''
             }
             <p class="muted">Default branch: ${repo.default_branch}</p>
+            ${branches.length ? html`<p>${archiveLinks(repo, repo.default_branch)}</p>` : ''}
             ${isSignedOut(c) ? '' : html`<p><a href="${repoHref(repo)}/fork">Fork this repo</a></p>`}
           </section>
           <section class="box" aria-labelledby="branches-h">
@@ -85,6 +124,28 @@ git push -u origin ${repo.default_branch}</pre>`
       </div>`;
     return sendPage(reply, layout({ title: repo.full_name, caller: c, repo: repo.full_name }, body));
   });
+
+  // An event's link to a repo (activity/event-sentence.ts): `/repos/{uuid}/…` leads to the repo's
+  // page of that name for a reader who may read it, 404 otherwise (GET /repos/{uuid}'s rule).
+  for (const url of ['/repos/:uuid', '/repos/:uuid/*']) {
+    pageRoute(
+      app,
+      'GET',
+      url,
+      { uuid: RepoUuid },
+      { params: { '*': Type.Optional(Type.String({ maxLength: 4096 })) } },
+      async (request, reply) => {
+        const c = readerPage(request);
+        const params = request.params as { uuid: string; '*'?: string };
+        const target = await getRepoByUuid(deps, c.viewer, params.uuid);
+        const rest = params['*'] ? `/${params['*'].split('/').map(seg).join('/')}` : '';
+        return reply
+          .status(303)
+          .header('location', `${repoHref(target)}${rest}`)
+          .send();
+      },
+    );
+  }
 
   repoRoute(app, 'GET', '/branches', { querystring: PageQuery }, async (request, reply) => {
     const c = readerPage(request);
