@@ -15,6 +15,7 @@ import { displayUrl, parseRemote, type Remote } from './remote.ts';
 
 export const MIN_INTERVAL_SECONDS = 600;
 export const DEFAULT_INTERVAL_SECONDS = 28_800;
+export const MAX_INTERVAL_SECONDS = 31_536_000;
 
 export interface ImportInput {
   url: string;
