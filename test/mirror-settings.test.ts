@@ -123,6 +123,24 @@ for (const dialect of DIALECTS) {
       ok(await t.req('POST', `${repoApi('m')}/mirror/sync`, { token: alice.token }), 202);
       r = await synced(mended);
       assert.equal(r.last_error, null);
+      // the sync history: the import, then the failed and the mended sync on demand
+      const history = await t.deps.db
+        .selectFrom('mirror_syncs')
+        .select(['trigger', 'error', 'finished_at'])
+        .where('repo_uuid', '=', mirrorUuid)
+        .orderBy('started_at')
+        .execute();
+      assert.deepEqual(
+        history.map((h) => [h.trigger, h.error === null, h.finished_at !== null]),
+        [
+          ['import', true, true],
+          ['demand', false, true],
+          ['demand', true, true],
+        ],
+      );
+      assert.ok(!history.some((h) => h.error?.includes(wrong)));
+      const shown = await pageReq(t, 'GET', `/users/${alice.username}/m/import`, { cookie: page.cookie });
+      assert.match(shown.text, /id="mirror-syncs"[\s\S]*on demand[\s\S]*failed/);
 
       // null clears; both cleared leave no sealed value at all
       ok(await t.req('PATCH', `${repoApi('m')}/mirror`, { token: alice.token, body: { username: null, password: null } }));

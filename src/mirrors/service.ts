@@ -235,12 +235,17 @@ async function scheduleNextTick(deps: Deps, repoUuid: string, after: number | nu
 export function registerMirrors(deps: Deps): void {
   deps.jobs.register('repo-import', async (payload) => {
     const uuid = String(payload.repo_uuid);
-    const { error } = await fetchSource(deps, uuid, true);
+    const { error } = await fetchSource(deps, uuid, { kind: 'import' });
     if (error === null) await scheduleNextTick(deps, uuid, null);
   });
   deps.jobs.register('mirror-sync', async (payload) => {
     const uuid = String(payload.repo_uuid);
-    await fetchSource(deps, uuid, false);
+    const due = Number(payload.due) || 0;
+    await fetchSource(
+      deps,
+      uuid,
+      payload.tick === true ? { kind: 'timer', slot: new Date(due).toISOString() } : { kind: 'demand' },
+    );
     if (payload.tick === true) await scheduleNextTick(deps, uuid, Number(payload.due) || 0);
   });
   deps.jobs.register('push-mirror', async (payload) => {

@@ -97,6 +97,25 @@ export async function sourceFields(db: Kysely<DB>, repoUuid: string): Promise<So
   };
 }
 
+export interface SyncRecord {
+  trigger: string;
+  started_at: string;
+  finished_at: string | null;
+  error: string | null;
+  refs_moved: number | null;
+}
+
+/** A repo's newest syncs, newest first (the import page's history; the caller checked read access). */
+export async function recentSyncs(db: Kysely<DB>, repoUuid: string, limit = 10): Promise<SyncRecord[]> {
+  return db
+    .selectFrom('mirror_syncs')
+    .select(['trigger', 'started_at', 'finished_at', 'error', 'refs_moved'])
+    .where('repo_uuid', '=', repoUuid)
+    .orderBy('started_at', 'desc')
+    .limit(limit)
+    .execute();
+}
+
 /**
  * Why a push into this repo is refused (the pre-receive hook says it as `remote:` lines), or
  * null: a pull mirror follows its source only; an import in progress takes no pushes.

@@ -10,7 +10,7 @@ import {
   syncPushMirror,
   updateMirror,
 } from '../mirrors/service.ts';
-import { MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS, sourceFields } from '../mirrors/source.ts';
+import { MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS, recentSyncs, sourceFields } from '../mirrors/source.ts';
 import { type PageCaller, requirePage, seeOther, sendPage } from './context.ts';
 import { type FormState, attempt, field, formMessage, typedValues } from './forms.ts';
 import { html, when } from './html.ts';
@@ -55,6 +55,25 @@ export async function mirrorPages(app: FastifyInstance, { deps }: { deps: Deps }
       ${importing ? html`<p><a href="${base}/import">Refresh</a></p>` : ''}
       ${s.import_status === 'done' ? html`<p><a href="${base}">Go to the code</a></p>` : ''}
     </section>`;
+    const syncs = s.mirror ? await recentSyncs(deps.db, repo.uuid) : [];
+    const history = syncs.length
+      ? html`<h3>Recent syncs</h3>
+          <ul class="plain" id="mirror-syncs">
+            ${syncs.map(
+              (h) =>
+                html`<li>
+                  ${when(h.started_at)} · ${h.trigger === 'timer' ? 'timed' : h.trigger === 'demand' ? 'on demand' : 'import'} ·
+                  ${
+                    h.finished_at === null
+                      ? html`<span class="muted">running, or cut short</span>`
+                      : h.error
+                        ? html`<span class="error">failed</span>`
+                        : html`${h.refs_moved ?? 0} refs moved`
+                  }
+                </li>`,
+            )}
+          </ul>`
+      : '';
     const mirror = s.mirror
       ? html`<section class="box" aria-labelledby="mirror-h">
           <h2 id="mirror-h">Pull mirror</h2>
@@ -74,6 +93,7 @@ export async function mirrorPages(app: FastifyInstance, { deps }: { deps: Deps }
                 </form>`
               : ''
           }
+          ${history}
         </section>`
       : '';
     return sendPage(
