@@ -318,6 +318,7 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   // imports and mirrors
   'get {repo}/import': 'read:repo',
   'post {repo}/mirror/sync': 'write:repo',
+  'patch {repo}/mirror': 'write:repo',
   'get {repo}/push-mirrors': 'read:repo',
   'post {repo}/push-mirrors': 'write:repo',
   'delete {repo}/push-mirrors/{mirror_uuid}': 'write:repo',

@@ -7,7 +7,15 @@ import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/
 import { repoAt } from '../http/repo-routes.ts';
 import { errors } from '../http/route-schemas.ts';
 import { NullableString, StrictObject, Timestamp } from '../http/schemas.ts';
-import { createPushMirror, deletePushMirror, getImport, listPushMirrors, requestMirrorSync, syncPushMirror } from './service.ts';
+import {
+  createPushMirror,
+  deletePushMirror,
+  getImport,
+  listPushMirrors,
+  requestMirrorSync,
+  syncPushMirror,
+  updateMirror,
+} from './service.ts';
 
 const ImportStatus = Type.Object(
   {
@@ -43,6 +51,16 @@ const CreatePushMirrorBody = StrictObject({
   username: Type.Optional(NullableString({ maxLength: 255 })),
   password: Type.Optional(NullableString({ maxLength: 4096, description: 'stored sealed, never returned' })),
   sync_on_push: Type.Optional(Type.Boolean({ description: 'push after each push to this repo (default true)' })),
+});
+
+const UpdateMirrorBody = StrictObject({
+  interval_seconds: Type.Optional(
+    Type.Integer({ minimum: 600, maximum: 31_536_000, description: 'seconds between timed syncs: 600 to 31,536,000' }),
+  ),
+  username: Type.Optional(NullableString({ maxLength: 255, description: 'null clears it' })),
+  password: Type.Optional(
+    NullableString({ maxLength: 4096, description: 'stored sealed with the server secret, never returned; null clears it' }),
+  ),
 });
 
 const Queued = Type.Object(
@@ -92,6 +110,24 @@ export async function mirrorsRoutes(app: FastifyInstance, { deps }: { deps: Deps
         await requestMirrorSync(deps, requireViewer(request), repoRef(request.params as RepoParams));
         return reply.status(202).send({ queued: true });
       },
+    );
+    r.patch(
+      `${form.prefix}/mirror`,
+      {
+        schema: {
+          tags,
+          summary: "Change a pull mirror's interval or credentials",
+          description:
+            'Maintain level. A field left out stays as it is; `username` or `password` null clears it. Credentials are ' +
+            'stored sealed with the server secret and never returned; an ssh:// source takes no password. A new ' +
+            '`interval_seconds` moves the next timed sync to the last sync plus it (now at the earliest). ' +
+            '404 for a repo that is no pull mirror.',
+          params,
+          body: UpdateMirrorBody,
+          response: { 200: ImportStatus, ...errors(400, 403) },
+        },
+      },
+      async (request) => updateMirror(deps, requireViewer(request), repoRef(request.params as RepoParams), request.body),
     );
     r.get(
       `${form.prefix}/push-mirrors`,

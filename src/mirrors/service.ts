@@ -3,16 +3,16 @@
  * git work is in sync.ts, run by jobs registered here (`registerMirrors`).
  */
 import { randomUUID } from 'node:crypto';
-import { itemWrite, repoContextOf } from '../access/index.ts';
+import { assertNotArchived, itemWrite, repoContextOf } from '../access/index.ts';
 import { command } from '../core/command.ts';
 import { onRepo } from '../core/targets.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { nowIso } from '../time.ts';
 import type { RepoAt, RepoRef, Viewer } from '../viewer.ts';
-import { sealCredentials } from './credentials.ts';
+import { openCredentials, sealCredentials } from './credentials.ts';
 import { displayUrl, parseRemote } from './remote.ts';
-import { enqueuePushMirror, type SourceFields, sourceFields } from './source.ts';
+import { MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS, enqueuePushMirror, type SourceFields, sourceFields } from './source.ts';
 import { fetchSource, pushToMirror } from './sync.ts';
 
 /** GET {repo}/import (read access): the import's status and progress; 404 for a repo not imported. */
@@ -41,6 +41,66 @@ export async function requestMirrorSync(deps: Deps, viewer: Viewer, ref: RepoRef
       payload: { repo_uuid: tx.access.repo.uuid },
       dedupeKey: `mirror-sync:${tx.access.repo.uuid}`,
     });
+  });
+}
+
+export interface MirrorUpdate {
+  interval_seconds?: number;
+  username?: string | null;
+  password?: string | null;
+}
+
+/**
+ * PATCH {repo}/mirror (maintain level): a pull mirror's interval and credentials. A field left out
+ * stays as it is; `username` or `password` null clears it (credentials are sealed again, never
+ * returned). A new interval moves the queued timed sync to the last sync (or now) plus it.
+ * 404 for a repo that is no pull mirror, before 403 repo_archived.
+ */
+export async function updateMirror(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  body: MirrorUpdate,
+): Promise<SourceFields & { url: string }> {
+  const interval = body.interval_seconds;
+  if (
+    interval !== undefined &&
+    (!Number.isInteger(interval) || interval < MIN_INTERVAL_SECONDS || interval > MAX_INTERVAL_SECONDS)
+  )
+    throw badRequest(
+      `interval_seconds must be a whole number of seconds from ${MIN_INTERVAL_SECONDS} to ${MAX_INTERVAL_SECONDS}.`,
+    );
+  return command(deps, viewer, onRepo(ref, itemWrite(MAINTAIN)), async (tx) => {
+    const repoUuid = tx.access.repo.uuid;
+    const row = await tx.db.selectFrom('repo_imports').selectAll().where('repo_uuid', '=', repoUuid).executeTakeFirst();
+    if (!row || row.mirror !== 1) throw notFound('Mirror');
+    assertNotArchived(tx.access);
+    const set: { interval_seconds?: number; credentials?: string | null; updated_at: string } = { updated_at: nowIso() };
+    if (body.username !== undefined || body.password !== undefined) {
+      const old = openCredentials(deps, row.credentials);
+      const username = body.username === undefined ? old.username : body.username || null;
+      const password = body.password === undefined ? old.password : body.password || null;
+      if (password !== null && new URL(row.url).protocol === 'ssh:')
+        throw badRequest('password: ssh URLs take no password (only http and https do).');
+      set.credentials = sealCredentials(deps, { username, password });
+    }
+    if (interval !== undefined && interval !== row.interval_seconds) {
+      set.interval_seconds = interval;
+      // the queued timed sync (not one running now) moves to the new interval after the last sync
+      const from = row.last_sync_at ? Date.parse(row.last_sync_at) : deps.clock.now().getTime();
+      const due = new Date(Math.max(deps.clock.now().getTime(), from + interval * 1000)).toISOString();
+      const now = deps.clock.now().toISOString();
+      await tx.db
+        .updateTable('jobs')
+        .set({ run_at: due })
+        .where('kind', '=', 'mirror-sync')
+        .where('dedupe_key', 'like', `mirror-tick:${repoUuid}:%`)
+        .where('failed_at', 'is', null)
+        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
+        .execute();
+    }
+    await tx.db.updateTable('repo_imports').set(set).where('repo_uuid', '=', repoUuid).execute();
+    return { url: displayUrl(row.url), ...((await sourceFields(tx.db, repoUuid)) as SourceFields) };
   });
 }
 
@@ -175,12 +235,17 @@ async function scheduleNextTick(deps: Deps, repoUuid: string, after: number | nu
 export function registerMirrors(deps: Deps): void {
   deps.jobs.register('repo-import', async (payload) => {
     const uuid = String(payload.repo_uuid);
-    const { error } = await fetchSource(deps, uuid, true);
+    const { error } = await fetchSource(deps, uuid, { kind: 'import' });
     if (error === null) await scheduleNextTick(deps, uuid, null);
   });
   deps.jobs.register('mirror-sync', async (payload) => {
     const uuid = String(payload.repo_uuid);
-    await fetchSource(deps, uuid, false);
+    const due = Number(payload.due) || 0;
+    await fetchSource(
+      deps,
+      uuid,
+      payload.tick === true ? { kind: 'timer', slot: new Date(due).toISOString() } : { kind: 'demand' },
+    );
     if (payload.tick === true) await scheduleNextTick(deps, uuid, Number(payload.due) || 0);
   });
   deps.jobs.register('push-mirror', async (payload) => {

@@ -15,6 +15,7 @@ import { displayUrl, parseRemote, type Remote } from './remote.ts';
 
 export const MIN_INTERVAL_SECONDS = 600;
 export const DEFAULT_INTERVAL_SECONDS = 28_800;
+export const MAX_INTERVAL_SECONDS = 31_536_000;
 
 export interface ImportInput {
   url: string;
@@ -94,6 +95,25 @@ export async function sourceFields(db: Kysely<DB>, repoUuid: string): Promise<So
           }
         : null,
   };
+}
+
+export interface SyncRecord {
+  trigger: string;
+  started_at: string;
+  finished_at: string | null;
+  error: string | null;
+  refs_moved: number | null;
+}
+
+/** A repo's newest syncs, newest first (the import page's history; the caller checked read access). */
+export async function recentSyncs(db: Kysely<DB>, repoUuid: string, limit = 10): Promise<SyncRecord[]> {
+  return db
+    .selectFrom('mirror_syncs')
+    .select(['trigger', 'started_at', 'finished_at', 'error', 'refs_moved'])
+    .where('repo_uuid', '=', repoUuid)
+    .orderBy('started_at', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 /**

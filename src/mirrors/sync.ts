@@ -5,7 +5,9 @@
  * pushes every branch and tag out. Each runs under the repo's git write lock (pushes, merges and
  * syncs take turns, on every instance), so one instance at a time syncs a repo.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../deps.ts';
 import { inTransaction } from '../core/transaction.ts';
@@ -60,11 +62,53 @@ export interface SyncOutcome {
   error: string | null;
 }
 
+/** Why a sync runs: the import, a timed one (`slot`: its due time), one asked for. */
+export type SyncTrigger = { kind: 'import' } | { kind: 'timer'; slot: string } | { kind: 'demand' };
+
+const INSTANCE = `${hostname()}:${process.pid}`;
+const HISTORY_KEPT = 50;
+
+/** Records that a sync begins (the repo's history keeps its newest 50); the row's uuid. */
+async function historyBegins(deps: Deps, repoUuid: string, trigger: SyncTrigger): Promise<string> {
+  const uuid = randomUUID();
+  await deps.db
+    .insertInto('mirror_syncs')
+    .values({
+      uuid,
+      repo_uuid: repoUuid,
+      trigger: trigger.kind,
+      slot: trigger.kind === 'timer' ? trigger.slot : null,
+      instance: INSTANCE,
+      started_at: nowIso(),
+      finished_at: null,
+      error: null,
+      refs_moved: null,
+    })
+    .execute();
+  const oldest = await deps.db
+    .selectFrom('mirror_syncs')
+    .select('started_at')
+    .where('repo_uuid', '=', repoUuid)
+    .orderBy('started_at', 'desc')
+    .offset(HISTORY_KEPT - 1)
+    .limit(1)
+    .executeTakeFirst();
+  if (oldest)
+    await deps.db
+      .deleteFrom('mirror_syncs')
+      .where('repo_uuid', '=', repoUuid)
+      .where('started_at', '<', oldest.started_at)
+      .execute();
+  return uuid;
+}
+
 /**
  * Fetches the source into the repo under its lock and records what moved in one transaction
- * (disk usage, events, the import row). `fresh`: an import (a failure leaves the repo empty).
+ * (disk usage, events, the import row, the sync's history row). An import (`trigger.kind`
+ * `import`) that fails leaves the repo empty.
  */
-export async function fetchSource(deps: Deps, repoUuid: string, fresh: boolean): Promise<SyncOutcome> {
+export async function fetchSource(deps: Deps, repoUuid: string, trigger: SyncTrigger): Promise<SyncOutcome> {
+  const fresh = trigger.kind === 'import';
   const store = storeOf(deps);
   return withRepoLock(deps.database, repoUuid, async () => {
     const source = await deps.db.selectFrom('repo_imports').selectAll().where('repo_uuid', '=', repoUuid).executeTakeFirst();
@@ -76,6 +120,7 @@ export async function fetchSource(deps: Deps, repoUuid: string, fresh: boolean):
     if (!source || !repo || !store.exists(repoUuid)) return { error: null };
     if (fresh && source.status !== 'importing') return { error: source.error };
     if (!fresh && (source.mirror !== 1 || source.status !== 'done')) return { error: null };
+    const history = await historyBegins(deps, repoUuid, trigger);
     const pusher = await deps.db
       .selectFrom('users')
       .select(['uuid', 'username'])
@@ -150,6 +195,11 @@ export async function fetchSource(deps: Deps, repoUuid: string, fresh: boolean):
             : { last_error: error, ...(error === null ? { last_sync_at: now } : {}), updated_at: now },
         )
         .where('repo_uuid', '=', repoUuid)
+        .execute();
+      await tx.db
+        .updateTable('mirror_syncs')
+        .set({ finished_at: now, error, refs_moved: moves.length })
+        .where('uuid', '=', history)
         .execute();
       if (!pusher || moves.length === 0) return [];
       return emitRefMoves(deps, tx, repoUuid, moves, pusher);

@@ -28,7 +28,25 @@ export interface PushMirrorsTable {
   created_at: string;
 }
 
+/** A pull mirror's sync history (migration 610): one row per sync begun, the newest 50 kept. */
+export interface MirrorSyncsTable {
+  uuid: string;
+  repo_uuid: string;
+  /** import, timer or demand */
+  trigger: string;
+  /** a timed sync's due time (ISO 8601) */
+  slot: string | null;
+  /** hostname:pid of the process that ran it */
+  instance: string;
+  started_at: string;
+  /** null: running, or cut short (the process died) */
+  finished_at: string | null;
+  error: string | null;
+  refs_moved: number | null;
+}
+
 export interface MirrorsTables {
   repo_imports: RepoImportsTable;
   push_mirrors: PushMirrorsTable;
+  mirror_syncs: MirrorSyncsTable;
 }
