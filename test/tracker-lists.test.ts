@@ -93,3 +93,122 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+/**
+ * Keyset pages on every path of the list (the sort index walked with per-row checks, an
+ * intersection driving the list, a small set driving it), in each sort and direction, with ties
+ * in every sort key (threads with the same created_at, the same updated_at, the same reply count):
+ * following `next` two at a time gives exactly the whole list, which is the matching threads in
+ * (sort key, number) order as computed here from the threads' own fields.
+ */
+for (const dialect of DIALECTS) {
+  describe(`tracker list keyset pages on every path (${dialect})`, () => {
+    let t: TestApp;
+    let alice: { token: string };
+    const api = '/api/v1/teams/pages/repos/deep';
+    // thread n (1-12): label a on 1-9, b on 3-12, c on 3, 6, 9, 12; words "alpha" in 1-8, "beta" in
+    // 4-12, "gamma" in 2, 6, 10. With the threshold at 3: labels=a,b,c and labels=c&q=beta (3 each)
+    // are driven by their intersection, q=gamma&labels=b by gamma's own set, the others walk
+    const labelsOf = (n: number) => [n <= 9 && 'a', n >= 3 && 'b', n % 3 === 0 && 'c'].filter(Boolean) as string[];
+    const titleOf = (n: number) =>
+      [`Item ${n}`, n <= 8 && 'alpha', n >= 4 && 'beta', n % 4 === 2 && 'gamma'].filter(Boolean).join(' ');
+    const REPLIES: Record<number, number> = { 2: 2, 5: 2, 6: 1, 9: 2, 11: 1 };
+    interface Row {
+      number: number;
+      created_at: string;
+      updated_at: string;
+      reply_count: number;
+      labels: Array<{ name: string }>;
+      title: string;
+    }
+    let rows: Row[] = [];
+
+    before(async () => {
+      t = await startApp(dialect);
+      alice = await t.user('alice');
+      const ok = (res: { status: number; text: string }) => assert.equal(res.status, 201, res.text);
+      ok(await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Pages', slug: 'pages' } }));
+      ok(await t.req('POST', '/api/v1/teams/pages/repos', { token: alice.token, body: { name: 'Deep', slug: 'deep' } }));
+      for (const name of ['a', 'b', 'c'])
+        ok(await t.req('POST', `${api}/labels`, { token: alice.token, body: { name, color: '0969da' } }));
+      for (let n = 1; n <= 12; n++) {
+        ok(await t.req('POST', `${api}/threads`, { token: alice.token, body: { title: titleOf(n), labels: labelsOf(n) } }));
+        for (let r = 0; r < (REPLIES[n] ?? 0); r++)
+          ok(await t.req('POST', `${api}/threads/${n}/replies`, { token: alice.token, body: { body: `reply ${r}` } }));
+      }
+      // ties in the time keys (as threads brought in from elsewhere with the same timestamps)
+      const db = t.deps.db;
+      const tie = (column: 'created_at' | 'updated_at', numbers: number[], at: string) =>
+        db
+          .updateTable('threads')
+          .set({ [column]: at })
+          .where('number', 'in', numbers)
+          .execute();
+      await tie('created_at', [4, 5, 6, 7], '2026-01-01T00:00:00.000Z');
+      await tie('updated_at', [3, 8, 9, 10], '2026-01-02T00:00:00.000Z');
+      await tie('updated_at', [1, 12], '2026-01-03T00:00:00.000Z');
+      const res = await t.req('GET', `${api}/threads?state=all&per_page=100`, { token: alice.token });
+      assert.equal(res.status, 200, res.text);
+      rows = res.body.results;
+      assert.equal(rows.length, 12);
+    });
+    after(async () => {
+      setDrivingSetMax();
+      await t?.close();
+    });
+
+    const QUERIES: Array<[string, (r: Row) => boolean]> = [
+      ['labels=a,b', (r) => ['a', 'b'].every((l) => r.labels.some((x) => x.name === l))],
+      ['labels=a,b,c', (r) => ['a', 'b', 'c'].every((l) => r.labels.some((x) => x.name === l))],
+      ['q=alpha beta', (r) => r.title.includes('alpha') && r.title.includes('beta')],
+      ['labels=c&q=beta', (r) => r.labels.some((x) => x.name === 'c') && r.title.includes('beta')],
+      ['labels=b', (r) => r.labels.some((x) => x.name === 'b')],
+      ['q=gamma&labels=b', (r) => r.title.includes('gamma') && r.labels.some((x) => x.name === 'b')],
+    ];
+    const keyOf = (r: Row, sort: string): string | number =>
+      sort === 'replies' ? r.reply_count : sort === 'updated' ? r.updated_at : r.created_at;
+
+    const follow = async (query: string) => {
+      const seen: number[] = [];
+      let url: string | null = `${api}/threads?${query}&per_page=2`;
+      for (let i = 0; url && i < 20; i++) {
+        const res = await t.req('GET', url, { token: alice.token });
+        assert.equal(res.status, 200, res.text);
+        seen.push(...res.body.results.map((r: { number: number }) => r.number));
+        url = res.body.next ?? null;
+      }
+      return seen;
+    };
+
+    it('following `next` gives the whole list in (sort key, number) order on every path, sort and direction', async () => {
+      assert.equal(rows.filter((r) => r.reply_count === 2).length, 3, 'replies counted');
+      for (const max of [0, 3, undefined]) {
+        // 0: every list walks its sort index; 3: the sets over it are intersected; default: they drive the list
+        setDrivingSetMax(max);
+        for (const [query, matches] of QUERIES) {
+          for (const sort of ['created', 'updated', 'replies']) {
+            for (const direction of ['desc', 'asc']) {
+              const q = `state=all&${query}&sort=${sort}&direction=${direction}`;
+              const sign = direction === 'desc' ? -1 : 1;
+              const expected = rows
+                .filter(matches)
+                .sort((x, y) => {
+                  const [a, b] = [keyOf(x, sort), keyOf(y, sort)];
+                  return sign * (a < b ? -1 : a > b ? 1 : x.number - y.number);
+                })
+                .map((r) => r.number);
+              const whole = await t.req('GET', `${api}/threads?${q}&per_page=100`, { token: alice.token });
+              assert.deepEqual(
+                whole.body.results.map((r: { number: number }) => r.number),
+                expected,
+                `${q} (threshold ${max ?? 'default'})`,
+              );
+              assert.deepEqual(await follow(q), expected, `${q} by pages (threshold ${max ?? 'default'})`);
+            }
+          }
+        }
+      }
+      setDrivingSetMax();
+    });
+  });
+}

@@ -505,7 +505,7 @@ export async function listPullsFiltered(
   else if ((f.state ?? 'open') === 'open') keys = keys.where('p.status', '=', 'open');
   else if (f.state === 'closed') keys = keys.where('p.status', 'in', ['closed', 'merged']);
   if (f.draft !== undefined) keys = keys.where('p.draft', '=', f.draft === 'true' ? 1 : 0);
-  for (const check of checks) keys = keys.where(check.where);
+  for (const check of checks) keys = keys.where(check.check);
   if (driving && !driven) keys = keys.where(inDrivingSet(db, 'p.uuid', driving));
   if (f.review_requested !== undefined) {
     const uuid = await filterUserUuid(db, 'review_requested', f.review_requested);

@@ -32,6 +32,7 @@ import {
   drivenRows,
   drivingSet,
   inDrivingSet,
+  isPostgres,
   milestoneFilter,
   type MilestoneRef,
   milestoneRefs,
@@ -320,7 +321,13 @@ export interface ThreadFilters {
  * so a filter that matches nothing costs nothing); otherwise each filter is an existence check on
  * its index, made on the rows of the sort index in order.
  */
-async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: ThreadFilters, state: 'open' | 'closed' | 'all') {
+async function filteredThreadKeys(
+  db: Kysely<DB>,
+  repo: RepoRow,
+  filters: ThreadFilters,
+  state: 'open' | 'closed' | 'all',
+  use: 'page' | 'count',
+) {
   const conds: Array<Expression<SqlBool>> = [];
   const checks: ListFilter[] = [];
   if (filters.labels !== undefined) checks.push(...(await labelFilters(db, repo, 't', filters.labels)));
@@ -330,10 +337,12 @@ async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: Thread
     conds.push(sql<SqlBool>`t.author_uuid = ${await filterUserUuid(db, 'author', filters.author)}`);
   // words and mentions: the thread_terms key (repo, term, thread) gives the threads that have them
   const withTerm = (term: string): ListFilter => {
-    const probe = (uuid: RawBuilder<unknown>) =>
-      sql<SqlBool>`exists (select 1 from thread_terms tt where tt.repo_uuid = ${repo.uuid} and tt.term = ${term} and tt.thread_uuid = ${uuid})`;
+    const has = (uuid: RawBuilder<unknown>, fence: RawBuilder<unknown>) =>
+      sql<SqlBool>`exists (select 1 from thread_terms tt where tt.repo_uuid = ${repo.uuid} and tt.term = ${term} and tt.thread_uuid = ${uuid}${fence})`;
+    const probe = (uuid: RawBuilder<unknown>) => has(uuid, sql``);
     return {
       where: probe(sql.ref('t.uuid')),
+      check: has(sql.ref('t.uuid'), isPostgres(db) ? sql` offset 0` : sql``),
       set: sql`select distinct thread_uuid as uuid from thread_terms where repo_uuid = ${repo.uuid} and term = ${term}`,
       probe,
     };
@@ -355,7 +364,8 @@ async function filteredThreadKeys(db: Kysely<DB>, repo: RepoRow, filters: Thread
     .where('t.removed_at', 'is', null);
   if (state !== 'all') keys = keys.where('t.state', '=', state);
   for (const cond of conds) keys = keys.where(cond);
-  for (const check of checks) keys = keys.where(check.where);
+  // a page checks its candidate rows one by one, in order (ListFilter.check); a count reads every match
+  for (const check of checks) keys = keys.where(use === 'page' ? check.check : check.where);
   return driving && !driven ? keys.where(inDrivingSet(db, 't.uuid', driving)) : keys;
 }
 
@@ -367,7 +377,7 @@ export async function countThreads(
   filters: ThreadFilters,
 ): Promise<{ open: number; closed: number }> {
   const { repo } = await repoContextOf(deps.database, viewer, ref);
-  const keys = await filteredThreadKeys(deps.db, repo, filters, 'all');
+  const keys = await filteredThreadKeys(deps.db, repo, filters, 'all', 'count');
   if (!keys) return { open: 0, closed: 0 };
   const rows = await keys
     .clearSelect()
@@ -405,7 +415,7 @@ export async function listThreads(
     const rows = await threadsWithNames(db).where('t.uuid', 'in', keys).orderBy('t.number').execute();
     return linked(db, viewer, repo, await threadsToJson(db, rows as ThreadWithNames[]));
   }
-  const keys = await filteredThreadKeys(db, repo, filters, filters.state ?? 'open');
+  const keys = await filteredThreadKeys(db, repo, filters, filters.state ?? 'open', 'page');
   if (!keys) return [];
   const dir = filters.direction ?? 'desc';
   const sort = filters.sort ?? 'created';
