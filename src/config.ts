@@ -85,6 +85,10 @@ export interface Config {
   webhookMaxConcurrency: number;
   /** WEBHOOK_TIMEOUT_MS: how long one delivery attempt may take before it fails as a timeout (default 10 s). */
   webhookTimeoutMs: number;
+  /** RUN_RETENTION_DAYS: completed CI runs, their jobs and logs are kept this many days (default 90; docs/ci.md). */
+  runRetentionDays: number;
+  /** CI_SCHEDULE_MIN_INTERVAL_SECONDS: the shortest gap between two `schedule` runs of one workflow (default 300). */
+  ciScheduleMinIntervalSeconds: number;
   /** GIT_HTTP_MAX_PROCESSES: git processes one instance runs for clients at once; beyond, 503 with Retry-After. */
   gitHttpMaxProcesses: number;
   /** GIT_HTTP_MAX_PROCESSES_PER_CLIENT: the same per client address. */
@@ -262,6 +266,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const gitMaxStreamBytes = intVar(env, 'GIT_MAX_STREAM_BYTES', 4 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER);
   const webhookMaxConcurrency = intVar(env, 'WEBHOOK_MAX_CONCURRENCY', 32, 1, 10_000);
   const webhookTimeoutMs = intVar(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000);
+  const runRetentionDays = intVar(env, 'RUN_RETENTION_DAYS', 90, 1, 36_500);
+  const ciScheduleMinIntervalSeconds = intVar(env, 'CI_SCHEDULE_MIN_INTERVAL_SECONDS', 300, 60, 86_400);
   const gitHttpMaxProcesses = intVar(env, 'GIT_HTTP_MAX_PROCESSES', 32, 1, 10_000);
   const gitHttpMaxProcessesPerClient = intVar(env, 'GIT_HTTP_MAX_PROCESSES_PER_CLIENT', 8, 1, 10_000);
   const gitWaitMs = intVar(env, 'GIT_WAIT_MS', 60_000, 0, 3_600_000);
@@ -313,6 +319,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     gitMaxStreamBytes,
     webhookMaxConcurrency,
     webhookTimeoutMs,
+    runRetentionDays,
+    ciScheduleMinIntervalSeconds,
     gitHttpMaxProcesses,
     gitHttpMaxProcessesPerClient,
     gitWaitMs,

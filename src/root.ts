@@ -24,6 +24,7 @@ import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
 import { startBlobSweep, stopBlobSweep } from './blobs/lifetime.ts';
 import { startCiBackground, stopCiBackground } from './ci/background.ts';
+import { registerSchedules } from './ci/schedule.ts';
 import { recoverPushes, sweepPushSpool } from './code/pushes.ts';
 import { ServerSecret } from './secrets/server-secret.ts';
 import { type Clock, systemClock } from './time.ts';
@@ -78,6 +79,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
   registerGitMaintenance(deps as Deps);
   registerSearchIndexer(deps as Deps);
   registerMirrors(deps as Deps);
+  registerSchedules(deps as Deps);
   return deps as Deps;
 }
 

@@ -107,3 +107,21 @@ export async function teamVisibleTo(db: Kysely<DB>, viewer: Viewer | null, team:
   if (!viewer) return false;
   return viewer.isStaff || (await teamRole(db, viewer, team.uuid)) !== null;
 }
+
+/**
+ * A team's CI secrets and variables (docs/ci.md "Secrets and variables"), at the team's maintain
+ * level: the maintainer role (or owner; staff) reads a secret's names and writes secrets and
+ * variables; any member reads variables. Writes lock the team row shared and are refused under
+ * an inactive team (403 team_inactive), whose repos are read-only.
+ */
+export async function requireTeamCiValues(
+  db: Kysely<DB>,
+  viewer: Viewer,
+  slug: string,
+  need: { secret: boolean; write: boolean },
+): Promise<TeamAccess> {
+  const min: TeamRole = need.write || need.secret ? 'maintainer' : 'reader';
+  const access = await requireTeam(db, viewer, slug, min, need.write ? { lock: 'share' } : {});
+  if (need.write) assertTeamActive(access.team);
+  return access;
+}

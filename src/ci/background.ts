@@ -2,22 +2,20 @@
  * The background side of CI on one instance: a sweep that fails the jobs of lost runners even
  * when no runner polls (a poll sweeps too), and the hourly removal of runs past their retention.
  * Every instance sweeps; `finishJob` is conditional, so
- * a job is failed once.
+ * a job is failed once. At start it queues the pending slot of each `schedule` (src/ci/schedule.ts).
  */
 import { inTransaction } from '../core/transaction.ts';
 import type { Deps } from '../deps.ts';
 import { RUNNER_LOST_MS, sweepLostRunners } from './runs.ts';
+import { queuePendingSlots } from './schedule.ts';
 
 const timers = new WeakMap<object, NodeJS.Timeout[]>();
 
-/** `RUN_RETENTION_DAYS` (default 90): completed runs, their jobs and logs are kept this long. */
-export const RUN_RETENTION_DAYS = Number(process.env.RUN_RETENTION_DAYS || 90);
-
 /**
- * Deletes the runs completed more than `days` ago with their jobs and log chunks, a batch at a
+ * Deletes the runs completed more than `days` ago (`RUN_RETENTION_DAYS`, src/config.ts) with their jobs and log chunks, a batch at a
  * time; answers how many runs went. Idempotent, so every instance may run it.
  */
-export async function pruneRuns(deps: Deps, now = Date.now(), days = RUN_RETENTION_DAYS): Promise<number> {
+export async function pruneRuns(deps: Deps, now = Date.now(), days = deps.config.runRetentionDays): Promise<number> {
   const cutoff = new Date(now - days * 86_400_000).toISOString();
   let total = 0;
   for (;;) {
@@ -54,6 +52,8 @@ export function startCiBackground(deps: Deps): void {
   const hourly = setInterval(prune, 3600_000);
   hourly.unref();
   timers.set(deps, [timer, hourly]);
+  // each schedule's pending slot is a queued job; queued again (deduplicated) in case one was lost
+  void queuePendingSlots(deps).catch((err) => console.error('weft: queueing CI schedules failed', err));
 }
 
 export function stopCiBackground(deps: Deps): void {

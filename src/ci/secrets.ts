@@ -1,14 +1,14 @@
 /**
- * CI secrets and variables of a repo (docs/ci.md "Secrets and variables"). A secret's value is
+ * CI secrets and variables of a repo or a team (docs/ci.md "Secrets and variables"). A secret's value is
  * write-only: sealed with the server secret (purpose `ci-secret`, src/secrets/columns.ts), given
- * only to the jobs of the repo's runs that are not from forks, masked in their logs, never in an
+ * only to the jobs of the repo's (the team's repos') runs that are not from forks, masked in their logs, never in an
  * API answer. A variable's value is readable and given to every job as `vars`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { type RepoRef, requireRepo } from '../access/index.ts';
-import { command } from '../core/command.ts';
-import { onRepo } from '../core/targets.ts';
+import { type RepoRef, requireRepo, requireTeamCiValues } from '../access/index.ts';
+import { command, type Target } from '../core/command.ts';
+import { decide, onRepo } from '../core/targets.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
@@ -36,78 +36,118 @@ const show = (kind: NamedKind, r: Row) =>
 
 /** Reading a secret's name needs maintain level; a variable's, read access. */
 const readLevel = (kind: NamedKind) => (kind === 'secret' ? 'maintain' : 'read');
+const missing = (kind: NamedKind) => notFound(kind === 'secret' ? 'Secret' : 'Variable');
 
-export async function listNamed(deps: Deps, viewer: Viewer, ref: RepoRef, kind: NamedKind) {
-  const { repo } = await requireRepo(deps.db, viewer, ref, { level: readLevel(kind) });
-  const rows = await deps.db
+/** Where values live: a repo's or a team's (`scope`, `scope_uuid`). */
+type Scope = { scope: 'repo' | 'team'; uuid: string };
+
+const readScope = async (deps: Deps, viewer: Viewer, at: ScopeRef, kind: NamedKind): Promise<Scope> => {
+  if (at.kind === 'team') {
+    const { team } = await requireTeamCiValues(deps.db, viewer, at.teamSlug, { secret: kind === 'secret', write: false });
+    return { scope: 'team', uuid: team.uuid };
+  }
+  const { repo } = await requireRepo(deps.db, viewer, at.ref, { level: readLevel(kind) });
+  return { scope: 'repo', uuid: repo.uuid };
+};
+
+/** The write's target: maintain level on the repo, or the team's maintain level (src/access/teams.ts). */
+const writeTarget = (at: ScopeRef, kind: NamedKind): Target<Scope> =>
+  at.kind === 'team'
+    ? decide(async (db, viewer) => {
+        const { team } = await requireTeamCiValues(db, viewer, at.teamSlug, { secret: kind === 'secret', write: true });
+        return { scope: 'team', uuid: team.uuid };
+      })
+    : {
+        resolve: async (db, viewer) => {
+          const { repo } = await onRepo(at.ref, { level: 'maintain', write: true }).resolve(db, viewer);
+          return { scope: 'repo', uuid: repo.uuid };
+        },
+      };
+
+/** A repo's values (`{repo}/secrets`) or a team's (`/teams/{t}/secrets`). */
+export type ScopeRef = { kind: 'repo'; ref: RepoRef } | { kind: 'team'; teamSlug: string };
+
+const rowsOf = (db: Kysely<DB>, kind: NamedKind, s: Scope) =>
+  db
     .selectFrom(TABLE[kind])
-    .select(['name', 'value', 'created_at', 'updated_at'])
-    .where('scope', '=', 'repo')
-    .where('scope_uuid', '=', repo.uuid)
-    .orderBy('name')
-    .execute();
-  return rows.map((r) => show(kind, r));
+    .select(['uuid', 'name', 'value', 'created_at', 'updated_at'])
+    .where('scope', '=', s.scope)
+    .where('scope_uuid', '=', s.uuid);
+
+export async function listIn(deps: Deps, viewer: Viewer, at: ScopeRef, kind: NamedKind) {
+  const s = await readScope(deps, viewer, at, kind);
+  return (await rowsOf(deps.db, kind, s).orderBy('name').execute()).map((r) => show(kind, r));
 }
 
-export async function getNamed(deps: Deps, viewer: Viewer, ref: RepoRef, kind: NamedKind, name: string) {
-  const { repo } = await requireRepo(deps.db, viewer, ref, { level: readLevel(kind) });
-  const row = await deps.db
-    .selectFrom(TABLE[kind])
-    .select(['name', 'value', 'created_at', 'updated_at'])
-    .where('scope', '=', 'repo')
-    .where('scope_uuid', '=', repo.uuid)
-    .where('name', '=', checkName(name))
-    .executeTakeFirst();
-  if (!row) throw notFound(kind === 'secret' ? 'Secret' : 'Variable');
+export async function getIn(deps: Deps, viewer: Viewer, at: ScopeRef, kind: NamedKind, name: string) {
+  const s = await readScope(deps, viewer, at, kind);
+  const row = await rowsOf(deps.db, kind, s).where('name', '=', checkName(name)).executeTakeFirst();
+  if (!row) throw missing(kind);
   return show(kind, row);
 }
 
-/** PUT: creates or replaces (maintain level). A secret is sealed before it is written. */
-export async function putNamed(deps: Deps, viewer: Viewer, ref: RepoRef, kind: NamedKind, name: string, value: string) {
+/** PUT: creates or replaces. A secret is sealed before it is written. */
+export async function putIn(deps: Deps, viewer: Viewer, at: ScopeRef, kind: NamedKind, name: string, value: string) {
   checkName(name);
   if (Buffer.byteLength(value) > MAX_SECRET_BYTES) throw badRequest('The value is over 48 KiB.');
   const stored = kind === 'secret' ? deps.secret.seal(SECRET_PURPOSE, value) : value;
-  return command(deps, viewer, onRepo(ref, { level: 'maintain', write: true }), async (tx) => {
+  return command(deps, viewer, writeTarget(at, kind), async (tx) => {
     const now = nowIso();
-    const scopeUuid = tx.access.repo.uuid;
-    const existing = await tx.db
-      .selectFrom(TABLE[kind])
-      .select(['uuid', 'created_at'])
-      .where('scope', '=', 'repo')
-      .where('scope_uuid', '=', scopeUuid)
-      .where('name', '=', name)
-      .executeTakeFirst();
+    const s = tx.access;
+    const existing = await rowsOf(tx.db, kind, s).where('name', '=', name).executeTakeFirst();
     if (existing)
       await tx.db.updateTable(TABLE[kind]).set({ value: stored, updated_at: now }).where('uuid', '=', existing.uuid).execute();
     else
       await tx.db
         .insertInto(TABLE[kind])
-        .values({
-          uuid: randomUUID(),
-          scope: 'repo',
-          scope_uuid: scopeUuid,
-          name,
-          value: stored,
-          created_at: now,
-          updated_at: now,
-        })
+        .values({ uuid: randomUUID(), scope: s.scope, scope_uuid: s.uuid, name, value: stored, created_at: now, updated_at: now })
         .execute();
     return show(kind, { name, value, created_at: existing?.created_at ?? now, updated_at: now });
   });
 }
 
-export async function deleteNamed(deps: Deps, viewer: Viewer, ref: RepoRef, kind: NamedKind, name: string) {
+export async function deleteIn(deps: Deps, viewer: Viewer, at: ScopeRef, kind: NamedKind, name: string) {
   checkName(name);
-  await command(deps, viewer, onRepo(ref, { level: 'maintain', write: true }), async (tx) => {
+  await command(deps, viewer, writeTarget(at, kind), async (tx) => {
     const res = await tx.db
       .deleteFrom(TABLE[kind])
-      .where('scope', '=', 'repo')
-      .where('scope_uuid', '=', tx.access.repo.uuid)
+      .where('scope', '=', tx.access.scope)
+      .where('scope_uuid', '=', tx.access.uuid)
       .where('name', '=', name)
       .executeTakeFirst();
-    if (Number(res.numDeletedRows) === 0) throw notFound(kind === 'secret' ? 'Secret' : 'Variable');
+    if (Number(res.numDeletedRows) === 0) throw missing(kind);
   });
 }
+
+const repoAt = (ref: RepoRef): ScopeRef => ({ kind: 'repo', ref });
+const teamAt = (teamSlug: string): ScopeRef => ({ kind: 'team', teamSlug });
+
+// a repo's values (maintain level on the repo; variables readable with read access)
+export const listNamed = (deps: Deps, viewer: Viewer, ref: RepoRef, kind: NamedKind) => listIn(deps, viewer, repoAt(ref), kind);
+export const getNamed = (deps: Deps, viewer: Viewer, ref: RepoRef, kind: NamedKind, name: string) =>
+  getIn(deps, viewer, repoAt(ref), kind, name);
+export const putNamed = (deps: Deps, viewer: Viewer, ref: RepoRef, kind: NamedKind, name: string, value: string) =>
+  putIn(deps, viewer, repoAt(ref), kind, name, value);
+export const deleteNamed = (deps: Deps, viewer: Viewer, ref: RepoRef, kind: NamedKind, name: string) =>
+  deleteIn(deps, viewer, repoAt(ref), kind, name);
+
+// a team's values, given to the jobs of every repo of the team (a repo's own of the same name win):
+// the team's maintain level (maintainer role or owner); variables readable by any member
+export const listTeamSecrets = (deps: Deps, viewer: Viewer, teamSlug: string) => listIn(deps, viewer, teamAt(teamSlug), 'secret');
+export const getTeamSecret = (deps: Deps, viewer: Viewer, teamSlug: string, name: string) =>
+  getIn(deps, viewer, teamAt(teamSlug), 'secret', name);
+export const setTeamSecret = (deps: Deps, viewer: Viewer, teamSlug: string, name: string, value: string) =>
+  putIn(deps, viewer, teamAt(teamSlug), 'secret', name, value);
+export const deleteTeamSecret = (deps: Deps, viewer: Viewer, teamSlug: string, name: string) =>
+  deleteIn(deps, viewer, teamAt(teamSlug), 'secret', name);
+export const listTeamVariables = (deps: Deps, viewer: Viewer, teamSlug: string) =>
+  listIn(deps, viewer, teamAt(teamSlug), 'variable');
+export const getTeamVariable = (deps: Deps, viewer: Viewer, teamSlug: string, name: string) =>
+  getIn(deps, viewer, teamAt(teamSlug), 'variable', name);
+export const setTeamVariable = (deps: Deps, viewer: Viewer, teamSlug: string, name: string, value: string) =>
+  putIn(deps, viewer, teamAt(teamSlug), 'variable', name, value);
+export const deleteTeamVariable = (deps: Deps, viewer: Viewer, teamSlug: string, name: string) =>
+  deleteIn(deps, viewer, teamAt(teamSlug), 'variable', name);
 
 /**
  * What a job of `repo` gets: its team's values (a team-owned repo), overridden by the repo's

@@ -48,6 +48,7 @@ import * as m541 from './migrations/541_inbound_mail_seen.ts';
 import * as m560 from './migrations/560_passkeys.ts';
 import * as m590 from './migrations/590_notification_chunks.ts';
 import * as m610 from './migrations/610_mirror_syncs.ts';
+import * as m620 from './migrations/620_ci_schedules.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -108,6 +109,7 @@ const MIGRATIONS: Migration[] = [
   { name: '560_passkeys', up: m560.up },
   { name: '590_notification_chunks', up: m590.up },
   { name: '610_mirror_syncs', up: m610.up },
+  { name: '620_ci_schedules', up: m620.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

@@ -341,6 +341,14 @@ export const OPERATION_IDS: Record<string, string> = {
   'get {repo}/variables/{name}': 'getRepoVariable',
   'put {repo}/variables/{name}': 'setRepoVariable',
   'delete {repo}/variables/{name}': 'deleteRepoVariable',
+  'get /teams/{team_slug}/secrets': 'listTeamSecrets',
+  'get /teams/{team_slug}/secrets/{name}': 'getTeamSecret',
+  'put /teams/{team_slug}/secrets/{name}': 'setTeamSecret',
+  'delete /teams/{team_slug}/secrets/{name}': 'deleteTeamSecret',
+  'get /teams/{team_slug}/variables': 'listTeamVariables',
+  'get /teams/{team_slug}/variables/{name}': 'getTeamVariable',
+  'put /teams/{team_slug}/variables/{name}': 'setTeamVariable',
+  'delete /teams/{team_slug}/variables/{name}': 'deleteTeamVariable',
 };
 
 /** The id of a route keyed as in ROUTE_SCOPES, in the owner form its url has; undefined without an entry. */
@@ -508,6 +516,12 @@ export const RESPONSE_SCHEMAS: Record<string, string> = {
   listRepoVariables: 'CiVariableList',
   getRepoVariable: 'CiVariable',
   setRepoVariable: 'CiVariable',
+  listTeamSecrets: 'CiSecretList',
+  getTeamSecret: 'CiSecret',
+  setTeamSecret: 'CiSecret',
+  listTeamVariables: 'CiVariableList',
+  getTeamVariable: 'CiVariable',
+  setTeamVariable: 'CiVariable',
 };
 
 /**

@@ -110,12 +110,28 @@ export function dispatchInputs(wf: Workflow, given: Record<string, unknown>): Re
   return out;
 }
 
-/** The first time after `after` (exclusive) at which any of the workflow's schedules fires. */
-export function nextSchedule(wf: Workflow, after: Date): Date | null {
+/** The first time after `after` (exclusive) at which any of the crons (five fields, UTC) fires; null: never. */
+export function nextCronTime(crons: string[], after: Date): Date | null {
   let best: Date | null = null;
-  for (const { cron } of wf.on.schedule ?? []) {
-    const next = CronExpressionParser.parse(cron, { tz: 'UTC', currentDate: after }).next().toDate();
+  for (const cron of crons) {
+    let next: Date;
+    try {
+      next = CronExpressionParser.parse(cron, { tz: 'UTC', currentDate: after }).next().toDate();
+    } catch {
+      continue;
+    }
     if (!best || next < best) best = next;
   }
   return best;
+}
+
+/** Whether the cron fires at the instant `ms` (a whole minute). */
+export const cronFiresAt = (cron: string, ms: number): boolean => nextCronTime([cron], new Date(ms - 1))?.getTime() === ms;
+
+/** The first time after `after` (exclusive) at which any of the workflow's schedules fires. */
+export function nextSchedule(wf: Workflow, after: Date): Date | null {
+  return nextCronTime(
+    (wf.on.schedule ?? []).map((s) => s.cron),
+    after,
+  );
 }

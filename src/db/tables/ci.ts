@@ -104,7 +104,20 @@ export interface CiNamedValueTable {
   updated_at: string;
 }
 
+/** A workflow's `schedule` on the default branch (migration 620, src/ci/schedule.ts). */
+export interface CiSchedulesTable {
+  repo_uuid: string;
+  workflow_path: string;
+  /** JSON list of cron texts */
+  crons: string;
+  actor_uuid: string;
+  next_at: string | null;
+  last_slot: string | null;
+  updated_at: string;
+}
+
 export interface CiTables {
+  ci_schedules: CiSchedulesTable;
   ci_secrets: CiNamedValueTable;
   ci_variables: CiNamedValueTable;
   ci_runs: CiRunsTable;
