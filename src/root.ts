@@ -22,6 +22,7 @@ import { Webhooks } from './hooks/background.ts';
 import { NotificationsBackground } from './notifications/background.ts';
 import { DbJobQueue, type JobQueue } from './jobs/queue.ts';
 import { startMergeRecovery, stopMergeRecovery } from './pulls/merge.ts';
+import { registerAutoMerge } from './pulls/auto-merge.ts';
 import { startBlobSweep, stopBlobSweep } from './blobs/lifetime.ts';
 import { startCiBackground, stopCiBackground } from './ci/background.ts';
 import { registerSchedules } from './ci/schedule.ts';
@@ -80,6 +81,7 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
   registerSearchIndexer(deps as Deps);
   registerMirrors(deps as Deps);
   registerSchedules(deps as Deps);
+  registerAutoMerge(deps as Deps);
   return deps as Deps;
 }
 

@@ -313,6 +313,11 @@ for (const dialect of DIALECTS) {
       }
       const pullUntracked = { labels: [], assignees: [], milestone: null, draft: false };
       ok(await req('PUT', `${r.base}/pulls/${pull.number}`, maint.token, pullUntracked), 200, 'pull untrack');
+      // auto-merge on (a protection keeps the pull from merging at once), then off
+      const guard = ok(await req('POST', `${r.base}/protections`, maint.token, { branch: 'main' }), 201, 'guard').body;
+      ok(await req('PUT', `${r.base}/pulls/${pull.number}/auto-merge`, writer.token, {}), 200, 'auto-merge on');
+      ok(await req('DELETE', `${r.base}/pulls/${pull.number}/auto-merge`, writer.token), 204, 'auto-merge off');
+      ok(await req('DELETE', `${r.base}/protections/${guard.uuid}`, maint.token), 204);
       ok(await req('PATCH', `${r.base}/milestones/${ms.number}`, maint.token, { state: 'closed' }), 200, 'milestone close');
       ok(await req('DELETE', `${r.base}/milestones/${ms.number}`, maint.token), 204, 'milestone delete');
       ok(await req('DELETE', `${r.base}/labels/bug`, maint.token), 204, 'label delete');

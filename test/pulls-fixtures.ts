@@ -163,6 +163,7 @@ export const PULL_KEYS = [
   'assignees',
   'milestone',
   'requested_reviewers',
+  'auto_merge',
 ].sort();
 
 export const REVIEW_KEYS = [

@@ -46,6 +46,8 @@ export function repoAbilities(at: Pick<RepoContext, 'level' | 'repo'>, viewer?: 
 /** What a viewer may do on one pull's page. */
 export interface PullAbilities extends RepoAbilities {
   merge: boolean;
+  /** turn auto-merge on or off (PUT/DELETE {repo}/pulls/{n}/auto-merge): write access, an open pull that is not a draft */
+  autoMerge: boolean;
   /** the review form; `verdicts` are the statuses it offers (the author may only comment) */
   review: boolean;
   verdicts: Array<'approved' | 'changes_requested' | 'commented'>;
@@ -67,6 +69,7 @@ export function pullAbilities(viewer: Viewer, at: Pick<PullContext, 'level' | 'r
   return {
     ...repo,
     merge: repo.write && pull.status === 'open',
+    autoMerge: repo.write && pull.status === 'open' && pull.draft !== 1,
     review: repo.takePart && notMerged,
     verdicts: isAuthor ? ['commented'] : ['approved', 'changes_requested', 'commented'],
     attach: repo.takePart && notMerged,

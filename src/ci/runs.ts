@@ -6,6 +6,7 @@
  * (`insertRuns`). Jobs whose needs are finished are queued or skipped as their `if` says
  * (`advanceRun`), and a run completes with its jobs.
  */
+import { wakeAutoMerge } from '../pulls/auto-merge.ts';
 import { randomUUID } from 'node:crypto';
 import type { TxContext } from '../core/transaction.ts';
 import type { Deps } from '../deps.ts';
@@ -237,6 +238,8 @@ export async function ciStatus(
       branches,
     },
   });
+  // docs/ci.md "Auto-merge": a job ending in success may be what a pull waits for
+  if (state === 'success') await wakeAutoMerge(deps, tx.db, { repoUuid: repo.uuid });
 }
 
 /** The `weft`/`github` context of a run. */

@@ -168,6 +168,9 @@ export const EVENT_KINDS = {
   'pull-opened': ofRepo(pullSource),
   'pull-updated': ofRepo(pullSource),
   'pull-merged': ofRepo(pullSource),
+  // auto-merge (docs/ci.md "Auto-merge"): turned on, and off with the reason
+  'auto-merge-enabled': ofRepo(pullSource, user('enabled_by.uuid', 'enabled_by.username')),
+  'auto-merge-disabled': ofRepo(pullSource, user('enabled_by.uuid', 'enabled_by.username')),
   // commit statuses (README "Commit statuses and required checks")
   'status-created': ofRepo(),
   // CI runs and jobs (docs/ci.md "Events")

@@ -277,6 +277,20 @@ export const EVENT_PAYLOADS: Record<EventKind, PayloadSchema> = {
     merge_commit_sha: sha,
     merged_by_username: str(),
   }),
+  'auto-merge-enabled': pullEvent({
+    merge_strategy: str('merge, squash, rebase or fast_forward'),
+    enabled_by: userRef,
+    enabled_at: time,
+  }),
+  'auto-merge-disabled': pullEvent({
+    merge_strategy: str(),
+    enabled_by: userRef,
+    reason: str(
+      'turned_off (DELETE), closed (the pull was closed), access_lost (the user who turned it on can no longer merge), ' +
+        'conflict (the source does not merge cleanly) or merge_refused (the merge was refused: `code` says why)',
+    ),
+    code: strOrNull('merge_refused: the refusal code of the merge (for example not_fast_forward); else null'),
+  }),
   'status-created': obj({
     repo_uuid: uuid,
     status: obj({

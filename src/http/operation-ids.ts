@@ -140,6 +140,8 @@ export const OPERATION_IDS: Record<string, string> = {
   'get {repo}/pulls/{number}': 'getPull',
   'put {repo}/pulls/{number}': 'updatePull',
   'post {repo}/pulls/{number}/merge': 'mergePull',
+  'put {repo}/pulls/{number}/auto-merge': 'enablePullAutoMerge',
+  'delete {repo}/pulls/{number}/auto-merge': 'disablePullAutoMerge',
   'get {repo}/pulls/{number}/protection': 'getPullProtectionStatus',
   'get {repo}/pulls/{number}/commits': 'listPullCommits',
   'get {repo}/pulls/{number}/files': 'listPullFiles',

@@ -182,6 +182,8 @@ export const ROUTE_SCOPES: Record<string, RouteScope> = {
   'get {repo}/pulls/{number}': 'read:repo',
   'put {repo}/pulls/{number}': 'write:repo',
   'post {repo}/pulls/{number}/merge': 'write:repo',
+  'put {repo}/pulls/{number}/auto-merge': 'write:repo',
+  'delete {repo}/pulls/{number}/auto-merge': 'write:repo',
   'get {repo}/pulls/{number}/protection': 'read:repo',
   'get {repo}/pulls/{number}/commits': 'read:repo',
   'get {repo}/pulls/{number}/files': 'read:repo',

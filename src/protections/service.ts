@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { wakeAutoMerge } from '../pulls/auto-merge.ts';
 import type { Kysely, Selectable } from 'kysely';
 import { type RepoRef, type RepoRow, assertNotArchived, itemWrite, requireRepo } from '../access/index.ts';
 import type { DB, ProtectionsTable } from '../db/types.ts';
@@ -88,6 +89,7 @@ async function branchTaken(db: Kysely<DB>, repoUuid: string, branch: string, exc
 }
 
 async function emitProtectionEvent(
+  deps: Deps,
   tx: TxContext,
   viewer: Viewer,
   repo: RepoRow,
@@ -95,6 +97,8 @@ async function emitProtectionEvent(
   payload: Record<string, unknown>,
 ): Promise<void> {
   await tx.emit({ kind, scopes: repoScopes(repo), actor: actorOf(viewer), payload: { repo_uuid: repo.uuid, ...payload } });
+  // docs/ci.md "Auto-merge": a protection eased may let a pull merge
+  await wakeAutoMerge(deps, tx.db, { repoUuid: repo.uuid });
 }
 
 export async function listProtections(
@@ -156,7 +160,7 @@ export async function createProtection(
       if (isUniqueViolation(err)) throw duplicateBranch(branch);
       throw err;
     }
-    await emitProtectionEvent(tx, viewer, repo, 'protection-created', {
+    await emitProtectionEvent(deps, tx, viewer, repo, 'protection-created', {
       protection_uuid: row.uuid,
       branch,
       required_approvals: row.required_approvals,
@@ -216,7 +220,7 @@ export async function updateProtection(
       if (isUniqueViolation(err)) throw duplicateBranch(String(changes.branch));
       throw err;
     }
-    await emitProtectionEvent(tx, viewer, repo, 'protection-updated', {
+    await emitProtectionEvent(deps, tx, viewer, repo, 'protection-updated', {
       protection_uuid: row.uuid,
       branch: updated.branch,
       required_approvals: updated.required_approvals,
@@ -233,7 +237,7 @@ export async function deleteProtection(deps: Deps, viewer: Viewer, ref: RepoRef,
     const row = await findProtection(tx.db, repo, uuid);
     assertNotArchived(tx.access);
     await tx.db.deleteFrom('protections').where('uuid', '=', row.uuid).execute();
-    await emitProtectionEvent(tx, viewer, repo, 'protection-deleted', { protection_uuid: row.uuid, branch: row.branch });
+    await emitProtectionEvent(deps, tx, viewer, repo, 'protection-deleted', { protection_uuid: row.uuid, branch: row.branch });
   });
 }
 
@@ -294,7 +298,7 @@ export async function addApprover(
       if (isUniqueViolation(err)) throw already();
       throw err;
     }
-    await emitProtectionEvent(tx, viewer, repo, 'protection-approver-added', {
+    await emitProtectionEvent(deps, tx, viewer, repo, 'protection-approver-added', {
       protection_uuid: protection.uuid,
       branch: protection.branch,
       user_uuid: user.uuid,
@@ -322,7 +326,7 @@ export async function removeApprover(deps: Deps, viewer: Viewer, ref: RepoRef, u
       .where('protection_uuid', '=', protection.uuid)
       .where('user_uuid', '=', userUuid)
       .execute();
-    await emitProtectionEvent(tx, viewer, repo, 'protection-approver-removed', {
+    await emitProtectionEvent(deps, tx, viewer, repo, 'protection-approver-removed', {
       protection_uuid: protection.uuid,
       branch: protection.branch,
       user_uuid: listed.user_uuid,

@@ -238,6 +238,8 @@ async function finishMerge(
       .where('merge_pending', '=', 1)
       .executeTakeFirst();
     if (Number(res.numUpdatedRows) !== 1) throw new AppError(409, 'pull_merged', 'The pull is already merged.');
+    // a merged pull has no auto-merge (docs/ci.md "Auto-merge")
+    await tx.db.deleteFrom('pull_auto_merges').where('pull_uuid', '=', pullUuid).execute();
     const json = await loadPullJson(tx.db, pullUuid);
     // the target branch moved as by a push: branch-pushed, and pull-updated for pulls from it
     const moved = await emitRefMoves(

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { wakeAutoMerge } from './auto-merge.ts';
 import type { Kysely, Selectable } from 'kysely';
 import {
   assertCanRemoveReview,
@@ -188,6 +189,8 @@ async function published(
     payload: await reviewEventPayload(deps, pull, review),
   });
   await emitCommentsCreated(tx, viewer, pull, comments);
+  // docs/ci.md "Auto-merge": an approval may be what the pull waits for
+  if (review.status === 'approved') await wakeAutoMerge(deps, tx.db, { pullUuid: pull.uuid });
 }
 
 /** POST .../reviews/{uuid}/submit: the author's pending review becomes a review with this status; its comments are shown. */

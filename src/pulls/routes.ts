@@ -12,6 +12,7 @@ import { Page, PageQuery } from '../http/schemas.ts';
 import type { RepoAt, Viewer } from '../viewer.ts';
 import { sendPullDiff, wantsDiff } from '../code/pulls.ts';
 import { mergePull } from './merge.ts';
+import { disableAutoMerge, enableAutoMerge } from './auto-merge.ts';
 import { getPullProtection, PROTECTION_MATCHING_RULES } from './protection-status.ts';
 import {
   createPull,
@@ -31,6 +32,7 @@ import { SetBodies, TimelineEntry, UsernamesBody } from '../threads/schemas.ts';
 import { createReview, getReview, listReviews, removeReview } from './reviews-service.ts';
 import { commentRoutes } from './comments-routes.ts';
 import {
+  AutoMergeBody,
   CreatePullBody,
   CreateReviewBody,
   ListPullsQuery,
@@ -87,6 +89,17 @@ const MERGE_RULES =
   'gone; write access to the target repo is all it needs. The merge commit message names the source branch only ' +
   "(never a fork's name). A merged pull also gets closed_at = merged_at (as GitHub does). An empty body means the " +
   'default strategy `merge`.';
+
+const AUTO_MERGE_RULES =
+  'Auto-merge (docs/ci.md "Auto-merge"): the server merges the pull with `merge_strategy` (default merge), as the caller, ' +
+  'as soon as its approvals and required checks are satisfied: checked again on each status posted (by a CI job or ' +
+  'through the statuses API), each approving review and each protection change, through the job queue (one merge ' +
+  'across instances). The access of the user who turned it on is checked again then. It goes off, with an ' +
+  '`auto-merge-disabled` event giving the reason, when the pull is closed (closed), the user can no longer merge ' +
+  '(access_lost), the source conflicts (conflict) or the merge is refused otherwise (merge_refused, with the code). ' +
+  'Write access (403 for a reader, 404 without read access); archived repo 403 repo_archived (after the 404s). A merged ' +
+  'pull is 409 pull_merged, a closed one 409 pull_closed, a draft 409 pull_is_draft. A pull already mergeable is merged ' +
+  'at once: the answer then shows it merged (auto_merge null). Turning it on again replaces who and how.';
 
 type PullPath = RepoParams & { number: number; review_uuid: string };
 
@@ -239,6 +252,47 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       async (request) => {
         const result = await mergePull(deps, ...callerPull(request), request.body.merge_strategy);
         return { ...result, pull: await withBranchTips(deps, ...callerRepo(request), result.pull) };
+      },
+    );
+
+    r.put(
+      `${base}/:number/auto-merge`,
+      {
+        schema: {
+          tags,
+          summary: 'Turn auto-merge on: the pull merges by itself once its approvals and required checks are in',
+          description: AUTO_MERGE_RULES,
+          params: PullParams,
+          body: AutoMergeBody,
+          response: { 200: Pull, ...errors(403, 409) },
+        },
+        // No body at all means the default strategy.
+        preValidation: async (request) => {
+          if (request.body === undefined || request.body === null) request.body = {};
+        },
+      },
+      async (request) => {
+        await enableAutoMerge(deps, ...callerPull(request), request.body.merge_strategy);
+        return withBranchTips(deps, ...callerRepo(request), await getPull(deps, ...callerPull(request)));
+      },
+    );
+
+    r.delete(
+      `${base}/:number/auto-merge`,
+      {
+        schema: {
+          tags,
+          summary: 'Turn auto-merge off',
+          description:
+            'Write access (403 for a reader, 404 without read access); archived repo 403 repo_archived. Emits ' +
+            '`auto-merge-disabled` with reason turned_off; a pull without auto-merge is a no-op 204.',
+          params: PullParams,
+          response: { 204: { type: 'null' }, ...errors(403) },
+        },
+      },
+      async (request, reply) => {
+        await disableAutoMerge(deps, ...callerPull(request));
+        return reply.status(204).send();
       },
     );
 

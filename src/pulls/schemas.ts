@@ -21,6 +21,15 @@ const BranchName = (what: string) =>
     description: `${what}: a valid git branch name (git check-ref-format --branch rules, at most 255 bytes); it need not exist yet`,
   });
 
+export const AutoMerge = Type.Object(
+  {
+    enabled_by: Type.Object({ uuid: Type.String(), username: Type.String() }, { additionalProperties: false }),
+    merge_strategy: Type.String({ description: 'merge, squash, rebase or fast_forward' }),
+    enabled_at: Timestamp,
+  },
+  { additionalProperties: false, title: 'PullAutoMerge' },
+);
+
 export const Pull = Type.Object(
   {
     uuid: Type.String(),
@@ -63,6 +72,10 @@ export const Pull = Type.Object(
     assignees: Type.Array(UserRef, { description: 'sorted by username' }),
     milestone: Type.Union([MilestoneRef, Type.Null()]),
     requested_reviewers: Type.Array(UserRef, { description: 'sorted by username; a review by one ends their request' }),
+    auto_merge: Type.Union([AutoMerge, Type.Null()], {
+      description:
+        'who turned auto-merge on, with which strategy and when (PUT .../auto-merge); null when it is off (docs/ci.md "Auto-merge")',
+    }),
   },
   { additionalProperties: false, title: 'Pull' },
 );
@@ -258,6 +271,10 @@ export const PullProtection = Type.Object(
 );
 
 export const MergeBody = StrictObject({
+  merge_strategy: Type.Optional(literals(MERGE_STRATEGIES, 'default merge; other values are 400')),
+});
+
+export const AutoMergeBody = StrictObject({
   merge_strategy: Type.Optional(literals(MERGE_STRATEGIES, 'default merge; other values are 400')),
 });
 

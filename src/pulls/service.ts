@@ -1,4 +1,5 @@
 import { startPullRuns } from '../ci/pull-runs.ts';
+import { type AutoMergeJson, autoMergesOf, turnOffAutoMerge } from './auto-merge.ts';
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
 import {
@@ -87,7 +88,12 @@ export interface PullJson {
   assignees?: PullTracking['assignees'];
   milestone?: PullTracking['milestone'];
   requested_reviewers?: PullTracking['requested_reviewers'];
+  /** auto-merge (docs/ci.md "Auto-merge"), filled at the HTTP edge with the tips */
+  auto_merge?: AutoMergeJson | null;
 }
+
+/** The pull JSON's `auto_merge` as the HTTP edge fills it. */
+type AutoMergeField = { auto_merge: AutoMergeJson | null };
 
 type PullWithNames = PullRow & { author_username: string; merged_by_username: string | null };
 
@@ -152,14 +158,14 @@ const headFields = (pull: PullJson) => ({
  * The pull as `viewer` sees it: its head (the source branch's tip, or a fork pull's kept head)
  * and base read from the bare repositories, its source repo named or redacted (`sourceReposFor`).
  */
-export async function withBranchTips(deps: Deps, viewer: Viewer, ref: RepoRef, pull: PullJson): Promise<PullJson & PullTracking> {
+export async function withBranchTips(deps: Deps, viewer: Viewer, ref: RepoRef, pull: PullJson): Promise<PullJson & PullTracking & AutoMergeField> {
   const [head_sha, base_sha, [source_repo]] = await Promise.all([
     pullHeadSha(deps, headFields(pull)),
     deps.git.branchSha(pull.repo_uuid, pull.target_branch),
     sourceReposFor(deps, viewer, ref, [headFields(pull)]),
   ]);
-  const [decorated] = await decoratePulls(deps.db, [pull]);
-  return { ...decorated!, source_repo: source_repo!, head_sha, base_sha };
+  const [[decorated], autoMerges] = await Promise.all([decoratePulls(deps.db, [pull]), autoMergesOf(deps.db, [pull.uuid])]);
+  return { ...decorated!, source_repo: source_repo!, head_sha, base_sha, auto_merge: autoMerges.get(pull.uuid) ?? null };
 }
 
 /** A page of one repo's pulls as `withBranchTips` shows them, each distinct branch of the repo read once. */
@@ -168,7 +174,7 @@ export async function listWithBranchTips(
   viewer: Viewer,
   ref: RepoRef,
   pulls: PullJson[],
-): Promise<Array<PullJson & PullTracking>> {
+): Promise<Array<PullJson & PullTracking & AutoMergeField>> {
   if (pulls.length === 0) return [];
   const repoUuid = pulls[0]!.repo_uuid;
   const fields = pulls.map(headFields);
@@ -181,8 +187,13 @@ export async function listWithBranchTips(
   );
   const sources = await sourceReposFor(deps, viewer, ref, fields);
   const decorated = await decoratePulls(deps.db, pulls);
+  const autoMerges = await autoMergesOf(
+    deps.db,
+    pulls.filter((p) => p.status === 'open').map((p) => p.uuid),
+  );
   return decorated.map((p, i) => ({
     ...p,
+    auto_merge: autoMerges.get(p.uuid) ?? null,
     source_repo: sources[i]!,
     head_sha: heads[i] ?? null,
     base_sha: tips.get(p.target_branch) ?? null,
@@ -432,6 +443,8 @@ export async function updatePull(
         payload: { ...pullEventPayload(json), action, changed, ...renamed },
       });
       if (action === 'reopened') await startPullRuns(deps, tx, pull.uuid, 'reopened', actorOf(viewer));
+      // docs/ci.md "Auto-merge": closing turns it off
+      if (action === 'closed') await turnOffAutoMerge(tx, pull.uuid, 'closed', actorOf(viewer));
       if (changes.title !== undefined || changes.body !== undefined) {
         await recordReferences(tx, viewer, pullSource(access.repo, json), `${json.title}\n${json.body}`);
       }

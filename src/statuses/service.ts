@@ -12,6 +12,7 @@ import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import type { StatusState } from './schemas.ts';
+import { wakeAutoMerge } from '../pulls/auto-merge.ts';
 
 /**
  * Commit statuses (README "Commit statuses and required checks"): what CI systems report on a
@@ -149,6 +150,8 @@ export async function createStatus(
       actor: actorOf(viewer),
       payload: { repo_uuid: target.uuid, status, branches },
     });
+    // docs/ci.md "Auto-merge": a success may be what a pull waits for
+    if (input.state === 'success') await wakeAutoMerge(deps, tx.db, { repoUuid: target.uuid });
     return status;
   });
 }

@@ -37,6 +37,8 @@ export function liveState(opts: {
 export const PULL_STATE_KINDS = [
   'pull-updated',
   'pull-merged',
+  'auto-merge-enabled',
+  'auto-merge-disabled',
   'status-created',
   'review-submitted',
   'review-removed',

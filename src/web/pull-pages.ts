@@ -5,6 +5,7 @@ import { listAttachments } from '../attachments/service.ts';
 import type { Deps } from '../deps.ts';
 import { listBranches } from '../code/refs.ts';
 import { mergePull } from '../pulls/merge.ts';
+import { type AutoMergeJson, disableAutoMerge, enableAutoMerge } from '../pulls/auto-merge.ts';
 import { getPullProtection } from '../pulls/protection-status.ts';
 import { createReview, listReviews, submitReview } from '../pulls/reviews-service.ts';
 import { listComments, sourceAccess } from '../pulls/comments-service.ts';
@@ -230,7 +231,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     request: FastifyRequest,
     reply: FastifyReply,
     refused?:
-      | { form: 'merge' | 'review'; err: AppError; body?: string; status?: string }
+      | { form: 'merge' | 'review' | 'auto-merge'; err: AppError; body?: string; status?: string }
       | { form: 'line'; line: PageRefusal }
       | PullSideRefusal,
   ) => {
@@ -251,7 +252,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     const isAuthor = pull.author_uuid === c.viewer.uuid;
     const canWrite = can.write;
     const canEdit = can.edit;
-    const refusal = (form: 'merge' | 'review') =>
+    const refusal = (form: 'merge' | 'review' | 'auto-merge') =>
       refused && refused.form === form
         ? html`<p class="error" role="alert" id="${form}-error">${inWords(refused.err.detail)}</p>`
         : '';
@@ -480,6 +481,7 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
                     </form>`
                 : ''
             }
+            ${autoMergeControl(tips.auto_merge)}
           </section>
           <section class="box" aria-labelledby="reviews-h">
             <h2 id="reviews-h">Reviews</h2>
@@ -538,6 +540,33 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
         ${liveFeed({ id: 'pull-feed', label: 'Activity', scopes: isSignedOut(c) ? [] : [`pull:${pull.uuid}`], after: resume.after, events })}
         ${isSignedOut(c) ? '' : liveState({ scope: `repo:${repo.uuid}`, after: resume.after, kinds: PULL_STATE_KINDS, href: base, parts: ['pull-checks', 'pull-status', 'pull-meta', 'pull-reviews'] })}
       </div>`;
+    }
+
+    /**
+     * Auto-merge (docs/ci.md "Auto-merge"): its state for every reader; "Enable auto-merge" or
+     * "Disable auto-merge" for who may use it, posted with htmx (the checks part swapped in, a
+     * refusal beside the control) or as a plain form.
+     */
+    function autoMergeControl(on: AutoMergeJson | null): Html {
+      const swap = (action: string) =>
+        html`hx-post="${action}" hx-target="#pull-checks" hx-select="#pull-checks" hx-swap="outerHTML" data-refusals="inline"`;
+      const state = on
+        ? html`<p id="auto-merge-state">Auto-merge is on: ${on.enabled_by.username} turned it on ${when(on.enabled_at)}; the pull merges (${on.merge_strategy.replace('_', ' ')}) once its approvals and required checks are in.</p>`
+        : '';
+      if (!can.autoMerge) return html`<div id="pull-auto-merge">${state}</div>`;
+      const control = on
+        ? html`<form class="row" method="post" action="${base}/auto-merge/disable" ${swap(`${base}/auto-merge/disable`)}>
+            ${csrfField(c)}<button type="submit" id="auto-merge-button">Disable auto-merge</button>
+          </form>`
+        : html`<form class="row" method="post" action="${base}/auto-merge" ${swap(`${base}/auto-merge`)}>
+            ${csrfField(c)}
+            <label for="auto_merge_strategy">Strategy</label>
+            <select id="auto_merge_strategy" name="merge_strategy">
+              ${MERGE_STRATEGIES.map((s) => html`<option value="${s}">${s.replace('_', ' ')}</option>`)}
+            </select>
+            <button type="submit" id="auto-merge-button">Enable auto-merge</button>
+          </form>`;
+      return html`<div id="pull-auto-merge">${state}${refusal('auto-merge')}${control}</div>`;
     }
 
     function reviewForm(pending: number): Html | string {
@@ -609,6 +638,31 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     } catch (err) {
       if (!actionable(err)) throw err;
       return pullPage(request, reply, { form: 'merge', err });
+    }
+    return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
+  });
+  // auto-merge on and off (docs/ci.md "Auto-merge"), as PUT/DELETE {repo}/pulls/{n}/auto-merge
+  repoRoute(app, 'POST', '/pulls/:number/auto-merge', { params: { number: NumberParam }, body: MergeForm }, async (request, reply) => {
+    const c = requirePage(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
+    const number = (request.params as { number: number }).number;
+    try {
+      await enableAutoMerge(deps, c.viewer, ref.ref, number, (request.body as { merge_strategy: MergeStrategy }).merge_strategy);
+    } catch (err) {
+      if (!actionable(err)) throw err;
+      return pullPage(request, reply, { form: 'auto-merge', err });
+    }
+    return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
+  });
+  repoRoute(app, 'POST', '/pulls/:number/auto-merge/disable', { params: { number: NumberParam }, body: CsrfOnly }, async (request, reply) => {
+    const c = requirePage(request);
+    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
+    const number = (request.params as { number: number }).number;
+    try {
+      await disableAutoMerge(deps, c.viewer, ref.ref, number);
+    } catch (err) {
+      if (!actionable(err)) throw err;
+      return pullPage(request, reply, { form: 'auto-merge', err });
     }
     return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
   });

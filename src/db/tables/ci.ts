@@ -116,8 +116,18 @@ export interface CiSchedulesTable {
   updated_at: string;
 }
 
+/** Auto-merge of a pull (migration 630, docs/ci.md "Auto-merge"). */
+export interface PullAutoMergesTable {
+  pull_uuid: string;
+  repo_uuid: string;
+  enabled_by_uuid: string;
+  merge_strategy: string;
+  enabled_at: string;
+}
+
 export interface CiTables {
   ci_schedules: CiSchedulesTable;
+  pull_auto_merges: PullAutoMergesTable;
   ci_secrets: CiNamedValueTable;
   ci_variables: CiNamedValueTable;
   ci_runs: CiRunsTable;
