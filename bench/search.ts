@@ -264,19 +264,21 @@ async function main(): Promise<void> {
       emit(
         `\n${dialect}: initial index ${initialSec.toFixed(1)} s, index ${ratio.toFixed(2)}x the bytes indexed; 10-file push re-indexed in ${pushSec.toFixed(2)} s`,
       );
-      emit('| query | Weft p50 | Weft p99 | CPU/request | git grep p50 | csearch p50 | p50 vs csearch | p50 vs git grep |');
-      emit('|---|---:|---:|---:|---:|---:|---:|---:|');
+      emit('| query | Weft p50 | Weft p99 | CPU/request | total | git grep p50 | csearch p50 | p50 vs csearch | p50 vs git grep |');
+      emit('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const q of QUERIES) {
         const url = `${base}/api/v1/search/code?q=${encodeURIComponent(q.q)}`;
         let status = 0;
+        let total = '';
         const r = await load(async () => {
           const res = await fetch(url, { headers: { authorization: `Bearer ${user.token}` } });
           status = res.status;
+          total = res.headers.get('x-total-count') ?? '';
           await res.arrayBuffer();
         }, DURATION);
         const ref = reference.get(q.name)!;
         emit(
-          `| ${q.name} \`${q.q}\` (${status}) | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms | ${ref.git.p50.toFixed(1)} ms | ${ref.cs.p50.toFixed(1)} ms | ${(r.p50 / ref.cs.p50).toFixed(2)} | ${(r.p50 / ref.git.p50).toFixed(2)} |`,
+          `| ${q.name} \`${q.q}\` (${status}) | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms | ${total} | ${ref.git.p50.toFixed(1)} ms | ${ref.cs.p50.toFixed(1)} ms | ${(r.p50 / ref.cs.p50).toFixed(2)} | ${(r.p50 / ref.git.p50).toFixed(2)} |`,
         );
       }
 

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, isErrorBody, startApp, type TestApp } from './helpers.ts';
+import { CODE_SEARCH_LIMITS } from '../src/search/code.ts';
+import { THREAD_SEARCH_LIMITS } from '../src/search/threads.ts';
 import { waitUntil } from './webhooks-helpers.ts';
 
 /**
@@ -378,6 +380,101 @@ for (const dialect of DIALECTS) {
       assert.equal((await search('threads', 'zebra', bob.token)).headers['x-total-count'], '3');
       assert.equal((await search('threads', 'zebra', carol.token)).headers['x-total-count'], '2');
       assert.ok(isErrorBody((await search('threads', 'zebra is:nonsense', alice.token)).body, 'invalid_request'));
+    });
+
+    it('a literal in many files stops after its page: the count says "at least" (N+), paging by cursor and by page stays in order', async () => {
+      await newRepo(alice, 'dense');
+      const url = g.url(`/git/users/${alice.username}/dense.git`, alice.token);
+      const files: Record<string, string> = {};
+      for (let i = 0; i < 40; i++) files[`d${String(i).padStart(2, '0')}.txt`] = `one\ndensword ${i}\n`;
+      for (let i = 0; i < 10; i++) files[`x${i}.txt`] = 'nothing here\n';
+      files['z.txt'] = 'zzlonelyword\n';
+      const dir = await makeWorkTree(g, 'dense', [files]);
+      await g.run(['-C', dir, 'push', '-q', url, 'main']);
+      await indexed(alice.username, 'dense', await head(dir));
+      const only = (res: { body: { results: Hit[] } }) => res.body.results.map((h) => h.path);
+      const all = Object.keys(files).filter((p) => p.startsWith('d'));
+      const saved = { ...CODE_SEARCH_LIMITS };
+      const walk = async (q: string) => {
+        const seen: string[] = [];
+        let res = await search('code', `${q} repo:${alice.username}/dense`, alice.token, '&per_page=10');
+        const first = String(res.headers['x-total-count']);
+        for (;;) {
+          assert.equal(res.status, 200, res.text);
+          seen.push(...only(res));
+          if (!res.body.next) break;
+          res = await t.req('GET', res.body.next, { token: alice.token });
+        }
+        assert.deepEqual(seen, all);
+        return first;
+      };
+      try {
+        // within the budget: exact, on either way in
+        for (const q of ['densword', '/densword \\d+$/']) assert.equal(await walk(q), '40');
+        // past it: the page, and a lower bound
+        Object.assign(CODE_SEARCH_LIMITS, { examineBudget: 5, sparseCandidates: 0, window: 4 });
+        for (const q of ['densword', '/densword \\d+$/']) {
+          const total = await walk(q);
+          assert.match(total, /^\d+\+$/);
+          assert.ok(Number(total.slice(0, -1)) >= 11 && Number(total.slice(0, -1)) < 40, total);
+          // by page (offset) too
+          const second = await search('code', `${q} repo:${alice.username}/dense`, alice.token, '&per_page=10&page=2');
+          assert.deepEqual(only(second), all.slice(10, 20));
+        }
+        // a qualifier narrows the files before their text is read
+        const narrowed = await search('code', `densword path:d1 lang:text repo:${alice.username}/dense`, alice.token);
+        assert.deepEqual(only(narrowed), all.slice(10, 20));
+        // PostgreSQL: no match in the first files in order, so the trigram index finds the rare one
+        Object.assign(CODE_SEARCH_LIMITS, { denseProbe: 2 });
+        const rare = await search('code', `zzlonelyword repo:${alice.username}/dense`, alice.token);
+        assert.deepEqual(only(rare), ['z.txt']);
+        assert.equal(rare.headers['x-total-count'], '1');
+      } finally {
+        Object.assign(CODE_SEARCH_LIMITS, saved);
+      }
+    });
+
+    it('threads: a query matching more documents than are ranked ranks the newest and the title hits, and counts "at least"', async () => {
+      await newRepo(alice, 'many');
+      const base = `/api/v1/users/${alice.username}/repos/many`;
+      const thread = async (title: string, body: string) => {
+        const res = await t.req('POST', `${base}/threads`, { token: alice.token, body: { title, body } });
+        assert.equal(res.status, 201, res.text);
+        return res.body.number as number;
+      };
+      const titled = await thread('Quokka crash', 'It fails.');
+      const bodies: number[] = [];
+      for (let i = 0; i < 6; i++) bodies.push(await thread(`Report ${i}`, `a quokka sighting number ${i}`));
+      const numbers = (res: { body: { results: { number: number }[] } }) => res.body.results.map((r) => r.number);
+      const q = `quokka repo:${alice.username}/many`;
+      let res = await search('threads', q, alice.token);
+      assert.equal(res.headers['x-total-count'], '7');
+      assert.equal(numbers(res)[0], titled);
+      const saved = { ...THREAD_SEARCH_LIMITS };
+      try {
+        THREAD_SEARCH_LIMITS.rankedDocs = 3;
+        res = await search('threads', q, alice.token);
+        assert.equal(res.status, 200, res.text);
+        // the 3 newest body hits and the (old) title hit, the title first
+        assert.equal(res.headers['x-total-count'], '4+');
+        assert.equal(numbers(res)[0], titled);
+        assert.deepEqual(new Set(numbers(res).slice(1)), new Set(bodies.slice(3)));
+        const p2 = await search('threads', q, alice.token, '&per_page=3&page=2');
+        assert.equal(numbers(p2).length, 1);
+        assert.deepEqual((await search('threads', q, alice.token, '&per_page=3&page=3')).body.results, []);
+        // access and qualifiers apply before the limit: another repo's newer hits do not crowd these out
+        await newRepo(bob, 'crowd');
+        for (let i = 0; i < 4; i++) {
+          const r = await t.req('POST', `/api/v1/users/${bob.username}/repos/crowd/threads`, {
+            token: bob.token,
+            body: { title: `Crowd ${i}`, body: 'quokka again' },
+          });
+          assert.equal(r.status, 201, r.text);
+        }
+        assert.equal((await search('threads', q, alice.token)).headers['x-total-count'], '4+');
+      } finally {
+        Object.assign(THREAD_SEARCH_LIMITS, saved);
+      }
     });
 
     it('repos by name and description', async () => {

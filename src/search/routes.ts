@@ -41,7 +41,8 @@ const window = (p: PageParams) => ({ offset: p.offset, limit: p.limit });
 export async function searchRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['search'];
-  const total = (reply: FastifyReply, n: number) => reply.header('X-Total-Count', totalHeader(n));
+  const total = (reply: FastifyReply, found: { total: number; atLeast?: boolean }) =>
+    reply.header('X-Total-Count', totalHeader(found.total, found.atLeast));
 
   r.get(
     '/search/code',
@@ -70,7 +71,7 @@ export async function searchRoutes(app: FastifyInstance, { deps }: { deps: Deps 
         { ...query, ...(after ? { after: decodeCodeCursor(after) } : {}) },
         window(page),
       );
-      total(reply, found.total);
+      total(reply, found);
       // the next page continues after this page's last result (keyset), not at an offset
       const last = found.rows.length > page.perPage ? found.rows[page.perPage - 1]! : null;
       const next = last
@@ -99,7 +100,7 @@ export async function searchRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     async (request, reply) => {
       const page = pageParams(request.query);
       const found = await searchThreads(deps, requireViewer(request), request.query, window(page));
-      total(reply, found.total);
+      total(reply, found);
       return pageOf(request, reply, page, found.rows);
     },
   );
@@ -121,7 +122,7 @@ export async function searchRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     async (request, reply) => {
       const page = pageParams(request.query);
       const found = await searchCommits(deps, requireViewer(request), request.query, window(page));
-      total(reply, found.total);
+      total(reply, found);
       return pageOf(request, reply, page, found.rows);
     },
   );
@@ -140,7 +141,7 @@ export async function searchRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     async (request, reply) => {
       const page = pageParams(request.query);
       const found = await searchRepos(deps, requireViewer(request), request.query, window(page));
-      total(reply, found.total);
+      total(reply, found);
       return pageOf(request, reply, page, found.rows);
     },
   );

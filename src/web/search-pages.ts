@@ -122,7 +122,7 @@ export async function searchPages(app: FastifyInstance, { deps }: { deps: Deps }
     const tabs = html`<nav class="tabs" aria-label="Result kinds">
       ${TABS.map((t, i) => {
         const r = results[i];
-        const count = !r ? '' : 'error' in r ? ' (-)' : ` (${totalHeader(r.total)})`;
+        const count = !r ? '' : 'error' in r ? ' (-)' : ` (${totalHeader(r.total, r.atLeast)})`;
         return html`<a href="${href({ type: t })}" ${t === tab ? html` aria-current="page"` : ''}>${LABELS[t]}${count}</a>`;
       })}
     </nav>`;
