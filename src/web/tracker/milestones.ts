@@ -123,10 +123,9 @@ async function listPage(
 
 async function onePage(deps: Deps, c: PageCaller, { at, repo, can }: PageRepo, number: number, state?: FormState) {
   const base = repoHref(repo);
-  const [m, threads] = await Promise.all([
-    getMilestone(deps, c.viewer, at, number),
-    listThreads(deps, c.viewer, at, { offset: 0, limit: 50 }, { state: 'all', milestone: String(number) }),
-  ]);
+  // the milestone first: a missing one is 404 (its threads' list would refuse the number as 400)
+  const m = await getMilestone(deps, c.viewer, at, number);
+  const threads = await listThreads(deps, c.viewer, at, { offset: 0, limit: 50 }, { state: 'all', milestone: String(number) });
   const write = can.write;
   const body = html`${repoHeader(repo, 'threads', can)}
     <p><a href="${base}/milestones">All milestones</a></p>
