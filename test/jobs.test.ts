@@ -169,6 +169,63 @@ for (const dialect of DIALECTS) {
       });
     });
 
+    test('a kind registered with holdLease keeps its job past the lease while it runs, then lets a dead worker go', async () => {
+      await withDb(dialect, async (database) => {
+        const slow = queue(database, { leaseMs: 300 });
+        let release!: () => void;
+        const hung = new Promise<void>((r) => (release = r));
+        let slowRuns = 0;
+        slow.register(
+          'k',
+          async () => {
+            slowRuns++;
+            await hung;
+          },
+          { holdLease: true },
+        );
+        await slow.enqueue(database.db, { kind: 'k', payload: {} });
+        slow.start();
+        await waitUntil(() => slowRuns === 1, 10_000, 'the first claim');
+
+        const other = queue(database);
+        let taken = 0;
+        other.register('k', async () => void taken++, { holdLease: true });
+        other.start();
+        // Four leases long: without renewal the other worker would have taken the job over.
+        await sleep(1200);
+        assert.equal(taken, 0, 'not taken over while its worker renews the lease');
+        const [held] = await jobRows(database);
+        assert.ok(held!.locked_until! > new Date().toISOString(), 'the lease was moved on');
+        release();
+        await waitUntil(async () => (await jobRows(database)).length === 0, 10_000, 'the row to go');
+        assert.equal(taken, 0);
+        assert.equal(slowRuns, 1);
+        await other.stop();
+        await slow.stop();
+
+        // A worker that stops renewing (as a killed one does) loses the job when its lease runs out.
+        let release2!: () => void;
+        const hung2 = new Promise<void>((r) => (release2 = r));
+        let stuck = 0;
+        const dying = queue(database, { leaseMs: 300 });
+        dying.register('j', async () => {
+          stuck++;
+          await hung2;
+        });
+        await dying.enqueue(database.db, { kind: 'j', payload: {} });
+        dying.start();
+        await waitUntil(() => stuck === 1, 10_000, 'the claim');
+        const rescuer = queue(database);
+        let rescued = 0;
+        rescuer.register('j', async () => void rescued++, { holdLease: true });
+        rescuer.start();
+        await waitUntil(() => rescued === 1, 10_000, 'the takeover');
+        release2();
+        await dying.stop();
+        await rescuer.stop();
+      });
+    });
+
     test('a worker whose lease was taken over does not delete or unlock the job when it finishes late', async () => {
       await withDb(dialect, async (database) => {
         const late = queue(database, { leaseMs: 200, onError: () => {} });

@@ -25,7 +25,7 @@ interface ClaimedJob {
   kind: string;
   payload: string;
   attempts: number;
-  /** The `locked_until` this worker wrote when it claimed the job. */
+  /** The `locked_until` this worker wrote when it claimed the job, then at each renewal. */
   lease: string;
 }
 
@@ -42,7 +42,11 @@ export type JobHandler = (payload: Record<string, unknown>, job: JobContext) => 
 export interface JobQueue {
   /** Writes the job with `db` (the caller's transaction when one is open). */
   enqueue(db: Kysely<DB>, job: JobInput): Promise<void>;
-  register(kind: string, handler: JobHandler): void;
+  /**
+   * `holdLease`: the handler may run longer than the lease (an import, a mirror sync: work with
+   * its own timeout), so its lease is renewed while it runs; a worker that dies stops renewing.
+   */
+  register(kind: string, handler: JobHandler, opts?: { holdLease?: boolean }): void;
   /** Looks for due work now (called after commit by enqueue; callers rarely need it). */
   wake(): void;
   start(): void;
@@ -64,6 +68,7 @@ export interface JobQueueOptions {
 
 export class DbJobQueue implements JobQueue {
   private readonly handlers = new Map<string, JobHandler>();
+  private readonly leaseHolders = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private running = false;
   private stopped = true;
@@ -84,8 +89,10 @@ export class DbJobQueue implements JobQueue {
     this.maxAttempts = opts.maxAttempts ?? 8;
   }
 
-  register(kind: string, handler: JobHandler): void {
+  register(kind: string, handler: JobHandler, opts: { holdLease?: boolean } = {}): void {
     this.handlers.set(kind, handler);
+    if (opts.holdLease) this.leaseHolders.add(kind);
+    else this.leaseHolders.delete(kind);
   }
 
   async enqueue(db: Kysely<DB>, job: JobInput): Promise<void> {
@@ -210,6 +217,44 @@ export class DbJobQueue implements JobQueue {
   }
 
   /**
+   * Keeps a running job's lease while its handler works, for kinds registered with `holdLease`
+   * (a mirror sync or an import can run longer than the lease): every third of the lease the lease is moved on, only while this
+   * worker still holds it. `job.lease` follows, so the finish below matches the row. A worker
+   * that died stops renewing and the job is taken over when the last lease runs out.
+   */
+  private holdLease(job: ClaimedJob): { stop: () => Promise<void> } {
+    let beat: Promise<void> = Promise.resolve();
+    let stopped = false;
+    const renew = async (): Promise<void> => {
+      const next = new Date(this.opts.clock.now().getTime() + this.leaseMs).toISOString();
+      if (next <= job.lease) return;
+      const res = await this.db
+        .updateTable('jobs')
+        .set({ locked_until: next })
+        .where('id', '=', job.id)
+        .where('locked_until', '=', job.lease)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) === 1) job.lease = next;
+      else stopped = true;
+    };
+    const timer = setInterval(
+      () => {
+        if (stopped) return;
+        beat = beat.then(renew).catch((e: unknown) => this.opts.onError?.(e, null));
+      },
+      Math.max(50, Math.floor(this.leaseMs / 3)),
+    );
+    timer.unref();
+    return {
+      stop: async () => {
+        stopped = true;
+        clearInterval(timer);
+        await beat;
+      },
+    };
+  }
+
+  /**
    * Runs one claimed job. The delete or reschedule that follows only touches the row while this
    * worker still holds its lease: once the lease ran out and another worker took the job over,
    * a late finish must not delete or unlock the job under that worker.
@@ -217,11 +262,14 @@ export class DbJobQueue implements JobQueue {
   private async execute(job: ClaimedJob): Promise<void> {
     const context: JobContext = { id: job.id, kind: job.kind, attempts: job.attempts };
     const handler = this.handlers.get(job.kind);
+    const heartbeat = this.leaseHolders.has(job.kind) ? this.holdLease(job) : { stop: async () => {} };
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
       await handler(JSON.parse(job.payload) as Record<string, unknown>, context);
+      await heartbeat.stop();
       await this.db.deleteFrom('jobs').where('id', '=', job.id).where('locked_until', '=', job.lease).execute();
     } catch (err) {
+      await heartbeat.stop();
       this.opts.onError?.(err, context);
       const now = this.opts.clock.now();
       const giveUp = job.attempts >= this.maxAttempts;

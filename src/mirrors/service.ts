@@ -231,24 +231,40 @@ async function scheduleNextTick(deps: Deps, repoUuid: string, after: number | nu
   });
 }
 
-/** The jobs: the import, pull mirror syncs (on demand, and timed ones that queue the next), push mirror pushes. */
+/**
+ * The jobs: the import, pull mirror syncs (on demand, and timed ones that queue the next), push
+ * mirror pushes. Each holds its lease while git runs (git has its own timeout, which may be longer
+ * than the queue's lease), so a long sync is never taken over by another instance while it runs.
+ */
 export function registerMirrors(deps: Deps): void {
-  deps.jobs.register('repo-import', async (payload) => {
-    const uuid = String(payload.repo_uuid);
-    const { error } = await fetchSource(deps, uuid, { kind: 'import' });
-    if (error === null) await scheduleNextTick(deps, uuid, null);
-  });
-  deps.jobs.register('mirror-sync', async (payload) => {
-    const uuid = String(payload.repo_uuid);
-    const due = Number(payload.due) || 0;
-    await fetchSource(
-      deps,
-      uuid,
-      payload.tick === true ? { kind: 'timer', slot: new Date(due).toISOString() } : { kind: 'demand' },
-    );
-    if (payload.tick === true) await scheduleNextTick(deps, uuid, Number(payload.due) || 0);
-  });
-  deps.jobs.register('push-mirror', async (payload) => {
-    await pushToMirror(deps, String(payload.uuid));
-  });
+  deps.jobs.register(
+    'repo-import',
+    async (payload) => {
+      const uuid = String(payload.repo_uuid);
+      const { error } = await fetchSource(deps, uuid, { kind: 'import' });
+      if (error === null) await scheduleNextTick(deps, uuid, null);
+    },
+    { holdLease: true },
+  );
+  deps.jobs.register(
+    'mirror-sync',
+    async (payload) => {
+      const uuid = String(payload.repo_uuid);
+      const due = Number(payload.due) || 0;
+      await fetchSource(
+        deps,
+        uuid,
+        payload.tick === true ? { kind: 'timer', slot: new Date(due).toISOString() } : { kind: 'demand' },
+      );
+      if (payload.tick === true) await scheduleNextTick(deps, uuid, Number(payload.due) || 0);
+    },
+    { holdLease: true },
+  );
+  deps.jobs.register(
+    'push-mirror',
+    async (payload) => {
+      await pushToMirror(deps, String(payload.uuid));
+    },
+    { holdLease: true },
+  );
 }
