@@ -15,6 +15,9 @@
  *
  * The load runs in this process beside the server (one event loop): the figures are an upper
  * bound of what a separate client would see.
+ *
+ * With PROFILE=1 each search then runs alone too: its wall time and this process's CPU, and on
+ * SQLite every statement's SQL and time (with PLAN=1 its `EXPLAIN QUERY PLAN`), as a profile.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -155,6 +158,58 @@ const QUERIES: Query[] = [
   },
 ];
 
+/**
+ * Each search alone (PROFILE=1): wall time and CPU; on SQLite every statement over 1 ms, through the
+ * connection's `prepare`, with its query plan when PLAN=1.
+ */
+async function profile(
+  t: import('../test/helpers.ts').TestApp,
+  token: string,
+  searches: [string, string][],
+  emit: (...lines: string[]) => void,
+): Promise<void> {
+  const handle = t.deps.database.sqlite;
+  const log: { sql: string; ms: number; params: unknown[] }[] = [];
+  let recording = false;
+  const prepare = handle?.prepare.bind(handle);
+  if (handle && prepare)
+    (handle as { prepare: unknown }).prepare = (source: string) => {
+      const stmt = prepare(source);
+      for (const m of ['all', 'get', 'run', 'iterate'] as const) {
+        const orig = (stmt as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!.bind(stmt);
+        (stmt as unknown as Record<string, unknown>)[m] = (...args: unknown[]) => {
+          const t0 = performance.now();
+          const out = orig(...args);
+          if (recording) log.push({ sql: source, ms: performance.now() - t0, params: args.flat() });
+          return out;
+        };
+      }
+      return stmt;
+    };
+  for (const [kind, q] of searches) {
+    const url = `/api/v1/search/${kind}?q=${encodeURIComponent(q)}`;
+    await t.req('GET', url, { token });
+    log.length = 0;
+    recording = true;
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const r = await t.req('GET', url, { token });
+    const wall = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    recording = false;
+    emit(
+      `- ${kind} \`${q}\`: ${r.status}, total ${r.headers['x-total-count']}, ${wall.toFixed(1)} ms wall, ${((cpu.user + cpu.system) / 1000).toFixed(1)} ms CPU alone`,
+    );
+    for (const s of log.filter((x) => x.ms > 1)) {
+      emit(`  - ${s.ms.toFixed(1)} ms: ${s.sql.replace(/\s+/g, ' ').slice(0, 400)}`);
+      if (process.env.PLAN && prepare) {
+        const plan = prepare(`explain query plan ${s.sql}`).all(...(s.params as never[])) as { detail: string }[];
+        for (const p of plan) emit(`      ${p.detail}`);
+      }
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'weft-bench-search-'));
   const gen = join(root, 'big.git');
@@ -264,7 +319,9 @@ async function main(): Promise<void> {
       emit(
         `\n${dialect}: initial index ${initialSec.toFixed(1)} s, index ${ratio.toFixed(2)}x the bytes indexed; 10-file push re-indexed in ${pushSec.toFixed(2)} s`,
       );
-      emit('| query | Weft p50 | Weft p99 | CPU/request | total | git grep p50 | csearch p50 | p50 vs csearch | p50 vs git grep |');
+      emit(
+        '| query | Weft p50 | Weft p99 | CPU/request | total | git grep p50 | csearch p50 | p50 vs csearch | p50 vs git grep |',
+      );
       emit('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const q of QUERIES) {
         const url = `${base}/api/v1/search/code?q=${encodeURIComponent(q.q)}`;
@@ -318,6 +375,18 @@ async function main(): Promise<void> {
           await res.arrayBuffer();
         }, DURATION);
         emit(`| \`${q}\` | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms | ${total} |`);
+      }
+      if (process.env.PROFILE) {
+        emit(`\n${dialect}: each search alone`);
+        await profile(
+          t,
+          user.token,
+          [
+            ...QUERIES.map((x): [string, string] => ['code', x.q]),
+            ...['okapi', 'stream parse', '"write error"'].map((x): [string, string] => ['threads', x]),
+          ],
+          emit,
+        );
       }
     } finally {
       await t.close();

@@ -5,7 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DIALECTS, freshStore } from './helpers.ts';
-import { SERVER_ADMIN_TOKEN, type ServerProcess, type StoreHandle, eventually, startServer, stopServer } from './server-process.ts';
+import {
+  SERVER_ADMIN_TOKEN,
+  type ServerProcess,
+  type StoreHandle,
+  eventually,
+  startServer,
+  stopServer,
+} from './server-process.ts';
 
 /**
  * docs/ci.md "Auto-merge" with two real server processes (dist/main.js) on one PostgreSQL
@@ -35,7 +42,11 @@ async function api(base: string, method: string, path: string, body?: unknown, t
   });
   const text = await res.text();
   // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely
-  return { status: res.status, body: (text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : {}) as any, text };
+  return {
+    status: res.status,
+    body: (text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : {}) as any,
+    text,
+  };
 }
 
 for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
@@ -76,9 +87,18 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
       git(['push', '-q', url.toString(), 'HEAD:feat'], work);
       const head = git(['rev-parse', 'HEAD'], work).trim();
 
-      const prot = await api(a, 'POST', `${repo}/protections`, { branch: 'main', required_approvals: 0, required_status_contexts: ['ext/a', 'ext/b'] });
+      const prot = await api(a, 'POST', `${repo}/protections`, {
+        branch: 'main',
+        required_approvals: 0,
+        required_status_contexts: ['ext/a', 'ext/b'],
+      });
       assert.equal(prot.status, 201, prot.text);
-      const pull = await api(a, 'POST', `${repo}/pulls`, { title: 'Feat', body: '', source_branch: 'feat', target_branch: 'main' });
+      const pull = await api(a, 'POST', `${repo}/pulls`, {
+        title: 'Feat',
+        body: '',
+        source_branch: 'feat',
+        target_branch: 'main',
+      });
       assert.equal(pull.status, 201, pull.text);
       const on = await api(b, 'PUT', `${repo}/pulls/${pull.body.number}/auto-merge`, { merge_strategy: 'merge' });
       assert.equal(on.status, 200, on.text);
@@ -104,9 +124,13 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
       assert.equal(events.status, 200, events.text);
       assert.equal(events.body.results.length, 1, 'one pull-merged event');
       git(['fetch', '-q', url.toString(), 'main:refs/remotes/check/main'], work);
-      const landed = git(['rev-list', `${base}..refs/remotes/check/main`], work).trim().split('\n');
+      const landed = git(['rev-list', `${base}..refs/remotes/check/main`], work)
+        .trim()
+        .split('\n');
       assert.equal(landed.length, 2, 'the feature commit and one merge commit');
-      const merges = git(['rev-list', '--merges', `${base}..refs/remotes/check/main`], work).trim().split('\n');
+      const merges = git(['rev-list', '--merges', `${base}..refs/remotes/check/main`], work)
+        .trim()
+        .split('\n');
       assert.deepEqual(merges, [merged.merge_commit_sha]);
     });
   });

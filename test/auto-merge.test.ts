@@ -22,7 +22,10 @@ for (const dialect of DIALECTS) {
       await seedCommit(t, r.uuid, 'main');
       const repo = { uuid: r.uuid, base: `/api/v1/teams/${w.team.slug}/repos/${r.slug}` };
       if (protection) {
-        const res = await t.req('POST', `${repo.base}/protections`, { token: w.maintainer.token, body: { branch: 'main', ...protection } });
+        const res = await t.req('POST', `${repo.base}/protections`, {
+          token: w.maintainer.token,
+          body: { branch: 'main', ...protection },
+        });
         assert.equal(res.status, 201, res.text);
       }
       return repo;
@@ -35,7 +38,9 @@ for (const dialect of DIALECTS) {
     const enable = (repo: RepoHandle, number: number, token: string, body: unknown = { merge_strategy: 'squash' }) =>
       t.req('PUT', `${repo.base}/pulls/${number}/auto-merge`, { token, body });
     const kinds = async (pullUuid: string) =>
-      (await eventResults(t, `pull:${pullUuid}`)).map((e) => e.kind).filter((k) => k.startsWith('auto-merge') || k === 'pull-merged');
+      (await eventResults(t, `pull:${pullUuid}`))
+        .map((e) => e.kind)
+        .filter((k) => k.startsWith('auto-merge') || k === 'pull-merged');
     const disabled = async (pullUuid: string) =>
       (await eventResults(t, `pull:${pullUuid}`, undefined, 'auto-merge-disabled')).map((e) => e.payload);
 
@@ -63,7 +68,10 @@ for (const dialect of DIALECTS) {
       const off = await t.req('DELETE', `${repo.base}/pulls/${pull.number}/auto-merge`, { token: w.maintainer.token });
       assert.equal(off.status, 204, off.text);
       assert.equal((await pullOf(repo, pull.number)).auto_merge, null);
-      assert.equal((await t.req('DELETE', `${repo.base}/pulls/${pull.number}/auto-merge`, { token: w.member.token })).status, 204);
+      assert.equal(
+        (await t.req('DELETE', `${repo.base}/pulls/${pull.number}/auto-merge`, { token: w.member.token })).status,
+        204,
+      );
       const [payload] = await disabled(pull.uuid);
       assert.equal(payload!.reason, 'turned_off');
       assert.equal(payload!.code, null);
@@ -149,7 +157,10 @@ for (const dialect of DIALECTS) {
       const repo = await freshRepo({ required_approvals: 1 });
       const pull = await openPull(t, repo.base, { token: w.member.token });
       assert.equal((await enable(repo, pull.number, w.member.token)).status, 200);
-      const closed = await t.req('PUT', `${repo.base}/pulls/${pull.number}`, { token: w.member.token, body: { status: 'closed' } });
+      const closed = await t.req('PUT', `${repo.base}/pulls/${pull.number}`, {
+        token: w.member.token,
+        body: { status: 'closed' },
+      });
       assert.equal(closed.status, 200, closed.text);
       assert.equal(closed.body.auto_merge, null);
       const [payload] = await disabled(pull.uuid);
@@ -219,7 +230,10 @@ for (const dialect of DIALECTS) {
       await seedCommit(t, repo.uuid, 'main', { path: 'elsewhere.txt' });
       const on = await enable(repo, pull.number, w.member.token, { merge_strategy: 'fast_forward' });
       assert.equal(on.status, 200);
-      await t.req('POST', `${repo.base}/statuses/${on.body.head_sha}`, { token: w.member.token, body: { state: 'success', context: 'ci' } });
+      await t.req('POST', `${repo.base}/statuses/${on.body.head_sha}`, {
+        token: w.member.token,
+        body: { state: 'success', context: 'ci' },
+      });
       await waitUntil(async () => (await disabled(pull.uuid)).length === 1, 20_000, 'auto-merge turned off');
       const [payload] = await disabled(pull.uuid);
       assert.equal(payload!.reason, 'merge_refused');
@@ -234,9 +248,15 @@ for (const dialect of DIALECTS) {
       assert.equal((await enable(repo, pull.number, w.member.token, { merge_strategy: 'merge', extra: 1 })).status, 400);
       const reader = await enable(repo, pull.number, w.reader.token);
       assert.equal(reader.status, 403, reader.text);
-      assert.equal((await t.req('DELETE', `${repo.base}/pulls/${pull.number}/auto-merge`, { token: w.reader.token })).status, 403);
+      assert.equal(
+        (await t.req('DELETE', `${repo.base}/pulls/${pull.number}/auto-merge`, { token: w.reader.token })).status,
+        403,
+      );
       assert.equal((await enable(repo, pull.number, w.outsider.token)).status, 404);
-      assert.equal((await t.req('DELETE', `${repo.base}/pulls/${pull.number}/auto-merge`, { token: w.outsider.token })).status, 404);
+      assert.equal(
+        (await t.req('DELETE', `${repo.base}/pulls/${pull.number}/auto-merge`, { token: w.outsider.token })).status,
+        404,
+      );
       assert.equal((await enable(repo, 999, w.member.token)).status, 404);
       assert.equal((await pullOf(repo, pull.number)).auto_merge, null, 'nothing changed');
 
@@ -251,7 +271,10 @@ for (const dialect of DIALECTS) {
       assert.equal(c.status, 409);
       assert.equal(c.body.error, 'pull_closed');
       const open = await openPull(t, repo.base, { token: w.member.token });
-      await t.req('POST', `${repo.base}/pulls/${open.number}/reviews`, { token: w.maintainer.token, body: { status: 'approved' } });
+      await t.req('POST', `${repo.base}/pulls/${open.number}/reviews`, {
+        token: w.maintainer.token,
+        body: { status: 'approved' },
+      });
       assert.equal((await t.req('POST', `${repo.base}/pulls/${open.number}/merge`, { token: w.member.token })).status, 200);
       const m = await enable(repo, open.number, w.member.token);
       assert.equal(m.status, 409);

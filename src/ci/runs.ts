@@ -6,7 +6,7 @@
  * (`insertRuns`). Jobs whose needs are finished are queued or skipped as their `if` says
  * (`advanceRun`), and a run completes with its jobs.
  */
-import { wakeAutoMerge } from '../pulls/auto-merge.ts';
+import { wakeAutoMerge } from '../pulls/auto-merge-state.ts';
 import { randomUUID } from 'node:crypto';
 import type { TxContext } from '../core/transaction.ts';
 import type { Deps } from '../deps.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { wakeAutoMerge } from '../pulls/auto-merge.ts';
+import { wakeAutoMerge } from '../pulls/auto-merge-state.ts';
 import type { Kysely, Selectable } from 'kysely';
 import { type RepoRef, type RepoRow, assertNotArchived, itemWrite, requireRepo } from '../access/index.ts';
 import type { DB, ProtectionsTable } from '../db/types.ts';

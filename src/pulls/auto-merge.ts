@@ -13,15 +13,13 @@
  * `closed`, `access_lost` (the user can no longer merge: removed, demoted, deactivated),
  * `conflict`, or `merge_refused` with the refusal `code`. A merge of the pull removes it too.
  */
-import type { Kysely } from 'kysely';
 import { assertNotArchived, itemWrite, type RepoRef, requireRepo } from '../access/index.ts';
 import { command } from '../core/command.ts';
 import { onPull } from '../core/targets.ts';
 import { inTransaction, type TxContext } from '../core/transaction.ts';
-import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, conflict } from '../errors.ts';
-import { actorOf, type EventActor } from '../events/service.ts';
+import { actorOf } from '../events/service.ts';
 import type { MergeStrategy } from '../git/store.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
@@ -29,84 +27,15 @@ import { pullHeadSha } from './heads.ts';
 import { mergePull } from './merge.ts';
 import { pullProtectionStatus } from './protection-status.ts';
 import { loadPullJson, pullEventPayload, pullScopes } from './service.ts';
+import { type AutoMergeOffReason, autoMergesOf, JOB_AUTO_MERGE, turnOffAutoMerge } from './auto-merge-state.ts';
 
-export const JOB_AUTO_MERGE = 'auto-merge';
+export { type AutoMergeJson, autoMergesOf } from './auto-merge-state.ts';
 
-export interface AutoMergeJson {
-  enabled_by: { uuid: string; username: string };
-  merge_strategy: MergeStrategy;
-  enabled_at: string;
-}
-
-export type AutoMergeOffReason = 'turned_off' | 'closed' | 'access_lost' | 'conflict' | 'merge_refused';
-
-/** The auto-merge of each of these pulls that has it on. */
-export async function autoMergesOf(db: Kysely<DB>, pullUuids: string[]): Promise<Map<string, AutoMergeJson>> {
-  if (pullUuids.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('pull_auto_merges as a')
-    .innerJoin('users as u', 'u.uuid', 'a.enabled_by_uuid')
-    .select(['a.pull_uuid', 'a.merge_strategy', 'a.enabled_at', 'u.uuid', 'u.username'])
-    .where('a.pull_uuid', 'in', pullUuids)
-    .execute();
-  return new Map(
-    rows.map((r) => [
-      r.pull_uuid,
-      {
-        enabled_by: { uuid: r.uuid, username: r.username },
-        merge_strategy: r.merge_strategy as MergeStrategy,
-        enabled_at: r.enabled_at,
-      },
-    ]),
-  );
-}
-
-/**
- * Enqueues an attempt for each pull with auto-merge on, of a repo (a status or a protection
- * changed) or one pull (an approval), with `db` (the transaction of that change).
- */
-export async function wakeAutoMerge(deps: Deps, db: Kysely<DB>, by: { repoUuid: string } | { pullUuid: string }): Promise<void> {
-  let q = db.selectFrom('pull_auto_merges').select('pull_uuid');
-  q = 'repoUuid' in by ? q.where('repo_uuid', '=', by.repoUuid) : q.where('pull_uuid', '=', by.pullUuid);
-  for (const r of await q.execute()) {
-    await deps.jobs.enqueue(db, { kind: JOB_AUTO_MERGE, payload: { pull_uuid: r.pull_uuid } });
-  }
-}
-
-/**
- * Turns auto-merge off inside a transaction, with its event; nothing when it is not on (or, with
- * `enabledAt`, when it was turned on again since). Returns whether it was on.
- */
-export async function turnOffAutoMerge(
-  tx: TxContext,
-  pullUuid: string,
-  reason: AutoMergeOffReason,
-  actor: EventActor | null,
-  opts: { code?: string; enabledAt?: string } = {},
-): Promise<boolean> {
-  const [on] = await autoMergesOf(tx.db, [pullUuid]).then((m) => [...m.values()]);
-  if (!on || (opts.enabledAt !== undefined && on.enabled_at !== opts.enabledAt)) return false;
-  const res = await tx.db
-    .deleteFrom('pull_auto_merges')
-    .where('pull_uuid', '=', pullUuid)
-    .where('enabled_at', '=', on.enabled_at)
-    .executeTakeFirst();
-  if (Number(res.numDeletedRows) !== 1) return false;
+/** The pull event's scopes and payload as they stand in `tx`. */
+const shapeOf = async (tx: TxContext, pullUuid: string) => {
   const json = await loadPullJson(tx.db, pullUuid);
-  await tx.emit({
-    kind: 'auto-merge-disabled',
-    scopes: pullScopes(json),
-    actor,
-    payload: {
-      ...pullEventPayload(json),
-      merge_strategy: on.merge_strategy,
-      enabled_by: on.enabled_by,
-      reason,
-      code: opts.code ?? null,
-    },
-  });
-  return true;
-}
+  return { scopes: pullScopes(json), payload: pullEventPayload(json) };
+};
 
 const WRITE = itemWrite({ level: 'write' as const, write: true });
 
@@ -167,7 +96,7 @@ export async function enableAutoMerge(
 export async function disableAutoMerge(deps: Deps, viewer: Viewer, ref: RepoRef, number: number): Promise<void> {
   await command(deps, viewer, onPull(ref, number, WRITE), async (tx) => {
     assertNotArchived(tx.access.access);
-    await turnOffAutoMerge(tx, tx.access.pull.uuid, 'turned_off', actorOf(viewer));
+    await turnOffAutoMerge(tx, tx.access.pull.uuid, 'turned_off', actorOf(viewer), await shapeOf(tx, tx.access.pull.uuid));
   });
 }
 
@@ -209,9 +138,9 @@ export async function runAutoMerge(deps: Deps, pullUuid: string): Promise<AutoMe
     .executeTakeFirst();
   if (!row) return 'none';
   const off = (reason: AutoMergeOffReason, code?: string) =>
-    inTransaction(deps, (tx) => turnOffAutoMerge(tx, pullUuid, reason, null, { code, enabledAt: row.enabled_at })).then(
-      () => 'off' as const,
-    );
+    inTransaction(deps, async (tx) =>
+      turnOffAutoMerge(tx, pullUuid, reason, null, await shapeOf(tx, pullUuid), { code, enabledAt: row.enabled_at }),
+    ).then(() => 'off' as const);
   if (row.status === 'merged' || row.merge_pending === 1) return 'none';
   if (row.status === 'closed') return off('closed');
   if (row.is_active !== 1) return off('access_lost');

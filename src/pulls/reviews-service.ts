@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { wakeAutoMerge } from './auto-merge.ts';
+import { wakeAutoMerge } from './auto-merge-state.ts';
 import type { Kysely, Selectable } from 'kysely';
 import {
   assertCanRemoveReview,

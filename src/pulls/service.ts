@@ -1,5 +1,5 @@
 import { startPullRuns } from '../ci/pull-runs.ts';
-import { type AutoMergeJson, autoMergesOf, turnOffAutoMerge } from './auto-merge.ts';
+import { type AutoMergeJson, autoMergesOf, turnOffAutoMerge } from './auto-merge-state.ts';
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
 import {
@@ -158,7 +158,12 @@ const headFields = (pull: PullJson) => ({
  * The pull as `viewer` sees it: its head (the source branch's tip, or a fork pull's kept head)
  * and base read from the bare repositories, its source repo named or redacted (`sourceReposFor`).
  */
-export async function withBranchTips(deps: Deps, viewer: Viewer, ref: RepoRef, pull: PullJson): Promise<PullJson & PullTracking & AutoMergeField> {
+export async function withBranchTips(
+  deps: Deps,
+  viewer: Viewer,
+  ref: RepoRef,
+  pull: PullJson,
+): Promise<PullJson & PullTracking & AutoMergeField> {
   const [head_sha, base_sha, [source_repo]] = await Promise.all([
     pullHeadSha(deps, headFields(pull)),
     deps.git.branchSha(pull.repo_uuid, pull.target_branch),
@@ -444,7 +449,12 @@ export async function updatePull(
       });
       if (action === 'reopened') await startPullRuns(deps, tx, pull.uuid, 'reopened', actorOf(viewer));
       // docs/ci.md "Auto-merge": closing turns it off
-      if (action === 'closed') await turnOffAutoMerge(tx, pull.uuid, 'closed', actorOf(viewer));
+      if (action === 'closed') {
+        await turnOffAutoMerge(tx, pull.uuid, 'closed', actorOf(viewer), {
+          scopes: pullScopes(json),
+          payload: pullEventPayload(json),
+        });
+      }
       if (changes.title !== undefined || changes.body !== undefined) {
         await recordReferences(tx, viewer, pullSource(access.repo, json), `${json.title}\n${json.body}`);
       }

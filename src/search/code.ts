@@ -58,9 +58,9 @@ function ftsQuery(need: Need): string {
 }
 
 /** PostgreSQL condition of a need (pg_trgm answers `ilike` from its GIN index). */
-function pgNeed(need: Need): RawBuilder<SqlBool> {
-  if ('lit' in need) return sql<SqlBool>`(f.content ilike ${`%${likeEscape(need.lit)}%`})`;
-  const parts = ('and' in need ? need.and : need.or).map(pgNeed);
+function pgNeed(need: Need, content: RawBuilder<unknown> = sql`f.content`): RawBuilder<SqlBool> {
+  if ('lit' in need) return sql<SqlBool>`(${content} ilike ${`%${likeEscape(need.lit)}%`})`;
+  const parts = ('and' in need ? need.and : need.or).map((n) => pgNeed(n, content));
   return sql<SqlBool>`(${sql.join(parts, sql.raw('and' in need ? ' and ' : ' or '))})`;
 }
 
@@ -203,6 +203,8 @@ async function dense(
       sql<SqlBool>`+f.id in (select rowid from search_code_fts where search_code_fts match ${ftsQuery(pattern.need)})`,
     );
   const exact = exactCondition(pattern, plan.caseSensitive, pg, sql`c.content`);
+  // PostgreSQL: a regex's texts come back only when its trigram literals are in them
+  const check = exact ?? (pg ? pgNeed(pattern.need, sql`c.content`) : null);
   const deadline = exact ? Infinity : Date.now() + REGEX_BUDGET_MS;
   const found: CodeHit[] = [];
   let skip = cursor ? 0 : page.offset;
@@ -216,7 +218,7 @@ async function dense(
       if (after !== null) conds.push(sql<SqlBool>`f.path > ${after}`);
       if (until && repo.full_name === until.full_name) conds.push(sql<SqlBool>`f.path <= ${until.path}`);
       const window = await sql<{ id: number; path: string; language: string | null; blob_sha: string; content: string | null }>`
-        select c.id, c.path, c.language, c.blob_sha, ${exact ? sql`case when ${exact} then c.content end` : sql`c.content`} as content
+        select c.id, c.path, c.language, c.blob_sha, ${check ? sql`case when ${check} then c.content end` : sql`c.content`} as content
         from (select f.id from search_code_files f where ${sql.join(conds, sql` and `)} order by f.path limit ${size}) w
         join search_code_files c on c.id = w.id order by c.path`.execute(db);
       const rows = window.rows;
@@ -247,7 +249,11 @@ async function dense(
           });
         }
       }
-      if (pg && !until && hits === 0 && examined >= CODE_SEARCH_LIMITS.denseProbe) return null;
+      // PostgreSQL: matches too sparse in order to fill the page within the budget (none in the
+      // first files, or fewer than a page per budget): the trigram index is the better way in
+      if (pg && !until && found.length < page.limit && examined >= CODE_SEARCH_LIMITS.denseProbe) {
+        if (hits * CODE_SEARCH_LIMITS.examineBudget < page.limit * examined) return null;
+      }
       if (found.length >= page.limit && examined >= budget) return { rows: found, total: hits, atLeast: true };
       if (rows.length < size) break;
       after = rows.at(-1)!.path;

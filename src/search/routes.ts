@@ -30,10 +30,15 @@ import {
 
 const COMMON =
   'Searches every repo the caller can read: access is part of the query, so a page is full and `X-Total-Count` (exact ' +
-  'up to 10,000, then `10000+`) counts nothing the caller cannot read. ';
+  'up to 10,000, then `10000+`; `N+`, at least N, where a search stopped counting after its page: a code search past ' +
+  'the 1,000 files it examines, a thread search matching more than the 1,000 documents it ranks) counts nothing the ' +
+  'caller cannot read. ';
 
 const TOTAL = {
-  'X-Total-Count': { type: 'string', description: 'matches in all pages: exact up to 10,000, then "10000+"' },
+  'X-Total-Count': {
+    type: 'string',
+    description: 'matches in all pages: exact up to 10,000, then "10000+"; "N+" (at least N) where counting stopped',
+  },
 };
 
 const window = (p: PageParams) => ({ offset: p.offset, limit: p.limit });

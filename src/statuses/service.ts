@@ -12,7 +12,7 @@ import { repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import type { StatusState } from './schemas.ts';
-import { wakeAutoMerge } from '../pulls/auto-merge.ts';
+import { wakeAutoMerge } from '../pulls/auto-merge-state.ts';
 
 /**
  * Commit statuses (README "Commit statuses and required checks"): what CI systems report on a

@@ -551,7 +551,10 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
       const swap = (action: string) =>
         html`hx-post="${action}" hx-target="#pull-checks" hx-select="#pull-checks" hx-swap="outerHTML" data-refusals="inline"`;
       const state = on
-        ? html`<p id="auto-merge-state">Auto-merge is on: ${on.enabled_by.username} turned it on ${when(on.enabled_at)}; the pull merges (${on.merge_strategy.replace('_', ' ')}) once its approvals and required checks are in.</p>`
+        ? html`<p id="auto-merge-state">
+            Auto-merge is on: ${on.enabled_by.username} turned it on ${when(on.enabled_at)}; the pull merges
+            (${on.merge_strategy.replace('_', ' ')}) once its approvals and required checks are in.
+          </p>`
         : '';
       if (!can.autoMerge) return html`<div id="pull-auto-merge">${state}</div>`;
       const control = on
@@ -642,30 +645,48 @@ export async function pullPages(app: FastifyInstance, { deps }: { deps: Deps }):
     return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
   });
   // auto-merge on and off (docs/ci.md "Auto-merge"), as PUT/DELETE {repo}/pulls/{n}/auto-merge
-  repoRoute(app, 'POST', '/pulls/:number/auto-merge', { params: { number: NumberParam }, body: MergeForm }, async (request, reply) => {
-    const c = requirePage(request);
-    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
-    const number = (request.params as { number: number }).number;
-    try {
-      await enableAutoMerge(deps, c.viewer, ref.ref, number, (request.body as { merge_strategy: MergeStrategy }).merge_strategy);
-    } catch (err) {
-      if (!actionable(err)) throw err;
-      return pullPage(request, reply, { form: 'auto-merge', err });
-    }
-    return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
-  });
-  repoRoute(app, 'POST', '/pulls/:number/auto-merge/disable', { params: { number: NumberParam }, body: CsrfOnly }, async (request, reply) => {
-    const c = requirePage(request);
-    const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
-    const number = (request.params as { number: number }).number;
-    try {
-      await disableAutoMerge(deps, c.viewer, ref.ref, number);
-    } catch (err) {
-      if (!actionable(err)) throw err;
-      return pullPage(request, reply, { form: 'auto-merge', err });
-    }
-    return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
-  });
+  repoRoute(
+    app,
+    'POST',
+    '/pulls/:number/auto-merge',
+    { params: { number: NumberParam }, body: MergeForm },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
+      const number = (request.params as { number: number }).number;
+      try {
+        await enableAutoMerge(
+          deps,
+          c.viewer,
+          ref.ref,
+          number,
+          (request.body as { merge_strategy: MergeStrategy }).merge_strategy,
+        );
+      } catch (err) {
+        if (!actionable(err)) throw err;
+        return pullPage(request, reply, { form: 'auto-merge', err });
+      }
+      return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
+    },
+  );
+  repoRoute(
+    app,
+    'POST',
+    '/pulls/:number/auto-merge/disable',
+    { params: { number: NumberParam }, body: CsrfOnly },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const { at: ref, repo } = await pageRepo(deps, c.viewer, request);
+      const number = (request.params as { number: number }).number;
+      try {
+        await disableAutoMerge(deps, c.viewer, ref.ref, number);
+      } catch (err) {
+        if (!actionable(err)) throw err;
+        return pullPage(request, reply, { form: 'auto-merge', err });
+      }
+      return seeOther(reply, `${repoHref(repo)}/pulls/${number}`);
+    },
+  );
   repoRoute(app, 'POST', '/pulls/:number/edit', { params: { number: NumberParam }, body: EditForm }, async (request, reply) => {
     const c = requirePage(request);
     const number = (request.params as { number: number }).number;
