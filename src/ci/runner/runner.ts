@@ -121,6 +121,16 @@ export async function runnerMain(argv: string[]): Promise<number> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // the pause between polls, cut short when a job ends
+  let wake = () => {};
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => resolve(), ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   log(`${cfg.name} polling ${cfg.url} with labels ${cfg.labels.join(',')}, capacity ${capacity}`);
   while (!stopping) {
     const free = capacity - running.size;
@@ -135,9 +145,12 @@ export async function runnerMain(argv: string[]): Promise<number> {
         running.set(spec.uuid, ctl);
         void runJob(cfg, spec, workRoot, ctl.signal)
           .catch((err) => log(`job ${spec.uuid} failed: ${(err as Error).message}`))
-          .finally(() => running.delete(spec.uuid));
+          .finally(() => {
+            running.delete(spec.uuid);
+            wake(); // a slot is free: poll for the next job now, not at the end of the pause
+          });
       }
-      if (free <= 0 || answer.jobs.length === 0) await sleep(free <= 0 ? 2000 : 200);
+      if (free <= 0 || answer.jobs.length === 0) await pause(free <= 0 ? 2000 : 200);
     } catch (err) {
       if (err instanceof HttpError && err.status === 401) {
         log('the server refused this runner (removed?): stopping');
@@ -168,7 +181,11 @@ class JobLog {
   line(text: string): void {
     let t = text;
     for (const m of this.masks) if (m) t = t.split(m).join('***');
+    const idle = this.pending === '' && this.flushing === null;
     this.pending += `${new Date().toISOString()} ${t}\n`;
+    // the first line after a quiet spell goes out at once; lines that come while an upload is
+    // in flight gather and follow it (the interval is the backstop after a failed upload)
+    if (idle) setImmediate(() => void this.flush());
   }
   async flush(): Promise<void> {
     if (this.flushing) return this.flushing;
@@ -287,7 +304,8 @@ async function runJob(cfg: RunnerConfig, spec: JobSpec, workRoot: string, signal
         continue;
       }
       const started = new Date().toISOString();
-      await reliably(() =>
+      // reported while the step runs (not before it starts), and before its completion is
+      const reportedStart = reliably(() =>
         call(cfg, `/runner/jobs/${spec.uuid}/steps`, {
           steps: [{ number: step.number, status: 'in_progress', started_at: started }],
         }),
@@ -325,6 +343,7 @@ async function runJob(cfg: RunnerConfig, spec: JobSpec, workRoot: string, signal
       const stepConclusion = outcome !== 'success' && continueOnError ? 'success' : outcome;
       if (step.id) stepsCtx[step.id] = { outputs: parseKeyValueFile(readText(outputFile)), outcome, conclusion: stepConclusion };
       jlog.line(`##[endgroup] ${outcome}`);
+      await reportedStart;
       await reliably(() =>
         call(cfg, `/runner/jobs/${spec.uuid}/steps`, {
           steps: [
