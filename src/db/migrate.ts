@@ -47,6 +47,7 @@ import * as m540 from './migrations/540_search_underscores.ts';
 import * as m541 from './migrations/541_inbound_mail_seen.ts';
 import * as m560 from './migrations/560_passkeys.ts';
 import * as m590 from './migrations/590_notification_chunks.ts';
+import * as m670 from './migrations/670_notification_bulk.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -106,6 +107,7 @@ const MIGRATIONS: Migration[] = [
   { name: '541_inbound_mail_seen', up: m541.up },
   { name: '560_passkeys', up: m560.up },
   { name: '590_notification_chunks', up: m590.up },
+  { name: '670_notification_bulk', up: m670.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;
