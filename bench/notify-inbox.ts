@@ -37,7 +37,11 @@ async function main() {
   };
   if (schema) await admin(`create schema ${schema}`);
   const database = await openDatabase({ url, dataDir, schema });
-  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }), bootstrapAdminToken: TOKEN, databaseUrl: url };
+  const config = {
+    ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }),
+    bootstrapAdminToken: TOKEN,
+    databaseUrl: url,
+  };
   const deps = createDeps(config, database);
   await bootstrapAdmin(deps);
   const app = await buildApp(deps, { logger: false });
