@@ -134,6 +134,22 @@ for (const dialect of DIALECTS) {
         (await inbox(t, alice, '?per_page=1&page=2')).map((n) => n.subject.number),
         [1],
       );
+      // paging by keyset: `next` carries `after`; a bad cursor is 400
+      const first = ok(await t.req('GET', '/api/v1/notifications?per_page=1', { token: alice.token })).body as {
+        next: string;
+        results: Array<{ subject: { number: number } }>;
+      };
+      assert.match(first.next, /after=/);
+      const second = ok(await t.req('GET', first.next, { token: alice.token })).body as {
+        next: string | null;
+        results: Array<{ subject: { number: number } }>;
+      };
+      assert.deepEqual(
+        second.results.map((n) => n.subject.number),
+        [1],
+      );
+      assert.equal(second.next, null);
+      ok(await t.req('GET', '/api/v1/notifications?after=bogus', { token: alice.token }), 400);
       assert.deepEqual(
         (await inbox(t, alice, '?reason=mention')).map((n) => n.subject.number),
         [2],

@@ -50,6 +50,7 @@ import * as m590 from './migrations/590_notification_chunks.ts';
 import * as m610 from './migrations/610_mirror_syncs.ts';
 import * as m620 from './migrations/620_ci_schedules.ts';
 import * as m630 from './migrations/630_auto_merge.ts';
+import * as m670 from './migrations/670_notification_bulk.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -112,6 +113,7 @@ const MIGRATIONS: Migration[] = [
   { name: '610_mirror_syncs', up: m610.up },
   { name: '620_ci_schedules', up: m620.up },
   { name: '630_auto_merge', up: m630.up },
+  { name: '670_notification_bulk', up: m670.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

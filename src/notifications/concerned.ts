@@ -5,7 +5,9 @@
  * assignees, requested reviewers, earlier repliers and reviewers, watchers and subscribers),
  * filtered by each user's repo level and subject override, never the actor, and only users who
  * may read the repo at that moment (the repo rule's SQL over the candidates). Reads only: the
- * fan-out (fanout.ts) writes what this answers.
+ * fan-out (fanout.ts) writes what this answers. The watchers and holders without another relation
+ * (a repo's thousands) are not listed: they are each subject's `Bulk`, which the fan-out writes
+ * set-based in SQL, so this costs what the special users cost, whatever the number of watchers.
  */
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/types.ts';
@@ -62,6 +64,25 @@ export interface Touch {
   actor: { uuid: string; username: string } | null;
 }
 
+/**
+ * The rest of a subject's audience, written set-based (fanout.ts): the repo's watchers and the
+ * users holding a notification about it, except its `special` users (whose touches are listed),
+ * each with the standing reason (`subscribed`, else the reason they hold), the subject's last
+ * event and actor of the batch, if they may read the repo now and do not ignore it.
+ */
+export interface Bulk {
+  subject: Subject;
+  eventId: number;
+  actor: { uuid: string; username: string } | null;
+  special: string[];
+}
+
+/** What a batch of events concerns: the touches of the special users and each subject's bulk. */
+export interface Concerned {
+  touches: Touch[];
+  bulk: Bulk[];
+}
+
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 function subjectRef(e: { scopes: string[] }): { kind: 'thread' | 'pull'; uuid: string } | null {
@@ -73,7 +94,7 @@ function subjectRef(e: { scopes: string[] }): { kind: 'thread' | 'pull'; uuid: s
 }
 
 /** Who each event concerns, collapsed per (user, subject) over the batch, in event order. */
-export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Touch[]> {
+export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Concerned> {
   const events = raw
     .filter((e) => Object.hasOwn(NOTIFYING, e.kind))
     .map((e) => {
@@ -82,7 +103,7 @@ export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Touch[
       return { ...e, scopes, payload, subject: subjectRef({ scopes }) };
     })
     .filter((e) => e.subject !== null && (e.kind !== 'pull-updated' || e.payload.action !== 'edited'));
-  if (events.length === 0) return [];
+  if (events.length === 0) return { touches: [], bulk: [] };
 
   const threadUuids = [...new Set(events.filter((e) => e.subject!.kind === 'thread').map((e) => e.subject!.uuid))];
   const pullUuids = [...new Set(events.filter((e) => e.subject!.kind === 'pull').map((e) => e.subject!.uuid))];
@@ -109,7 +130,7 @@ export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Touch[
     }
   }
   const subjectUuids = [...subjects.keys()];
-  if (subjectUuids.length === 0) return [];
+  if (subjectUuids.length === 0) return { touches: [], bulk: [] };
   const repoUuids = [...new Set([...subjects.values()].map((s) => s.repo_uuid))];
 
   // the texts the events carry (mentions)
@@ -193,16 +214,6 @@ export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Touch[
       .where('removed_at', 'is', null)
       .execute())
       addParticipant(r.pull_uuid, r.author_uuid);
-  const repoLevel = new Map<string, Map<string, string>>();
-  const watchers = new Map<string, string[]>();
-  for (const s of await db
-    .selectFrom('repo_subscriptions')
-    .select(['repo_uuid', 'user_uuid', 'level'])
-    .where('repo_uuid', 'in', repoUuids)
-    .execute()) {
-    (repoLevel.get(s.repo_uuid) ?? repoLevel.set(s.repo_uuid, new Map()).get(s.repo_uuid)!).set(s.user_uuid, s.level);
-    if (s.level === 'watching') (watchers.get(s.repo_uuid) ?? watchers.set(s.repo_uuid, []).get(s.repo_uuid)!).push(s.user_uuid);
-  }
   const override = new Map<string, Map<string, boolean>>();
   for (const s of await db
     .selectFrom('subject_subscriptions')
@@ -214,17 +225,63 @@ export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Touch[
       s.subscribed === 1,
     );
 
-  // who already has a notification about the subject stays concerned (a mention subscribes, as on GitHub)
+  // The special users of each subject: everyone with a relation other than watching the repo or
+  // already holding a notification (author, assignees, requested reviewers, participants,
+  // explicit subscriptions either way) and everyone an event names (targets, actors). Their
+  // reasons are computed here; the other watchers and holders, thousands maybe, are the bulk,
+  // written set-based by the fan-out (fanout.ts) with the standing reason alone.
+  const specialOf = new Map<string, Set<string>>();
+  for (const uuid of subjectUuids) {
+    const subject = subjects.get(uuid)!;
+    const set = new Set<string>([subject.author_uuid]);
+    for (const list of [assignees.get(uuid), requested.get(uuid), participants.get(uuid), override.get(uuid)?.keys()])
+      for (const u of list ?? []) set.add(u);
+    specialOf.set(uuid, set);
+  }
+  for (const e of events) {
+    const set = specialOf.get(e.subject!.uuid);
+    if (!set) continue;
+    if (e.actor_uuid) set.add(e.actor_uuid);
+    const reviewer = str((e.payload.reviewer as { uuid?: unknown } | null)?.uuid);
+    const assignee = str((e.payload.assignee as { uuid?: unknown } | null)?.uuid);
+    if (e.kind === 'review-requested' && reviewer) set.add(reviewer);
+    if (e.kind.endsWith('-assigned') && assignee) set.add(assignee);
+    for (const name of mentionsOf.get(e.id) ?? []) {
+      const u = userByName.get(name);
+      if (u) set.add(u);
+      for (const m of teamMembersByName.get(name) ?? []) set.add(m);
+    }
+  }
+  const specialAll = [...new Set([...specialOf.values()].flatMap((set) => [...set]))];
+
+  // the special users' repo levels and the notifications they hold (500 users a statement)
+  const repoLevel = new Map<string, Map<string, string>>();
+  const watchers = new Map<string, string[]>();
   const holders = new Map<string, Map<string, Reason>>();
-  for (const n of await db
-    .selectFrom('notifications')
-    .select(['subject_uuid', 'user_uuid', 'reason'])
-    .where('subject_uuid', 'in', subjectUuids)
-    .execute())
-    (holders.get(n.subject_uuid) ?? holders.set(n.subject_uuid, new Map()).get(n.subject_uuid)!).set(
-      n.user_uuid,
-      n.reason as Reason,
-    );
+  for (let i = 0; i < specialAll.length; i += 500) {
+    const some = specialAll.slice(i, i + 500);
+    for (const s of await db
+      .selectFrom('repo_subscriptions')
+      .select(['repo_uuid', 'user_uuid', 'level'])
+      .where('repo_uuid', 'in', repoUuids)
+      .where('user_uuid', 'in', some)
+      .execute()) {
+      (repoLevel.get(s.repo_uuid) ?? repoLevel.set(s.repo_uuid, new Map()).get(s.repo_uuid)!).set(s.user_uuid, s.level);
+      if (s.level === 'watching')
+        (watchers.get(s.repo_uuid) ?? watchers.set(s.repo_uuid, []).get(s.repo_uuid)!).push(s.user_uuid);
+    }
+    // who already has a notification about the subject stays concerned (a mention subscribes, as on GitHub)
+    for (const n of await db
+      .selectFrom('notifications')
+      .select(['subject_uuid', 'user_uuid', 'reason'])
+      .where('subject_uuid', 'in', subjectUuids)
+      .where('user_uuid', 'in', some)
+      .execute())
+      (holders.get(n.subject_uuid) ?? holders.set(n.subject_uuid, new Map()).get(n.subject_uuid)!).set(
+        n.user_uuid,
+        n.reason as Reason,
+      );
+  }
 
   // Per subject: the standing relations once (each user's reasons, most specific first), then
   // its events in order. Users an event names (its targets, the author of a state change, the
@@ -264,9 +321,8 @@ export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Touch[
   const watching = new Map<string, Set<string>>();
   for (const [repo, list] of watchers) watching.set(repo, new Set(list));
   const perSubject: Array<{ subject: Subject; touched: Map<string, Omit<Touch, 'user' | 'subject'>> }> = [];
+  const bulk: Bulk[] = [];
   for (const [subjectUuid, list] of bySubject) {
-    // a subject's thousands of watchers at a time, then back to the event loop
-    if (perSubject.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const subject = subjects.get(subjectUuid)!;
     const subjectAssignees = assignees.get(subject.uuid);
     const subjectRequested = requested.get(subject.uuid);
@@ -333,6 +389,7 @@ export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Touch[
     for (const u of related)
       if (!named.has(u) && !quiet(u)) touched.set(u, { reasons: [standing(u)[0]!], eventId: last.id, actor: lastActor });
     perSubject.push({ subject, touched });
+    bulk.push({ subject, eventId: last.id, actor: lastActor, special: [...specialOf.get(subject.uuid)!] });
   }
 
   // who may read each repo now: the repo rule's SQL over the candidates
@@ -348,5 +405,5 @@ export async function concerned(db: Kysely<DB>, raw: RawEvent[]): Promise<Touch[
     const can = readers.get(subject.repo_uuid) ?? new Set();
     for (const [u, t] of touched) if (can.has(u)) touches.push({ user: u, subject, ...t });
   }
-  return touches;
+  return { touches, bulk };
 }

@@ -18,21 +18,22 @@
  * event per user for all of them).
  */
 import { randomUUID } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { inTransaction } from '../core/transaction.ts';
 import type { Dialect } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { EventFollower, type FollowStep, eventsAfterCursor } from '../events/follow.ts';
 import type { EventInput } from '../events/service.ts';
-import { NOTIFYING, type Reason, type Touch, concerned } from './concerned.ts';
+import { type Bulk, NOTIFYING, type Reason, type Touch, concerned } from './concerned.ts';
 import { enqueueMail, registerMailJobs } from './mail.ts';
+import { readableBy } from './readers.ts';
 
 export { REASONS, type Reason } from './concerned.ts';
 
-const BATCH = 200;
+const BATCH = 1000;
 /** Notifications written per chunk transaction: SQLite's driver holds the event loop meanwhile. */
-const CHUNK: Record<Dialect, number> = { sqlite: 300, postgres: 2500 };
+const CHUNK: Record<Dialect, number> = { sqlite: 1000, postgres: 5000 };
 /** After a batch of several chunks, the next one waits this long for the burst to gather. */
 const COALESCE_MS = 250;
 
@@ -45,6 +46,7 @@ interface Cursor {
 /** Only these kinds are read: the fan-out steps over everything else (its own badge events too). */
 const NOTIFYING_KINDS = Object.keys(NOTIFYING);
 
+const TRACE = process.env.WEFT_NOTIFY_TRACE === '1';
 const yieldLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class NotificationFanout extends EventFollower {
@@ -94,16 +96,17 @@ export class NotificationFanout extends EventFollower {
     const full = read.events.length === BATCH ? ('more' as const) : ('idle' as const);
 
     // who is concerned: reads only, outside the chunks' transactions (the state as of now)
-    const touches = await concerned(this.deps.db, events);
-    const chunks = chunksOf(touches, cursor.done, this.chunkSize);
-    if (chunks.length > 1) this.heavyAt = Date.now();
-    for (let i = 0; i < chunks.length; i++) {
-      const chunk = chunks[i]!;
-      const final = i === chunks.length - 1;
+    const { touches, bulk } = await concerned(this.deps.db, events);
+    const ranges = await this.rangesOf(bulk, touches, cursor.done);
+    if (ranges.length > 1) this.heavyAt = Date.now();
+    for (let i = 0; i < ranges.length; i++) {
+      const range = ranges[i]!;
+      const final = i === ranges.length - 1;
       const next: Cursor = final
         ? { last: end, batchEnd: null, done: null }
-        : { last: cursor.last, batchEnd: end, done: chunk.at(-1)!.user };
-      const users = await this.writeChunk(cursor, next, chunk);
+        : { last: cursor.last, batchEnd: end, done: range.hi };
+      const inRange = touches.filter((t) => t.user >= range.lo && (range.hi === null || t.user < range.hi));
+      const users = await this.writeChunk(cursor, next, inRange, bulk, range);
       // another instance moved the cursor (or holds it): it goes on from there
       if (users === null) return 'idle';
       if (users.length) this.onCommitted?.(users);
@@ -114,11 +117,48 @@ export class NotificationFanout extends EventFollower {
   }
 
   /**
-   * One chunk in its own transaction: the cursor row locked and checked to be at `from`, the
-   * chunk's notifications upserted, their mail jobs and one badge event per user, the cursor set to
-   * `to`. The users whose inbox changed; null when the cursor is not at `from` (or is held).
+   * The batch's recipients cut into ranges of user uuids of about `chunkSize` notifications: the
+   * bounds are every n-th watcher of the subjects' repos (n = chunkSize / subjects), from `done`
+   * (a batch in progress: the users before it are written) to the end. At least one range (maybe
+   * empty: it moves the cursor).
    */
-  private async writeChunk(from: Cursor, to: Cursor, chunk: Touch[]): Promise<string[] | null> {
+  private async rangesOf(bulk: Bulk[], touches: Touch[], done: string | null): Promise<Range[]> {
+    const lo = done ?? '';
+    const bounds: string[] = [];
+    if (bulk.length) {
+      const repos = [...new Set(bulk.map((b) => b.subject.repo_uuid))];
+      const users = await this.deps.db
+        .selectFrom('repo_subscriptions')
+        .select('user_uuid')
+        .distinct()
+        .where('repo_uuid', 'in', repos)
+        .where('level', '=', 'watching')
+        .where('user_uuid', '>=', lo)
+        .orderBy('user_uuid')
+        .execute();
+      const step = Math.max(1, Math.floor(this.chunkSize / bulk.length));
+      for (let i = step; i < users.length; i += step) bounds.push(users[i]!.user_uuid);
+    } else if (touches.length > this.chunkSize) {
+      const users = [...new Set(touches.map((t) => t.user).filter((u) => u >= lo))].sort();
+      for (let i = this.chunkSize; i < users.length; i += this.chunkSize) bounds.push(users[i]!);
+    }
+    const ranges: Range[] = [];
+    let from = lo;
+    for (const b of bounds) {
+      ranges.push({ lo: from, hi: b });
+      from = b;
+    }
+    ranges.push({ lo: from, hi: null });
+    return ranges;
+  }
+
+  /**
+   * One range of users in its own transaction: the cursor row locked and checked to be at
+   * `from`, the special users' touches upserted, each subject's bulk written set-based, their mail
+   * jobs and one badge event per user, the cursor set to `to`. The users whose inbox changed;
+   * null when the cursor is not at `from` (or is held).
+   */
+  private async writeChunk(from: Cursor, to: Cursor, chunk: Touch[], bulk: Bulk[], range: Range): Promise<string[] | null> {
     return inTransaction(this.deps, async (tx) => {
       let q = tx.db.selectFrom('notification_dispatch').select(['last_event_id', 'batch_end', 'done_user']).where('id', '=', 1);
       if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
@@ -130,14 +170,27 @@ export class NotificationFanout extends EventFollower {
         row.done_user !== from.done
       )
         return null;
-      const changed = await upsert(tx.db, tx.dialect, chunk, this.deps.clock.now().toISOString());
-      // mail: a job per notification (batched by its dedupe key) or a digest per user
+      const now = this.deps.clock.now().toISOString();
+      const t0 = performance.now();
+      const changed = await upsert(tx.db, tx.dialect, chunk, now);
+      // the range's watchers who may read each repo now: the repo rule once per user, not per subject
+      const readers = new Map<string, string[]>();
+      for (const repo of new Set(bulk.map((b) => b.subject.repo_uuid))) readers.set(repo, await watchersIn(tx.db, repo, range));
+      for (const b of bulk)
+        changed.push(...(await writeBulk(tx.db, tx.dialect, b, readers.get(b.subject.repo_uuid)!, range, now)));
+      const t1 = performance.now();
+      // mail: set-based, a job per notification (batched by its dedupe key) or a digest per user
       await enqueueMail(this.deps, tx.db, changed);
+      const t2 = performance.now();
       // the live badge: one `notification-updated` per user whose inbox changed in this batch
       const byUser = new Map<string, string[]>();
       for (const c of changed) (byUser.get(c.user) ?? byUser.set(c.user, []).get(c.user)!).push(c.uuid);
       const inputs: EventInput[] = [...byUser].map(([user, uuids]) => updatedEvent(user, uuids.slice(0, 100), 'activity'));
       for (let i = 0; i < inputs.length; i += 1000) await tx.emitMany(inputs.slice(i, i + 1000));
+      if (TRACE)
+        console.error(
+          `trace chunk ${changed.length} upsert ${(t1 - t0).toFixed(1)} mail ${(t2 - t1).toFixed(1)} events ${(performance.now() - t2).toFixed(1)}`,
+        );
       await tx.db
         .updateTable('notification_dispatch')
         .set({ last_event_id: to.last, batch_end: to.batchEnd, done_user: to.done })
@@ -148,26 +201,95 @@ export class NotificationFanout extends EventFollower {
   }
 }
 
+/** A range of user uuids: from `lo` (included) to `hi` (excluded; null: to the end). */
+interface Range {
+  lo: string;
+  hi: string | null;
+}
+
+/** The repo's watchers in the range who may read it now (the repo rule in SQL), in one statement. */
+async function watchersIn(db: Kysely<DB>, repo: string, range: Range): Promise<string[]> {
+  let q = db
+    .selectFrom('repo_subscriptions as s')
+    .select('s.user_uuid')
+    .where('s.repo_uuid', '=', repo)
+    .where('s.level', '=', 'watching')
+    .where('s.user_uuid', '>=', range.lo)
+    .where(readableBy(repo, sql.ref('s.user_uuid')));
+  if (range.hi !== null) q = q.where('s.user_uuid', '<', range.hi);
+  return (await q.execute()).map((r) => r.user_uuid);
+}
+
+/** A new notification's uuid made by the database (a v4 UUID on both). */
+const uuidSql = (dialect: Dialect) =>
+  dialect === 'postgres'
+    ? sql`gen_random_uuid()::text`
+    : sql`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' ||
+        substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`;
+
+/** `col` is none of `list` (a JSON array on SQLite, an array parameter on PostgreSQL). */
+const notIn = (dialect: Dialect, col: RawBuilder<unknown>, list: string[]) =>
+  list.length === 0
+    ? sql<SqlBool>`1 = 1`
+    : dialect === 'postgres'
+      ? sql<SqlBool>`${col} <> all(${list}::text[])`
+      : sql<SqlBool>`${col} not in (select value from json_each(${JSON.stringify(list)}))`;
+
 /**
- * The touches of the users after `done` (uuid order), cut into chunks of about `size`
- * notifications; a user's touches stay in one chunk (one badge event per user per batch). At least
- * one chunk (maybe empty: it moves the cursor).
+ * One subject's bulk in one range of users, in two set-based statements: the repo's watchers
+ * (reason `subscribed`, added to `reasons` when missing) inserted or updated in one
+ * `INSERT … SELECT … ON CONFLICT DO UPDATE`, then the other holders of a notification about the
+ * subject (their reason unchanged) in one `UPDATE`; both leave out the subject's special users,
+ * users who ignore the repo (holders) and users who may not read it now (the repo rule in SQL).
+ * The notifications changed, per user.
  */
-function chunksOf(touches: Touch[], done: string | null, size: number): Touch[][] {
-  const byUser = new Map<string, Touch[]>();
-  for (const t of touches)
-    if (done === null || t.user > done) (byUser.get(t.user) ?? byUser.set(t.user, []).get(t.user)!).push(t);
-  const chunks: Touch[][] = [];
-  let current: Touch[] = [];
-  for (const user of [...byUser.keys()].sort()) {
-    current.push(...byUser.get(user)!);
-    if (current.length >= size) {
-      chunks.push(current);
-      current = [];
-    }
-  }
-  if (current.length || chunks.length === 0) chunks.push(current);
-  return chunks;
+async function writeBulk(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  b: Bulk,
+  watchers: string[],
+  range: Range,
+  now: string,
+): Promise<Array<{ user: string; uuid: string }>> {
+  const repo = b.subject.repo_uuid;
+  const inRange = (col: RawBuilder<unknown>) =>
+    range.hi === null ? sql<SqlBool>`${col} >= ${range.lo}` : sql<SqlBool>`${col} >= ${range.lo} and ${col} < ${range.hi}`;
+  const text = (v: string | null) => sql`cast(${v} as text)`;
+  const eventId = sql`cast(${b.eventId} as bigint)`;
+  const actorUuid = text(b.actor?.uuid ?? null);
+  const actorName = text(b.actor?.username ?? null);
+  const special = new Set(b.special);
+  const users = watchers.filter((u) => !special.has(u));
+  const source =
+    dialect === 'postgres'
+      ? sql`select unnest(${users}::text[]) as user_uuid`
+      : sql`select j.value as user_uuid from json_each(${JSON.stringify(users)}) j`;
+  const written = users.length
+    ? (
+        await sql<{ uuid: string; user_uuid: string }>`insert into notifications (uuid, user_uuid, subject_kind,
+      subject_uuid, repo_uuid, reason, reasons, unread, done, updated_at, last_event_id, last_actor_uuid, last_actor_username,
+      created_at)
+    select ${uuidSql(dialect)}, s.user_uuid, ${text(b.subject.kind)}, ${text(b.subject.uuid)}, ${text(repo)}, 'subscribed',
+      '["subscribed"]', 1, 0, ${text(now)}, ${eventId}, ${actorUuid}, ${actorName}, ${text(now)}
+    from (${source}) s where true
+    on conflict (user_uuid, subject_uuid) do update set reason = excluded.reason,
+      reasons = case when notifications.reasons like '%"subscribed"%' then notifications.reasons
+        when notifications.reasons = '[]' then '["subscribed"]'
+        else substr(notifications.reasons, 1, length(notifications.reasons) - 1) || ',"subscribed"]' end,
+      unread = 1, done = 0, updated_at = excluded.updated_at, last_event_id = excluded.last_event_id,
+      last_actor_uuid = excluded.last_actor_uuid, last_actor_username = excluded.last_actor_username
+    returning uuid, user_uuid`.execute(db)
+      ).rows
+    : [];
+  const nu = sql.ref('notifications.user_uuid');
+  const holders = await sql<{ uuid: string; user_uuid: string }>`update notifications set unread = 1, done = 0,
+      updated_at = ${now}, last_event_id = ${eventId}, last_actor_uuid = ${actorUuid}, last_actor_username = ${actorName}
+    where subject_uuid = ${b.subject.uuid} and ${inRange(nu)} and ${notIn(dialect, nu, b.special)}
+      and not exists (select 1 from repo_subscriptions s where s.user_uuid = notifications.user_uuid
+        and s.repo_uuid = ${repo} and s.level in ('watching', 'ignoring'))
+      and ${readableBy(repo, nu)}
+    returning uuid, user_uuid`.execute(db);
+  return [...written, ...holders.rows].map((r) => ({ user: r.user_uuid, uuid: r.uuid }));
 }
 
 /** The `notification-updated` event of one user's inbox (in their user scope, for them alone). */

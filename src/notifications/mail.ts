@@ -8,9 +8,10 @@
  * may still read the subject; an SMTP failure is retried with the queue's back-off, a permanent
  * (5xx) refusal marks the address bouncing and mail to it stops.
  */
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import nodemailer from 'nodemailer';
 import type { Config } from '../config.ts';
+import { runAfterCommit } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { boundedMarkdown } from '../markdown/bounded.ts';
@@ -82,41 +83,45 @@ export function nextEightAm(now: Date, tz: string): Date {
   return when;
 }
 
-/** What the fan-out does for mail after it wrote notifications (in its transaction). */
+/**
+ * What the fan-out does for mail after it wrote notifications (in its transaction), set-based:
+ * one `INSERT … SELECT` of the `notification-mail` jobs of the notifications whose users want
+ * mail at once (no settings row: the default, instant) and are not bouncing, their dedupe key
+ * batching the activity of MAIL_BATCH_MS into one mail; then one `notification-digest` job per
+ * user on `daily` (a few: each at their own 08:00).
+ */
 export async function enqueueMail(deps: Deps, db: Kysely<DB>, changed: Array<{ user: string; uuid: string }>): Promise<void> {
   if (!mailConfigured(deps) || changed.length === 0) return;
-  const users = [...new Set(changed.map((c) => c.user))];
-  const settings = new Map<string, { email_notifications: string; timezone: string; email_bouncing: number }>();
-  for (let i = 0; i < users.length; i += 500)
-    for (const r of await db
-      .selectFrom('user_mail_settings')
-      .select(['user_uuid', 'email_notifications', 'timezone', 'email_bouncing'])
-      .where('user_uuid', 'in', users.slice(i, i + 500))
-      .execute())
-      settings.set(r.user_uuid, r);
   const now = deps.clock.now();
-  const digests = new Set<string>();
-  for (const c of changed) {
-    const s = settings.get(c.user);
-    if (s?.email_bouncing === 1) continue;
-    const mode = s?.email_notifications ?? 'instant';
-    if (mode === 'instant') {
-      await deps.jobs.enqueue(db, {
-        kind: JOB_MAIL,
-        payload: { notification_uuid: c.uuid },
-        runAt: new Date(now.getTime() + deps.config.mailBatchMs).toISOString(),
-        dedupeKey: `${JOB_MAIL}:${c.uuid}`,
-      });
-    } else if (mode === 'daily' && !digests.has(c.user)) {
-      digests.add(c.user);
+  const runAt = new Date(now.getTime() + deps.config.mailBatchMs).toISOString();
+  const pairs = JSON.stringify(changed.map((c) => [c.uuid, c.user]));
+  const source =
+    deps.dialect === 'postgres'
+      ? sql`select j.value->>0 as uuid, j.value->>1 as user_uuid from jsonb_array_elements(${pairs}::jsonb) j`
+      : sql`select json_extract(j.value, '$[0]') as uuid, json_extract(j.value, '$[1]') as user_uuid from json_each(${pairs}) j`;
+  await sql`insert into jobs (kind, payload, dedupe_key, run_at, locked_until, attempts, last_error, failed_at, created_at)
+    select ${JOB_MAIL}, '{"notification_uuid":"' || c.uuid || '"}', ${`${JOB_MAIL}:`} || c.uuid, ${runAt}, null, 0, null, null,
+      ${now.toISOString()}
+    from (${source}) c left join user_mail_settings s on s.user_uuid = c.user_uuid
+    where coalesce(s.email_notifications, 'instant') = 'instant' and coalesce(s.email_bouncing, 0) = 0
+    on conflict (dedupe_key) do nothing`.execute(db);
+  const users = [...new Set(changed.map((c) => c.user))];
+  for (let i = 0; i < users.length; i += 500)
+    for (const s of await db
+      .selectFrom('user_mail_settings')
+      .select(['user_uuid', 'timezone'])
+      .where('user_uuid', 'in', users.slice(i, i + 500))
+      .where('email_notifications', '=', 'daily')
+      .where('email_bouncing', '=', 0)
+      .execute())
       await deps.jobs.enqueue(db, {
         kind: JOB_DIGEST,
-        payload: { user_uuid: c.user },
-        runAt: nextEightAm(now, s?.timezone ?? 'UTC').toISOString(),
-        dedupeKey: `${JOB_DIGEST}:${c.user}`,
+        payload: { user_uuid: s.user_uuid },
+        runAt: nextEightAm(now, s.timezone).toISOString(),
+        dedupeKey: `${JOB_DIGEST}:${s.user_uuid}`,
       });
-    }
-  }
+  // the queue is woken once the transaction commits (before that no worker could see the jobs)
+  runAfterCommit(deps.db, () => deps.jobs.wake());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-import { type Kysely, type SqlBool, sql } from 'kysely';
+import { type Kysely, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { repoLevelSql } from '../access/index.ts';
 import type { DB } from '../db/types.ts';
 
@@ -12,13 +12,7 @@ export async function readersOf(db: Kysely<DB>, repoUuid: string, users: string[
   for (let i = 0; i < users.length; i += 500) {
     if (yielding && i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const chunk = users.slice(i, i + 500);
-    const level = repoLevelSql({
-      repo: 'r',
-      viewerUuid: sql.ref('u.uuid'),
-      viewerStaff: sql.ref('u.is_staff'),
-      role: sql`(select tm.role from team_members tm where tm.team_uuid = r.owner_uuid and tm.user_uuid = u.uuid)`,
-      ownerActive: sql<SqlBool>`exists (select 1 from users ou where ou.uuid = r.owner_uuid and ou.is_active = 1)`,
-    });
+    const level = levelOfU();
     const rows = await db
       .selectFrom('users as u')
       .innerJoin('repos as r', (j) => j.on('r.uuid', '=', repoUuid))
@@ -30,4 +24,23 @@ export async function readersOf(db: Kysely<DB>, repoUuid: string, users: string[
     for (const r of rows) out.add(r.uuid);
   }
   return out;
+}
+
+/** The repo rule for the user `u` over the repo `r` (both aliases in the statement). */
+const levelOfU = () =>
+  repoLevelSql({
+    repo: 'r',
+    viewerUuid: sql.ref('u.uuid'),
+    viewerStaff: sql.ref('u.is_staff'),
+    role: sql`(select tm.role from team_members tm where tm.team_uuid = r.owner_uuid and tm.user_uuid = u.uuid)`,
+    ownerActive: sql<SqlBool>`exists (select 1 from users ou where ou.uuid = r.owner_uuid and ou.is_active = 1)`,
+  });
+
+/**
+ * The same rule as `readersOf` as a condition on a user column of a set-based statement (the
+ * fan-out's watchers, written in SQL): the user is active and may read the repo now.
+ */
+export function readableBy(repoUuid: string, user: RawBuilder<unknown>): RawBuilder<SqlBool> {
+  return sql<SqlBool>`exists (select 1 from users u inner join repos r on r.uuid = ${repoUuid}
+    where u.uuid = ${user} and u.is_active = 1 and ${levelOfU()} >= 1)`;
 }

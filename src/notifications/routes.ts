@@ -23,7 +23,15 @@ import {
   UpdateNotificationBody,
 } from './schemas.ts';
 import { mailSettings } from './mail.ts';
-import { getNotification, listNotifications, markAllRead, putMailSettings, unreadCount, updateNotification } from './service.ts';
+import {
+  getNotification,
+  inboxCursor,
+  listNotifications,
+  markAllRead,
+  putMailSettings,
+  unreadCount,
+  updateNotification,
+} from './service.ts';
 import {
   getPullSubscription,
   getRepoWatch,
@@ -48,16 +56,19 @@ export async function notificationsRoutes(app: FastifyInstance, { deps }: { deps
       schema: {
         tags,
         summary: "The caller's notifications, newest updated_at first",
-        description: `One per (user, subject). state: unread, read, done or all (default unread and read); reason: the latest reason; repo: {owner}/{slug}. ${access}`,
+        description: `One per (user, subject). state: unread, read, done or all (default unread and read); reason: the latest reason; repo: {owner}/{slug}. Paging is by keyset: \`next\` carries \`after\` (the last row's cursor), so every page costs what the first does; \`page\` still works. ${access}`,
         querystring: NotificationListQuery,
         response: { 200: Page(Notification) },
       },
     },
     async (request, reply) => {
       const p = pageParams(request.query);
-      const { state, reason, repo } = request.query;
+      const { state, reason, repo, after } = request.query;
       const filter = { ...(state ? { state } : {}), ...(reason ? { reason } : {}), ...(repo ? { repo } : {}) };
-      return pageOf(request, reply, p, await listNotifications(deps, requireViewer(request), filter, p));
+      const rows = await listNotifications(deps, requireViewer(request), filter, p, after);
+      // the next page by keyset (after the last row), so a deep page costs what the first does
+      const last = rows.length > p.perPage ? rows[p.perPage - 1] : undefined;
+      return pageOf(request, reply, p, rows, undefined, last ? { after: inboxCursor(last), page: '1' } : undefined, ['after']);
     },
   );
 

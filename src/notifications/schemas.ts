@@ -48,6 +48,9 @@ export const NotificationListQuery = Type.Object({
   ),
   reason: Type.Optional(ReasonSchema),
   repo: Type.Optional(Type.String({ maxLength: 300, description: '{owner}/{slug}: that repo only' })),
+  after: Type.Optional(
+    Type.String({ maxLength: 200, description: 'a keyset cursor: the `next` link of the previous page carries it' }),
+  ),
 });
 
 export const NotificationParams = Type.Object({ uuid: Type.String({ maxLength: 100 }) });

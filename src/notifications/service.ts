@@ -4,7 +4,7 @@
  * comes back with access), marked read or done by its user; and the subscriptions (repo watch
  * levels, per-thread/pull overrides) the fan-out (fanout.ts) reads.
  */
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type SqlBool, sql } from 'kysely';
 import { repoReadableBy } from '../access/index.ts';
 import { command } from '../core/command.ts';
 import { nothing } from '../core/targets.ts';
@@ -156,7 +156,9 @@ export async function listNotifications(
   viewer: Viewer,
   filter: InboxFilter,
   page: { offset: number; limit: number },
+  after?: string,
 ): Promise<NotificationJson[]> {
+  const from = after === undefined ? null : readInboxCursor(after);
   let repoUuid: string | null | undefined;
   if (filter.repo !== undefined) {
     repoUuid = await repoUuidOf(deps.db, filter.repo);
@@ -165,6 +167,8 @@ export async function listNotifications(
   let q = stateFilter(filter.state)(inbox(deps.db, viewer));
   if (filter.reason !== undefined) q = q.where('n.reason', '=', filter.reason);
   if (repoUuid) q = q.where('n.repo_uuid', '=', repoUuid);
+  // keyset paging: the rows after the cursor's (updated_at, uuid), one range of the inbox index
+  if (from) q = q.where(sql<SqlBool>`(n.updated_at, n.uuid) < (${from[0]}, ${from[1]})`);
   const rows = await q
     .select([...COLUMNS])
     .orderBy('n.updated_at', 'desc')
@@ -173,6 +177,21 @@ export async function listNotifications(
     .limit(page.limit)
     .execute();
   return rows.map((r) => toJson(deps.config.publicUrl, r as Row));
+}
+
+/** A keyset cursor of the inbox: the last row's (updated_at, uuid); `next` carries it as `after`. */
+export function inboxCursor(n: NotificationJson): string {
+  return Buffer.from(JSON.stringify([n.updated_at, n.uuid])).toString('base64url');
+}
+
+function readInboxCursor(cursor: string): [string, string] {
+  try {
+    const [at, uuid] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof at === 'string' && typeof uuid === 'string') return [at, uuid];
+  } catch {
+    // refused below
+  }
+  throw badRequest('after: not a cursor of this list (take it from the `next` link of a page).');
 }
 
 /** The caller's unread count (unread and not done, readable now). */
