@@ -1,5 +1,5 @@
 import { startPullRuns } from '../ci/pull-runs.ts';
-import { type AutoMergeJson, autoMergesOf, turnOffAutoMerge } from './auto-merge-state.ts';
+import { type AutoMergeJson, turnOffAutoMerge } from './auto-merge-state.ts';
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
 import {
@@ -92,6 +92,12 @@ export interface PullJson {
   auto_merge?: AutoMergeJson | null;
 }
 
+/** The auto-merge `decoratePulls` read with the tracker fields, typed as the pull JSON has it. */
+const autoMergeOf = (p: PullTracking): AutoMergeJson | null =>
+  p.auto_merge === null
+    ? null
+    : { ...p.auto_merge, merge_strategy: p.auto_merge.merge_strategy as AutoMergeJson['merge_strategy'] };
+
 /** The pull JSON's `auto_merge` as the HTTP edge fills it. */
 type AutoMergeField = { auto_merge: AutoMergeJson | null };
 
@@ -169,8 +175,8 @@ export async function withBranchTips(
     deps.git.branchSha(pull.repo_uuid, pull.target_branch),
     sourceReposFor(deps, viewer, ref, [headFields(pull)]),
   ]);
-  const [[decorated], autoMerges] = await Promise.all([decoratePulls(deps.db, [pull]), autoMergesOf(deps.db, [pull.uuid])]);
-  return { ...decorated!, source_repo: source_repo!, head_sha, base_sha, auto_merge: autoMerges.get(pull.uuid) ?? null };
+  const [decorated] = await decoratePulls(deps.db, [pull]);
+  return { ...decorated!, source_repo: source_repo!, head_sha, base_sha, auto_merge: autoMergeOf(decorated!) };
 }
 
 /** A page of one repo's pulls as `withBranchTips` shows them, each distinct branch of the repo read once. */
@@ -192,13 +198,9 @@ export async function listWithBranchTips(
   );
   const sources = await sourceReposFor(deps, viewer, ref, fields);
   const decorated = await decoratePulls(deps.db, pulls);
-  const autoMerges = await autoMergesOf(
-    deps.db,
-    pulls.filter((p) => p.status === 'open').map((p) => p.uuid),
-  );
   return decorated.map((p, i) => ({
     ...p,
-    auto_merge: autoMerges.get(p.uuid) ?? null,
+    auto_merge: autoMergeOf(p),
     source_repo: sources[i]!,
     head_sha: heads[i] ?? null,
     base_sha: tips.get(p.target_branch) ?? null,

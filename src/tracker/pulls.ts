@@ -29,12 +29,15 @@ export interface PullTracking {
   milestone: MilestoneRef | null;
   draft: boolean;
   requested_reviewers: UserRef[];
+  /** Who turned auto-merge on, how and when (docs/ci.md "Auto-merge"), or null. */
+  auto_merge: { enabled_by: UserRef; merge_strategy: string; enabled_at: string } | null;
 }
 
 /**
  * Fills the tracker fields of some pulls (labels, assignees, milestone, draft, requested
- * reviewers) in one statement: a UNION ALL of the pulls' own row (draft, milestone) and their
- * label, assignee and review-request rows, so a pull read costs one statement more, not five.
+ * reviewers) and their auto-merge in one statement: a UNION ALL of the pulls' own row (draft,
+ * milestone) and their label, assignee, review-request and auto-merge rows, so a pull read costs
+ * one statement more, not six.
  */
 export async function decoratePulls<T extends { uuid: string }>(db: Kysely<DB>, pulls: T[]): Promise<Array<T & PullTracking>> {
   if (pulls.length === 0) return [];
@@ -97,9 +100,28 @@ export async function decoratePulls<T extends { uuid: string }>(db: Kysely<DB>, 
         ])
         .where('rr.pull_uuid', 'in', uuids),
     )
+    .unionAll(
+      db
+        .selectFrom('pull_auto_merges as am')
+        .innerJoin('users as u', 'u.uuid', 'am.enabled_by_uuid')
+        .select([
+          sql<string>`'automerge'`.as('kind'),
+          'am.pull_uuid as item',
+          'u.uuid as id',
+          'u.username as name',
+          // the strategy and the time in one text column: '{strategy} {enabled_at}'
+          sql<string | null>`am.merge_strategy || ' ' || am.enabled_at`.as('extra'),
+          sql<number | null>`null`.as('num'),
+          sql<number | null>`null`.as('flag'),
+        ])
+        .where('am.pull_uuid', 'in', uuids),
+    )
     .execute();
   const out = new Map<string, PullTracking>(
-    uuids.map((u) => [u, { labels: [], assignees: [], milestone: null, draft: false, requested_reviewers: [] }]),
+    uuids.map((u) => [
+      u,
+      { labels: [], assignees: [], milestone: null, draft: false, requested_reviewers: [], auto_merge: null },
+    ]),
   );
   for (const r of rows) {
     const t = out.get(r.item);
@@ -112,7 +134,10 @@ export async function decoratePulls<T extends { uuid: string }>(db: Kysely<DB>, 
       t.milestone = { number: Number(r.num), title: r.name, state: r.extra ?? 'open' };
     } else if (r.kind === 'label') t.labels.push({ uuid: r.id, name: r.name, color: r.extra ?? '' });
     else if (r.kind === 'assignee') t.assignees.push({ uuid: r.id, username: r.name });
-    else t.requested_reviewers.push({ uuid: r.id, username: r.name });
+    else if (r.kind === 'automerge') {
+      const [strategy, at] = (r.extra ?? '').split(' ');
+      t.auto_merge = { enabled_by: { uuid: r.id, username: r.name }, merge_strategy: strategy ?? '', enabled_at: at ?? '' };
+    } else t.requested_reviewers.push({ uuid: r.id, username: r.name });
   }
   const byUsername = (a: UserRef, b: UserRef) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0);
   for (const t of out.values()) {
