@@ -3,6 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { type Person, waitUntil } from './common.ts';
 import { commitFiles, type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, type Res, startApp, type TestApp } from './helpers.ts';
+import { freePort } from './server-process.ts';
+import { header, Inbox } from './smtp.ts';
 
 const CI = `name: CI
 on:
@@ -38,6 +40,7 @@ for (const dialect of DIALECTS) {
     let bob: Person;
     let secret: string;
     let work: string;
+    let smtp: Inbox;
     const api = '/api/v1/users/alice/repos/app';
     const remote = () => g.url('/git/users/alice/app.git', alice.token);
 
@@ -85,7 +88,11 @@ for (const dialect of DIALECTS) {
     };
 
     before(async () => {
-      t = await startApp(dialect);
+      const port = await freePort();
+      smtp = await new Inbox(port).start();
+      t = await startApp(dialect, {
+        config: { smtpUrl: `smtp://127.0.0.1:${port}`, mailFrom: 'Weft <weft@example.com>', mailBatchMs: 1000 },
+      });
       g = await gitClient(t);
       alice = await t.user('alice');
       bob = await t.user('bob');
@@ -111,6 +118,7 @@ for (const dialect of DIALECTS) {
     after(async () => {
       g.cleanup();
       await t.close();
+      await smtp.stop();
     });
 
     it('a failing push run notifies the pusher once; passing after failing notifies; passing after passing does not', async () => {
@@ -130,6 +138,12 @@ for (const dialect of DIALECTS) {
       const row = await t.deps.db.selectFrom('notifications').selectAll().where('subject_uuid', '=', run1!.uuid).execute();
       assert.equal(row.length, 1, 'once');
       assert.equal(row[0]!.user_uuid, alice.uuid);
+      // mailed as the other reasons are (instant by default)
+      await waitUntil(() => smtp.to('alice@example.com').length >= 1, 20_000, 'the mail');
+      const [m] = smtp.to('alice@example.com');
+      assert.equal(m!.mail.subject, `[alice/app] Workflow CI failed on branch main (run ${run1!.number})`);
+      assert.equal(header(m!, 'x-weft-reason'), 'ci');
+      assert.match(m!.mail.text ?? '', new RegExp(`/users/alice/app/runs/${run1!.number}`));
 
       // run 2 passes after the failure: notified
       await push('b.txt');
