@@ -49,7 +49,7 @@ export const NOTIFYING: Record<string, { text?: 'thread' | 'pull' | 'reply' | 'r
 type RawEvent = CursorEvent;
 
 export interface Subject {
-  kind: 'thread' | 'pull';
+  kind: 'thread' | 'pull' | 'run';
   uuid: string;
   repo_uuid: string;
   author_uuid: string;

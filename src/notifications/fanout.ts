@@ -25,6 +25,7 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { EventFollower, type FollowStep, eventsAfterCursor } from '../events/follow.ts';
 import type { EventInput } from '../events/service.ts';
+import { CI_KINDS, withCi } from './ci.ts';
 import { type Bulk, NOTIFYING, type Reason, type Touch, concerned } from './concerned.ts';
 import { enqueueMail, registerMailJobs } from './mail.ts';
 import { readableBy } from './readers.ts';
@@ -44,7 +45,7 @@ interface Cursor {
 }
 
 /** Only these kinds are read: the fan-out steps over everything else (its own badge events too). */
-const NOTIFYING_KINDS = Object.keys(NOTIFYING);
+const NOTIFYING_KINDS = [...Object.keys(NOTIFYING), ...CI_KINDS];
 
 const TRACE = process.env.WEFT_NOTIFY_TRACE === '1';
 const yieldLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -96,7 +97,7 @@ export class NotificationFanout extends EventFollower {
     const full = read.events.length === BATCH ? ('more' as const) : ('idle' as const);
 
     // who is concerned: reads only, outside the chunks' transactions (the state as of now)
-    const { touches, bulk } = await concerned(this.deps.db, events);
+    const { touches, bulk } = await withCi(this.deps.db, events, await concerned(this.deps.db, events));
     const ranges = await this.rangesOf(bulk, touches, cursor.done);
     if (ranges.length > 1) this.heavyAt = Date.now();
     for (let i = 0; i < ranges.length; i++) {

@@ -15,6 +15,7 @@ import { runAfterCommit } from '../db/tx.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { boundedMarkdown } from '../markdown/bounded.ts';
+import { runTitle } from './ci.ts';
 import { readersOf } from './readers.ts';
 import { replyAddress } from './reply-token.ts';
 
@@ -172,7 +173,7 @@ interface Activity {
 export interface Subject {
   notification: string;
   user: string;
-  kind: 'thread' | 'pull';
+  kind: 'thread' | 'pull' | 'run';
   uuid: string;
   repoUuid: string;
   repoSlug: string;
@@ -193,6 +194,7 @@ export async function subjectOf(db: Kysely<DB>, notificationUuid: string): Promi
     .leftJoin('users as ou', (j) => j.onRef('ou.uuid', '=', 'r.owner_uuid').on('r.owner_kind', '=', 'user'))
     .leftJoin('threads as t', (j) => j.onRef('t.uuid', '=', 'n.subject_uuid').on('n.subject_kind', '=', 'thread'))
     .leftJoin('pulls as p', (j) => j.onRef('p.uuid', '=', 'n.subject_uuid').on('n.subject_kind', '=', 'pull'))
+    .leftJoin('ci_runs as cr', (j) => j.onRef('cr.uuid', '=', 'n.subject_uuid').on('n.subject_kind', '=', 'run'))
     .select([
       'n.uuid',
       'n.user_uuid',
@@ -210,12 +212,16 @@ export async function subjectOf(db: Kysely<DB>, notificationUuid: string): Promi
       't.title as t_title',
       'p.number as p_number',
       'p.title as p_title',
+      'cr.number as r_number',
+      'cr.workflow_name as r_workflow',
+      'cr.head_branch as r_branch',
+      'cr.conclusion as r_conclusion',
     ])
     .where('n.uuid', '=', notificationUuid)
     .executeTakeFirst();
   if (!n) return null;
-  const kind = n.subject_kind === 'pull' ? 'pull' : 'thread';
-  const number = kind === 'pull' ? n.p_number : n.t_number;
+  const kind = n.subject_kind === 'pull' ? 'pull' : n.subject_kind === 'run' ? 'run' : 'thread';
+  const number = kind === 'pull' ? n.p_number : kind === 'run' ? n.r_number : n.t_number;
   if (number === null || number === undefined) return null;
   return {
     notification: n.uuid,
@@ -227,7 +233,12 @@ export async function subjectOf(db: Kysely<DB>, notificationUuid: string): Promi
     owner: (n.owner_kind === 'team' ? n.team_slug : n.owner_username) ?? '-',
     ownerKind: n.owner_kind,
     number,
-    title: (kind === 'pull' ? n.p_title : n.t_title) ?? '',
+    title:
+      (kind === 'pull'
+        ? n.p_title
+        : kind === 'run'
+          ? runTitle({ workflow_name: n.r_workflow ?? '', head_branch: n.r_branch, conclusion: n.r_conclusion })
+          : n.t_title) ?? '',
     reason: n.reason,
     from: Number(n.mailed_event_id),
     to: Number(n.last_event_id),
@@ -267,6 +278,18 @@ async function activityOf(db: Kysely<DB>, s: Subject): Promise<Activity[]> {
       text = (await db.selectFrom('pulls').select('body').where('uuid', '=', s.uuid).executeTakeFirst())?.body ?? '';
     out.push({ who: e.actor_username ?? 'someone', verb: VERB[e.kind] ?? e.kind, text });
   }
+  // reason `ci`: the run that completed (the user's own run: not in the subject's scope)
+  const last = await db.selectFrom('events').select(['kind', 'payload']).where('id', '=', s.to).executeTakeFirst();
+  if (last?.kind === 'run-completed' && s.to > s.from) {
+    type RunPart = { number?: number; workflow?: { name?: string }; head_branch?: string | null; conclusion?: string | null };
+    const run = (JSON.parse(last.payload) as { run?: RunPart }).run ?? {};
+    const title = runTitle({
+      workflow_name: run.workflow?.name ?? '',
+      head_branch: run.head_branch ?? null,
+      conclusion: run.conclusion ?? null,
+    });
+    out.push({ who: `Run #${String(run.number ?? '')}`, verb: `completed: ${title}`, text: '' });
+  }
   return out;
 }
 
@@ -282,7 +305,7 @@ export interface ComposedMail {
 }
 
 function subjectUrl(deps: Deps, s: Subject): string {
-  return `${deps.config.publicUrl}/${s.ownerKind === 'team' ? 'teams' : 'users'}/${encodeURIComponent(s.owner)}/${encodeURIComponent(s.repoSlug)}/${s.kind === 'pull' ? 'pulls' : 'threads'}/${s.number}`;
+  return `${deps.config.publicUrl}/${s.ownerKind === 'team' ? 'teams' : 'users'}/${encodeURIComponent(s.owner)}/${encodeURIComponent(s.repoSlug)}/${s.kind === 'pull' ? 'pulls' : s.kind === 'run' ? 'runs' : 'threads'}/${s.number}`;
 }
 
 function compose(deps: Deps, to: string, s: Subject, activity: Activity[]): ComposedMail {
@@ -307,7 +330,7 @@ function compose(deps: Deps, to: string, s: Subject, activity: Activity[]): Comp
   return {
     to,
     from: deps.config.mailFrom!,
-    subject: `[${s.owner}/${s.repoSlug}] ${s.title} (${s.kind === 'pull' ? '!' : '#'}${s.number})`,
+    subject: `[${s.owner}/${s.repoSlug}] ${s.title} (${s.kind === 'pull' ? '!' : s.kind === 'run' ? 'run ' : '#'}${s.number})`,
     text,
     html,
     messageId: `<${s.notification}.${s.to}@${h}>`,
@@ -441,7 +464,9 @@ export async function sendDigest(deps: Deps, user: string): Promise<void> {
     for (const s of subjects) {
       const activity = await activityOf(deps.db, s);
       const url = subjectUrl(deps, s);
-      lines.push(`[${s.owner}/${s.repoSlug}] ${s.title} (${s.kind === 'pull' ? '!' : '#'}${s.number}) - ${s.reason}`);
+      lines.push(
+        `[${s.owner}/${s.repoSlug}] ${s.title} (${s.kind === 'pull' ? '!' : s.kind === 'run' ? 'run ' : '#'}${s.number}) - ${s.reason}`,
+      );
       for (const a of activity) lines.push(`  ${a.who} ${a.verb}`);
       lines.push(`  ${url}`, '');
       parts.push(

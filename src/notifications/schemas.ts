@@ -8,7 +8,8 @@ const ReasonSchema = Type.Union(
     description:
       'author, assigned, mention (@username), team_mention (@team-slug of a team you belong to), review_requested, ' +
       'comment (you replied or reviewed before), state_change (a subject you authored was closed, reopened or merged), ' +
-      'subscribed (you watch the repo or subscribed to the subject), ci',
+      'subscribed (you watch the repo or subscribed to the subject), ' +
+      'ci (a run of yours failed, or passed after a failure: subject the pull, or the run, kind `run`)',
   },
 );
 

@@ -12,12 +12,13 @@ import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
+import { runTitle } from './ci.ts';
 import { type Reason, updatedEvent } from './fanout.ts';
 import { type MailSetting, type MailSettings, mailSettings, validTimezone } from './mail.ts';
 
 export interface NotificationJson {
   uuid: string;
-  subject: { kind: 'thread' | 'pull'; repo: string; number: number; title: string; url: string };
+  subject: { kind: 'thread' | 'pull' | 'run'; repo: string; number: number; title: string; url: string };
   reason: Reason;
   reasons: Reason[];
   unread: boolean;
@@ -45,9 +46,10 @@ function inbox(db: Kysely<DB>, viewer: Viewer) {
     .leftJoin('users as ou', (j) => j.onRef('ou.uuid', '=', 'repos.owner_uuid').on('repos.owner_kind', '=', 'user'))
     .leftJoin('threads as t', (j) => j.onRef('t.uuid', '=', 'n.subject_uuid').on('n.subject_kind', '=', 'thread'))
     .leftJoin('pulls as p', (j) => j.onRef('p.uuid', '=', 'n.subject_uuid').on('n.subject_kind', '=', 'pull'))
+    .leftJoin('ci_runs as cr', (j) => j.onRef('cr.uuid', '=', 'n.subject_uuid').on('n.subject_kind', '=', 'run'))
     .where('n.user_uuid', '=', viewer.uuid)
     .where(repoReadableBy(viewer))
-    .where((eb) => eb.or([eb('t.uuid', 'is not', null), eb('p.uuid', 'is not', null)]))
+    .where((eb) => eb.or([eb('t.uuid', 'is not', null), eb('p.uuid', 'is not', null), eb('cr.uuid', 'is not', null)]))
     .where('t.removed_at', 'is', null);
 }
 
@@ -102,6 +104,10 @@ const COLUMNS = [
   't.title as thread_title',
   'p.number as pull_number',
   'p.title as pull_title',
+  'cr.number as run_number',
+  'cr.workflow_name as run_workflow',
+  'cr.head_branch as run_branch',
+  'cr.conclusion as run_conclusion',
 ] as const;
 
 type Row = {
@@ -123,13 +129,24 @@ type Row = {
   thread_title: string | null;
   pull_number: number | null;
   pull_title: string | null;
+  run_number: number | null;
+  run_workflow: string | null;
+  run_branch: string | null;
+  run_conclusion: string | null;
 };
+
+const SEGMENT = { thread: 'threads', pull: 'pulls', run: 'runs' } as const;
 
 function toJson(publicUrl: string, r: Row): NotificationJson {
   const owner = (r.owner_kind === 'team' ? r.team_slug : r.owner_username) ?? '-';
-  const kind = r.subject_kind === 'pull' ? 'pull' : 'thread';
-  const number = (kind === 'pull' ? r.pull_number : r.thread_number) ?? 0;
-  const title = (kind === 'pull' ? r.pull_title : r.thread_title) ?? '';
+  const kind = r.subject_kind === 'pull' ? 'pull' : r.subject_kind === 'run' ? 'run' : 'thread';
+  const number = (kind === 'pull' ? r.pull_number : kind === 'run' ? r.run_number : r.thread_number) ?? 0;
+  const title =
+    (kind === 'pull'
+      ? r.pull_title
+      : kind === 'run'
+        ? runTitle({ workflow_name: r.run_workflow ?? '', head_branch: r.run_branch, conclusion: r.run_conclusion })
+        : r.thread_title) ?? '';
   const ownerPath = `${r.owner_kind === 'team' ? 'teams' : 'users'}/${encodeURIComponent(owner)}`;
   return {
     uuid: r.uuid,
@@ -138,7 +155,7 @@ function toJson(publicUrl: string, r: Row): NotificationJson {
       repo: `${owner}/${r.repo_slug}`,
       number,
       title,
-      url: `${publicUrl}/${ownerPath}/${encodeURIComponent(r.repo_slug)}/${kind === 'pull' ? 'pulls' : 'threads'}/${number}`,
+      url: `${publicUrl}/${ownerPath}/${encodeURIComponent(r.repo_slug)}/${SEGMENT[kind]}/${number}`,
     },
     reason: r.reason as Reason,
     reasons: JSON.parse(r.reasons) as Reason[],

@@ -43,7 +43,7 @@ const REASON_TEXT: Record<string, string> = {
   comment: 'you took part',
   state_change: 'its state changed',
   subscribed: 'you are subscribed',
-  ci: 'a run',
+  ci: 'your run',
 };
 
 const STATE_OF: Record<Tab, InboxState> = { unread: 'unread', all: 'all', done: 'done' };
@@ -59,7 +59,7 @@ function item(n: NotificationJson, csrf: string, back: string): Html {
       <button type="submit" class="link" aria-label="${label}: ${n.subject.title}">${name}</button>
     </form>`;
   return html`<li class="row notification${n.unread ? ' unread' : ''}" id="n-${n.uuid}">
-    <span class="badge">${n.subject.kind === 'pull' ? 'pull' : 'thread'}</span>
+    <span class="badge">${n.subject.kind}</span>
     <a href="${new URL(n.subject.url).pathname}">${n.unread ? html`<strong>${n.subject.title}</strong>` : n.subject.title}</a>
     <span class="muted">#${String(n.subject.number)}</span>
     <span class="badge reason" title="${n.reasons.join(', ')}">${REASON_TEXT[n.reason] ?? n.reason}</span>
