@@ -48,6 +48,7 @@ import { repoCiSettingsPages } from './settings-ci.ts';
 import { repoProtectionPages } from './settings-protections.ts';
 import { repoSettingsPages } from './settings-repo.ts';
 import { teamSettingsPages } from './settings-team.ts';
+import { teamCiSettingsPages } from './settings-team-ci.ts';
 import { tokenSettingsPages } from './settings-tokens.ts';
 import { userSettingsPages } from './settings-user.ts';
 import { securitySettingsPages } from './settings-security.ts';
@@ -164,6 +165,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(subscriptionPages, { deps });
   await app.register(mailSettingsPages, { deps });
   await app.register(teamSettingsPages, { deps });
+  await app.register(teamCiSettingsPages, { deps });
   await app.register(twoFactorRequirementPages, { deps });
   await app.register(repoSettingsPages, { deps });
   await app.register(repoProtectionPages, { deps });

@@ -5,8 +5,8 @@
  * the API's; a refused form is the page again with the error beside its field and what was typed
  * kept (a secret's value excepted: it is never sent back). Plain forms: no JavaScript needed.
  *
- * Team settings: `namedSection` and `runnersSection` take no repo, so a team's settings page
- * shows the same sections once src/ci has team runners, secrets and variables (not yet).
+ * Team settings: `namedSection` and `runnersSection` take no repo; a team's settings pages
+ * (src/web/settings-team-ci.ts) show the same sections over the team's services.
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -131,9 +131,10 @@ export function namedSection(
   base: string,
   ro: boolean,
   states: { set?: FormState; remove?: FormState },
+  intro?: string,
 ): Html {
   const k = KINDS[kind];
-  return html`<p class="muted">${k.intro}</p>
+  return html`<p class="muted">${intro ?? k.intro}</p>
     <section aria-labelledby="${k.plural}-h">
       <h2 id="${k.plural}-h">${k.title}</h2>
       ${formMessage(states.remove)}
