@@ -1,7 +1,8 @@
 /**
- * docs/ci.md "Pages" (team settings): a team's secrets and variables pages for the team's maintain
- * level (404 to outsiders, 403 to a member below maintainer), the API's checks with the error beside
- * its field, a secret's value never shown, set and deleted through the team's services.
+ * docs/ci.md "Pages" (team settings and staff): a team's runners, secrets and variables pages for the
+ * team's maintain level (404 to outsiders, 403 to a member below maintainer), the API's checks with
+ * the error beside its field, a secret's value never shown; the staff page of site runners (403 to
+ * others); registration tokens shown once, runners listed and removed.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -17,6 +18,7 @@ for (const dialect of DIALECTS) {
     let m: Browser; // maintainer
     let b: Browser; // member
     let c: Browser; // not in the team
+    let s: Browser; // staff
     const api = '/api/v1/teams/crew';
     const web = '/teams/crew/-/settings';
 
@@ -26,6 +28,7 @@ for (const dialect of DIALECTS) {
       await t.user('mia');
       await t.user('bob');
       await t.user('carol');
+      await t.user('sam', { staff: true });
       const made = await t.req('POST', '/api/v1/teams', { token: alice.token, body: { name: 'Crew', slug: 'crew' } });
       assert.equal(made.status, 201, made.text);
       for (const [username, role] of [
@@ -39,11 +42,12 @@ for (const dialect of DIALECTS) {
       m = await signIn(t, 'mia');
       b = await signIn(t, 'bob');
       c = await signIn(t, 'carol');
+      s = await signIn(t, 'sam');
     });
     after(() => t.close());
 
     it('the team maintain level only: 404 to an outsider, 403 to a member, tabs in the team settings', async () => {
-      for (const page of ['secrets', 'variables']) {
+      for (const page of ['runners', 'secrets', 'variables']) {
         assert.equal((await pageReq(t, 'GET', `${web}/${page}`, { cookie: c.cookie })).status, 404, page);
         assert.equal((await pageReq(t, 'GET', `${web}/${page}`, { cookie: b.cookie })).status, 403, page);
         for (const who of [a, m]) {
@@ -124,6 +128,61 @@ for (const dialect of DIALECTS) {
       assert.equal(viaApi.body.value, 'eu-west');
       await pageReq(t, 'POST', `${web}/variables/delete`, { cookie: m.cookie, form: { _csrf: m.csrf, name: 'REGION' } });
       assert.equal((await t.req('GET', `${api}/variables`, { token: alice.token })).body.results.length, 0);
+    });
+
+    it('team runners: a token shown once with the command, the runner listed with its scope, removed', async () => {
+      const refused = await pageReq(t, 'POST', `${web}/runners/token`, { cookie: b.cookie, form: { _csrf: b.csrf } });
+      assert.equal(refused.status, 403);
+      const made = await pageReq(t, 'POST', `${web}/runners/token`, { cookie: m.cookie, form: { _csrf: m.csrf } });
+      assert.equal(made.status, 201, made.text);
+      assert.match(made.text, /Runners run the jobs of every repo of the team/);
+      const token = /id="runner-token">(wrr_[A-Za-z0-9_-]+)</.exec(made.text)?.[1];
+      assert.ok(token, made.text);
+      assert.doesNotMatch((await pageReq(t, 'GET', `${web}/runners`, { cookie: m.cookie })).text, new RegExp(token!));
+      const reg = await t.req('POST', '/api/v1/runner/register', {
+        token: null,
+        body: { token, name: 'crew-box', labels: ['linux'] },
+      });
+      assert.equal(reg.status, 201, reg.text);
+      assert.equal(reg.body.scope, 'team');
+      const listed = await pageReq(t, 'GET', `${web}/runners`, { cookie: a.cookie });
+      assert.match(listed.text, /<strong>crew-box<\/strong>/);
+      const gone = await pageReq(t, 'POST', `${web}/runners/${reg.body.uuid}/remove`, {
+        cookie: m.cookie,
+        form: { _csrf: m.csrf },
+      });
+      assert.equal(gone.status, 303, gone.text);
+      assert.deepEqual((await t.req('GET', `${api}/runners`, { token: alice.token })).body.results, []);
+    });
+
+    it('site runners: the staff page (403 to others), a token once, the runner listed and removed', async () => {
+      for (const who of [a, c]) {
+        assert.equal((await pageReq(t, 'GET', '/admin/runners', { cookie: who.cookie })).status, 403);
+        const post = await pageReq(t, 'POST', '/admin/runners/token', { cookie: who.cookie, form: { _csrf: who.csrf } });
+        assert.equal(post.status, 403);
+      }
+      const empty = await pageReq(t, 'GET', '/admin/runners', { cookie: s.cookie });
+      assert.equal(empty.status, 200, empty.text);
+      assert.match(empty.text, /href="\/admin\/runners"\s+aria-current="page"/);
+      assert.match(empty.text, /No runners yet/);
+      const made = await pageReq(t, 'POST', '/admin/runners/token', { cookie: s.cookie, form: { _csrf: s.csrf } });
+      assert.equal(made.status, 201, made.text);
+      assert.match(made.text, /Runners run the jobs of every repo of the site/);
+      const token = /id="runner-token">(wrr_[A-Za-z0-9_-]+)</.exec(made.text)?.[1];
+      assert.ok(token, made.text);
+      const reg = await t.req('POST', '/api/v1/runner/register', {
+        token: null,
+        body: { token, name: 'site-box', labels: ['linux'] },
+      });
+      assert.equal(reg.status, 201, reg.text);
+      assert.equal(reg.body.scope, 'site');
+      assert.match((await pageReq(t, 'GET', '/admin/runners', { cookie: s.cookie })).text, /<strong>site-box<\/strong>/);
+      const gone = await pageReq(t, 'POST', `/admin/runners/${reg.body.uuid}/remove`, {
+        cookie: s.cookie,
+        form: { _csrf: s.csrf },
+      });
+      assert.equal(gone.status, 303, gone.text);
+      assert.deepEqual((await t.req('GET', '/api/v1/admin/runners', { token: t.adminToken })).body.results, []);
     });
   });
 }

@@ -40,6 +40,7 @@ import { adminUserPages } from './admin-users.ts';
 import { adminInvitePages } from './admin-invites.ts';
 import { adminLimitPages } from './admin-limits.ts';
 import { adminSourcePages } from './admin-sources.ts';
+import { adminRunnerPages } from './admin-runners.ts';
 import { signinPages } from './signin-pages.ts';
 import { passkeySigninPages } from './passkey-pages.ts';
 import { signupPages } from './signup-pages.ts';
@@ -154,6 +155,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   await app.register(adminInvitePages, { deps });
   await app.register(adminLimitPages, { deps });
   await app.register(adminSourcePages, { deps });
+  await app.register(adminRunnerPages, { deps });
   await app.register(signupPages, { deps });
   await app.register(userSettingsPages, { deps });
   await app.register(securitySettingsPages, { deps });

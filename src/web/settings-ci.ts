@@ -67,10 +67,11 @@ export function runnersSection(
   base: string,
   ro: boolean,
   o: { token?: { token: string; expires_at: string }; state?: FormState },
+  whose = "this repo's jobs",
 ): Html {
   return html`<p class="muted">
-      Runners run this repo's jobs: <code>weft runner</code> on any machine, taking the jobs whose <code>runs-on</code> labels are
-      all among its own.
+      Runners run ${whose}: <code>weft runner</code> on any machine, taking the jobs whose <code>runs-on</code> labels are all
+      among its own.
     </p>
     ${o.token ? tokenOnce(deps, o.token) : ''}
     <section aria-labelledby="runners-h">

@@ -1,6 +1,6 @@
 /**
- * A team's CI settings (docs/ci.md "Pages"): its secrets and variables, given to the jobs of every
- * repo of the team, for the team's maintain level (maintainer role, owner, staff) as the API: 404 to
+ * A team's CI settings (docs/ci.md "Pages"): its runners, secrets and variables, for the jobs of
+ * every repo of the team, for the team's maintain level (maintainer role, owner, staff) as the API: 404 to
  * whoever is not in the team, 403 to a member below maintainer. The same sections as a repo's
  * (src/web/settings-ci.ts `namedSection`) over the team's services (src/ci/secrets.ts), so the
  * checks and their wording are the API's; a secret's value is never sent back.
@@ -8,17 +8,20 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { requireTeam } from '../access/index.ts';
+import { createTeamRegistrationToken } from '../ci/protocol.ts';
+import { listTeamRunners, removeTeamRunner } from '../ci/runners.ts';
 import { deleteIn, listIn, type NamedKind, putIn, type ScopeRef } from '../ci/secrets.ts';
 import type { Deps } from '../deps.ts';
 import { type PageCaller, requirePage, seeOther, sendPage } from './context.ts';
 import { type FormState, attempt, typedValues } from './forms.ts';
 import { seg } from './html.ts';
 import { PageSlug as Slug } from './page-route.ts';
-import { namedSection } from './settings-ci.ts';
+import { namedSection, runnersSection } from './settings-ci.ts';
 import { FormBody, type FormFields, text } from './settings-common.ts';
 import { teamSettingsPage } from './settings-team.ts';
 
 const TeamParams = Type.Object({ team_slug: Slug });
+const RunnerParams = Type.Object({ team_slug: Slug, runner_uuid: Type.String({ maxLength: 100 }) });
 const PLURAL: Record<NamedKind, string> = { secret: 'secrets', variable: 'variables' };
 const INTRO: Record<NamedKind, string> = {
   secret:
@@ -34,6 +37,48 @@ export async function teamCiSettingsPages(app: FastifyInstance, { deps }: { deps
   const post = { config: { public: true }, schema: { hide: true, params: TeamParams, body: FormBody } };
   const slugOf = (params: unknown) => (params as { team_slug: string }).team_slug;
   const at = (teamSlug: string): ScopeRef => ({ kind: 'team', teamSlug });
+
+  // ------------------------------------------------------------------ runners
+
+  const runnersPage = async (
+    reply: FastifyReply,
+    c: PageCaller,
+    slug: string,
+    o: { token?: { token: string; expires_at: string }; state?: FormState } = {},
+  ) => {
+    const { team } = await requireTeam(deps.db, c.viewer, slug, 'maintainer');
+    const runners = await listTeamRunners(deps, c.viewer, team.slug);
+    const base = `/teams/${seg(team.slug)}/-/settings/runners`;
+    const ro = team.is_active !== 1;
+    const body = runnersSection(deps, c, runners, base, ro, o, 'the jobs of every repo of the team');
+    return sendPage(reply, teamSettingsPage(c, team, base, body), o.state?.status ?? (o.token ? 201 : 200));
+  };
+
+  app.get('/teams/:team_slug/-/settings/runners', get, async (request, reply) =>
+    runnersPage(reply, requirePage(request), slugOf(request.params)),
+  );
+
+  app.post('/teams/:team_slug/-/settings/runners/token', post, async (request, reply) => {
+    const c = requirePage(request);
+    const slug = slugOf(request.params);
+    const done = await attempt({}, [], () => createTeamRegistrationToken(deps, c.viewer, slug));
+    // the answer page is the only place the token is shown: no redirect
+    return runnersPage(reply, c, slug, done.ok ? { token: done.value } : { state: done.state });
+  });
+
+  app.post(
+    '/teams/:team_slug/-/settings/runners/:runner_uuid/remove',
+    { config: { public: true }, schema: { hide: true, params: RunnerParams, body: FormBody } },
+    async (request, reply) => {
+      const c = requirePage(request);
+      const { team_slug, runner_uuid } = request.params as { team_slug: string; runner_uuid: string };
+      const done = await attempt({}, [], () => removeTeamRunner(deps, c.viewer, team_slug, runner_uuid));
+      if (!done.ok) return runnersPage(reply, c, team_slug, { state: done.state });
+      return seeOther(reply, `/teams/${seg(team_slug)}/-/settings/runners`);
+    },
+  );
+
+  // ------------------------------------------------------------------ secrets and variables
 
   for (const kind of ['secret', 'variable'] as const) {
     const path = `/teams/:team_slug/-/settings/${PLURAL[kind]}`;

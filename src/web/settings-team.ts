@@ -46,6 +46,7 @@ export function teamSettingsPage(c: PageCaller, team: { slug: string; name: stri
           [`${base}/hooks`, 'Hooks'],
           [`${base}/two-factor`, 'Two-factor'],
           [`${base}/sync`, 'Sync'],
+          [`${base}/runners`, 'Runners'],
           [`${base}/secrets`, 'Secrets'],
           [`${base}/variables`, 'Variables'],
         ],
