@@ -6,11 +6,11 @@
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { command } from '../core/command.ts';
-import { onRepo } from '../core/targets.ts';
+import { decide, onRepo } from '../core/targets.ts';
 import { inTransaction, type TxContext } from '../core/transaction.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
-import type { RepoRef } from '../access/index.ts';
+import { type RepoRef, requireTeamCiValues } from '../access/index.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import { hashSecret, newTokenSecret } from '../tokens/secret.ts';
@@ -18,6 +18,7 @@ import { repoFullNames } from '../pulls/heads.ts';
 import type { Value } from './workflow/expr.ts';
 import type { Workflow } from './workflow/model.ts';
 import { jobValues } from './secrets.ts';
+import { assertSiteRunnersStaff } from './runners.ts';
 import { addWaiter, removeWaiter, wakePollers } from './wake.ts';
 import { claimJobs, finishJob, jobLogSignal, type JobConclusion, runContext, type RunnerRow, sweepLostRunners } from './runs.ts';
 
@@ -31,6 +32,18 @@ export async function createRepoRegistrationToken(deps: Deps, viewer: Viewer, re
   return command(deps, viewer, onRepo(ref, { level: 'maintain', write: true }), async (tx) =>
     insertRegistrationToken(tx, 'repo', tx.access.repo.uuid, viewer),
   );
+}
+
+/** POST /teams/{t}/runners/registration-token (the team's maintain level): a runner for every repo of the team. */
+export async function createTeamRegistrationToken(deps: Deps, viewer: Viewer, teamSlug: string) {
+  const target = decide((db, v: Viewer) => requireTeamCiValues(db, v, teamSlug, { secret: true, write: true }));
+  return command(deps, viewer, target, async (tx) => insertRegistrationToken(tx, 'team', tx.access.team.uuid, viewer));
+}
+
+/** POST /admin/runners/registration-token (staff): a runner for every repo of the site. */
+export async function createSiteRegistrationToken(deps: Deps, viewer: Viewer) {
+  const target = decide(async (_db, v: Viewer) => assertSiteRunnersStaff(v));
+  return command(deps, viewer, target, async (tx) => insertRegistrationToken(tx, 'site', null, viewer));
 }
 
 export async function insertRegistrationToken(tx: TxContext, scope: string, scopeUuid: string | null, viewer: Viewer) {

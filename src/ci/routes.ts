@@ -5,8 +5,24 @@ import type { Deps } from '../deps.ts';
 import { requireViewer } from '../http/auth.ts';
 import { REPO_FORMS, type RepoParams, repoParamsSchema, repoRef } from '../http/repo-paths.ts';
 import { errors } from '../http/route-schemas.ts';
-import { listRepoRunners, removeRepoRunner } from './runners.ts';
-import { appendLog, createRepoRegistrationToken, finishFromRunner, poll, registerRunner, reportSteps } from './protocol.ts';
+import {
+  listRepoRunners,
+  listSiteRunners,
+  listTeamRunners,
+  removeRepoRunner,
+  removeSiteRunner,
+  removeTeamRunner,
+} from './runners.ts';
+import {
+  appendLog,
+  createRepoRegistrationToken,
+  createSiteRegistrationToken,
+  createTeamRegistrationToken,
+  finishFromRunner,
+  poll,
+  registerRunner,
+  reportSteps,
+} from './protocol.ts';
 
 const RUNNER_AUTH =
   'Runner protocol (docs/ci.md "Runners"): authenticated by the runner secret in `X-Weft-Runner-Secret` only (a user ' +
@@ -91,6 +107,91 @@ export async function ciRoutes(app: FastifyInstance, { deps }: { deps: Deps }): 
       async (request, reply) => {
         const p = request.params as RepoParams & { runner_uuid: string };
         await removeRepoRunner(deps, requireViewer(request), repoRef(p), p.runner_uuid);
+        return reply.status(204).send(null);
+      },
+    );
+  }
+
+  // team runners (the jobs of every repo of the team) and site runners (every repo; staff)
+  const TEAM = 'The team’s maintain level: the maintainer role or owner, or staff (403 to other members; 404 to others).';
+  const SITE = 'Staff only (403 to others).';
+  const teamSlug = { team_slug: Type.String({ minLength: 1, maxLength: 100 }) };
+  const runnerUuid = { runner_uuid: Type.String({ format: 'uuid' }) };
+  const scopes = [
+    {
+      prefix: '/teams/:team_slug',
+      who: TEAM,
+      what: 'this team',
+      takes: 'the jobs of every repo of the team',
+      params: Type.Object(teamSlug),
+      uuidParams: Type.Object({ ...teamSlug, ...runnerUuid }),
+      token: (req: FastifyRequest) =>
+        createTeamRegistrationToken(deps, requireViewer(req), (req.params as { team_slug: string }).team_slug),
+      list: (req: FastifyRequest) => listTeamRunners(deps, requireViewer(req), (req.params as { team_slug: string }).team_slug),
+      remove: (req: FastifyRequest) => {
+        const p = req.params as { team_slug: string; runner_uuid: string };
+        return removeTeamRunner(deps, requireViewer(req), p.team_slug, p.runner_uuid);
+      },
+    },
+    {
+      prefix: '/admin',
+      who: SITE,
+      what: 'the site',
+      takes: 'the jobs of every repo of the site',
+      params: undefined,
+      uuidParams: Type.Object(runnerUuid),
+      token: (req: FastifyRequest) => createSiteRegistrationToken(deps, requireViewer(req)),
+      list: (req: FastifyRequest) => listSiteRunners(deps, requireViewer(req)),
+      remove: (req: FastifyRequest) => {
+        const p = req.params as { runner_uuid: string };
+        return removeSiteRunner(deps, requireViewer(req), p.runner_uuid);
+      },
+    },
+  ];
+  for (const sc of scopes) {
+    r.post(
+      `${sc.prefix}/runners/registration-token`,
+      {
+        schema: {
+          tags,
+          summary: `A registration token for a runner of ${sc.what}`,
+          description:
+            `${sc.who} The token registers one runner (\`weft runner register --token\`) that takes ${sc.takes}; it ` +
+            'works once and for one hour.',
+          ...(sc.params ? { params: sc.params } : {}),
+          response: { 201: RegistrationToken, ...errors(403) },
+        },
+      },
+      async (request, reply) => reply.status(201).send(await sc.token(request)),
+    );
+    r.get(
+      `${sc.prefix}/runners`,
+      {
+        schema: {
+          tags,
+          summary: `The runners registered for ${sc.what}`,
+          description: `${sc.who} By name.`,
+          ...(sc.params ? { params: sc.params } : {}),
+          response: { 200: Type.Object({ results: Type.Array(Runner) }), ...errors(403) },
+        },
+      },
+      async (request) => ({ results: await sc.list(request) }),
+    );
+    r.delete(
+      `${sc.prefix}/runners/:runner_uuid`,
+      {
+        schema: {
+          tags,
+          summary: `Remove a runner of ${sc.what}`,
+          description:
+            `${sc.who} 404 for a runner of another scope. Its secret stops working at once; the jobs it runs fail ` +
+            '(`runner_removed`, with a notice in their log).',
+          params: sc.uuidParams,
+          response: { 204: Type.Null(), ...errors(403) },
+        },
+      },
+      async (request, reply) => {
+        await sc.remove(request);
         return reply.status(204).send(null);
       },
     );

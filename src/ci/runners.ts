@@ -5,13 +5,13 @@
  * it (its secret stops working at once) and fails its running jobs as `runner_removed`.
  */
 import type { Kysely } from 'kysely';
-import { assertNotArchived, itemWrite, type RepoRef, requireRepo } from '../access/index.ts';
+import { assertNotArchived, itemWrite, type RepoRef, requireRepo, requireTeamCiValues } from '../access/index.ts';
 import { command } from '../core/command.ts';
-import { onRepo } from '../core/targets.ts';
+import { decide, onRepo } from '../core/targets.ts';
 import type { TxContext } from '../core/transaction.ts';
 import type { DB } from '../db/types.ts';
 import type { Deps } from '../deps.ts';
-import { notFound } from '../errors.ts';
+import { forbidden, notFound } from '../errors.ts';
 import { nowIso } from '../time.ts';
 import type { Viewer } from '../viewer.ts';
 import { finishJob, RUNNER_LOST_MS } from './runs.ts';
@@ -107,6 +107,55 @@ export async function removeRepoRunner(deps: Deps, viewer: Viewer, ref: RepoRef,
       .executeTakeFirst();
     if (!row) throw notFound('Runner');
     assertNotArchived(tx.access);
+    await removeRunner(deps, tx, row.uuid);
+  });
+}
+
+/**
+ * Team runners take the jobs of every repo of the team; the team's maintain level (maintainer role,
+ * owner, staff) lists, removes and registers them (src/access/teams.ts `requireTeamCiValues`).
+ */
+export async function listTeamRunners(deps: Deps, viewer: Viewer, teamSlug: string): Promise<RunnerJson[]> {
+  const { team } = await requireTeamCiValues(deps.db, viewer, teamSlug, { secret: true, write: false });
+  return runnersOf(deps.db, 'team', team.uuid);
+}
+
+/** DELETE /teams/{t}/runners/{runner_uuid}: 404 for a runner of another scope. */
+export async function removeTeamRunner(deps: Deps, viewer: Viewer, teamSlug: string, runnerUuid: string): Promise<void> {
+  const target = decide((db, v) => requireTeamCiValues(db, v, teamSlug, { secret: true, write: true }));
+  await command(deps, viewer, target, async (tx) => {
+    const row = await tx.db
+      .selectFrom('ci_runners')
+      .select('uuid')
+      .where('uuid', '=', runnerUuid)
+      .where('scope', '=', 'team')
+      .where('scope_uuid', '=', tx.access.team.uuid)
+      .executeTakeFirst();
+    if (!row) throw notFound('Runner');
+    await removeRunner(deps, tx, row.uuid);
+  });
+}
+
+/** Site runners take the jobs of every repo; staff only (403 to others, as the other /admin routes). */
+export function assertSiteRunnersStaff(viewer: Viewer): void {
+  if (!viewer.isStaff) throw forbidden('Only staff can manage site runners.');
+}
+
+export async function listSiteRunners(deps: Deps, viewer: Viewer): Promise<RunnerJson[]> {
+  assertSiteRunnersStaff(viewer);
+  return runnersOf(deps.db, 'site', null);
+}
+
+export async function removeSiteRunner(deps: Deps, viewer: Viewer, runnerUuid: string): Promise<void> {
+  const target = decide(async (_db, v: Viewer) => assertSiteRunnersStaff(v));
+  await command(deps, viewer, target, async (tx) => {
+    const row = await tx.db
+      .selectFrom('ci_runners')
+      .select('uuid')
+      .where('uuid', '=', runnerUuid)
+      .where('scope', '=', 'site')
+      .executeTakeFirst();
+    if (!row) throw notFound('Runner');
     await removeRunner(deps, tx, row.uuid);
   });
 }

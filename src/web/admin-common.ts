@@ -4,7 +4,7 @@ import type { PageCaller } from './context.ts';
 import { layout } from './layout.ts';
 import { checked, typedValues } from './forms.ts';
 
-export type AdminTab = 'users' | 'invites' | 'rate-limits' | 'settings' | 'hooks' | 'sources' | 'two-factor';
+export type AdminTab = 'users' | 'invites' | 'rate-limits' | 'settings' | 'hooks' | 'sources' | 'two-factor' | 'runners';
 
 const TABS: ReadonlyArray<readonly [AdminTab, string, string]> = [
   ['users', 'Users', '/admin/users'],
@@ -14,6 +14,7 @@ const TABS: ReadonlyArray<readonly [AdminTab, string, string]> = [
   ['hooks', 'Site hooks', '/admin/hooks'],
   ['sources', 'Sign-in sources', '/admin/auth-sources'],
   ['two-factor', 'Two-factor', '/admin/two-factor'],
+  ['runners', 'Site runners', '/admin/runners'],
 ];
 
 /**

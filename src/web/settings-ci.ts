@@ -5,8 +5,8 @@
  * the API's; a refused form is the page again with the error beside its field and what was typed
  * kept (a secret's value excepted: it is never sent back). Plain forms: no JavaScript needed.
  *
- * Team settings: `namedSection` and `runnersSection` take no repo, so a team's settings page
- * shows the same sections once src/ci has team runners, secrets and variables (not yet).
+ * Team settings: `namedSection` and `runnersSection` take no repo; a team's settings pages
+ * (src/web/settings-team-ci.ts) show the same sections over the team's services.
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -67,10 +67,11 @@ export function runnersSection(
   base: string,
   ro: boolean,
   o: { token?: { token: string; expires_at: string }; state?: FormState },
+  whose = "this repo's jobs",
 ): Html {
   return html`<p class="muted">
-      Runners run this repo's jobs: <code>weft runner</code> on any machine, taking the jobs whose <code>runs-on</code> labels are
-      all among its own.
+      Runners run ${whose}: <code>weft runner</code> on any machine, taking the jobs whose <code>runs-on</code> labels are all
+      among its own.
     </p>
     ${o.token ? tokenOnce(deps, o.token) : ''}
     <section aria-labelledby="runners-h">
@@ -131,9 +132,10 @@ export function namedSection(
   base: string,
   ro: boolean,
   states: { set?: FormState; remove?: FormState },
+  intro?: string,
 ): Html {
   const k = KINDS[kind];
-  return html`<p class="muted">${k.intro}</p>
+  return html`<p class="muted">${intro ?? k.intro}</p>
     <section aria-labelledby="${k.plural}-h">
       <h2 id="${k.plural}-h">${k.title}</h2>
       ${formMessage(states.remove)}
