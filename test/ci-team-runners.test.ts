@@ -122,14 +122,14 @@ for (const dialect of DIALECTS) {
         assert.equal((await t.req(method, path, { token: dave.token })).status, 404, `${method} ${path} by an outsider`);
       }
       for (const [method, path] of [
-        ['POST', '/api/v1/admin/runners/registration-token'],
-        ['GET', '/api/v1/admin/runners'],
-        ['DELETE', '/api/v1/admin/runners/00000000-0000-4000-8000-000000000000'],
+        ['POST', '/api/v1/runners/registration-token'],
+        ['GET', '/api/v1/runners'],
+        ['DELETE', '/api/v1/runners/00000000-0000-4000-8000-000000000000'],
       ] as const) {
         assert.equal((await t.req(method, path, { token: alice.token })).status, 403, `${method} ${path} by a team owner`);
       }
       assert.equal((await t.req('GET', `${acme}/runners`, { token: bob.token })).status, 200);
-      assert.equal((await t.req('GET', '/api/v1/admin/runners', { token: t.adminToken })).status, 200);
+      assert.equal((await t.req('GET', '/api/v1/runners', { token: t.adminToken })).status, 200);
       assert.equal(
         (await t.req('DELETE', `${acme}/runners/00000000-0000-4000-8000-000000000000`, { token: alice.token })).status,
         404,
@@ -142,7 +142,12 @@ for (const dialect of DIALECTS) {
     });
 
     it('a team runner runs the team’s repos’ jobs and never another team’s; its token works once', async () => {
-      const tok = await t.req('POST', `${acme}/runners/registration-token`, { token: bob.token });
+      assert.equal(
+        (await t.req('POST', `${acme}/runners/registration-token`, { token: bob.token })).status,
+        403,
+        'a maintainer: the team owner makes team runner tokens',
+      );
+      const tok = await t.req('POST', `${acme}/runners/registration-token`, { token: alice.token });
       assert.equal(tok.status, 201, tok.text);
       const { code, config } = await register(tok.body.token, 'team-r');
       assert.equal(code, 0);
@@ -176,7 +181,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('a site runner (staff) runs every repo’s jobs; removed by staff', async () => {
-      const tok = await t.req('POST', '/api/v1/admin/runners/registration-token', { token: t.adminToken });
+      const tok = await t.req('POST', '/api/v1/runners/registration-token', { token: t.adminToken });
       assert.equal(tok.status, 201, tok.text);
       const { code, config } = await register(tok.body.token, 'site-r');
       assert.equal(code, 0);
@@ -198,15 +203,15 @@ for (const dialect of DIALECTS) {
         ],
       );
       await stop(p);
-      const listed = await t.req('GET', '/api/v1/admin/runners', { token: t.adminToken });
+      const listed = await t.req('GET', '/api/v1/runners', { token: t.adminToken });
       assert.deepEqual(
         listed.body.results.map((r: { name: string; scope: string }) => [r.name, r.scope]),
         [['site-r', 'site']],
       );
       const uuid = listed.body.results[0].uuid;
       assert.equal((await t.req('DELETE', `${acme}/runners/${uuid}`, { token: alice.token })).status, 404, 'another scope');
-      assert.equal((await t.req('DELETE', `/api/v1/admin/runners/${uuid}`, { token: t.adminToken })).status, 204);
-      assert.deepEqual((await t.req('GET', '/api/v1/admin/runners', { token: t.adminToken })).body.results, []);
+      assert.equal((await t.req('DELETE', `/api/v1/runners/${uuid}`, { token: t.adminToken })).status, 204);
+      assert.deepEqual((await t.req('GET', '/api/v1/runners', { token: t.adminToken })).body.results, []);
       const teamR = (await t.req('GET', `${acme}/runners`, { token: alice.token })).body.results[0];
       assert.equal((await t.req('DELETE', `${acme}/runners/${teamR.uuid}`, { token: bob.token })).status, 204);
     });

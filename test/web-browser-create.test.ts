@@ -108,7 +108,7 @@ for (const dialect of DIALECTS) {
         const { page } = await newPage(browser);
         await signInPage(page, base, 'alice', PASSWORD);
         await page.goto(`${base}/teams/core/web/pulls/1`);
-        await page.getByRole('button', { name: 'Merge' }).click();
+        await page.getByRole('button', { name: 'Merge', exact: true }).click();
         await page.locator('#merge-error').waitFor();
         assert.match(await page.locator('h2').first().innerText(), /#1 Nothing yet/);
         await checkPage(page, 'refused merge');
@@ -116,7 +116,7 @@ for (const dialect of DIALECTS) {
         const reader = (await newPage(browser)).page;
         await signInPage(reader, base, 'bob', PASSWORD);
         await reader.goto(`${base}/teams/core/web/pulls/1`);
-        assert.equal(await reader.getByRole('button', { name: 'Merge' }).count(), 0);
+        assert.equal(await reader.getByRole('button', { name: 'Merge', exact: true }).count(), 0);
         assert.equal(await reader.locator('nav[aria-label=Repo]').getByRole('link', { name: 'Settings' }).count(), 0);
         await checkPage(reader, 'pull as a reader');
         await reader.context().close();

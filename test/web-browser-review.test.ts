@@ -162,7 +162,7 @@ for (const dialect of DIALECTS) {
       await Promise.all([b.waitForURL(/\/pulls\/1$/), b.getByRole('button', { name: 'Submit review' }).click()]);
       const a = pages.alice!;
       await a.goto(`${base}${pullPath}`);
-      await Promise.all([a.waitForURL(/\/pulls\/1$/), a.getByRole('button', { name: 'Merge' }).click()]);
+      await Promise.all([a.waitForURL(/\/pulls\/1$/), a.getByRole('button', { name: 'Merge', exact: true }).click()]);
       await a.locator('#pull-status', { hasText: 'merged' }).waitFor();
       await a.getByRole('link', { name: 'Files changed' }).click();
       await a.getByRole('heading', { name: 'Files changed (2)' }).waitFor();

@@ -168,7 +168,10 @@ for (const dialect of DIALECTS) {
       await a.goto(`${base}${repoPath}/pulls/1`);
       assert.ok(await a.getByText('1 of 1 required approvals').isVisible());
       await a.selectOption('#merge_strategy', 'squash');
-      await Promise.all([a.waitForURL(`${base}${repoPath}/pulls/1`), a.getByRole('button', { name: 'Merge' }).click()]);
+      await Promise.all([
+        a.waitForURL(`${base}${repoPath}/pulls/1`),
+        a.getByRole('button', { name: 'Merge', exact: true }).click(),
+      ]);
       await a.locator('#pull-status', { hasText: 'merged' }).waitFor();
       await shot(a, 'pull-page');
 

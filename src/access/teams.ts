@@ -112,15 +112,16 @@ export async function teamVisibleTo(db: Kysely<DB>, viewer: Viewer | null, team:
  * A team's CI secrets and variables (docs/ci.md "Secrets and variables"), at the team's maintain
  * level: the maintainer role (or owner; staff) reads a secret's names and writes secrets and
  * variables; any member reads variables. Writes lock the team row shared and are refused under
- * an inactive team (403 team_inactive), whose repos are read-only.
+ * an inactive team (403 team_inactive), whose repos are read-only. `owner`: the team owner only
+ * (a team runner's registration token, as the API documents).
  */
 export async function requireTeamCiValues(
   db: Kysely<DB>,
   viewer: Viewer,
   slug: string,
-  need: { secret: boolean; write: boolean },
+  need: { secret: boolean; write: boolean; owner?: boolean },
 ): Promise<TeamAccess> {
-  const min: TeamRole = need.write || need.secret ? 'maintainer' : 'reader';
+  const min: TeamRole = need.owner ? 'owner' : need.write || need.secret ? 'maintainer' : 'reader';
   const access = await requireTeam(db, viewer, slug, min, need.write ? { lock: 'share' } : {});
   if (need.write) assertTeamActive(access.team);
   return access;

@@ -34,13 +34,13 @@ export async function createRepoRegistrationToken(deps: Deps, viewer: Viewer, re
   );
 }
 
-/** POST /teams/{t}/runners/registration-token (the team's maintain level): a runner for every repo of the team. */
+/** POST /teams/{t}/runners/registration-token (the team owner; staff): a runner for every repo of the team. */
 export async function createTeamRegistrationToken(deps: Deps, viewer: Viewer, teamSlug: string) {
-  const target = decide((db, v: Viewer) => requireTeamCiValues(db, v, teamSlug, { secret: true, write: true }));
+  const target = decide((db, v: Viewer) => requireTeamCiValues(db, v, teamSlug, { secret: true, write: true, owner: true }));
   return command(deps, viewer, target, async (tx) => insertRegistrationToken(tx, 'team', tx.access.team.uuid, viewer));
 }
 
-/** POST /admin/runners/registration-token (staff): a runner for every repo of the site. */
+/** POST /runners/registration-token (staff): a runner for every repo of the site. */
 export async function createSiteRegistrationToken(deps: Deps, viewer: Viewer) {
   const target = decide(async (_db, v: Viewer) => assertSiteRunnersStaff(v));
   return command(deps, viewer, target, async (tx) => insertRegistrationToken(tx, 'site', null, viewer));

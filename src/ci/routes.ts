@@ -134,7 +134,7 @@ export async function ciRoutes(app: FastifyInstance, { deps }: { deps: Deps }): 
       },
     },
     {
-      prefix: '/admin',
+      prefix: '',
       who: SITE,
       what: 'the site',
       takes: 'the jobs of every repo of the site',

@@ -68,6 +68,8 @@ export function runnersSection(
   ro: boolean,
   o: { token?: { token: string; expires_at: string }; state?: FormState },
   whose = "this repo's jobs",
+  /** Whether the viewer may make a registration token (a team's: the owner only). */
+  mayAdd = true,
 ): Html {
   return html`<p class="muted">
       Runners run ${whose}: <code>weft runner</code> on any machine, taking the jobs whose <code>runs-on</code> labels are all
@@ -109,15 +111,17 @@ export function runnersSection(
     ${
       ro
         ? ''
-        : html`<section aria-labelledby="add-runner-h">
-            <h2 id="add-runner-h">Add a runner</h2>
-            ${formMessage(o.state)}
-            <p class="muted">A registration token works once, for one hour.</p>
-            <form method="post" action="${base}/token">
-              ${csrfField(c)}
-              <button type="submit" class="primary">Create a registration token</button>
-            </form>
-          </section>`
+        : !mayAdd && !o.state
+          ? html`<p class="muted">The team owner adds runners of the team.</p>`
+          : html`<section aria-labelledby="add-runner-h">
+              <h2 id="add-runner-h">Add a runner</h2>
+              ${formMessage(o.state)}
+              <p class="muted">A registration token works once, for one hour.</p>
+              <form method="post" action="${base}/token">
+                ${csrfField(c)}
+                <button type="submit" class="primary">Create a registration token</button>
+              </form>
+            </section>`
     }`;
 }
 

@@ -46,11 +46,12 @@ export async function teamCiSettingsPages(app: FastifyInstance, { deps }: { deps
     slug: string,
     o: { token?: { token: string; expires_at: string }; state?: FormState } = {},
   ) => {
-    const { team } = await requireTeam(deps.db, c.viewer, slug, 'maintainer');
+    const { team, role } = await requireTeam(deps.db, c.viewer, slug, 'maintainer');
     const runners = await listTeamRunners(deps, c.viewer, team.slug);
     const base = `/teams/${seg(team.slug)}/-/settings/runners`;
     const ro = team.is_active !== 1;
-    const body = runnersSection(deps, c, runners, base, ro, o, 'the jobs of every repo of the team');
+    const mayAdd = c.viewer.isStaff || role === 'owner';
+    const body = runnersSection(deps, c, runners, base, ro, o, 'the jobs of every repo of the team', mayAdd);
     return sendPage(reply, teamSettingsPage(c, team, base, body), o.state?.status ?? (o.token ? 201 : 200));
   };
 
