@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import {
   eventually,
   startServer,
   stopServer,
+  git,
 } from './server-process.ts';
 
 /**
@@ -20,19 +20,6 @@ import {
  * once, both instances' job workers attempt the merge, and the pull merges exactly once: one
  * merge commit on the target branch and one `pull-merged` event.
  */
-const GIT_ENV = {
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_AUTHOR_NAME: 'Tester',
-  GIT_AUTHOR_EMAIL: 'tester@example.com',
-  GIT_COMMITTER_NAME: 'Tester',
-  GIT_COMMITTER_EMAIL: 'tester@example.com',
-  HOME: tmpdir(),
-  LC_ALL: 'C',
-};
-const git = (args: string[], cwd: string): string => execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' });
 
 async function api(base: string, method: string, path: string, body?: unknown, token = SERVER_ADMIN_TOKEN) {
   const res = await fetch(`${base}/api/v1${path}`, {

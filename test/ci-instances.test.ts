@@ -15,6 +15,7 @@ import {
   spawnWeft,
   startServer,
   stopServer,
+  git,
 } from './server-process.ts';
 
 /**
@@ -24,19 +25,6 @@ import {
  * log and the status) once its heartbeat lapses; a required check blocks a merge until its run
  * succeeds.
  */
-const GIT_ENV = {
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_AUTHOR_NAME: 'Tester',
-  GIT_AUTHOR_EMAIL: 'tester@example.com',
-  GIT_COMMITTER_NAME: 'Tester',
-  GIT_COMMITTER_EMAIL: 'tester@example.com',
-  HOME: tmpdir(),
-  LC_ALL: 'C',
-};
-const git = (args: string[], cwd: string): string => execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' });
 
 async function api(base: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${base}/api/v1${path}`, {

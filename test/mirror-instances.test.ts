@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type Server, type Socket, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,8 @@ import {
   freePort,
   startServer,
   stopServer,
+  GIT_ENV,
+  git,
 } from './server-process.ts';
 
 /**
@@ -26,19 +28,6 @@ import {
  * once its lease runs out). Due times and the lease's end are moved in the jobs table, as a
  * clock would move them (the interval is at least 600 s, the lease 60 s).
  */
-const GIT_ENV = {
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_AUTHOR_NAME: 'Tester',
-  GIT_AUTHOR_EMAIL: 'tester@example.com',
-  GIT_COMMITTER_NAME: 'Tester',
-  GIT_COMMITTER_EMAIL: 'tester@example.com',
-  HOME: tmpdir(),
-  LC_ALL: 'C',
-};
-const git = (args: string[], cwd?: string): string => execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' });
 const MIRRORS = 4;
 
 async function api(base: string, method: string, path: string, token: string, body?: unknown) {

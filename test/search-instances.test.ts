@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +14,7 @@ import {
   startServer,
   stopServer,
   storeEnv,
+  git,
 } from './server-process.ts';
 
 /**
@@ -23,19 +23,6 @@ import {
  * a time (a lease in search_index_state): no job fails on another's rows, and the index ends
  * exactly at the tip (every file once, at its last version; a deleted file gone).
  */
-const GIT_ENV = {
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_AUTHOR_NAME: 'Tester',
-  GIT_AUTHOR_EMAIL: 'tester@example.com',
-  GIT_COMMITTER_NAME: 'Tester',
-  GIT_COMMITTER_EMAIL: 'tester@example.com',
-  HOME: tmpdir(),
-  LC_ALL: 'C',
-};
-const git = (args: string[], cwd: string): string => execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' });
 
 async function api(base: string, method: string, path: string, token: string, body?: unknown) {
   const res = await fetch(`${base}/api/v1${path}`, {

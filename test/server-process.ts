@@ -8,6 +8,7 @@
 import { type ChildProcess, type StdioOptions, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { freshStore } from './helpers.ts';
@@ -191,3 +192,20 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/** The environment the instance tests run the system `git` with: no user or system config, no prompts. */
+export const GIT_ENV = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_AUTHOR_NAME: 'Tester',
+  GIT_AUTHOR_EMAIL: 'tester@example.com',
+  GIT_COMMITTER_NAME: 'Tester',
+  GIT_COMMITTER_EMAIL: 'tester@example.com',
+  HOME: tmpdir(),
+  LC_ALL: 'C',
+};
+
+/** `git args` in `cwd` (a work tree or a bare repo) with `GIT_ENV`, its output as text. */
+export const git = (args: string[], cwd?: string): string => execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' });
