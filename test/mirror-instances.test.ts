@@ -117,8 +117,9 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
       return git(['rev-parse', 'HEAD'], work).trim();
     };
     /** The mirror's main, as git over HTTP from the first instance gives it. */
-    const mirrorTip = async (slug: string) => {
-      const url = new URL(`/git/users/owner/${slug}.git`, a.base);
+    /** The mirror's main tip, read over HTTP from `via` (instance a unless it is the one killed). */
+    const mirrorTip = async (slug: string, via: ServerProcess = a) => {
+      const url = new URL(`/git/users/owner/${slug}.git`, via.base);
       url.username = 'x';
       url.password = token;
       return git(['ls-remote', url.toString(), 'refs/heads/main']).split('\t')[0] || null;
@@ -301,7 +302,7 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
       );
       assert.equal(serverOf(retried.instance), survivor);
       assert.equal(retried.error, null);
-      assert.equal(await mirrorTip(m.slug), tip);
+      assert.equal(await mirrorTip(m.slug, survivor), tip);
       const cut = (await rows(m.uuid)).find((r) => r.uuid === held.uuid)!;
       assert.equal(cut.finished_at, null, 'the killed run never finished');
 
