@@ -8,10 +8,10 @@ import type { Deps } from '../deps.ts';
 import type { DB } from '../db/types.ts';
 import { AppError } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
-import { type CodePattern, type FileMatches, type Need, codePattern, matchText, tooBroad, withinTime } from './pattern.ts';
+import { type CodePattern, type FileMatches, type Need, codePattern, matchText, RegexClock, tooBroad } from './pattern.ts';
 import { COUNT_CAP, type Counted, type PageWindow, likeEscape, one, ownerName, repoNamed, takeQualifiers } from './query.ts';
 
-/** A regex search (verification included) may run this long, then 400 query_too_broad. */
+/** A regex search may spend this long matching (RegexClock), then 400 query_too_broad. */
 const REGEX_BUDGET_MS = 2000;
 
 /** Where a code page continues: after this repo `full_name` and path (the order of the results). */
@@ -205,7 +205,7 @@ async function dense(
   const exact = exactCondition(pattern, plan.caseSensitive, pg, sql`c.content`);
   // PostgreSQL: a regex's texts come back only when its trigram literals are in them
   const check = exact ?? (pg ? pgNeed(pattern.need, sql`c.content`) : null);
-  const deadline = exact ? Infinity : Date.now() + REGEX_BUDGET_MS;
+  const clock = exact ? null : new RegexClock(REGEX_BUDGET_MS);
   const found: CodeHit[] = [];
   let skip = cursor ? 0 : page.offset;
   let hits = 0;
@@ -229,8 +229,8 @@ async function dense(
         let matched: FileMatches | null = null;
         const onPage = skip === 0 && found.length < page.limit;
         if (!exact || onPage) {
-          if (deadline === Infinity) matched = matchText(pattern.regex, content);
-          else if (!withinTime(() => void (matched = matchText(pattern.regex, content)), deadline - Date.now()))
+          if (clock === null) matched = matchText(pattern.regex, content);
+          else if (!clock.run(() => void (matched = matchText(pattern.regex, content))))
             throw tooBroad('This regex ran past the 2 s limit.');
           if (!matched) continue;
         }
@@ -316,13 +316,13 @@ async function sparse(db: Kysely<DB>, plan: Plan, cursor: CodeCursor | null, pag
             (await sql<{ n: number }>`select count(*) as n from (select 1 ${base} limit ${COUNT_CAP + 1}) x`.execute(db)).rows[0]
               ?.n ?? 0,
           );
-    const hits = await verify(db, pattern, rows.rows, Infinity);
+    const hits = await verify(db, pattern, rows.rows, null);
     return { rows: hits.filter((h): h is CodeHit => h !== null), total };
   }
 
   // verified one chunk at a time, in order, until the page is full and the count known (from the
   // start, so the count is the whole result's; the page is taken past the cursor or the offset)
-  const deadline = Date.now() + REGEX_BUDGET_MS;
+  const clock = new RegexClock(REGEX_BUDGET_MS);
   const found: CodeHit[] = [];
   let total = 0;
   let skip = cursor ? 0 : page.offset;
@@ -331,7 +331,7 @@ async function sparse(db: Kysely<DB>, plan: Plan, cursor: CodeCursor | null, pag
     const chunk: (Candidate & { beyond: unknown })[] = (await candidates(after, 200).execute(db)).rows;
     if (chunk.length === 0) break;
     after = chunk.at(-1)!;
-    const hits = await verify(db, pattern, chunk, deadline);
+    const hits = await verify(db, pattern, chunk, clock);
     hits.forEach((hit, k) => {
       if (!hit) return;
       total++;
@@ -372,12 +372,12 @@ function exactCondition(
   return null;
 }
 
-/** Each candidate verified against its text (null when it does not match); throws query_too_broad past the deadline. */
+/** Each candidate verified against its text (null when it does not match); throws query_too_broad when the clock runs out. */
 async function verify(
   db: Kysely<DB>,
   pattern: CodePattern,
   rows: (Candidate & { content?: string })[],
-  deadline: number,
+  clock: RegexClock | null,
 ): Promise<(CodeHit | null)[]> {
   const out: (CodeHit | null)[] = [];
   for (let i = 0; i < rows.length; i += 25) {
@@ -396,11 +396,11 @@ async function verify(
       let result: FileMatches | null = null;
       if (content !== undefined) {
         const ran =
-          deadline === Infinity
+          clock === null
             ? ((result = matchText(pattern.regex, content)), true)
-            : withinTime(() => {
+            : clock.run(() => {
                 result = matchText(pattern.regex, content);
-              }, deadline - Date.now());
+              });
         if (!ran) throw tooBroad('This regex ran past the 2 s limit.');
       }
       const matched = result as FileMatches | null;

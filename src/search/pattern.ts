@@ -296,6 +296,23 @@ export function matchText(regex: RegExp, text: string): FileMatches | null {
 const context = createContext({ task: null as null | (() => void) });
 const runTask = new Script('task()');
 
+/**
+ * The time one search's regex may spend matching, summed over its files: only the matching is
+ * counted, not the reads between (a search waiting for the database under load is not a runaway
+ * regex; a wall-clock deadline refused every regex search under 10 concurrent clients on
+ * PostgreSQL, bench/README.md "Search").
+ */
+export class RegexClock {
+  constructor(private left: number) {}
+  /** Runs one match within what is left: false when the regex ran out of time. */
+  run(fn: () => void): boolean {
+    const t0 = performance.now();
+    const ran = withinTime(fn, this.left);
+    this.left -= performance.now() - t0;
+    return ran;
+  }
+}
+
 /** Runs `fn` with a time limit (a runaway regex is stopped): false when it ran out of time. */
 export function withinTime(fn: () => void, ms: number): boolean {
   if (ms <= 0) return false;

@@ -61,8 +61,8 @@ export async function searchRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           'Candidates come from a trigram index and every result is verified against the file, so each matches exactly. ' +
           "Results are ordered by repo `full_name`, then path; the `next` link continues after the page's last result " +
           '(`after`), so a push re-indexed between two pages neither repeats nor skips a result; each lists its first 5 matching lines with the ranges of ' +
-          'the matches. A query shorter than 3 characters, a regex without a literal run of 3 characters, or one running ' +
-          'past 2 s is 400 `query_too_broad`; an invalid regex is 400 `invalid_request`.',
+          'the matches. A query shorter than 3 characters, a regex without a literal run of 3 characters, or one whose matching takes ' +
+          'more than 2 s in all (reads from the database not counted) is 400 `query_too_broad`; an invalid regex is 400 `invalid_request`.',
         querystring: CodeQueryString,
         response: { 200: { ...Page(CodeHit), headers: TOTAL }, ...errors(400) },
       },
