@@ -98,17 +98,28 @@ export async function removeRunner(deps: Deps, tx: TxContext, runnerUuid: string
 /** DELETE {repo}/runners/{runner_uuid} (maintain level): 404 for a runner of another scope, before 403 repo_archived. */
 export async function removeRepoRunner(deps: Deps, viewer: Viewer, ref: RepoRef, runnerUuid: string): Promise<void> {
   await command(deps, viewer, onRepo(ref, itemWrite({ level: 'maintain', write: true })), async (tx) => {
-    const row = await tx.db
-      .selectFrom('ci_runners')
-      .select('uuid')
-      .where('uuid', '=', runnerUuid)
-      .where('scope', '=', 'repo')
-      .where('scope_uuid', '=', tx.access.repo.uuid)
-      .executeTakeFirst();
-    if (!row) throw notFound('Runner');
-    assertNotArchived(tx.access);
-    await removeRunner(deps, tx, row.uuid);
+    await removeScopedRunner(deps, tx, runnerUuid, 'repo', tx.access.repo.uuid, () => assertNotArchived(tx.access));
   });
+}
+
+/**
+ * Removes a runner of one scope (repo, team or site); a runner of another scope is 404, so a scope
+ * never learns of another's runners. `check` runs once the runner is found (an archived repo's 403).
+ */
+async function removeScopedRunner(
+  deps: Deps,
+  tx: TxContext,
+  runnerUuid: string,
+  scope: 'repo' | 'team' | 'site',
+  scopeUuid: string | null,
+  check?: () => void,
+): Promise<void> {
+  let find = tx.db.selectFrom('ci_runners').select('uuid').where('uuid', '=', runnerUuid).where('scope', '=', scope);
+  if (scopeUuid !== null) find = find.where('scope_uuid', '=', scopeUuid);
+  const row = await find.executeTakeFirst();
+  if (!row) throw notFound('Runner');
+  check?.();
+  await removeRunner(deps, tx, row.uuid);
 }
 
 /**
@@ -124,15 +135,7 @@ export async function listTeamRunners(deps: Deps, viewer: Viewer, teamSlug: stri
 export async function removeTeamRunner(deps: Deps, viewer: Viewer, teamSlug: string, runnerUuid: string): Promise<void> {
   const target = decide((db, v) => requireTeamCiValues(db, v, teamSlug, { secret: true, write: true }));
   await command(deps, viewer, target, async (tx) => {
-    const row = await tx.db
-      .selectFrom('ci_runners')
-      .select('uuid')
-      .where('uuid', '=', runnerUuid)
-      .where('scope', '=', 'team')
-      .where('scope_uuid', '=', tx.access.team.uuid)
-      .executeTakeFirst();
-    if (!row) throw notFound('Runner');
-    await removeRunner(deps, tx, row.uuid);
+    await removeScopedRunner(deps, tx, runnerUuid, 'team', tx.access.team.uuid);
   });
 }
 
@@ -149,13 +152,6 @@ export async function listSiteRunners(deps: Deps, viewer: Viewer): Promise<Runne
 export async function removeSiteRunner(deps: Deps, viewer: Viewer, runnerUuid: string): Promise<void> {
   const target = decide(async (_db, v: Viewer) => assertSiteRunnersStaff(v));
   await command(deps, viewer, target, async (tx) => {
-    const row = await tx.db
-      .selectFrom('ci_runners')
-      .select('uuid')
-      .where('uuid', '=', runnerUuid)
-      .where('scope', '=', 'site')
-      .executeTakeFirst();
-    if (!row) throw notFound('Runner');
-    await removeRunner(deps, tx, row.uuid);
+    await removeScopedRunner(deps, tx, runnerUuid, 'site', null);
   });
 }
