@@ -28,6 +28,21 @@ export interface Viewer {
 /** The caller's own user record (without the password hash), read with the token. */
 export type AuthenticatedUser = Omit<Selectable<UsersTable>, 'password_hash' | 'has_two_factor'>;
 
+/** The caller's user record out of a credential lookup's row (a token's or a session's), its own columns only. */
+export function authenticatedUserOf(row: AuthenticatedUser): AuthenticatedUser {
+  return {
+    uuid: row.uuid,
+    username: row.username,
+    display_name: row.display_name,
+    email: row.email,
+    is_staff: row.is_staff,
+    is_active: row.is_active,
+    ping_mentions: row.ping_mentions,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
 /** A viewer's level on a repo (docs/behaviour.md "Teams and access"), lowest first. */
 export type RepoLevel = 'none' | 'read' | 'write' | 'maintain' | 'owner';
 

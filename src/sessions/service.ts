@@ -12,7 +12,7 @@ import { nowIso } from '../time.ts';
 import { MAX_SECRET_LENGTH } from '../config.ts';
 import { hashSecret, hashesEqual, newTokenSecret } from '../tokens/secret.ts';
 import type { UserRow } from '../users/service.ts';
-import type { AuthenticatedUser, Viewer } from '../viewer.ts';
+import { type AuthenticatedUser, type Viewer, authenticatedUserOf } from '../viewer.ts';
 
 /** README "Web interface": the session's lifetime (sliding: renewed on use). */
 export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
@@ -120,17 +120,7 @@ export async function authenticateSession(deps: Deps, secret: string): Promise<S
         /* a missed touch is harmless; the next request retries */
       });
   }
-  const user: AuthenticatedUser = {
-    uuid: row.uuid,
-    username: row.username,
-    display_name: row.display_name,
-    email: row.email,
-    is_staff: row.is_staff,
-    is_active: row.is_active,
-    ping_mentions: row.ping_mentions,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
+  const user = authenticatedUserOf(row);
   const viewer: Viewer = {
     uuid: row.uuid,
     username: row.username,

@@ -9,7 +9,7 @@ import { badRequest, notFound } from '../errors.ts';
 import { command, type TxContext } from '../core/command.ts';
 import { decide } from '../core/targets.ts';
 import { canonicalTimestamp, nowIso } from '../time.ts';
-import type { AuthenticatedUser, RepoResolution, RepoTarget, Viewer } from '../viewer.ts';
+import { type AuthenticatedUser, type RepoResolution, type RepoTarget, type Viewer, authenticatedUserOf } from '../viewer.ts';
 import { MAX_SECRET_LENGTH } from '../config.ts';
 import { hashSecret, hashesEqual, newTokenSecret } from './secret.ts';
 
@@ -124,17 +124,7 @@ export async function authenticate(
         /* a missed last_used_at write is harmless; the next request retries */
       });
   }
-  const user: AuthenticatedUser = {
-    uuid: row.uuid,
-    username: row.username,
-    display_name: row.display_name,
-    email: row.email,
-    is_staff: row.is_staff,
-    is_active: row.is_active,
-    ping_mentions: row.ping_mentions,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
+  const user = authenticatedUserOf(row);
   const viewer: Viewer = {
     uuid: row.uuid,
     username: row.username,
