@@ -6,6 +6,8 @@
  * inboxes) p50/p99/max, the notifications written, and `GET /user` latency over HTTP at a steady
  * BENCH_RATE (200) requests a second meanwhile, against the same probe on the idle server measured
  * first in the same run (the reference). Budget: lag p99 < 2 s, `GET /user` p99 within 2x idle.
+ * Then the same burst again with the fan-out stopped, and `GET /user` probed while the started
+ * fan-out works through that backlog alone (the writer, which shares this process, not running).
  * Server and clients share this process (so an event loop held by the fan-out shows in the
  * clients' latency) and the machine's cores.
  *
@@ -120,6 +122,18 @@ async function main() {
     const settledAt = await lastEvent();
     while ((await cursor()) < settledAt) await sleep(50);
 
+    /** One `GET /user`; a request on a keep-alive connection the server closed at that moment is asked again. */
+    const getUser = async (): Promise<void> => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await (await fetch(`${base}/api/v1/user`, { headers: { authorization: `Bearer ${TOKEN}` } })).arrayBuffer();
+          return;
+        } catch (err) {
+          if (attempt === 2) throw err;
+        }
+      }
+    };
+
     /**
      * `GET /user` at a steady RATE requests a second (open loop: sent on a schedule whatever the
      * answers, each timed from when it was due, so a held event loop shows as the delay it causes)
@@ -136,11 +150,9 @@ async function main() {
         const due = start + i * interval;
         const wait = due - now();
         if (wait > 0) await sleep(wait);
-        const p = fetch(`${base}/api/v1/user`, { headers: { authorization: `Bearer ${TOKEN}` } })
-          .then((res) => res.arrayBuffer())
-          .then(() => {
-            out.push(now() - due);
-          });
+        const p = getUser().then(() => {
+          out.push(now() - due);
+        });
         inflight.add(p);
         void p.finally(() => inflight.delete(p));
       }
@@ -149,8 +161,7 @@ async function main() {
     };
 
     // the reference: the idle server, after a warm-up (the route's first calls compile its schema and JIT the path)
-    for (let i = 0; i < 300; i++)
-      await (await fetch(`${base}/api/v1/user`, { headers: { authorization: `Bearer ${TOKEN}` } })).arrayBuffer();
+    for (let i = 0; i < 300; i++) await getUser();
     const idleEnd = now() + IDLE_MS;
     const idle = await load(() => now() > idleEnd);
 
@@ -240,6 +251,37 @@ async function main() {
     console.log(`  GET /user idle:   p50 ${f(pct(idle, 50))} ms, p99 ${f(pct(idle, 99))} ms (${idle.length} requests)`);
     console.log(`  GET /user burst:  p50 ${f(pct(during, 50))} ms, p99 ${f(pct(during, 99))} ms (${during.length} requests)`);
     console.log(`  ratio burst/idle: p50 ${f(pct(during, 50) / pct(idle, 50))}x, p99 ${f(pct(during, 99) / pct(idle, 99))}x`);
+
+    // The fan-out's own cost to requests: above, the writer shares this process and its event loop
+    // (with one watcher, writing the burst alone puts GET /user's p99 at several times idle). Here
+    // the same burst is written with the fan-out stopped, then the fan-out is started on that
+    // backlog and GET /user probed at the same rate until it has passed the last event: nothing
+    // but the fan-out runs beside the requests.
+    await deps.notifications.stop();
+    for (let i = 0; i < EVENTS; i++) {
+      await new Promise((r) => setImmediate(r));
+      await createReply(deps, viewer, ref, 1 + (i % THREADS), { body: `backlog ${i}` });
+    }
+    const backlogEnd = await lastEvent();
+    let drained = false;
+    const probe = load(() => drained);
+    const cpuB = process.cpuUsage();
+    const drainStart = now();
+    await deps.notifications.start();
+    while ((await cursor()) < backlogEnd) await sleep(5);
+    const drainMs = now() - drainStart;
+    drained = true;
+    const draining = await probe;
+    const cpuDrain = process.cpuUsage(cpuB);
+    console.log(
+      `  backlog of ${EVENTS} replies fanned out in ${(drainMs / 1000).toFixed(1)} s (CPU ${((cpuDrain.user + cpuDrain.system) / 1e6).toFixed(1)} s)`,
+    );
+    console.log(
+      `  GET /user during that fan-out alone: p50 ${f(pct(draining, 50))} ms, p99 ${f(pct(draining, 99))} ms (${draining.length} requests)`,
+    );
+    console.log(
+      `  ratio fan-out alone/idle: p50 ${f(pct(draining, 50) / pct(idle, 50))}x, p99 ${f(pct(draining, 99) / pct(idle, 99))}x`,
+    );
   } finally {
     await stopBackground(deps);
     await app.close();
