@@ -11,8 +11,7 @@ import { ZERO_SHA } from '../git/run.ts';
 import { syncPullHeads } from '../pulls/heads.ts';
 import { emitRefMoves, isForced, type RefMove } from '../pulls/pushes.ts';
 import { referencesOfPush } from '../references/push.ts';
-import { insertRuns, planPushRuns } from '../ci/runs.ts';
-import { applySchedules, planSchedules } from '../ci/schedule.ts';
+import { applyRefMoveCi, planRefMoveCi } from '../ci/ref-moves.ts';
 import { schedulePushMirrors } from '../mirrors/source.ts';
 import type { CommitInfo } from '../git/store.ts';
 
@@ -113,8 +112,7 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
     }
   }
   // CI (docs/ci.md): the workflows of each pushed commit, read before the transaction that writes the runs
-  const ciPlans = moves.length ? await planPushRuns(deps, repoUuid, moves, marker.pusher) : [];
-  const schedules = moves.length ? await planSchedules(deps, repoUuid, moves, marker.pusher) : null;
+  const ci = await planRefMoveCi(deps, repoUuid, moves, marker.pusher);
   const pulls = await inTransaction(deps, async (tx) => {
     const done = await tx.db
       .selectFrom('git_push_records')
@@ -132,8 +130,7 @@ export async function recordPush(deps: Deps, store: BareGitStore, file: string):
     if (commits.size) await referencesOfPush(tx, repoUuid, marker.pusher, commits);
     // branch-pushed for each moved ref, pull-updated for the open pulls whose head moved
     const heads = await emitRefMoves(deps, tx, repoUuid, moves, marker.pusher);
-    await insertRuns(deps, tx, repoUuid, ciPlans);
-    await applySchedules(deps, tx, repoUuid, schedules);
+    await applyRefMoveCi(deps, tx, repoUuid, ci);
     // push mirrors follow (docs/bring-in.md), through the job queue
     if (moves.length) await schedulePushMirrors(deps, tx.db, repoUuid);
     return heads;

@@ -35,6 +35,7 @@ import {
 import { pullRange } from './diff-range.ts';
 import { isCrossRepo, sourceRepoOf, syncPullHeads } from './heads.ts';
 import { emitRefMoves } from './pushes.ts';
+import { applyRefMoveCi, planRefMoveCi } from '../ci/ref-moves.ts';
 import type { PullRow } from './service.ts';
 
 /**
@@ -493,15 +494,15 @@ export async function applySuggestions(
     committer: person(viewer.uuid),
   });
   if ('moved' in outcome) throw outdated();
-  const moved = await inTransaction(deps, (tx) =>
-    emitRefMoves(
-      deps,
-      tx,
-      branchRepo,
-      [{ ref: `refs/heads/${pull.source_branch}`, before: range.head, after: outcome.sha, forced: false }],
-      { uuid: viewer.uuid, username: viewer.username },
-    ),
-  );
+  // the branch moved as by a push: its `on.push` workflows run (and its pulls' `synchronize`)
+  const move = { ref: `refs/heads/${pull.source_branch}`, before: range.head, after: outcome.sha, forced: false };
+  const actor = { uuid: viewer.uuid, username: viewer.username };
+  const ci = await planRefMoveCi(deps, branchRepo, [move], actor);
+  const moved = await inTransaction(deps, async (tx) => {
+    const heads = await emitRefMoves(deps, tx, branchRepo, [move], actor);
+    await applyRefMoveCi(deps, tx, branchRepo, ci);
+    return heads;
+  });
   await syncPullHeads(deps, moved);
   return { commit_sha: outcome.sha, branch: pull.source_branch, comment_uuids: uuids };
 }

@@ -15,6 +15,7 @@ import type { Viewer } from '../viewer.ts';
 import { ZERO_SHA } from '../git/run.ts';
 import { syncedPullHead, syncPullHeads } from './heads.ts';
 import { emitRefMoves } from './pushes.ts';
+import { applyRefMoveCi, planRefMoveCi } from '../ci/ref-moves.ts';
 import { pullProtectionStatus } from './protection-status.ts';
 import { unresolvedConversations } from './comments-store.ts';
 import { loadPullJson, type PullJson, type PullRow, pullEventPayload, pullScopes, requirePull } from './service.ts';
@@ -219,6 +220,19 @@ async function finishMerge(
   mergedAt: string,
   tips: MergeTips,
 ): Promise<MergeResultJson> {
+  // the target branch moved as by a push: its `on.push` workflows run, its schedules are recomputed
+  const target = await deps.db
+    .selectFrom('pulls')
+    .select(['repo_uuid', 'target_branch'])
+    .where('uuid', '=', pullUuid)
+    .executeTakeFirstOrThrow();
+  const move = {
+    ref: `refs/heads/${target.target_branch}`,
+    before: tips.before ?? ZERO_SHA,
+    after: sha,
+    forced: tips.forced,
+  };
+  const ci = await planRefMoveCi(deps, target.repo_uuid, [move], merger);
   const { result, pulls } = await inTransaction(deps, async (tx) => {
     const res = await tx.db
       .updateTable('pulls')
@@ -242,13 +256,8 @@ async function finishMerge(
     await tx.db.deleteFrom('pull_auto_merges').where('pull_uuid', '=', pullUuid).execute();
     const json = await loadPullJson(tx.db, pullUuid);
     // the target branch moved as by a push: branch-pushed, and pull-updated for pulls from it
-    const moved = await emitRefMoves(
-      deps,
-      tx,
-      json.repo_uuid,
-      [{ ref: `refs/heads/${json.target_branch}`, before: tips.before ?? ZERO_SHA, after: sha, forced: tips.forced }],
-      merger,
-    );
+    const moved = await emitRefMoves(deps, tx, json.repo_uuid, [move], merger);
+    await applyRefMoveCi(deps, tx, json.repo_uuid, ci);
     await tx.emit({
       kind: 'pull-merged',
       scopes: pullScopes(json),

@@ -23,6 +23,7 @@ import { codeReaders } from '../git/readers.ts';
 import { refNotFound, resolveRef } from '../git/resolve.ts';
 import { ZERO_SHA } from '../git/run.ts';
 import { emitRefMoves } from '../pulls/pushes.ts';
+import { applyRefMoveCi, planRefMoveCi } from '../ci/ref-moves.ts';
 import { ownerPath, repoScopes } from '../repos/view.ts';
 import { nowIso } from '../time.ts';
 import type { RepoAt, RepoRef, Viewer } from '../viewer.ts';
@@ -217,13 +218,11 @@ async function ensureTag(
   if (existing) return;
   const start = dir ? await resolveRef(readers.objects, dir, target) : null;
   if (!start) throw refNotFound(target);
-  await emitRefMoves(
-    deps,
-    tx,
-    repoUuid,
-    [{ ref: `refs/tags/${tag}`, before: ZERO_SHA, after: start.sha, forced: false }],
-    viewer,
-  );
+  // a new tag as by a push: the workflows whose `on.push.tags` match run (read here, in the
+  // transaction: the tag's target is known only now)
+  const move = { ref: `refs/tags/${tag}`, before: ZERO_SHA, after: start.sha, forced: false };
+  await emitRefMoves(deps, tx, repoUuid, [move], viewer);
+  await applyRefMoveCi(deps, tx, repoUuid, await planRefMoveCi(deps, repoUuid, [move], viewer));
   const moved = await readers.limits.run(dir!, ['update-ref', '--no-deref', `refs/tags/${tag}`, start.sha, ZERO_SHA], {
     okCodes: [1, 128],
   });
