@@ -151,6 +151,7 @@ const TARGETS: Array<[string, string]> = [
   ['mentioned=u7', '/threads?mentioned=u7'],
   ['q=crash', '/threads?q=crash'],
   ['q=crash login (both)', '/threads?q=crash%20login'],
+  ['q=login crash (both; the larger set first)', '/threads?q=login%20crash'],
   ['q=nosuchword (matches nothing)', '/threads?q=nosuchword'],
   ['sort=updated', '/threads?sort=updated'],
   ['sort=updated&state=all', '/threads?sort=updated&state=all'],

@@ -3,8 +3,10 @@
  * with the driving threshold lowered to 3 so that a few threads reach each path: one small set
  * drives the list; two sets each over the threshold are intersected and drive it when the
  * intersection is small; an intersection over the threshold falls back to the sort index with
- * existence checks; an empty intersection is an empty list. Every path gives the same rows, in
- * order, as the list read without a driving set (threshold 0), on both databases.
+ * existence checks; an empty intersection is an empty list. The sets are sized first, so the
+ * smallest drives whatever the filters' order, and an intersection is read either by merging the
+ * sets (SQLite) or by probing the smallest's items in the others' keys. Every path gives the same
+ * rows, in order, as the list read without a driving set (threshold 0), on both databases.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -55,17 +57,41 @@ for (const dialect of DIALECTS) {
       ['labels=b&q=alpha&sort=updated', [6, 5, 4, 3]],
     ];
 
+    // the intersection of large sets read by merging them (SQLite; the default at these sizes), by
+    // probing the smallest's items in the others' keys (probe cost 0), and as sized by default
+    const INTERSECTIONS: Array<[string, number | undefined]> = [
+      ['merge', Infinity],
+      ['probe', 0],
+      ['default', undefined],
+    ];
+
     it('the intersection of two sets over the threshold drives the list: the same rows as the sort index gives', async () => {
-      for (const [query] of CASES) {
-        setDrivingSetMax(0); // no set drives: every list walks its sort index with existence checks
-        const walked = await numbers(query);
-        setDrivingSetMax(3);
-        assert.deepEqual(await numbers(query), walked, query);
+      for (const [how, probe] of INTERSECTIONS) {
+        for (const [query] of CASES) {
+          setDrivingSetMax(0); // no set drives: every list walks its sort index with existence checks
+          const walked = await numbers(query);
+          setDrivingSetMax(3, probe);
+          assert.deepEqual(await numbers(query), walked, `${query} (${how})`);
+          setDrivingSetMax();
+        }
+        setDrivingSetMax(3, probe);
+        for (const [query, expected] of CASES) assert.deepEqual(await numbers(query), expected, `${query} (${how})`);
         setDrivingSetMax();
       }
-      setDrivingSetMax(3);
-      for (const [query, expected] of CASES) assert.deepEqual(await numbers(query), expected, query);
-      setDrivingSetMax();
+    });
+
+    it('sets are sized before any is read: the smallest drives, whatever the order of the filters', async () => {
+      setDrivingSetMax(5); // a: 6, b: 6, c: 4 items; c drives in either order
+      try {
+        assert.deepEqual(await numbers('labels=c,a'), []);
+        assert.deepEqual(await numbers('labels=a,c'), []);
+        assert.deepEqual(await numbers('labels=b,c&direction=asc'), [7, 8]);
+        assert.deepEqual(await numbers('labels=c,b'), [8, 7]);
+        assert.deepEqual(await numbers('q=beta&labels=c'), [9, 8, 7]);
+        assert.deepEqual(await numbers('labels=a&q=nosuchword'), []);
+      } finally {
+        setDrivingSetMax();
+      }
     });
 
     it('pages of a driven list and of an intersection over the threshold follow by keyset', async () => {
@@ -87,6 +113,44 @@ for (const dialect of DIALECTS) {
           next.body.results.map((r: { number: number }) => r.number),
           [4, 3],
         );
+      } finally {
+        setDrivingSetMax();
+      }
+    });
+
+    it('a walk bounded before its page is found reads the intersection instead (its matches closed)', async () => {
+      // a and b hold 3-6; with 3, 4 and 5 closed the open list's only match is 6, past the fence
+      for (const n of [3, 4, 5]) {
+        const res = await t.req('PATCH', `${api}/threads/${n}`, { token: alice.token, body: { state: 'closed' } });
+        assert.equal(res.status, 200, res.text);
+      }
+      const follow = async (query: string) => {
+        const seen: number[] = [];
+        let url: string | null = `${api}/threads?${query}&per_page=1`;
+        for (let i = 0; url && i < 20; i++) {
+          const res = await t.req('GET', url, { token: alice.token });
+          assert.equal(res.status, 200, res.text);
+          seen.push(...res.body.results.map((r: { number: number }) => r.number));
+          url = res.body.next ?? null;
+        }
+        return seen;
+      };
+      const PATHS: Array<[number, number | undefined]> = [
+        [3, undefined],
+        [3, 0],
+        [3, Infinity],
+        [0, undefined], // the intersection over the fallback's bound: walked on to the end
+      ];
+      try {
+        for (const [max, probe] of PATHS) {
+          setDrivingSetMax(max, probe, 1);
+          const how = `threshold ${max}, probe cost ${probe ?? 'default'}`;
+          assert.deepEqual(await follow('labels=a,b'), [6], how);
+          assert.deepEqual(await follow('labels=a,b&direction=asc'), [6], how);
+          assert.deepEqual(await follow('labels=b,a&state=closed'), [5, 4, 3], how);
+          assert.deepEqual(await follow('labels=b&q=alpha&state=closed&sort=updated&direction=asc'), [3, 4, 5], how);
+          assert.deepEqual(await follow('labels=c&state=closed'), [], how);
+        }
       } finally {
         setDrivingSetMax();
       }
@@ -182,9 +246,23 @@ for (const dialect of DIALECTS) {
 
     it('following `next` gives the whole list in (sort key, number) order on every path, sort and direction', async () => {
       assert.equal(rows.filter((r) => r.reply_count === 2).length, 3, 'replies counted');
-      for (const max of [0, 3, undefined]) {
-        // 0: every list walks its sort index; 3: the sets over it are intersected; default: they drive the list
-        setDrivingSetMax(max);
+      const PATHS: Array<[number | undefined, number | undefined, number | undefined]> = [
+        [0, undefined, undefined],
+        [3, undefined, undefined],
+        [3, 0, undefined],
+        [3, Infinity, undefined],
+        [undefined, undefined, undefined],
+        // a walk bounded at one page of index entries: its page found before the fence, or the
+        // intersection driving the rest (threshold 3: up to 25 items), or (threshold 0) walked on
+        [0, undefined, 1],
+        [3, undefined, 1],
+        [3, 0, 1],
+        [3, Infinity, 1],
+      ];
+      for (const [max, probe, pages] of PATHS) {
+        // 0: every list walks its sort index; 3: the sets over it are intersected (merged, probed
+        // from the smallest, or as sized); default: they drive the list
+        setDrivingSetMax(max, probe, pages);
         for (const [query, matches] of QUERIES) {
           for (const sort of ['created', 'updated', 'replies']) {
             for (const direction of ['desc', 'asc']) {
@@ -201,9 +279,13 @@ for (const dialect of DIALECTS) {
               assert.deepEqual(
                 whole.body.results.map((r: { number: number }) => r.number),
                 expected,
-                `${q} (threshold ${max ?? 'default'})`,
+                `${q} (threshold ${max ?? 'default'}, probe cost ${probe ?? 'default'}, walk pages ${pages ?? 'default'})`,
               );
-              assert.deepEqual(await follow(q), expected, `${q} by pages (threshold ${max ?? 'default'})`);
+              assert.deepEqual(
+                await follow(q),
+                expected,
+                `${q} by pages (threshold ${max ?? 'default'}, probe cost ${probe ?? 'default'}, walk pages ${pages ?? 'default'})`,
+              );
             }
           }
         }

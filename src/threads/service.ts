@@ -33,6 +33,8 @@ import {
   drivingSet,
   inDrivingSet,
   isPostgres,
+  setIntersection,
+  walkBounds,
   milestoneFilter,
   type MilestoneRef,
   milestoneRefs,
@@ -319,7 +321,9 @@ export interface ThreadFilters {
  * when a filter's own set is empty. When one filter's set is small (a label, an assignee, a word or
  * a mention held by at most DRIVING_SET_MAX items) the keys are those items' (read by primary key,
  * so a filter that matches nothing costs nothing); otherwise each filter is an existence check on
- * its index, made on the rows of the sort index in order.
+ * its index, made on the rows of the sort index in order, and `walking` names the filters whose
+ * sets are large (the page reads a bounded walk first: listThreads). `drive`: the items to drive
+ * from, instead of drivingSet's.
  */
 async function filteredThreadKeys(
   db: Kysely<DB>,
@@ -327,6 +331,7 @@ async function filteredThreadKeys(
   filters: ThreadFilters,
   state: 'open' | 'closed' | 'all',
   use: 'page' | 'count',
+  drive?: string[],
 ) {
   const conds: Array<Expression<SqlBool>> = [];
   const checks: ListFilter[] = [];
@@ -353,7 +358,7 @@ async function filteredThreadKeys(
     checks.push(withTerm(`@${name}`));
   }
   for (const word of wordsOf(filters.q ?? '').slice(0, 10)) checks.push(withTerm(word));
-  const driving = await drivingSet(db, checks);
+  const driving = drive ?? (await drivingSet(db, checks));
   if (driving?.length === 0) return null;
   // driven on PostgreSQL: the set's rows by primary key (tracker/items.ts drivenRows)
   const driven = driving && drivenRows(db, 'threads', driving);
@@ -366,8 +371,12 @@ async function filteredThreadKeys(
   for (const cond of conds) keys = keys.where(cond);
   // a page checks its candidate rows one by one, in order (ListFilter.check); a count reads every match
   for (const check of checks) keys = keys.where(use === 'page' ? check.check : check.where);
-  return driving && !driven ? keys.where(inDrivingSet(db, 't.uuid', driving)) : keys;
+  // walking with sets each over the driving threshold: the page is read by a bounded walk first
+  const walking = driving ? [] : checks.filter((c) => c.set);
+  return { keys: driving && !driven ? keys.where(inDrivingSet(db, 't.uuid', driving)) : keys, walking, conds };
 }
+
+type ThreadKeys = NonNullable<Awaited<ReturnType<typeof filteredThreadKeys>>>['keys'];
 
 /** How many threads pass the filters, open and closed (the Issues tab's counts). */
 export async function countThreads(
@@ -377,9 +386,9 @@ export async function countThreads(
   filters: ThreadFilters,
 ): Promise<{ open: number; closed: number }> {
   const { repo } = await repoContextOf(deps.database, viewer, ref);
-  const keys = await filteredThreadKeys(deps.db, repo, filters, 'all', 'count');
-  if (!keys) return { open: 0, closed: 0 };
-  const rows = await keys
+  const filtered = await filteredThreadKeys(deps.db, repo, filters, 'all', 'count');
+  if (!filtered) return { open: 0, closed: 0 };
+  const rows = await filtered.keys
     .clearSelect()
     .select(['t.state', (eb) => eb.fn.countAll().as('n')])
     .groupBy('t.state')
@@ -391,7 +400,9 @@ export async function countThreads(
 /**
  * The page's keys with the filters applied, in the list's order, from one of the list indexes of
  * migration 310 (repo, state, sort key, number), then their rows: a deep page skips index entries
- * only. Labels and assignees are existence checks on their primary keys.
+ * only. Labels and assignees are existence checks on their primary keys. A walk with large sets is
+ * bounded (tracker/items.ts WALK_PAGES): a page not found within it is read from the sets'
+ * intersection when that holds at most WALK_FALLBACK_MAX items, else by walking on.
  */
 export async function listThreads(
   deps: Deps,
@@ -415,21 +426,61 @@ export async function listThreads(
     const rows = await threadsWithNames(db).where('t.uuid', 'in', keys).orderBy('t.number').execute();
     return linked(db, viewer, repo, await threadsToJson(db, rows as ThreadWithNames[]));
   }
-  const keys = await filteredThreadKeys(db, repo, filters, filters.state ?? 'open', 'page');
-  if (!keys) return [];
+  const state = filters.state ?? 'open';
+  const filtered = await filteredThreadKeys(db, repo, filters, state, 'page');
+  if (!filtered) return [];
   const dir = filters.direction ?? 'desc';
   const sort = filters.sort ?? 'created';
   const sortKey = sql.ref(sort === 'replies' ? 't.reply_count' : sort === 'updated' ? 't.updated_at' : 't.created_at');
-  let ordered = keys.orderBy(sortKey, dir);
-  if (filters.after !== undefined) {
-    // keyset paging: the rows after the cursor's (sort value, number) in the list's order
-    const [value, number] = readCursor(filters.after, sort === 'replies');
-    const cmp = dir === 'desc' ? '<' : '>';
+  const cmp = dir === 'desc' ? '<' : '>';
+  // keyset paging: the rows after the cursor's (sort value, number) in the list's order
+  const cursor = filters.after !== undefined ? readCursor(filters.after, sort === 'replies') : null;
+  const inOrder = (q: ThreadKeys) => {
+    let ordered = q.orderBy(sortKey, dir);
     // as a row value, which both databases read as one range of the sort index (an OR of the two
     // comparisons is read from the index's start on PostgreSQL: O(depth))
-    ordered = ordered.where(sql<SqlBool>`(${sortKey}, t.number) ${sql.raw(cmp)} (${value}, ${number})`);
+    if (cursor) ordered = ordered.where(sql<SqlBool>`(${sortKey}, t.number) ${sql.raw(cmp)} (${cursor[0]}, ${cursor[1]})`);
+    return ordered.orderBy('t.number', dir).offset(page.offset).limit(page.limit);
+  };
+  let pageKeys: Array<{ uuid: string }> | null = null;
+  if (filtered.walking.length > 0) {
+    // a bounded walk (tracker/items.ts WALK_PAGES): the key of the row that many pages on, among
+    // those of the state, author and milestone asked for (read from their index: the state's sort
+    // index, or the author's), fences the walk; a page found before it is the page
+    const bounds = walkBounds();
+    let entries = db
+      .selectFrom('threads as t')
+      .select([sortKey.as('v'), 't.number'])
+      .where('t.repo_uuid', '=', repo.uuid);
+    if (state !== 'all') entries = entries.where('t.state', '=', state);
+    for (const cond of filtered.conds) entries = entries.where(cond);
+    let fenceQuery = entries.orderBy(sortKey, dir);
+    if (cursor) fenceQuery = fenceQuery.where(sql<SqlBool>`(${sortKey}, t.number) ${sql.raw(cmp)} (${cursor[0]}, ${cursor[1]})`);
+    const fence = await fenceQuery
+      .orderBy('t.number', dir)
+      .offset(page.offset + page.limit * bounds.pages - 1)
+      .limit(1)
+      .executeTakeFirst();
+    if (!fence)
+      pageKeys = await inOrder(filtered.keys).execute(); // the rest of the list is within the bound
+    else {
+      const within = sql<SqlBool>`(${sortKey}, t.number) ${sql.raw(dir === 'desc' ? '>=' : '<=')} (${fence.v}, ${fence.number})`;
+      const found = await inOrder(filtered.keys.where(within)).execute();
+      if (found.length === page.limit) pageKeys = found;
+      else {
+        // rarer there than the sets said: their intersection drives the list when it is at most
+        // WALK_FALLBACK_MAX items, else the walk goes on to the end
+        const both = await setIntersection(db, filtered.walking, bounds.fallback);
+        if (both?.length === 0) return [];
+        if (both) {
+          const driven = await filteredThreadKeys(db, repo, filters, state, 'page', both);
+          if (!driven) return [];
+          pageKeys = await inOrder(driven.keys).execute();
+        }
+      }
+    }
   }
-  const pageKeys = await ordered.orderBy('t.number', dir).offset(page.offset).limit(page.limit).execute();
+  pageKeys ??= await inOrder(filtered.keys).execute();
   if (pageKeys.length === 0) return [];
   const rows = (await threadsWithNames(db)
     .where(

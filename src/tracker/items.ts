@@ -317,10 +317,42 @@ export interface ListFilter {
  */
 export const DRIVING_SET_MAX = 1000;
 
+/**
+ * How many index entries read in order cost as much as one key probe (a descent of a b-tree), for
+ * the choice between intersecting large sets by probing the smallest's items in the others' keys
+ * and by merging all of them in key order (bench/README.md "Sized sets": on SQLite, 10,000 probes
+ * of thread_terms cost 17.8 ms where merging 30,000 entries cost 8.5): the merge is taken when it
+ * reads fewer entries than PROBE_COST times the smallest set.
+ */
+export const PROBE_COST = 6;
+
+/**
+ * A list that walks its sort index (its sets each over DRIVING_SET_MAX, their intersection too)
+ * first walks at most this many pages of index entries (a fence: the key of the last of them, read
+ * from the index alone), checking each row; a page found there is the page. Otherwise the matches
+ * are rarer there than the intersection's size suggested (the intersection is mostly of closed
+ * threads, or pulls, or far down the order): the intersection is read up to WALK_FALLBACK_MAX items
+ * and drives the list, and only one larger is walked to the end (bench/README.md "Sized sets").
+ * The fence is read from index entries (64 pages of 30: 1,920 of the state's sort index, or of the
+ * author's; a milestone reads its rows), a row is read only when it is checked; a page of an
+ * intersection spread evenly over 2% of the rows is found in about 1,500. (The pull list keeps the
+ * unbounded walk: its `q` and `mentioned` are text scans, not sets.)
+ */
+export const WALK_PAGES = 64;
+export const WALK_FALLBACK_MAX = 4 * DRIVING_SET_MAX;
+
 /** The most items a driving set may hold (DRIVING_SET_MAX; a test lowers it to reach the intersection path). */
 let drivingSetMax = DRIVING_SET_MAX;
-export function setDrivingSetMax(max: number = DRIVING_SET_MAX): void {
+let probeCost = PROBE_COST;
+let walkPages = WALK_PAGES;
+/**
+ * Tests: the driving threshold, the probe cost (0: always probe; Infinity: always merge) and the
+ * pages a bounded walk reads (WALK_PAGES).
+ */
+export function setDrivingSetMax(max: number = DRIVING_SET_MAX, probe: number = PROBE_COST, pages = WALK_PAGES): void {
   drivingSetMax = max;
+  probeCost = probe;
+  walkPages = pages;
 }
 
 /**
@@ -350,30 +382,113 @@ export function drivenRows(db: Kysely<DB>, table: 'threads' | 'pulls', uuids: st
 }
 
 /**
- * The items the list is driven from, or null (read the sort index, checking each row): the
- * smallest of the filters' own sets when it holds at most DRIVING_SET_MAX items (each set costs at
- * most DRIVING_SET_MAX + 1 index entries to size; an empty one ends the search: the list is
- * empty); else, with two sets or more, the items of the first that are in every other (each
- * checked on its index key) when they are at most DRIVING_SET_MAX, so that filters each common but
- * rare together (two common words, say) read one set and not the whole repo.
+ * Each set's size, from one statement that reads at most `bound` index entries of each, in uuid
+ * order: counted when it holds fewer; else, on SQLite (to rank large sets), estimated from how far
+ * into the uuid range the last entry read lies. Items' uuids are random (v4), so a set of n items
+ * reaches the fraction `bound` / n of the range in `bound` entries (within a few per cent at 1,001
+ * entries); a wrong estimate costs time, never rows.
+ */
+async function sizeSets(db: Kysely<DB>, sets: ListFilter[], bound: number): Promise<number[]> {
+  const counted = await sql<{ i: number | string; n: number | string; last: string | null }>`${sql.join(
+    sets.map(
+      (f, i) => sql`select ${sql.lit(i)} as i, count(*) as n, max(c.uuid) as last from (${f.set!} order by 1 limit ${bound}) c`,
+    ),
+    sql` union all `,
+  )}`.execute(db);
+  const estimate = !isPostgres(db);
+  return sets.map((_, i) => {
+    const row = counted.rows.find((r) => Number(r.i) === i)!;
+    const n = Number(row.n);
+    if (n < bound || !estimate || !row.last || !/^[0-9a-f]{8}/.test(row.last)) return n;
+    const reached = (parseInt(row.last.slice(0, 8), 16) + 1) / 2 ** 32;
+    return Math.max(n, Math.round(n / reached));
+  });
+}
+
+/**
+ * The items the list is driven from, or null (read the sort index, checking each row), from the
+ * filters' own sets sized first (bench/README.md "Sized sets"):
+ *
+ * 1. One statement sizes every set from its index (sizeSets), reading at most DRIVING_SET_MAX + 1
+ *    entries of each, nothing but a count and the last uuid sent back. An empty set ends the search
+ *    (the list is empty); else the smallest set of at most DRIVING_SET_MAX items is read whole and
+ *    drives the list; one set over that: null.
+ * 2. Two sets or more, each over DRIVING_SET_MAX (their sizes estimated on SQLite): their
+ *    intersection is counted up to DRIVING_SET_MAX + 1, from the smallest set with a key probe per
+ *    item in the others, or on SQLite, when the entries of all the sets are fewer than PROBE_COST
+ *    times the smallest's, by merging them in key order (a compound INTERSECT, which SQLite reads
+ *    as a merge of the index ranges, stopping when one ends; PostgreSQL plans the semi-join
+ *    itself, as a merge join of the ranges). Empty: the list is empty; at most DRIVING_SET_MAX:
+ *    those items drive it; more: null, and the list walks its sort index (bounded: WALK_PAGES).
+ *
+ * Cost: step 1 reads at most 1,001 index entries per set; step 2 stops at 1,001 matches, so a
+ * common intersection costs about 1,001 / (its share of the smallest set) entries, and an empty or
+ * rare one the smallest set's probes or all the sets' entries: without an index of the pair, that
+ * an intersection is empty cannot be known in less.
  */
 export async function drivingSet(db: Kysely<DB>, filters: ListFilter[]): Promise<string[] | null> {
   const keyed = filters.filter((f) => f.set);
-  let best: string[] | null = null;
-  for (const f of keyed) {
-    const rows = await sql<{ uuid: string }>`${f.set!} limit ${drivingSetMax + 1}`.execute(db);
-    const uuids = [...new Set(rows.rows.map((r) => r.uuid))];
-    if (uuids.length <= drivingSetMax && (best === null || uuids.length < best.length)) best = uuids;
-    if (best?.length === 0) return best;
+  if (keyed.length === 0) return null;
+  const bound = drivingSetMax + 1;
+  const sizes = await sizeSets(db, keyed, bound);
+  const order = keyed.map((_, i) => i).sort((x, y) => sizes[x]! - sizes[y]!);
+  const least = sizes[order[0]!]!;
+  if (least === 0) return [];
+  if (least <= drivingSetMax) {
+    const rows = await sql<{ uuid: string }>`${keyed[order[0]!]!.set!} limit ${bound}`.execute(db);
+    return [...new Set(rows.rows.map((r) => r.uuid))];
   }
-  if (best !== null || keyed.length < 2) return best;
-  const [first, ...rest] = keyed;
-  const both = await sql<{ uuid: string }>`select s.uuid from (${first!.set!}) s where ${sql.join(
-    rest.map((f) => f.probe!(sql.ref('s.uuid'))),
-    sql` and `,
-  )} limit ${drivingSetMax + 1}`.execute(db);
-  return both.rows.length <= drivingSetMax ? both.rows.map((r) => r.uuid) : null;
+  if (keyed.length < 2) return null;
+  return setIntersection(db, keyed, bound, sizes);
 }
+
+/**
+ * The items in every one of some large sets (each over DRIVING_SET_MAX), or null when they are
+ * more than `bound` - 1 (drivingSet step 2; the fallback of a bounded walk with a larger bound).
+ */
+export async function setIntersection(
+  db: Kysely<DB>,
+  keyed: ListFilter[],
+  bound: number,
+  sized?: number[],
+): Promise<string[] | null> {
+  if (keyed.length === 1) {
+    const rows = await sql<{ uuid: string }>`${keyed[0]!.set!} limit ${bound}`.execute(db);
+    const uuids = [...new Set(rows.rows.map((r) => r.uuid))];
+    return uuids.length < bound ? uuids : null;
+  }
+  // ranked on SQLite, which reads a semi-join as written (a probe per item of the first set);
+  // PostgreSQL's planner picks the join and its order from its own statistics of the sets
+  const pg = isPostgres(db);
+  const sizes = sized ?? (await sizeSets(db, keyed, drivingSetMax + 1));
+  const order = keyed.map((_, i) => i).sort((x, y) => sizes[x]! - sizes[y]!);
+  const smallest = sizes[order[0]!]!;
+  if (smallest === 0) return [];
+  const entries = sizes.reduce((sum, n) => sum + n, 0);
+  const merge = !pg && entries < probeCost * smallest;
+  const [first, ...rest] = order.map((i) => keyed[i]!);
+  const intersection = merge
+    ? sql`${sql.join(
+        [first!, ...rest].map((f) => f.set!),
+        sql` intersect `,
+      )} order by 1 limit ${bound}`
+    : sql`select s.uuid from (${first!.set!}) s where ${sql.join(
+        rest.map((f) => f.probe!(sql.ref('s.uuid'))),
+        sql` and `,
+      )} limit ${bound}`;
+  const total = await sql<{ n: number | string }>`select count(*) as n from (${intersection}) i`.execute(db);
+  const n = Number(total.rows[0]!.n);
+  if (n === 0) return [];
+  if (n >= bound) return null;
+  const both = await intersection.execute(db);
+  return (both.rows as Array<{ uuid: string }>).map((r) => r.uuid);
+}
+
+/** The walk's bound in pages and the fallback's bound in items (+ 1), as set (tests lower them). */
+export const walkBounds = () => ({
+  pages: walkPages,
+  fallback: Math.round((WALK_FALLBACK_MAX / DRIVING_SET_MAX) * drivingSetMax) + 1,
+});
 
 /** The `labels` list filter (names separated by commas): one existence check on item_labels per label. */
 export async function labelFilters(db: Kysely<DB>, repo: RepoRow, alias: ItemAlias, labels: string): Promise<ListFilter[]> {
