@@ -11,18 +11,25 @@
  *   with 10 concurrent clients over HTTP for BENCH_DURATION seconds (default 5): p50 and p99,
  *   beside the same question asked of `git grep` on the bare repo and of `csearch` (Debian's
  *   codesearch, after `cindex` of the same files), each with 10 concurrent processes, as ratios;
- * - thread search at BENCH_SEARCH_THREADS threads (default 100,000): p50 and p99, 10 clients.
+ * - thread search at BENCH_SEARCH_THREADS threads (default 100,000): p50 and p99, 10 clients, and
+ *   the title candidates' statement alone through the old way (a column filter / a weight) and
+ *   through the titles' own index (migration 710);
+ * - on PostgreSQL, the rare literal also without the probe of the trigram index (as before).
  *
  * The load runs in this process beside the server (one event loop): the figures are an upper
- * bound of what a separate client would see.
+ * bound of what a separate client would see. "CPU/request" is this process's; on PostgreSQL the
+ * CPU of the pool's backends per request (read from /proc: the database on the same machine) is
+ * beside it. The load average is printed with each table. The big repo is generated and streamed
+ * to `git fast-import` a file at a time, so its size costs disk, not memory.
  *
  * With PROFILE=1 each search then runs alone too: its wall time and this process's CPU, and on
  * SQLite every statement's SQL and time (with PLAN=1 its `EXPLAIN QUERY PLAN`), as a profile.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
@@ -77,23 +84,65 @@ function fileText(i: number, bytes: number, version = 0): string {
 const pathOf = (i: number) =>
   `src/d${String(Math.floor(i / 500)).padStart(3, '0')}/f${String(i).padStart(6, '0')}.${i % 3 === 0 ? 'ts' : 'go'}`;
 
-/** A bare repo from `files` (path → text) through git fast-import: one commit, or a child of `parent`. */
-function fastImport(dir: string, files: Map<string, string>, parent: string | null, message: string): string {
-  // as buffers: a 1 GiB stream is past V8's longest string
-  const chunks: Buffer[] = [];
-  const put = (s: string) => chunks.push(Buffer.from(s));
-  put('commit refs/heads/main\ncommitter Bench <b@example.com> 1700000000 +0000\n');
-  put(`data ${Buffer.byteLength(message)}\n${message}\n`);
-  if (parent) put(`from ${parent}\n`);
-  for (const [path, text] of files) put(`M 100644 inline ${path}\ndata ${Buffer.byteLength(text)}\n${text}\n`);
-  execFileSync('git', [`--git-dir=${dir}`, 'fast-import', '--quiet', '--force'], {
+/**
+ * A bare repo from `files` (path → text, generated as they are written) through git fast-import:
+ * one commit, or a child of `parent`. The text is streamed to fast-import's input a file at a time
+ * (with its back-pressure), so a 1 GiB repo never is in memory at once.
+ */
+async function fastImport(
+  dir: string,
+  files: Iterable<[string, string]>,
+  parent: string | null,
+  message: string,
+): Promise<string> {
+  const child = spawn('git', [`--git-dir=${dir}`, 'fast-import', '--quiet', '--force'], {
     env,
-    input: Buffer.concat(chunks),
-    maxBuffer: 1 << 30,
+    stdio: ['pipe', 'ignore', 'inherit'],
   });
+  const done = new Promise<void>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`git fast-import exited with ${code}`))));
+  });
+  const write = async (chunk: string) => {
+    if (!child.stdin.write(chunk)) await Promise.race([once(child.stdin, 'drain'), done]);
+  };
+  await write('commit refs/heads/main\ncommitter Bench <b@example.com> 1700000000 +0000\n');
+  await write(`data ${Buffer.byteLength(message)}\n${message}\n`);
+  if (parent) await write(`from ${parent}\n`);
+  for (const [path, text] of files) await write(`M 100644 inline ${path}\ndata ${Buffer.byteLength(text)}\n${text}\n`);
+  child.stdin.end();
+  await done;
   return execFileSync('git', [`--git-dir=${dir}`, 'rev-parse', 'main'], { env })
     .toString()
     .trim();
+}
+
+/** The big repo's files, generated one at a time. */
+function* bigFiles(count: number, bytesEach: number): Generator<[string, string]> {
+  for (let i = 0; i < count; i++) yield [pathOf(i), fileText(i, bytesEach)];
+}
+
+const load1 = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+const rssMb = () => (process.memoryUsage().rss / 2 ** 20).toFixed(0);
+
+/** PostgreSQL: the CPU (ms) so far of the backends of the app's pool (the same machine's /proc). */
+async function pgBackendCpu(db: import('kysely').Kysely<unknown>): Promise<Map<number, number>> {
+  const pids = await sql<{ pid: number }>`select pid from pg_stat_activity
+    where application_name = (select application_name from pg_stat_activity where pid = pg_backend_pid())`.execute(db);
+  const out = new Map<number, number>();
+  for (const { pid } of pids.rows) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(pid), ((Number(f[11]) + Number(f[12])) * 1000) / 100);
+    } catch {
+      // not on this machine, or gone
+    }
+  }
+  return out;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -214,26 +263,31 @@ async function profile(
 
 async function main(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'weft-bench-search-'));
+  try {
+    await measure(root);
+  } finally {
+    // the generated repo, its checkout and cindex's index (several GiB at the contract's size)
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+async function measure(root: string): Promise<void> {
   const gen = join(root, 'big.git');
   execFileSync('git', ['init', '-q', '--bare', gen], { env });
   const bytesEach = Math.floor((MB * 1024 * 1024) / FILES);
-  console.log(`generating ${FILES} files of ~${bytesEach} bytes (${MB} MiB) ...`);
+  console.log(`generating ${FILES} files of ~${bytesEach} bytes (${MB} MiB) ... (load average ${load1()})`);
   let t0 = performance.now();
+  const first = await fastImport(gen, bigFiles(FILES, bytesEach), null, 'Initial import of the stream parser');
+  // the 10 files a push changes (its commit is made after the initial index)
   const files = new Map<string, string>();
-  for (let i = 0; i < FILES; i++) files.set(pathOf(i), fileText(i, bytesEach));
-  const first = fastImport(gen, files, null, 'Initial import of the stream parser');
-  files.clear();
   for (let i = 0; i < 10; i++) files.set(pathOf(i * 37), fileText(i * 37, bytesEach, 1));
-  const second = execFileSync('git', [`--git-dir=${gen}`, 'rev-parse', 'main'], { env })
-    .toString()
-    .trim();
-  void second;
-  console.log(`generated in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`generated in ${((performance.now() - t0) / 1000).toFixed(1)} s, RSS ${rssMb()} MB`);
   // the same files checked out for cindex, and git grep's reference on the bare repo
   const tree = join(root, 'tree');
   mkdirSync(tree);
   execFileSync('git', [`--git-dir=${gen}`, `--work-tree=${tree}`, 'checkout', '-q', '-f', 'main', '--', '.'], { env });
   const csIndex = join(root, 'csearchindex');
+  console.log(`checked out for cindex; cindex ... (load average ${load1()})`);
   t0 = performance.now();
   execFileSync('cindex', [tree], { env: { ...env, CSEARCHINDEX: csIndex }, stdio: 'ignore' });
   const cindexSec = (performance.now() - t0) / 1000;
@@ -252,6 +306,9 @@ async function main(): Promise<void> {
 
   const { startApp } = await import('../test/helpers.ts');
   const { indexRepo, scheduleSearchIndex } = await import('../src/search/indexer.ts');
+  const { CODE_SEARCH_LIMITS } = await import('../src/search/code.ts');
+  const { THREAD_SEARCH_LIMITS } = await import('../src/search/threads.ts');
+  const { textQuery, tsText } = await import('../src/search/query.ts');
   const out: string[] = [];
   // each line as soon as it is known (a long run shows its progress)
   const emit = (...lines: string[]) => {
@@ -284,7 +341,7 @@ async function main(): Promise<void> {
         execFileSync('git', ['init', '-q', '--bare', small], { env });
         const m = new Map<string, string>();
         for (let i = 0; i < 200; i++) m.set(pathOf(100_000 + k * 200 + i), fileText(100_000 + k * 200 + i, 2000));
-        fastImport(small, m, null, `Small repo ${k}`);
+        await fastImport(small, m, null, `Small repo ${k}`);
         execFileSync('git', [`--git-dir=${store.pathOf(uuid)}`, 'fetch', '-q', small, 'main:refs/heads/main'], { env });
         await scheduleSearchIndex(t.deps, t.deps.db, uuid);
         await indexRepo(t.deps, uuid);
@@ -309,7 +366,7 @@ async function main(): Promise<void> {
       const ratio = indexBytes / Number(all.n);
 
       // a push of 10 changed files
-      const next = fastImport(gen, files, first, 'Change 10 files');
+      const next = await fastImport(gen, files, first, 'Change 10 files');
       execFileSync('git', [`--git-dir=${store.pathOf(bigUuid)}`, 'fetch', '-q', gen, `${next}:refs/heads/main`], { env });
       await scheduleSearchIndex(t.deps, t.deps.db, bigUuid);
       t0 = performance.now();
@@ -319,25 +376,51 @@ async function main(): Promise<void> {
 
       const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
       emit(
-        `\n${dialect}: initial index ${initialSec.toFixed(1)} s, index ${ratio.toFixed(2)}x the bytes indexed; 10-file push re-indexed in ${pushSec.toFixed(2)} s`,
+        `\n${dialect}: initial index ${initialSec.toFixed(1)} s, index ${ratio.toFixed(2)}x the bytes indexed; 10-file push re-indexed in ${pushSec.toFixed(2)} s (RSS ${rssMb()} MB, load average ${load1()})`,
       );
+      const pg = dialect === 'postgres';
+      /** `once` under load, with the PostgreSQL backends' CPU per request beside this process's */
+      const measured = async (fn: () => Promise<void>) => {
+        const before = pg ? await pgBackendCpu(t.deps.db as never) : null;
+        const r = await load(fn, DURATION);
+        let dbMs = '';
+        if (before) {
+          const after = await pgBackendCpu(t.deps.db as never);
+          let sum = 0;
+          for (const [pid, ms] of after) sum += ms - (before.get(pid) ?? 0);
+          dbMs = ` | ${(sum / Math.max(1, r.n)).toFixed(1)} ms`;
+        }
+        return { ...r, dbMs };
+      };
+      const dbCol = pg ? ' PostgreSQL CPU/request |' : '';
+      const dbSep = pg ? '---:|' : '';
+      emit(`load average ${load1()}`);
       emit(
-        '| query | Weft p50 | Weft p99 | CPU/request | total | git grep p50 | csearch p50 | p50 vs csearch | p50 vs git grep |',
+        `| query | Weft p50 | Weft p99 | CPU/request |${dbCol} total | git grep p50 | csearch p50 | p50 vs csearch | p50 vs git grep |`,
       );
-      emit('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-      for (const q of QUERIES) {
+      emit(`|---|---:|---:|---:|${dbSep}---:|---:|---:|---:|---:|`);
+      // PostgreSQL: the rare literal again without the probe of the trigram index (as before
+      // session 5: the first files in order read first), for the comparison in the same run
+      const runs: (Query & { label: string; limits?: Partial<typeof CODE_SEARCH_LIMITS> })[] = QUERIES.map((q) => ({
+        ...q,
+        label: q.name,
+      }));
+      if (pg) runs.splice(1, 0, { ...QUERIES[0]!, label: 'literal, rare, no GIN probe (before)', limits: { rareProbe: -1 } });
+      for (const q of runs) {
         const url = `${base}/api/v1/search/code?q=${encodeURIComponent(q.q)}`;
         let status = 0;
         let total = '';
-        const r = await load(async () => {
+        const saved = { ...CODE_SEARCH_LIMITS };
+        Object.assign(CODE_SEARCH_LIMITS, q.limits ?? {});
+        const r = await measured(async () => {
           const res = await fetch(url, { headers: { authorization: `Bearer ${user.token}` } });
           status = res.status;
           total = res.headers.get('x-total-count') ?? '';
           await res.arrayBuffer();
-        }, DURATION);
+        }).finally(() => Object.assign(CODE_SEARCH_LIMITS, saved));
         const ref = reference.get(q.name)!;
         emit(
-          `| ${q.name} \`${q.q}\` (${status}) | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms | ${total} | ${ref.git.p50.toFixed(1)} ms | ${ref.cs.p50.toFixed(1)} ms | ${(r.p50 / ref.cs.p50).toFixed(2)} | ${(r.p50 / ref.git.p50).toFixed(2)} |`,
+          `| ${q.label} \`${q.q}\` (${status}) | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms${r.dbMs} | ${total} | ${ref.git.p50.toFixed(1)} ms | ${ref.cs.p50.toFixed(1)} ms | ${(r.p50 / ref.cs.p50).toFixed(2)} | ${(r.p50 / ref.git.p50).toFixed(2)} |`,
         );
       }
 
@@ -366,17 +449,66 @@ async function main(): Promise<void> {
       }
       const seedSec = (performance.now() - t0) / 1000;
       emit(`\n${dialect}: ${THREADS} threads inserted (triggers indexing them) in ${seedSec.toFixed(1)} s`);
-      emit('| thread query | p50 | p99 | CPU/request | total |');
-      emit('|---|---:|---:|---:|---:|');
+      if (pg) await sql`analyze search_docs`.execute(t.deps.db);
+      emit(`load average ${load1()}`);
+      emit(`| thread query | p50 | p99 | CPU/request |${dbCol} total |`);
+      emit(`|---|---:|---:|---:|${dbSep}---:|`);
       for (const q of ['okapi', 'stream parse', 'is:open okapi', '"write error"']) {
         const url = `${base}/api/v1/search/threads?q=${encodeURIComponent(q)}`;
         let total = '';
-        const r = await load(async () => {
+        const r = await measured(async () => {
           const res = await fetch(url, { headers: { authorization: `Bearer ${user.token}` } });
           total = res.headers.get('x-total-count') ?? '';
           await res.arrayBuffer();
-        }, DURATION);
-        emit(`| \`${q}\` | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms | ${total} |`);
+        });
+        emit(`| \`${q}\` | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms${r.dbMs} | ${total} |`);
+      }
+      // the title candidates' statement alone (no access conditions), before session 5 (FTS5's
+      // `{title}:` column filter; PostgreSQL's `:A` weight rechecked on the heap) and after (the
+      // titles' own index, migration 710): the median of 10 runs, one client
+      emit(
+        "| title candidates, the statement alone | rows | before: column filter / `:A` (median) | after: the titles' index (median) |",
+      );
+      emit('|---|---:|---:|---:|');
+      const limit = THREAD_SEARCH_LIMITS.rankedDocs + 1;
+      for (const q of ['okapi', 'stream parse', '"write error"']) {
+        const tq = textQuery(q)!;
+        const tsA = sql`to_tsquery('simple', ${tsText(sql`${tq.tsTitle}`)})`;
+        const before = pg
+          ? sql<{ id: number }>`select d.id, -ts_rank_cd(d.tsv, ${tsA}) as rank from search_docs d
+              where d.tsv @@ ${tsA} order by d.id desc limit ${limit}`
+          : sql<{ id: number }>`select rowid as id, bm25(search_docs_fts, 10.0, 1.0) as rank from search_docs_fts
+              where search_docs_fts match ${`{title} : (${tq.fts})`} order by rowid desc limit ${limit}`;
+        const after = pg
+          ? sql<{ id: number }>`select d.id, -ts_rank_cd(d.tsv, ${tsA}) as rank from search_docs d
+              where to_tsvector('simple', ${tsText(sql`d.title`)}) @@ to_tsquery('simple', ${tsText(sql`${tq.ts}`)})
+              order by d.id desc limit ${limit}`
+          : sql<{ id: number }>`select rowid as id, bm25(search_titles_fts, 10.0) as rank from search_titles_fts
+              where search_titles_fts match ${tq.fts} order by rowid desc limit ${limit}`;
+        const median = async (stmt: typeof before) => {
+          const times: number[] = [];
+          let rows: { id: number }[] = [];
+          for (let k = 0; k < 10; k++) {
+            const t1 = performance.now();
+            rows = (await stmt.execute(t.deps.db)).rows;
+            times.push(performance.now() - t1);
+          }
+          times.sort((a, b) => a - b);
+          return { ms: percentile(times, 50), ids: rows.map((x) => Number(x.id)).join(',') };
+        };
+        const b = await median(before);
+        const a = await median(after);
+        if (pg && process.env.PLAN)
+          for (const [name, stmt] of [
+            ['before', before],
+            ['after', after],
+          ] as const) {
+            const plan = await sql<{ 'QUERY PLAN': string }>`explain (analyze, buffers) ${stmt}`.execute(t.deps.db);
+            emit(`  ${name} \`${q}\`:`, ...plan.rows.map((x) => `      ${x['QUERY PLAN']}`));
+          }
+        emit(
+          `| \`${q}\` | ${a.ids ? a.ids.split(',').length : 0}${a.ids === b.ids ? '' : ' (differ!)'} | ${b.ms.toFixed(1)} ms | ${a.ms.toFixed(1)} ms |`,
+        );
       }
       if (process.env.PROFILE) {
         emit(`\n${dialect}: each search alone`);
@@ -394,7 +526,6 @@ async function main(): Promise<void> {
       await t.close();
     }
   }
-  rmSync(root, { recursive: true, force: true });
   writeFileSync(join(tmpdir(), 'weft-bench-search.txt'), out.join('\n'));
 }
 

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, isErrorBody, startApp, type TestApp } from './helpers.ts';
+import { type Kysely, sql } from 'kysely';
+import { up as upTitles } from '../src/db/migrations/710_search_titles.ts';
 import { CODE_SEARCH_LIMITS } from '../src/search/code.ts';
 import { THREAD_SEARCH_LIMITS } from '../src/search/threads.ts';
 import { waitUntil } from './webhooks-helpers.ts';
@@ -411,8 +413,9 @@ for (const dialect of DIALECTS) {
       try {
         // within the budget: exact, on either way in
         for (const q of ['densword', '/densword \\d+$/']) assert.equal(await walk(q), '40');
-        // past it: the page, and a lower bound
-        Object.assign(CODE_SEARCH_LIMITS, { examineBudget: 5, sparseCandidates: 0, window: 4 });
+        // past it: the page, and a lower bound (the files in order: neither the SQLite count of
+        // the trigram candidates nor the PostgreSQL probe of the trigram index calls them few)
+        Object.assign(CODE_SEARCH_LIMITS, { examineBudget: 5, sparseCandidates: 0, rareProbe: 0, window: 4 });
         for (const q of ['densword', '/densword \\d+$/']) {
           const total = await walk(q);
           assert.match(total, /^\d+\+$/);
@@ -429,6 +432,20 @@ for (const dialect of DIALECTS) {
         const rare = await search('code', `zzlonelyword repo:${alice.username}/dense`, alice.token);
         assert.deepEqual(only(rare), ['z.txt']);
         assert.equal(rare.headers['x-total-count'], '1');
+        // PostgreSQL: the probe of the trigram index finds a literal in few files first and takes
+        // the page from them, with the same results and counts as the files in order (40 files:
+        // just past the probe's limit, then just within it)
+        for (const rareProbe of [39, 40]) {
+          Object.assign(CODE_SEARCH_LIMITS, saved, { rareProbe });
+          for (const q of ['densword', '/densword \\d+$/']) assert.equal(await walk(q), '40');
+        }
+        const second = await search('code', `densword repo:${alice.username}/dense`, alice.token, '&per_page=10&page=2');
+        assert.deepEqual(only(second), all.slice(10, 20));
+        const none = await search('code', `zzabsentword repo:${alice.username}/dense`, alice.token);
+        assert.deepEqual([none.status, none.headers['x-total-count'], only(none)], [200, '0', []]);
+        const cased = await search('code', `ZZLONELYWORD repo:${alice.username}/dense`, alice.token, '&case=sensitive');
+        assert.equal(cased.headers['x-total-count'], '0');
+        assert.deepEqual(only(await search('code', `ZZLONELYWORD repo:${alice.username}/dense`, alice.token)), ['z.txt']);
       } finally {
         Object.assign(CODE_SEARCH_LIMITS, saved);
       }
@@ -472,6 +489,28 @@ for (const dialect of DIALECTS) {
           assert.equal(r.status, 201, r.text);
         }
         assert.equal((await search('threads', q, alice.token)).headers['x-total-count'], '4+');
+        // the titles' own index (migration 710) is filled from the documents that exist
+        if (dialect === 'postgres') await sql`drop index search_docs_title_tsv`.execute(t.deps.db);
+        else
+          for (const drop of ['trigger search_docs_title_ai', 'trigger search_docs_title_ad', 'trigger search_docs_title_au'])
+            await sql.raw(`drop ${drop}`).execute(t.deps.db);
+        if (dialect === 'sqlite') await sql`drop table search_titles_fts`.execute(t.deps.db);
+        await upTitles(t.deps.db as unknown as Kysely<unknown>, { dialect });
+        res = await search('threads', q, alice.token);
+        assert.equal(res.headers['x-total-count'], '4+');
+        assert.equal(numbers(res)[0], titled);
+        // and follows a title's edit in the write's own transaction
+        const edit = async (title: string) => {
+          const r = await t.req('PATCH', `${base}/threads/${titled}`, { token: alice.token, body: { title } });
+          assert.equal(r.status, 200, r.text);
+        };
+        await edit('Koala crash');
+        res = await search('threads', q, alice.token);
+        assert.equal(res.headers['x-total-count'], '3+');
+        assert.ok(!numbers(res).includes(titled));
+        await edit('Koala crash, quokka too');
+        assert.equal(numbers(await search('threads', q, alice.token))[0], titled);
+        assert.deepEqual(numbers(await search('threads', `koala repo:${alice.username}/many`, alice.token)), [titled]);
       } finally {
         Object.assign(THREAD_SEARCH_LIMITS, saved);
       }

@@ -97,11 +97,15 @@ interface Candidate {
 export async function searchCode(deps: Deps, viewer: Viewer, query: CodeQuery, page: PageWindow): Promise<Counted<CodeHit>> {
   if (deps.dialect !== 'postgres') return searchCodeOn(deps, deps.db, viewer, query, page);
   // PostgreSQL prices a scan of the table low (the text is TOASTed apart) and would read every
-  // file's text instead of asking the trigram index: the search runs with scans off
-  return deps.db.transaction().execute(async (trx) => {
-    await sql`set local enable_seqscan = off`.execute(trx);
-    return searchCodeOn(deps, trx, viewer, query, page);
-  });
+  // file's text instead of asking the trigram index: the search runs with scans off, its
+  // statements in one snapshot (the probe's files below are those the page is taken from)
+  return deps.db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      await sql`set local enable_seqscan = off`.execute(trx);
+      return searchCodeOn(deps, trx, viewer, query, page);
+    });
 }
 
 /** A query's parts, as the plans below use them. */
@@ -128,6 +132,12 @@ export const CODE_SEARCH_LIMITS = {
   sparseCandidates: 1000,
   /** PostgreSQL: the first this many files in order holding no match means the literal is rare */
   denseProbe: 100,
+  /**
+   * PostgreSQL: the trigram index is first asked for this many + 1 matching files (a limit, so a
+   * common literal costs no more); as few as this are all the matches, and the search takes its
+   * page from them without going through the files in order
+   */
+  rareProbe: 100,
   /** files in a first window (doubling to 512) */
   window: 64,
 };
@@ -157,6 +167,21 @@ async function searchCodeOn(
     const n = await sql<{ n: number }>`select count(*) as n from (select rowid from search_code_fts
       where search_code_fts match ${ftsQuery(plan.pattern.need)} limit ${CODE_SEARCH_LIMITS.sparseCandidates + 1}) x`.execute(db);
     if (Number(n.rows[0]?.n ?? 0) <= CODE_SEARCH_LIMITS.sparseCandidates) return sparse(db, plan, query.after ?? null, page);
+  } else {
+    // the GIN index, asked first with a limit: a rare literal (or a regex's rare literal runs) is
+    // known rare without reading the files in order, and its few files are the candidates
+    const exact = exactCondition(plan.pattern, caseSensitive, true, sql`f.content`, true);
+    const ids = await sql<{ id: number }>`select f.id from search_code_files f
+      where ${pgNeed(plan.pattern.need)}${exact ? sql` and ${exact}` : sql``}
+      limit ${CODE_SEARCH_LIMITS.rareProbe + 1}`.execute(db);
+    if (ids.rows.length <= CODE_SEARCH_LIMITS.rareProbe)
+      return sparse(
+        db,
+        plan,
+        query.after ?? null,
+        page,
+        ids.rows.map((r) => Number(r.id)),
+      );
   }
   return (await dense(db, plan, query.after ?? null, page)) ?? sparse(db, plan, query.after ?? null, page);
 }
@@ -266,13 +291,24 @@ async function dense(
   return { rows: found, total: hits + (before?.total ?? 0), ...(before && !before.atLeast ? {} : { atLeast: true }) };
 }
 
-/** Every trigram candidate verified (few of them): the page in order, and the exact count. */
-async function sparse(db: Kysely<DB>, plan: Plan, cursor: CodeCursor | null, page: PageWindow): Promise<Counted<CodeHit>> {
+/**
+ * Every trigram candidate verified (few of them): the page in order, and the exact count.
+ * `probed`: the files the PostgreSQL probe found (the need and a literal already checked on them).
+ */
+async function sparse(
+  db: Kysely<DB>,
+  plan: Plan,
+  cursor: CodeCursor | null,
+  page: PageWindow,
+  probed?: number[],
+): Promise<Counted<CodeHit>> {
   const { pattern, pg, path, lang, caseSensitive, conditions } = plan;
+  if (probed && probed.length === 0) return { rows: [], total: 0 };
   const fileConditions: Expression<SqlBool>[] = [];
   if (path) fileConditions.push(pathCondition(path));
   if (lang) fileConditions.push(sql<SqlBool>`f.language = ${lang.toLowerCase()}`);
-  if (pg) fileConditions.push(pgNeed(pattern.need));
+  if (probed) fileConditions.push(sql<SqlBool>`f.id in (${sql.join(probed)})`);
+  else if (pg) fileConditions.push(pgNeed(pattern.need));
   else
     fileConditions.push(
       sql<SqlBool>`f.id in (select rowid from search_code_fts where search_code_fts match ${ftsQuery(pattern.need)})`,
@@ -281,7 +317,7 @@ async function sparse(db: Kysely<DB>, plan: Plan, cursor: CodeCursor | null, pag
   // a literal is decided by the statement itself; a regex (or a case-insensitive literal beyond
   // ASCII on SQLite, whose LIKE folds ASCII only) is decided by verification
   const exact = exactCondition(pattern, caseSensitive, pg, sql`f.content`, true);
-  if (exact) fileConditions.push(exact);
+  if (exact && !probed) fileConditions.push(exact);
   // PostgreSQL: the files first, from the trigram index (`offset 0` keeps the planner from
   // reading every file of a repo through the repo's index instead)
   const files = pg

@@ -126,9 +126,9 @@ export function textSnippet(doc: string, query: string): string {
 
 /**
  * Words and "phrases" of `text` as an FTS5 query and as a PostgreSQL tsquery (null: nothing to
- * search), and the same matching titles only (`ftsTitle`, `tsTitle`).
+ * search), and the tsquery with every word in a title (`tsTitle`: weight A, for ranking title matches).
  */
-export function textQuery(text: string): { fts: string; ts: string; ftsTitle: string; tsTitle: string } | null {
+export function textQuery(text: string): { fts: string; ts: string; tsTitle: string } | null {
   const parts: string[][] = [];
   const re = /"([^"]*)"|(\S+)/g;
   for (let m = re.exec(text); m; m = re.exec(text)) {
@@ -144,5 +144,5 @@ export function textQuery(text: string): { fts: string; ts: string; ftsTitle: st
         w.length === 1 ? `${lexeme(w[0]!)}:*${weight}` : w.map((x) => `${lexeme(x)}${weight ? `:${weight}` : ''}`).join(' <-> '),
       )
       .join(' & ');
-  return { fts, ts: ts(''), ftsTitle: `{title} : (${fts})`, tsTitle: ts('A') };
+  return { fts, ts: ts(''), tsTitle: ts('A') };
 }

@@ -178,17 +178,28 @@ async function ranked(
   const newest = (titleOnly: boolean) => {
     if (pg) {
       const tsq = sql`to_tsquery('simple', ${tsText(sql`${titleOnly ? tq.tsTitle : tq.ts}`)})`;
+      // the title matches through the titles' own GIN index (migration 710: the same expression),
+      // not through the `:A` weight of the whole document's vector, which the heap must recheck
+      const match = titleOnly
+        ? sql`to_tsvector('simple', ${tsText(sql`d.title`)}) @@ to_tsquery('simple', ${tsText(sql`${tq.ts}`)})`
+        : sql`d.tsv @@ ${tsq}`;
       // ts_rank_cd weighs a title (A) over a body (B); higher is better, so negated
       return sql<ItemRow>`select ${item}, -ts_rank_cd(d.tsv, ${tsq}) as rank
         from search_docs d ${joins}
-        where d.tsv @@ ${tsq} and ${where}
+        where ${match} and ${where}
         order by d.id desc limit ${THREAD_SEARCH_LIMITS.rankedDocs + 1}`.execute(deps.db);
     }
     // bm25 weighs a title hit 10 times a body hit; lower is better. FTS5 gives its rows newest
-    // (highest rowid) first without sorting, and the limit stops it
+    // (highest rowid) first without sorting, and the limit stops it. The title matches come from
+    // the titles' own index (migration 710), ranked by bm25 over titles (weighed 10 as well)
+    if (titleOnly)
+      return sql<ItemRow>`select ${item}, bm25(search_titles_fts, 10.0) as rank
+        from search_titles_fts join search_docs d on d.id = search_titles_fts.rowid ${joins}
+        where search_titles_fts match ${tq.fts} and ${where}
+        order by search_titles_fts.rowid desc limit ${THREAD_SEARCH_LIMITS.rankedDocs + 1}`.execute(deps.db);
     return sql<ItemRow>`select ${item}, bm25(search_docs_fts, 10.0, 1.0) as rank
       from search_docs_fts join search_docs d on d.id = search_docs_fts.rowid ${joins}
-      where search_docs_fts match ${titleOnly ? tq.ftsTitle : tq.fts} and ${where}
+      where search_docs_fts match ${tq.fts} and ${where}
       order by search_docs_fts.rowid desc limit ${THREAD_SEARCH_LIMITS.rankedDocs + 1}`.execute(deps.db);
   };
   const [any, titled] = await Promise.all([newest(false), newest(true)]);
