@@ -226,7 +226,8 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
     held = null;
     for (const event of pending) send(event);
   } catch (err) {
-    console.error('weft: a live event stream failed', err);
+    // a stream already ended (the hub closed at shutdown while it subscribed) did not fail
+    if (!ended) console.error('weft: a live event stream failed', err);
     end();
   }
 }
