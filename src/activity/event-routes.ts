@@ -12,7 +12,7 @@ import { createTicket, credentialViewer, redeemTicket } from './tickets.ts';
 import { eventPage, getEvent } from './feed.ts';
 import { eventViewer } from '../access/events.ts';
 import type { EventRecord } from '../events/service.ts';
-import { canReadScope, parseScope } from '../events/scopes.ts';
+import { canReadStreamScope, parseStreamScopes } from '../events/scopes.ts';
 import { AccessRecheck, TAIL, serveTail } from './tail.ts';
 
 /** README "Event privacy", as every events route states it. */
@@ -108,9 +108,13 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
       config: { sessionCookie: true },
       schema: {
         tags,
-        summary: 'Live events of one scope as server-sent events (text/event-stream)',
+        summary: 'Live events of one scope or several as server-sent events (text/event-stream)',
         description:
           'README "Live event stream". Read access as for GET /events: a malformed scope is 400, an unknown or invisible one 404. ' +
+          '`scope` may also be `actor:UUID`, the events whose actor is that user in every scope they were recorded in (each ' +
+          "still shown only as the caller may read it): the caller's own only (another user's is 404, staff included). " +
+          'Several scopes separated by commas (at most 8) make one stream: each must be readable, an event in more than one is ' +
+          'sent once, and a scope the caller loses is no longer followed while the others are. ' +
           'The stream starts with `retry: 3000`; each event is a frame `id: <id>`, `event: <kind>`, `data: <event JSON on one ' +
           'line>` and a blank line; a `: keep-alive` comment comes every 15 s. With `Last-Event-ID` (it wins) or `last_event_id`, ' +
           'every later event of the scope is replayed from the store before the live ones, with no gap and no duplicate, in id ' +
@@ -143,7 +147,7 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     },
     async (request, reply) => {
       const q = request.query;
-      parseScope(q.scope);
+      const scopes = parseStreamScopes(q.scope);
       let viewer = request.viewer;
       let ticketCredential: { kind: 'token' | 'session'; uuid: string } | null = null;
       if (!viewer && q.ticket !== undefined) {
@@ -158,23 +162,26 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
         throw badRequest('Last-Event-ID must be an event id (a decimal string).');
       }
       const resume = header !== undefined ? header.trim() : q.last_event_id;
-      if (!(await canReadScope(deps, caller, q.scope))) throw notFound('Scope');
+      for (const scope of scopes) if (!(await canReadStreamScope(deps, caller, scope))) throw notFound('Scope');
       const secret = tokenFromHeader(request.headers.authorization) || '';
       // A session or a ticket lasts while its session or token does (looked up by uuid).
       const byUuid: { kind: 'token' | 'session'; uuid: string } | null =
         ticketCredential ?? (request.credential?.kind === 'session' ? { kind: 'session', uuid: caller.tokenUuid } : null);
-      const stillAllowed = () =>
-        recheck.check(`${caller.tokenUuid} ${q.scope}`, async () => {
+      const stillAllowed = (scope: string) =>
+        recheck.check(`${caller.tokenUuid} ${scope}`, async () => {
           const now = byUuid ? await credentialViewer(deps, byUuid) : ((await authenticate(deps, secret))?.viewer ?? null);
-          return now !== null && (await canReadScope(deps, now, q.scope));
+          return now !== null && (await canReadStreamScope(deps, now, scope));
         });
       // The caller's event viewer, rebuilt as often as access is re-checked, so a change of access
-      // is seen within seconds by the events' redaction too.
-      let show = eventViewer(deps, caller, [q.scope]);
+      // is seen within seconds by the events' redaction too. A stream of one scope spares the check
+      // of that scope (it ends when the scope is lost); one of several checks each (one may be lost
+      // while the others are still followed).
+      const known = scopes.length === 1 ? scopes : [];
+      let show = eventViewer(deps, caller, known);
       let shownSince = Date.now();
       const showEvent = (event: EventRecord) => {
         if (Date.now() - shownSince > TAIL.recheckMs) {
-          show = eventViewer(deps, caller, [q.scope]);
+          show = eventViewer(deps, caller, known);
           shownSince = Date.now();
         }
         return show(event);
@@ -184,7 +191,7 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
       reply.hijack();
       await serveTail(deps, request.raw, reply.raw, {
         show: showEvent,
-        scope: q.scope,
+        scopes,
         ...(q.kind === undefined ? {} : { kind: q.kind }),
         resumeAfter: resume === undefined ? null : Number(resume),
         html: q.html === true,

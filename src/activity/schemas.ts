@@ -38,7 +38,13 @@ export const CursorPage = Type.Object(
 export const EventParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 
 export const TailQuery = Type.Object({
-  scope: EventsQuery.properties.scope,
+  scope: Type.String({
+    maxLength: 400,
+    description:
+      'user:UUID, team:UUID, repo:UUID, thread:UUID, reply:UUID, pull:UUID, review:UUID, timer:UUID, or actor:UUID (the ' +
+      "events whose actor is that user, wherever they happened: that user's own stream only); several (at most 8) " +
+      'separated by commas make one stream, each event sent once',
+  }),
   kind: Type.Optional(
     Type.String({ maxLength: 100, description: 'only events of this kind (an unknown kind: an empty stream)' }),
   ),
@@ -55,7 +61,10 @@ export const TailQuery = Type.Object({
 });
 
 export const TicketBody = StrictObject({
-  scope: EventsQuery.properties.scope,
+  scope: Type.String({
+    maxLength: 100,
+    description: 'one scope, as for GET /tail-events (actor:UUID included: your own)',
+  }),
   kind: Type.Optional(
     Type.String({ minLength: 1, maxLength: 100, pattern: NoControl.pattern, description: 'the stream keeps only this kind' }),
   ),

@@ -3,7 +3,7 @@ import { EventBuffer, type Session, createSession } from 'better-sse';
 import type { Deps } from '../deps.ts';
 import { eventHtml } from './event-html.ts';
 import type { LiveSignal, LiveSubscriber } from '../deps.ts';
-import { scopeEventsAfter } from '../events/live.ts';
+import { streamEventsAfter } from '../events/live.ts';
 import type { EventRecord } from '../events/service.ts';
 
 /** README "Live event stream": the stream's tunables. */
@@ -37,13 +37,17 @@ export const TAIL = {
 };
 
 export interface TailOptions {
-  scope: string;
+  /** The scopes followed (one, or several: an event in more than one of them is sent once). */
+  scopes: string[];
   kind?: string;
   /** Replay every later event of the scope first; null: only new events. */
   resumeAfter: number | null;
   html: boolean;
-  /** Answers whether the caller may still read the scope (token valid, access kept). */
-  stillAllowed: () => Promise<boolean>;
+  /**
+   * Answers whether the caller may still read one of the scopes (token valid, access kept). A
+   * scope lost is no longer followed; the stream ends when none is left.
+   */
+  stillAllowed: (scope: string) => Promise<boolean>;
   /** The event as the caller may see it, or null when it is hidden (README "Event privacy"). */
   show: (event: EventRecord) => Promise<EventRecord | null>;
 }
@@ -113,7 +117,7 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
     ended = true;
     for (const timer of timers) clearInterval(timer);
     if (slowTimer) clearTimeout(slowTimer);
-    deps.live.remove(subscriber);
+    for (const subscriber of subscribers.values()) deps.live.remove(subscriber);
     if (!res.writableEnded) res.end();
   };
 
@@ -151,16 +155,19 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
     void session.batch(new EventBuffer({ serializer, sanitizer }).event(s.kind).data(s.data).dispatch()).catch(end);
   };
 
-  const subscriber: LiveSubscriber = {
-    scope: opts.scope,
-    ...(opts.kind === undefined ? {} : { kind: opts.kind, signal }),
-    deliver: (event) => {
-      if (held === null) send(event);
-      else if (held.length < TAIL.maxHeldEvents) held.push(event);
-      else end();
-    },
-    close: end,
+  // One subscriber per scope, all into the same `send`: the hub hands an event to them one after
+  // the other, in id order, so a copy (an event in two of the scopes) is dropped by its id.
+  const deliver = (event: EventRecord) => {
+    if (held === null) send(event);
+    else if (held.length < TAIL.maxHeldEvents) held.push(event);
+    else end();
   };
+  const subscribers = new Map<string, LiveSubscriber>(
+    opts.scopes.map((scope) => [
+      scope,
+      { scope, ...(opts.kind === undefined ? {} : { kind: opts.kind, signal }), deliver, close: end },
+    ]),
+  );
 
   req.on('close', end);
   res.on('close', end);
@@ -176,10 +183,15 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
     setInterval(() => {
       if (ended || checking) return;
       checking = true;
-      opts
-        .stillAllowed()
-        .then((ok) => {
-          if (!ok) end();
+      const scopes = [...subscribers.keys()];
+      Promise.all(scopes.map((scope) => opts.stillAllowed(scope)))
+        .then((answers) => {
+          scopes.forEach((scope, i) => {
+            if (answers[i] || ended) return;
+            deps.live.remove(subscribers.get(scope)!);
+            subscribers.delete(scope);
+          });
+          if (subscribers.size === 0) end();
         })
         .catch(() => end())
         .finally(() => {
@@ -190,16 +202,18 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
   for (const timer of timers) timer.unref();
 
   try {
-    await deps.live.add(subscriber);
-    if (ended) {
-      deps.live.remove(subscriber);
-      return;
+    for (const subscriber of subscribers.values()) {
+      await deps.live.add(subscriber);
+      if (ended) {
+        deps.live.remove(subscriber);
+        return;
+      }
     }
     if (opts.resumeAfter !== null) {
       // Replay from the store up to (at least) the hub's cursor; later ones come live.
       let after = opts.resumeAfter;
       for (;;) {
-        const batch = await scopeEventsAfter(deps.db, deps.dialect, opts.scope, opts.kind, after, TAIL.replayBatch);
+        const batch = await streamEventsAfter(deps.db, deps.dialect, opts.scopes, opts.kind, after, TAIL.replayBatch);
         for (const event of batch) send(event);
         await queue;
         if (ended || batch.length < TAIL.replayBatch) break;
@@ -212,7 +226,8 @@ export async function serveTail(deps: Deps, req: IncomingMessage, res: ServerRes
     held = null;
     for (const event of pending) send(event);
   } catch (err) {
-    console.error('weft: a live event stream failed', err);
+    // a stream already ended (the hub closed at shutdown while it subscribed) did not fail
+    if (!ended) console.error('weft: a live event stream failed', err);
     end();
   }
 }

@@ -5,7 +5,7 @@ import { command } from '../core/command.ts';
 import { decide } from '../core/targets.ts';
 import { hashSecret, newTokenSecret } from '../tokens/secret.ts';
 import type { Viewer } from '../viewer.ts';
-import { canReadScope, parseScope } from '../events/scopes.ts';
+import { canReadStreamScope, parseStreamScope } from '../events/scopes.ts';
 
 /** README "Web interface": a stream ticket opens its stream within this time of being made. */
 export const TICKET_TTL_MS = 60_000;
@@ -31,10 +31,10 @@ export async function createTicket(
   credential: TicketCredential,
   input: { scope: string; kind?: string },
 ): Promise<TicketJson> {
-  parseScope(input.scope);
+  parseStreamScope(input.scope);
   // Decided in the write's transaction, with its connection (the scope readers read deps.db).
   const readable = decide(async (db, v: Viewer) => {
-    if (!(await canReadScope({ ...deps, db }, v, input.scope))) throw notFound('Scope');
+    if (!(await canReadStreamScope({ ...deps, db }, v, input.scope))) throw notFound('Scope');
   });
   const secret = newTokenSecret().replace(/^weft_/, 'weft_tk_');
   const now = Date.now();

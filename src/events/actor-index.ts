@@ -23,7 +23,9 @@
  * adds `pub` rows to its events, and one made private removes them (`reindexRepoVisibility`).
  * Repos never change owner, and team membership is read at request time, so nothing else moves.
  * These keys are no scope a client can name (GET /events answers 400) and never appear in an
- * event's `scopes`.
+ * event's `scopes`. (The live stream's `actor:UUID`, two parts where these have three, is the
+ * caller's own actions as they happen: events/scopes.ts `parseStreamScope`, read by the events'
+ * own index on their actor, not through these rows.)
  */
 import { type Kysely, type Transaction, sql } from 'kysely';
 import type { DB } from '../db/types.ts';

@@ -3,6 +3,7 @@ import type { Dialect } from '../db/index.ts';
 import type { DB } from '../db/types.ts';
 import type { EventBus, LiveFeed, LiveSignal, LiveSubscriber } from '../deps.ts';
 import { settledBound } from './order.ts';
+import { ACTOR_SCOPE } from './scopes.ts';
 import { type EventRecord, eventFromRow } from './service.ts';
 
 const BATCH = 500;
@@ -141,17 +142,25 @@ export class LiveHub implements LiveFeed {
     }
   }
 
+  /**
+   * To the subscribers of each of the event's scopes, then to those of its actor's scope
+   * (`actor:UUID`, events/scopes.ts). A stream following several of them gets the event once per
+   * scope, one after the other, and drops the copies by id (activity/tail.ts).
+   */
   private dispatch(event: EventRecord): void {
-    for (const scope of event.scopes) {
-      const set = this.byScope.get(scope);
-      if (!set) continue;
-      for (const sub of [...set]) {
-        if (sub.kind !== undefined && sub.kind !== event.kind) continue;
-        try {
-          sub.deliver(event);
-        } catch (err) {
-          this.onError(err);
-        }
+    for (const scope of event.scopes) this.dispatchTo(scope, event);
+    if (event.actor) this.dispatchTo(`${ACTOR_SCOPE}:${event.actor.uuid}`, event);
+  }
+
+  private dispatchTo(scope: string, event: EventRecord): void {
+    const set = this.byScope.get(scope);
+    if (!set) return;
+    for (const sub of [...set]) {
+      if (sub.kind !== undefined && sub.kind !== event.kind) continue;
+      try {
+        sub.deliver(event);
+      } catch (err) {
+        this.onError(err);
       }
     }
   }
@@ -211,5 +220,48 @@ export async function scopeEventsAfter(
     .where('id', 'in', ids.orderBy('s.event_id', 'asc').limit(limit))
     .orderBy('id', 'asc')
     .execute();
+  return rows.map(eventFromRow);
+}
+
+/**
+ * The events of several stream scopes after `afterId` (an actor scope among them: events/scopes.ts),
+ * each once, settled, in id order, at most `limit`: the first `limit` of each scope, merged, then
+ * the first `limit` of those, which are the first `limit` of them all.
+ */
+export async function streamEventsAfter(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  scopes: readonly string[],
+  kind: string | undefined,
+  afterId: number,
+  limit: number,
+): Promise<EventRecord[]> {
+  const parts = await Promise.all(
+    scopes.map((scope) =>
+      scope.startsWith(`${ACTOR_SCOPE}:`)
+        ? actorEventsAfter(db, dialect, scope.slice(ACTOR_SCOPE.length + 1), kind, afterId, limit)
+        : scopeEventsAfter(db, dialect, scope, kind, afterId, limit),
+    ),
+  );
+  if (parts.length === 1) return parts[0]!;
+  const byId = new Map<string, EventRecord>();
+  for (const part of parts) for (const event of part) byId.set(event.id, event);
+  return [...byId.values()].sort((a, b) => Number(a.id) - Number(b.id)).slice(0, limit);
+}
+
+/** One actor's events after `afterId` (the index on the actor and id), settled, in id order. */
+async function actorEventsAfter(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  actorUuid: string,
+  kind: string | undefined,
+  afterId: number,
+  limit: number,
+): Promise<EventRecord[]> {
+  let query = db.selectFrom('events').selectAll().where('actor_uuid', '=', actorUuid).where('id', '>', afterId);
+  if (kind !== undefined) query = query.where('kind', '=', kind);
+  const settled = settledBound(dialect);
+  if (settled) query = query.where('id', '<', settled);
+  const rows = await query.orderBy('id', 'asc').limit(limit).execute();
   return rows.map(eventFromRow);
 }

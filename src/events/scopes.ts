@@ -43,6 +43,41 @@ export async function canReadScope(deps: Deps, viewer: Viewer, scope: string): P
   return deps.scopes.reader(kind)(deps, viewer, id);
 }
 
+/**
+ * Scopes a live stream can follow (README "Live event stream"): every event scope kind, and
+ * `actor:UUID`, the events whose actor is that user, in whatever scope they were recorded. An
+ * actor scope is no event scope (no event carries it, GET /events answers 400 for it); only that
+ * user may follow it, and each event still passes the caller's event viewer at delivery.
+ */
+export const ACTOR_SCOPE = 'actor';
+const STREAM_SCOPE_RE = new RegExp(
+  `^(${[...SCOPE_KINDS, ACTOR_SCOPE].join('|')}):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`,
+);
+/** How many scopes one stream may follow (`scope=A,B,…`). */
+export const MAX_STREAM_SCOPES = 8;
+
+export function parseStreamScope(scope: string): { kind: ScopeKind | typeof ACTOR_SCOPE; id: string } {
+  const match = STREAM_SCOPE_RE.exec(scope);
+  if (!match) throw badRequest(`scope must look like KIND:UUID with KIND one of ${[...SCOPE_KINDS, ACTOR_SCOPE].join(', ')}.`);
+  return { kind: match[1] as ScopeKind | typeof ACTOR_SCOPE, id: match[2]! };
+}
+
+/** A stream's `scope` parameter: one scope, or several separated by commas (each once, in the order given). */
+export function parseStreamScopes(list: string): string[] {
+  const scopes = [...new Set(list.split(','))];
+  if (scopes.length > MAX_STREAM_SCOPES)
+    throw badRequest(`scope names at most ${MAX_STREAM_SCOPES} scopes, separated by commas.`);
+  for (const scope of scopes) parseStreamScope(scope);
+  return scopes;
+}
+
+/** Whether a viewer may follow a stream scope: an actor scope is its user's alone (staff included). */
+export async function canReadStreamScope(deps: Deps, viewer: Viewer, scope: string): Promise<boolean> {
+  const { kind, id } = parseStreamScope(scope);
+  if (kind === ACTOR_SCOPE) return id === viewer.uuid;
+  return deps.scopes.reader(kind)(deps, viewer, id);
+}
+
 /** A per-request memo: the same scope is checked once however many events carry it. */
 export function scopeChecker(deps: Deps, viewer: Viewer): (scope: string) => Promise<boolean> {
   const memo = new Map<string, Promise<boolean>>();

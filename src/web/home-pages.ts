@@ -31,7 +31,10 @@ export const repoItem = (repo: RepoJson) =>
     }
   </li>`;
 
-/** How many repos of the dashboard are followed live (one stream each, beside the user's own). */
+/**
+ * How many repos of the dashboard are followed live, beside the user's own scope and the user's
+ * own actions anywhere (`actor:UUID`), all in one stream.
+ */
 const LIVE_REPOS = 4;
 
 /** The dashboard, the team page and the user page (README "Web interface"). */
@@ -80,7 +83,7 @@ export async function homePages(app: FastifyInstance, { deps }: { deps: Deps }):
         ${liveFeed({
           id: 'dashboard-feed',
           label: 'Live activity',
-          scopes: [`user:${c.viewer.uuid}`, ...followed.map((repo) => `repo:${repo.uuid}`)],
+          scopes: [`user:${c.viewer.uuid}`, `actor:${c.viewer.uuid}`, ...followed.map((repo) => `repo:${repo.uuid}`)],
           after,
           events: activity,
         })}

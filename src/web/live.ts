@@ -35,21 +35,22 @@ export async function resumeState(deps: Deps): Promise<{ after: string; settled:
 
 /**
  * A live list of events, newest first: the events given (newest first), then new ones as they happen, through
- * `GET /api/v1/tail-events?html=true` for each scope (the session cookie authenticates it) into
- * one list, each event keyed by its id.
+ * one `GET /api/v1/tail-events?html=true` stream of all its scopes (`scope=A,B,…`; the session
+ * cookie authenticates it; an event in several of them comes once), each event keyed by its id.
+ * One stream per page: a browser opens at most 6 connections to a server over HTTP/1.1, a stream
+ * holding one for as long as the page is open.
  */
 export function liveFeed(opts: { id: string; scopes: string[]; after: string; events: EventRecord[]; label: string }): Html {
-  const streams = opts.scopes.map(
-    (scope) =>
-      html`<div
+  const streams = opts.scopes.length
+    ? html`<div
         hidden
         hx-ext="sse"
-        sse-connect="/api/v1/tail-events?scope=${encodeURIComponent(scope)}&html=true&last_event_id=${opts.after}"
+        sse-connect="/api/v1/tail-events?scope=${opts.scopes.map(encodeURIComponent).join(',')}&html=true&last_event_id=${opts.after}"
         sse-swap="${KINDS}"
         hx-target="#${opts.id}"
         hx-swap="afterbegin"
-      ></div>`,
-  );
+      ></div>`
+    : '';
   return html`<section class="box" aria-labelledby="${opts.id}-h">
     <h2 id="${opts.id}-h">
       ${opts.label}
