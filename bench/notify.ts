@@ -9,19 +9,24 @@
  * Then the same burst again with the fan-out stopped, and `GET /user` probed while the started
  * fan-out works through that backlog alone (the writer, which shares this process, not running).
  * Server and clients share this process (so an event loop held by the fan-out shows in the
- * clients' latency) and the machine's cores.
+ * clients' latency) and the machine's cores. CPU: this process's and, on PostgreSQL, that of the
+ * database backends of this run's connections (read from /proc), during the burst and per batch
+ * the fan-out wrote; then one batch alone (a reply on each thread written while the fan-out is
+ * stopped, then fanned out with nothing else running): its wall time and CPU, the steadier figure
+ * on a shared machine.
  *
  *   npx tsx bench/notify.ts                                                        # SQLite
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/notify.ts   # PostgreSQL
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
+import type { NotificationsBackground } from '../src/notifications/background.ts';
 import { openDatabase } from '../src/db/index.ts';
 import { createDeps, startBackground, stopBackground } from '../src/root.ts';
 import { createReply } from '../src/threads/service.ts';
@@ -39,6 +44,54 @@ const TOKEN = 'weft_bench_admin_token_0123456789abcdefghij';
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
+
+/** CPU seconds of a process (user + system) from /proc, or null when it is gone. */
+function procCpu(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The CPU used by the database backends of this run (PostgreSQL: the connections named
+ * `weft:<schema>`, sampled every 200 ms; a backend that starts meanwhile counts from 0), or 0 on
+ * SQLite, whose work is this process's.
+ */
+function backendCpu(list: () => Promise<number[]>): { stop: () => Promise<number> } {
+  const base = new Map<number, number>();
+  const last = new Map<number, number>();
+  let first = true;
+  let running = true;
+  const sample = async () => {
+    for (const pid of await list()) {
+      const cpu = procCpu(pid);
+      if (cpu === null) continue;
+      if (!base.has(pid)) base.set(pid, first ? cpu : 0);
+      last.set(pid, cpu);
+    }
+    first = false;
+  };
+  const loop = (async () => {
+    while (running) {
+      await sample();
+      await sleep(200);
+    }
+    await sample();
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      let total = 0;
+      for (const [pid, cpu] of last) total += cpu - base.get(pid)!;
+      return total;
+    },
+  };
+}
 
 async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'weft-bench-notify-'));
@@ -194,6 +247,22 @@ async function main() {
         else await sleep(5);
       }
     })();
+    const fanout = (deps.notifications as NotificationsBackground).fanout;
+    const backends = async (): Promise<number[]> =>
+      schema
+        ? (
+            await database.pool!.query<{ pid: number }>('select pid from pg_stat_activity where application_name = $1', [
+              `weft:${schema}`,
+            ])
+          ).rows.map((r) => r.pid)
+        : [];
+    const stats0 = { ...fanout.stats };
+    const pgCpu = backendCpu(backends);
+    // PostgreSQL: how many queries waited for one of the pool's connections (sampled)
+    let poolWaitMax = 0;
+    const poolTimer = setInterval(() => {
+      poolWaitMax = Math.max(poolWaitMax, database.pool?.waitingCount ?? 0);
+    }, 50);
     const busy = load(() => done);
     const cpu0 = process.cpuUsage();
     const started = now();
@@ -223,6 +292,27 @@ async function main() {
     const during = await busy;
     const total = now() - started;
     const cpu = process.cpuUsage(cpu0);
+    const dbCpu = await pgCpu.stop();
+    clearInterval(poolTimer);
+    const batches = fanout.stats.batches - stats0.batches;
+    const ranges = fanout.stats.ranges - stats0.ranges;
+    const written = fanout.stats.notifications - stats0.notifications;
+    const loadDuring = loadavg();
+
+    // one batch alone: a reply on each thread while the fan-out is stopped, then fanned out
+    await fanout.stop();
+    for (let i = 0; i < THREADS; i++) await createReply(deps, viewer, ref, 1 + i, { body: `alone ${i}` });
+    const aloneTop = await lastEvent();
+    const aloneStats = { ...fanout.stats };
+    const alonePg = backendCpu(backends);
+    const aloneCpu0 = process.cpuUsage();
+    const aloneStart = now();
+    fanout.start();
+    const aloneDeadline = now() + 120_000;
+    while ((await cursor()) < aloneTop && now() < aloneDeadline) await sleep(5);
+    const aloneMs = now() - aloneStart;
+    const aloneCpu = process.cpuUsage(aloneCpu0);
+    const aloneDb = await alonePg.stop();
     const lag = committed
       .filter((e) => passed.has(e.id))
       .map((e) => passed.get(e.id)! - e.at)
@@ -243,10 +333,17 @@ async function main() {
     console.log(
       `  fan-out lag: p50 ${f(pct(lag, 50))} ms, p99 ${f(pct(lag, 99))} ms, max ${f(lag.at(-1) ?? NaN)} ms; ${EVENTS - lag.length} not passed; notifications ${before} -> ${after}`,
     );
+    const cpuS = (cpu.user + cpu.system) / 1e6;
+    const la = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
     console.log(
-      `  CPU of this process (server, fan-out, writer, clients) during the burst: ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s over ${(total / 1000).toFixed(1)} s; load average ${loadavg()
-        .map((l) => l.toFixed(1))
-        .join(' ')}`,
+      `  CPU during the burst: this process (server, fan-out, writer, clients) ${cpuS.toFixed(1)} s${schema ? `, PostgreSQL backends ${dbCpu.toFixed(1)} s` : ''} over ${(total / 1000).toFixed(1)} s; load average ${la(loadDuring)}`,
+    );
+    console.log(
+      `  fan-out: ${batches} batches, ${ranges} ranges, ${written} notifications written; CPU per batch (all of the above / batches) ${(((cpuS + dbCpu) / Math.max(1, batches)) * 1000).toFixed(0)} ms${schema ? `; queries waiting for a pool connection: at most ${poolWaitMax}` : ''}`,
+    );
+    const aloneS = (aloneCpu.user + aloneCpu.system) / 1e6;
+    console.log(
+      `  one batch alone (${THREADS} subjects x ${WATCHERS} watchers, ${fanout.stats.ranges - aloneStats.ranges} ranges, ${fanout.stats.notifications - aloneStats.notifications} notifications): ${aloneMs.toFixed(0)} ms, CPU ${(aloneS * 1000).toFixed(0)} ms this process${schema ? ` + ${(aloneDb * 1000).toFixed(0)} ms PostgreSQL backends` : ''}; load average ${la(loadavg())}`,
     );
     console.log(`  GET /user idle:   p50 ${f(pct(idle, 50))} ms, p99 ${f(pct(idle, 99))} ms (${idle.length} requests)`);
     console.log(`  GET /user burst:  p50 ${f(pct(during, 50))} ms, p99 ${f(pct(during, 99))} ms (${during.length} requests)`);

@@ -2,7 +2,9 @@
  * The fan-out in chunks (docs/notifications.md "Bounded"): a batch's recipients are written in
  * several short transactions, one `notification-updated` per user per batch; a failure between
  * two chunks (a crash after the first one committed) resumes after the last committed chunk, so
- * every watcher gets exactly one notification and exactly one badge event naming it.
+ * every watcher gets exactly one notification and exactly one badge event naming it. A batch over
+ * several subjects is one statement per range for all of them (watchers and holders), with the
+ * reasons, the access rule and the actor rule of the fan-out.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -97,5 +99,130 @@ for (const dialect of DIALECTS) {
       fanout.onCommitted = null;
       fanout.chunkSize = 1000;
     });
+
+    it(
+      'one batch over several subjects and ranges: watchers, a holder, the author; not the actor nor an inactive user',
+      { timeout: 60_000 },
+      async () => {
+        const fanout = (t.deps.notifications as NotificationsBackground).fanout;
+        const settled = async () => {
+          const top = await t.deps.db
+            .selectFrom('events')
+            .select((eb) => eb.fn.max('id').as('id'))
+            .where('kind', '!=', 'notification-updated')
+            .executeTakeFirst();
+          await waitUntil(
+            async () =>
+              Number(
+                (await t.deps.db.selectFrom('notification_dispatch').select('last_event_id').executeTakeFirstOrThrow())
+                  .last_event_id,
+              ) >= Number(top?.id ?? 0),
+            20_000,
+            'the fan-out',
+          );
+        };
+        const alice = await t.user('amy');
+        const holder = await t.user('holder');
+        const base = '/api/v1/users/amy/repos/many';
+        ok(
+          await t.req('POST', '/api/v1/users/amy/repos', {
+            token: alice.token,
+            body: { name: 'Many', slug: 'many', visibility: 'public' },
+          }),
+          201,
+        );
+        const watchers = [];
+        for (let i = 0; i < 5; i++) {
+          const w = await t.user(`v${i}`);
+          ok(await t.req('PUT', `${base}/subscription`, { token: w.token, body: { level: 'watching' } }));
+          watchers.push(w);
+        }
+        const [actor, inactive, ...others] = watchers as [
+          (typeof watchers)[number],
+          (typeof watchers)[number],
+          ...typeof watchers,
+        ];
+        ok(await t.req('POST', `${base}/threads`, { token: alice.token, body: { title: 'One', body: 'cc @holder' } }), 201);
+        ok(await t.req('POST', `${base}/threads`, { token: alice.token, body: { title: 'Two', body: 'x' } }), 201);
+        ok(await t.req('POST', `${base}/threads`, { token: alice.token, body: { title: 'Three', body: 'x' } }), 201);
+        await settled();
+        await t.deps.db.updateTable('users').set({ is_active: 0 }).where('uuid', '=', inactive.uuid).execute();
+        const top = Number(
+          (
+            await t.deps.db
+              .selectFrom('events')
+              .select((eb) => eb.fn.max('id').as('id'))
+              .executeTakeFirst()
+          )?.id ?? 0,
+        );
+
+        // three replies, one per thread, fanned out as one batch cut in ranges of one or two users
+        await fanout.stop();
+        for (const n of [1, 2, 3])
+          ok(await t.req('POST', `${base}/threads/${n}/replies`, { token: actor.token, body: { body: 'hi' } }), 201);
+        const ranges = fanout.stats.ranges;
+        const batches = fanout.stats.batches;
+        fanout.chunkSize = 4;
+        fanout.start();
+        await settled();
+        fanout.chunkSize = 1000;
+        assert.equal(fanout.stats.batches - batches, 1, 'one batch');
+        assert.ok(fanout.stats.ranges - ranges >= 3, `several ranges: ${fanout.stats.ranges - ranges}`);
+
+        const replies = await t.deps.db
+          .selectFrom('events')
+          .select('id')
+          .where('kind', '=', 'reply-created')
+          .where('id', '>', top)
+          .execute();
+        const replyIds = new Set(replies.map((r) => Number(r.id)));
+        assert.equal(replyIds.size, 3);
+        const rows = async (who: { uuid: string }) =>
+          t.deps.db.selectFrom('notifications').selectAll().where('user_uuid', '=', who.uuid).orderBy('subject_uuid').execute();
+        for (const w of others) {
+          const mine = await rows(w);
+          assert.equal(mine.length, 3, `${w.username}: one notification per thread`);
+          assert.deepEqual(new Set(mine.map((n) => Number(n.last_event_id))), replyIds, `${w.username}: each thread's reply`);
+          for (const n of mine) {
+            assert.equal(n.reason, 'subscribed');
+            assert.deepEqual(JSON.parse(n.reasons), ['subscribed']);
+            assert.equal(n.unread, 1);
+            assert.equal(n.last_actor_uuid, actor.uuid);
+          }
+        }
+        for (const who of [actor, inactive]) {
+          const mine = await rows(who);
+          assert.ok(mine.length >= 2, `${who.username} was notified of the threads`);
+          for (const n of mine) assert.ok(Number(n.last_event_id) <= top, `${who.username} not notified of the replies`);
+        }
+        const held = await rows(holder);
+        assert.equal(held.length, 1, 'the holder: the thread that mentions them only');
+        assert.equal(held[0]!.reason, 'mention', 'a holder keeps their reason');
+        assert.deepEqual(JSON.parse(held[0]!.reasons), ['mention']);
+        assert.ok(replyIds.has(Number(held[0]!.last_event_id)));
+        const authored = await rows(alice);
+        assert.equal(authored.length, 3);
+        for (const n of authored) assert.ok(replyIds.has(Number(n.last_event_id)) && n.reason === 'author');
+
+        // one badge event per user for the batch, naming all of that user's changed notifications
+        const updates = await t.deps.db
+          .selectFrom('events')
+          .select('payload')
+          .where('kind', '=', 'notification-updated')
+          .where('id', '>', Math.max(...replyIds))
+          .execute();
+        const perUser = new Map<string, string[][]>();
+        for (const u of updates) {
+          const p = JSON.parse(u.payload) as { user_uuid: string; notification_uuids: string[] };
+          perUser.set(p.user_uuid, [...(perUser.get(p.user_uuid) ?? []), p.notification_uuids]);
+        }
+        for (const who of [...others, holder, alice]) {
+          const events = perUser.get(who.uuid) ?? [];
+          assert.equal(events.length, 1, `${who.username}: one notification-updated`);
+          assert.deepEqual(new Set(events[0]), new Set((await rows(who)).map((n) => n.uuid)));
+        }
+        for (const who of [actor, inactive]) assert.equal(perUser.get(who.uuid), undefined, `${who.username}: no badge event`);
+      },
+    );
   });
 }

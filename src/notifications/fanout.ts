@@ -55,6 +55,8 @@ export class NotificationFanout extends EventFollower {
   onCommitted: ((users: string[]) => void) | null = null;
   /** Notifications per chunk transaction (tests make it small to cut a batch in several). */
   chunkSize: number;
+  /** What this loop has written (bench/notify.ts reports CPU per batch): batches, ranges, notifications. */
+  readonly stats = { batches: 0, ranges: 0, notifications: 0 };
   private heavyAt: number | null = null;
 
   constructor(private readonly deps: Deps) {
@@ -97,8 +99,10 @@ export class NotificationFanout extends EventFollower {
     const full = read.events.length === BATCH ? ('more' as const) : ('idle' as const);
 
     // who is concerned: reads only, outside the chunks' transactions (the state as of now)
+    const t0 = performance.now();
     const { touches, bulk } = await withCi(this.deps.db, events, await concerned(this.deps.db, events));
     const ranges = await this.rangesOf(bulk, touches, cursor.done);
+    const t1 = performance.now();
     if (ranges.length > 1) this.heavyAt = Date.now();
     for (let i = 0; i < ranges.length; i++) {
       const range = ranges[i]!;
@@ -111,9 +115,15 @@ export class NotificationFanout extends EventFollower {
       // another instance moved the cursor (or holds it): it goes on from there
       if (users === null) return 'idle';
       if (users.length) this.onCommitted?.(users);
+      this.stats.ranges++;
       cursor = next;
       if (!final) await yieldLoop();
     }
+    if (events.length) this.stats.batches++;
+    if (TRACE)
+      console.error(
+        `trace batch ${events.length} events, ${bulk.length} subjects, ${ranges.length} ranges: concerned ${(t1 - t0).toFixed(1)} ms, written ${(performance.now() - t1).toFixed(1)} ms`,
+      );
     return full;
   }
 
@@ -155,11 +165,12 @@ export class NotificationFanout extends EventFollower {
 
   /**
    * One range of users in its own transaction: the cursor row locked and checked to be at
-   * `from`, the special users' touches upserted, each subject's bulk written set-based, their mail
+   * `from`, the special users' touches upserted, every subject's bulk written by one statement, their mail
    * jobs and one badge event per user, the cursor set to `to`. The users whose inbox changed;
    * null when the cursor is not at `from` (or is held).
    */
   private async writeChunk(from: Cursor, to: Cursor, chunk: Touch[], bulk: Bulk[], range: Range): Promise<string[] | null> {
+    const started = performance.now();
     return inTransaction(this.deps, async (tx) => {
       let q = tx.db.selectFrom('notification_dispatch').select(['last_event_id', 'batch_end', 'done_user']).where('id', '=', 1);
       if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
@@ -171,14 +182,15 @@ export class NotificationFanout extends EventFollower {
         row.done_user !== from.done
       )
         return null;
+      // PostgreSQL's JIT would compile the bulk statement (its estimated cost, with the repo
+      // rule's subqueries, passes jit_above_cost) for seconds to run it for milliseconds
+      if (tx.dialect === 'postgres') await sql`set local jit = off`.execute(tx.db);
       const now = this.deps.clock.now().toISOString();
       const t0 = performance.now();
+      const locked = t0 - started;
       const changed = await upsert(tx.db, tx.dialect, chunk, now);
-      // the range's watchers who may read each repo now: the repo rule once per user, not per subject
-      const readers = new Map<string, string[]>();
-      for (const repo of new Set(bulk.map((b) => b.subject.repo_uuid))) readers.set(repo, await watchersIn(tx.db, repo, range));
-      for (const b of bulk)
-        changed.push(...(await writeBulk(tx.db, tx.dialect, b, readers.get(b.subject.repo_uuid)!, range, now)));
+      // every subject's watchers and holders in the range: one statement
+      changed.push(...(await writeBulk(tx.db, tx.dialect, bulk, range, now)));
       const t1 = performance.now();
       // mail: set-based, a job per notification (batched by its dedupe key) or a digest per user
       await enqueueMail(this.deps, tx.db, changed);
@@ -190,13 +202,16 @@ export class NotificationFanout extends EventFollower {
       for (let i = 0; i < inputs.length; i += 1000) await tx.emitMany(inputs.slice(i, i + 1000));
       if (TRACE)
         console.error(
-          `trace chunk ${changed.length} upsert ${(t1 - t0).toFixed(1)} mail ${(t2 - t1).toFixed(1)} events ${(performance.now() - t2).toFixed(1)}`,
+          `trace chunk ${changed.length} begin+lock ${locked.toFixed(1)} upsert ${(t1 - t0).toFixed(1)} mail ${(t2 - t1).toFixed(1)} events ${(performance.now() - t2).toFixed(1)}`,
         );
       await tx.db
         .updateTable('notification_dispatch')
         .set({ last_event_id: to.last, batch_end: to.batchEnd, done_user: to.done })
         .where('id', '=', 1)
         .execute();
+      tx.afterCommit(() => {
+        this.stats.notifications += changed.length;
+      });
       return [...byUser.keys()];
     });
   }
@@ -208,19 +223,6 @@ interface Range {
   hi: string | null;
 }
 
-/** The repo's watchers in the range who may read it now (the repo rule in SQL), in one statement. */
-async function watchersIn(db: Kysely<DB>, repo: string, range: Range): Promise<string[]> {
-  let q = db
-    .selectFrom('repo_subscriptions as s')
-    .select('s.user_uuid')
-    .where('s.repo_uuid', '=', repo)
-    .where('s.level', '=', 'watching')
-    .where('s.user_uuid', '>=', range.lo)
-    .where(readableBy(repo, sql.ref('s.user_uuid')));
-  if (range.hi !== null) q = q.where('s.user_uuid', '<', range.hi);
-  return (await q.execute()).map((r) => r.user_uuid);
-}
-
 /** A new notification's uuid made by the database (a v4 UUID on both). */
 const uuidSql = (dialect: Dialect) =>
   dialect === 'postgres'
@@ -228,69 +230,94 @@ const uuidSql = (dialect: Dialect) =>
     : sql`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' ||
         substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`;
 
-/** `col` is none of `list` (a JSON array on SQLite, an array parameter on PostgreSQL). */
-const notIn = (dialect: Dialect, col: RawBuilder<unknown>, list: string[]) =>
-  list.length === 0
-    ? sql<SqlBool>`1 = 1`
-    : dialect === 'postgres'
-      ? sql<SqlBool>`${col} <> all(${list}::text[])`
-      : sql<SqlBool>`${col} not in (select value from json_each(${JSON.stringify(list)}))`;
-
 /**
- * One subject's bulk in one range of users, in two set-based statements: the repo's watchers
- * (reason `subscribed`, added to `reasons` when missing) inserted or updated in one
- * `INSERT … SELECT … ON CONFLICT DO UPDATE`, then the other holders of a notification about the
- * subject (their reason unchanged) in one `UPDATE`; both leave out the subject's special users,
- * users who ignore the repo (holders) and users who may not read it now (the repo rule in SQL).
- * The notifications changed, per user.
+ * The bulk of every subject of a batch in one range of users, in one set-based statement (so a
+ * batch costs one statement per range, whatever the number of its subjects): the subjects are one
+ * JSON parameter, joined in SQL with
+ * - the watchers of their repos in the range who may read the repo now (the repo rule in SQL, once
+ *   per user and repo): reason `subscribed`, added to `reasons` when missing;
+ * - the other holders of a notification about them in the range (not watching, not ignoring the
+ *   repo, who may read it now): their reason kept;
+ * both leaving out each subject's special users (their touches are written by `upsert`). One
+ * `INSERT … SELECT … ON CONFLICT (user, subject) DO UPDATE … RETURNING`: a watcher's row is made
+ * or updated, a holder's updated (unread, not done, the subject's last event and actor of the
+ * batch, its reason appended to `reasons` when missing: a holder's always is there). The
+ * notifications changed, per user.
+ *
+ * The per-row checks (the holder's repo level, the repo rule) are scalar subqueries, not
+ * `EXISTS`/`NOT EXISTS`: PostgreSQL turns those into joins whose shape follows the statistics,
+ * and with `repo_subscriptions` analyzed before a repo's thousands of watchers arrived it
+ * planned the holders' `NOT EXISTS` as a nested loop over all of the repo's watchers for every
+ * row (bench/README.md "One statement per range"). A scalar subquery is a primary-key lookup
+ * per row on both databases, whatever the statistics say.
  */
 async function writeBulk(
   db: Kysely<DB>,
   dialect: Dialect,
-  b: Bulk,
-  watchers: string[],
+  bulk: Bulk[],
   range: Range,
   now: string,
 ): Promise<Array<{ user: string; uuid: string }>> {
-  const repo = b.subject.repo_uuid;
+  if (bulk.length === 0) return [];
+  const subjects = JSON.stringify(
+    bulk.map((b) => ({
+      subject_uuid: b.subject.uuid,
+      subject_kind: b.subject.kind,
+      repo_uuid: b.subject.repo_uuid,
+      event_id: b.eventId,
+      actor_uuid: b.actor?.uuid ?? null,
+      actor_username: b.actor?.username ?? null,
+    })),
+  );
+  const repos = [...new Set(bulk.map((b) => b.subject.repo_uuid))];
+  // (subject, user) of the special users: keys an anti-join probes (hashed / an ephemeral index)
+  const special = bulk.flatMap((b) => b.special.map((u) => `${b.subject.uuid}:${u}`));
   const inRange = (col: RawBuilder<unknown>) =>
     range.hi === null ? sql<SqlBool>`${col} >= ${range.lo}` : sql<SqlBool>`${col} >= ${range.lo} and ${col} < ${range.hi}`;
-  const text = (v: string | null) => sql`cast(${v} as text)`;
-  const eventId = sql`cast(${b.eventId} as bigint)`;
-  const actorUuid = text(b.actor?.uuid ?? null);
-  const actorName = text(b.actor?.username ?? null);
-  const special = new Set(b.special);
-  const users = watchers.filter((u) => !special.has(u));
-  const source =
-    dialect === 'postgres'
-      ? sql`select unnest(${users}::text[]) as user_uuid`
-      : sql`select j.value as user_uuid from json_each(${JSON.stringify(users)}) j`;
-  const written = users.length
-    ? (
-        await sql<{ uuid: string; user_uuid: string }>`insert into notifications (uuid, user_uuid, subject_kind,
-      subject_uuid, repo_uuid, reason, reasons, unread, done, updated_at, last_event_id, last_actor_uuid, last_actor_username,
-      created_at)
-    select ${uuidSql(dialect)}, s.user_uuid, ${text(b.subject.kind)}, ${text(b.subject.uuid)}, ${text(repo)}, 'subscribed',
-      '["subscribed"]', 1, 0, ${text(now)}, ${eventId}, ${actorUuid}, ${actorName}, ${text(now)}
-    from (${source}) s where true
+  const pg = dialect === 'postgres';
+  const subjectRows = pg
+    ? sql`select * from jsonb_to_recordset(${subjects}::jsonb) as j(subject_uuid text, subject_kind text, repo_uuid text,
+        event_id bigint, actor_uuid text, actor_username text)`
+    : sql`select json_extract(j.value, '$.subject_uuid') as subject_uuid, json_extract(j.value, '$.subject_kind') as subject_kind,
+        json_extract(j.value, '$.repo_uuid') as repo_uuid, json_extract(j.value, '$.event_id') as event_id,
+        json_extract(j.value, '$.actor_uuid') as actor_uuid, json_extract(j.value, '$.actor_username') as actor_username
+        from json_each(${subjects}) j`;
+  const inRepos = pg
+    ? sql<SqlBool>`w.repo_uuid = any(${repos}::text[])`
+    : sql<SqlBool>`w.repo_uuid in (select value from json_each(${JSON.stringify(repos)}))`;
+  const specialKeys = pg ? sql`select unnest(${special}::text[])` : sql`select value from json_each(${JSON.stringify(special)})`;
+  const key = (user: RawBuilder<unknown>) => sql`(subj.subject_uuid || ':' || ${user})`;
+  const wu = sql.ref('w.user_uuid');
+  const nu = sql.ref('n.user_uuid');
+  const rows = await sql<{ uuid: string; user_uuid: string }>`with subj as materialized (${subjectRows}),
+    watchers as materialized (select w.user_uuid, w.repo_uuid from repo_subscriptions w
+      where ${inRepos} and w.level = 'watching' and ${inRange(wu)} and ${readableBy(sql.ref('w.repo_uuid'), wu)}),
+    src as (
+      select w.user_uuid, subj.subject_uuid, subj.subject_kind, subj.repo_uuid, subj.event_id, subj.actor_uuid,
+        subj.actor_username, 'subscribed' as reason, '["subscribed"]' as reasons
+      from watchers w join subj on subj.repo_uuid = w.repo_uuid
+      where ${key(wu)} not in (${specialKeys})
+      union all
+      select n.user_uuid, subj.subject_uuid, subj.subject_kind, subj.repo_uuid, subj.event_id, subj.actor_uuid,
+        subj.actor_username, n.reason, n.reasons
+      from subj join notifications n on n.subject_uuid = subj.subject_uuid
+      where ${inRange(nu)} and ${key(nu)} not in (${specialKeys})
+        and coalesce((select x.level from repo_subscriptions x where x.user_uuid = n.user_uuid
+          and x.repo_uuid = subj.repo_uuid), 'participating') not in ('watching', 'ignoring')
+        and ${readableBy(sql.ref('subj.repo_uuid'), nu)})
+    insert into notifications (uuid, user_uuid, subject_kind, subject_uuid, repo_uuid, reason, reasons, unread, done,
+      updated_at, last_event_id, last_actor_uuid, last_actor_username, created_at)
+    select ${uuidSql(dialect)}, src.user_uuid, src.subject_kind, src.subject_uuid, src.repo_uuid, src.reason, src.reasons, 1, 0,
+      cast(${now} as text), src.event_id, src.actor_uuid, src.actor_username, cast(${now} as text)
+    from src where true
     on conflict (user_uuid, subject_uuid) do update set reason = excluded.reason,
-      reasons = case when notifications.reasons like '%"subscribed"%' then notifications.reasons
-        when notifications.reasons = '[]' then '["subscribed"]'
-        else substr(notifications.reasons, 1, length(notifications.reasons) - 1) || ',"subscribed"]' end,
+      reasons = case when notifications.reasons like '%"' || excluded.reason || '"%' then notifications.reasons
+        when notifications.reasons = '[]' then '["' || excluded.reason || '"]'
+        else substr(notifications.reasons, 1, length(notifications.reasons) - 1) || ',"' || excluded.reason || '"]' end,
       unread = 1, done = 0, updated_at = excluded.updated_at, last_event_id = excluded.last_event_id,
       last_actor_uuid = excluded.last_actor_uuid, last_actor_username = excluded.last_actor_username
-    returning uuid, user_uuid`.execute(db)
-      ).rows
-    : [];
-  const nu = sql.ref('notifications.user_uuid');
-  const holders = await sql<{ uuid: string; user_uuid: string }>`update notifications set unread = 1, done = 0,
-      updated_at = ${now}, last_event_id = ${eventId}, last_actor_uuid = ${actorUuid}, last_actor_username = ${actorName}
-    where subject_uuid = ${b.subject.uuid} and ${inRange(nu)} and ${notIn(dialect, nu, b.special)}
-      and not exists (select 1 from repo_subscriptions s where s.user_uuid = notifications.user_uuid
-        and s.repo_uuid = ${repo} and s.level in ('watching', 'ignoring'))
-      and ${readableBy(repo, nu)}
     returning uuid, user_uuid`.execute(db);
-  return [...written, ...holders.rows].map((r) => ({ user: r.user_uuid, uuid: r.uuid }));
+  return rows.rows.map((r) => ({ user: r.user_uuid, uuid: r.uuid }));
 }
 
 /** The `notification-updated` event of one user's inbox (in their user scope, for them alone). */

@@ -38,9 +38,15 @@ const levelOfU = () =>
 
 /**
  * The same rule as `readersOf` as a condition on a user column of a set-based statement (the
- * fan-out's watchers, written in SQL): the user is active and may read the repo now.
+ * fan-out's watchers, written in SQL): the user is active and may read the repo now. The repo is
+ * a uuid or a column of the statement (its aliases must not be `u` or `r`).
+ *
+ * A scalar subquery (the user's level, at most one row: two primary keys), not `EXISTS`:
+ * PostgreSQL turns an `EXISTS` into a semi-join whose plan follows the statistics (stale ones
+ * made the fan-out's `NOT EXISTS` scan a repo's every watcher per row); a scalar subquery stays a
+ * per-row primary-key lookup on both databases, over the statement's own rows only.
  */
-export function readableBy(repoUuid: string, user: RawBuilder<unknown>): RawBuilder<SqlBool> {
-  return sql<SqlBool>`exists (select 1 from users u inner join repos r on r.uuid = ${repoUuid}
-    where u.uuid = ${user} and u.is_active = 1 and ${levelOfU()} >= 1)`;
+export function readableBy(repoUuid: string | RawBuilder<unknown>, user: RawBuilder<unknown>): RawBuilder<SqlBool> {
+  return sql<SqlBool>`coalesce((select ${levelOfU()} from users u inner join repos r on r.uuid = ${repoUuid}
+    where u.uuid = ${user} and u.is_active = 1), 0) >= 1`;
 }
