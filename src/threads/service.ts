@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import { type Expression, type Kysely, type RawBuilder, type Selectable, sql, type SqlBool } from 'kysely';
+import { type Expression, type Kysely, type Selectable, sql, type SqlBool } from 'kysely';
 import {
   assertCanChangeState,
   assertCanEditPost,
@@ -15,7 +15,6 @@ import {
   requireRepo,
   type RepoRow,
 } from '../access/index.ts';
-import { threadTerms, wordsOf } from '../db/terms.ts';
 import { timelinePage } from '../tracker/timeline.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
 import { linkReferences } from '../references/render.ts';
@@ -29,15 +28,12 @@ import {
   type ItemChanges,
   labelFilters,
   type ListFilter,
-  drivenRows,
-  drivingSet,
-  inDrivingSet,
-  isPostgres,
   milestoneFilter,
   type MilestoneRef,
   milestoneRefs,
   replaceItemTracking,
 } from '../tracker/items.ts';
+import { filteredKeys, inKeyOrder, indexTerms, listCursor, pageKeys, textFilters } from '../tracker/lists.ts';
 import type { DB } from '../db/types.ts';
 import type { RepliesTable, ThreadsTable } from '../db/tables/threads.ts';
 import type { Deps } from '../deps.ts';
@@ -87,20 +83,6 @@ function cleanReplyBody(raw: string): string {
 }
 
 // ---------------------------------------------------------------- threads
-
-/** Replaces the terms (words, @-mentions) a thread's or reply's text gives the list filters (table thread_terms). */
-async function indexTerms(db: Kysely<DB>, repoUuid: string, threadUuid: string, sourceUuid: string, text: string | null) {
-  await db.deleteFrom('thread_terms').where('source_uuid', '=', sourceUuid).execute();
-  if (text === null) return;
-  const rows = threadTerms(text).map((term) => ({ repo_uuid: repoUuid, term, thread_uuid: threadUuid, source_uuid: sourceUuid }));
-  for (let i = 0; i < rows.length; i += 500) {
-    await db
-      .insertInto('thread_terms')
-      .values(rows.slice(i, i + 500))
-      .onConflict((oc) => oc.doNothing())
-      .execute();
-  }
-}
 
 /** Items with their references linked for the reader (references/render.ts). */
 async function linked<T extends { body_html: string }>(db: Kysely<DB>, viewer: Viewer, repo: RepoRow, items: T[]): Promise<T[]> {
@@ -257,7 +239,7 @@ export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, inp
       removed_at: null,
     };
     await tx.db.insertInto('threads').values(row).execute();
-    await indexTerms(tx.db, access.repo.uuid, uuid, uuid, `${row.title}\n${row.body}`);
+    await indexTerms(tx.db, 'threads', access.repo.uuid, uuid, uuid, `${row.title}\n${row.body}`);
     const changes = tracking
       ? await setTracking(tx, viewer, access, { ...row, ...NEW_THREAD_TRACKING }, input)
       : ({} as ItemChanges);
@@ -283,20 +265,10 @@ const NEW_THREAD_TRACKING = {
 
 /** A keyset cursor of the thread list: the last row's sort value and number (README "Issue tracker"). */
 export function threadCursor(thread: ThreadJson, sort: ThreadFilters['sort']): string {
-  const value = sort === 'replies' ? thread.reply_count : sort === 'updated' ? thread.updated_at : thread.created_at;
-  return Buffer.from(JSON.stringify([value, thread.number])).toString('base64url');
-}
-
-function readCursor(cursor: string, numeric: boolean): [string | number, number] {
-  try {
-    const [value, number] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if ((numeric ? typeof value === 'number' : typeof value === 'string') && Number.isSafeInteger(number)) {
-      return [value as string | number, number as number];
-    }
-  } catch {
-    // refused below
-  }
-  throw badRequest('after: not a cursor of this list (take it from the `next` link of a page with the same sort).');
+  return listCursor(
+    sort === 'replies' ? thread.reply_count : sort === 'updated' ? thread.updated_at : thread.created_at,
+    thread.number,
+  );
 }
 
 /** The list filters of GET {repo}/threads (README "Issue tracker"), already checked by the route schema. */
@@ -316,10 +288,8 @@ export interface ThreadFilters {
 
 /**
  * The thread keys of a repo that pass the list filters, in no order (`state` as given), or null
- * when a filter's own set is empty. When one filter's set is small (a label, an assignee, a word or
- * a mention held by at most DRIVING_SET_MAX items) the keys are those items' (read by primary key,
- * so a filter that matches nothing costs nothing); otherwise each filter is an existence check on
- * its index, made on the rows of the sort index in order.
+ * when a filter's own set is empty: driven by a small set, or checked row by row on the sort index
+ * (tracker/lists.ts filteredKeys).
  */
 async function filteredThreadKeys(
   db: Kysely<DB>,
@@ -336,37 +306,18 @@ async function filteredThreadKeys(
   if (filters.author !== undefined)
     conds.push(sql<SqlBool>`t.author_uuid = ${await filterUserUuid(db, 'author', filters.author)}`);
   // words and mentions: the thread_terms key (repo, term, thread) gives the threads that have them
-  const withTerm = (term: string): ListFilter => {
-    const has = (uuid: RawBuilder<unknown>, fence: RawBuilder<unknown>) =>
-      sql<SqlBool>`exists (select 1 from thread_terms tt where tt.repo_uuid = ${repo.uuid} and tt.term = ${term} and tt.thread_uuid = ${uuid}${fence})`;
-    const probe = (uuid: RawBuilder<unknown>) => has(uuid, sql``);
-    return {
-      where: probe(sql.ref('t.uuid')),
-      check: has(sql.ref('t.uuid'), isPostgres(db) ? sql` offset 0` : sql``),
-      set: sql`select distinct thread_uuid as uuid from thread_terms where repo_uuid = ${repo.uuid} and term = ${term}`,
-      probe,
-    };
-  };
-  if (filters.mentioned !== undefined) {
-    const name = filters.mentioned.toLowerCase();
-    await filterUserUuid(db, 'mentioned', name);
-    checks.push(withTerm(`@${name}`));
-  }
-  for (const word of wordsOf(filters.q ?? '').slice(0, 10)) checks.push(withTerm(word));
-  const driving = await drivingSet(db, checks);
-  if (driving?.length === 0) return null;
-  // driven on PostgreSQL: the set's rows by primary key (tracker/items.ts drivenRows)
-  const driven = driving && drivenRows(db, 'threads', driving);
-  const all = db.selectFrom('threads as t');
-  let keys = (driven ? (db.selectFrom(driven.as('t')) as unknown as typeof all) : all)
-    .select('t.uuid')
-    .where('t.repo_uuid', '=', repo.uuid)
-    .where('t.removed_at', 'is', null);
-  if (state !== 'all') keys = keys.where('t.state', '=', state);
-  for (const cond of conds) keys = keys.where(cond);
-  // a page checks its candidate rows one by one, in order (ListFilter.check); a count reads every match
-  for (const check of checks) keys = keys.where(use === 'page' ? check.check : check.where);
-  return driving && !driven ? keys.where(inDrivingSet(db, 't.uuid', driving)) : keys;
+  checks.push(...(await textFilters(db, 'threads', repo.uuid, filters)));
+  return filteredKeys(db, 'threads', checks, use, (driven) => {
+    // driven on PostgreSQL: the set's rows by primary key (tracker/items.ts drivenRows)
+    const all = db.selectFrom('threads as t');
+    let keys = (driven ? (db.selectFrom(driven.as('t')) as unknown as typeof all) : all)
+      .select('t.uuid')
+      .where('t.repo_uuid', '=', repo.uuid)
+      .where('t.removed_at', 'is', null);
+    if (state !== 'all') keys = keys.where('t.state', '=', state);
+    for (const cond of conds) keys = keys.where(cond);
+    return keys;
+  });
 }
 
 /** How many threads pass the filters, open and closed (the Issues tab's counts). */
@@ -417,30 +368,18 @@ export async function listThreads(
   }
   const keys = await filteredThreadKeys(db, repo, filters, filters.state ?? 'open', 'page');
   if (!keys) return [];
-  const dir = filters.direction ?? 'desc';
   const sort = filters.sort ?? 'created';
-  const sortKey = sql.ref(sort === 'replies' ? 't.reply_count' : sort === 'updated' ? 't.updated_at' : 't.created_at');
-  let ordered = keys.orderBy(sortKey, dir);
-  if (filters.after !== undefined) {
-    // keyset paging: the rows after the cursor's (sort value, number) in the list's order
-    const [value, number] = readCursor(filters.after, sort === 'replies');
-    const cmp = dir === 'desc' ? '<' : '>';
-    // as a row value, which both databases read as one range of the sort index (an OR of the two
-    // comparisons is read from the index's start on PostgreSQL: O(depth))
-    ordered = ordered.where(sql<SqlBool>`(${sortKey}, t.number) ${sql.raw(cmp)} (${value}, ${number})`);
-  }
-  const pageKeys = await ordered.orderBy('t.number', dir).offset(page.offset).limit(page.limit).execute();
-  if (pageKeys.length === 0) return [];
-  const rows = (await threadsWithNames(db)
-    .where(
-      't.uuid',
-      'in',
-      pageKeys.map((k) => k.uuid),
-    )
-    .execute()) as ThreadWithNames[];
-  const at = new Map(pageKeys.map((k, i) => [k.uuid, i]));
-  rows.sort((a, b) => at.get(a.uuid)! - at.get(b.uuid)!);
-  return linked(db, viewer, repo, await threadsToJson(db, rows));
+  const uuids = await pageKeys(
+    keys,
+    'threads',
+    sort === 'replies' ? 'reply_count' : sort === 'updated' ? 'updated_at' : 'created_at',
+    sort === 'replies',
+    filters,
+    page,
+  );
+  if (uuids.length === 0) return [];
+  const rows = (await threadsWithNames(db).where('t.uuid', 'in', uuids).execute()) as ThreadWithNames[];
+  return linked(db, viewer, repo, await threadsToJson(db, inKeyOrder(rows, uuids)));
 }
 
 /** GET {repo}/threads/{n}/timeline: its events as timeline entries, oldest first (tracker/timeline.ts). */
@@ -558,7 +497,7 @@ export async function updateThread(
         .execute();
       const renamed = changes.title === undefined ? {} : { renamed: { from: row.title, to: changes.title } };
       const edited = { ...row, ...changes };
-      await indexTerms(tx.db, access.repo.uuid, row.uuid, row.uuid, `${edited.title}\n${edited.body}`);
+      await indexTerms(tx.db, 'threads', access.repo.uuid, row.uuid, row.uuid, `${edited.title}\n${edited.body}`);
       await recordReferences(tx, viewer, threadSource(access, edited), `${edited.title}\n${edited.body}`);
       await emitThread(tx, viewer, access, await loadThreadJson(tx.db, row.uuid), 'thread-updated', {
         fields: Object.keys(changes),
@@ -828,7 +767,7 @@ export async function createReply(
       removed_at: null,
     };
     await tx.db.insertInto('replies').values(row).execute();
-    await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, body);
+    await indexTerms(tx.db, 'threads', access.repo.uuid, thread.uuid, row.uuid, body);
     await insertVersion(tx, row, viewer.uuid, now);
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-created');
@@ -923,7 +862,7 @@ export async function updateReply(
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-edited', { fields });
     if (fields.includes('body')) {
-      await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, next.body);
+      await indexTerms(tx.db, 'threads', access.repo.uuid, thread.uuid, row.uuid, next.body);
       await recordReferences(tx, viewer, { ...threadSource(access, thread), kind: 'reply', key: row.uuid }, next.body);
     }
     return reply;
@@ -953,7 +892,7 @@ export async function removeReply(deps: Deps, viewer: Viewer, ref: RepoRef, numb
       .set((eb) => ({ reply_count: eb('reply_count', '-', 1) }))
       .where('uuid', '=', thread.uuid)
       .execute();
-    await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, null);
+    await indexTerms(tx.db, 'threads', access.repo.uuid, thread.uuid, row.uuid, null);
     await emitReply(tx, viewer, access, thread, await loadReplyJson(tx.db, row.uuid), 'reply-removed');
   });
 }
