@@ -1,5 +1,6 @@
 /**
- * The issue list at scale (bench/README.md "Issue lists"): Weft in a child process (SQLite, or
+ * The issue list at scale (bench/README.md "Issue lists"; with BENCH_KIND=pulls the pull list,
+ * "Pull lists"): Weft in a child process (SQLite, or
  * BENCH_DATABASE_URL for PostgreSQL) with one repo of BENCH_THREADS (100,000) threads, 50 labels,
  * 20 milestones and 30 assignees spread over them (rows written straight in SQL, the words and
  * mentions of table thread_terms with them). From this process, one client calls each list
@@ -10,6 +11,12 @@
  *
  *   npx tsx bench/tracker.ts                                           # SQLite
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/tracker.ts
+ *
+ * BENCH_KIND=pulls seeds BENCH_THREADS pulls instead (a third closed or merged, one in ten a
+ * draft, one in five with a review request, review counts 0-12 in `pulls.review_count` and the
+ * words and mentions of a review on one pull in five in `pull_terms`: what the list reads) and
+ * calls each filter of GET {repo}/pulls, the reference being `GET {repo}/pulls` with no filter
+ * (the former list: every status, by number).
  */
 import { randomUUID } from 'node:crypto';
 import { type ChildProcess, fork } from 'node:child_process';
@@ -21,10 +28,118 @@ const TOKEN = 'bench_admin_token_0123456789abcdefghijkl';
 const THREADS = Number(process.env.BENCH_THREADS ?? 100_000);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
 const WORDS = ['crash', 'login', 'slow', 'render', 'token', 'export', 'import', 'memory', 'cache', 'layout'];
+const KIND: 'threads' | 'pulls' = process.env.BENCH_KIND === 'pulls' ? 'pulls' : 'threads';
 
 interface Served {
   port: number;
   seedSeconds: number;
+}
+
+type Db = import('kysely').Kysely<any>;
+
+/** A thread's own fields (n % 3 = 0 closed, reply counts 0-12). */
+const threadFields = (n: number, at: string, closer: string) => {
+  const closed = n % 3 === 0;
+  return {
+    reply_seq: 0,
+    removed_at: null,
+    state: closed ? 'closed' : 'open',
+    state_reason: closed ? 'completed' : null,
+    closed_at: closed ? at : null,
+    closed_by_uuid: closed ? closer : null,
+    closed_by_pull_number: null,
+    closed_by_commit_sha: null,
+    locked: 0,
+    reply_count: n % 13,
+  };
+};
+
+/** A pull's own fields (n % 3 = 0: closed when even, merged when odd; drafts n % 10 = 0; review counts 0-12). */
+const pullFields = (n: number, at: string, merger: string, repoUuid: string) => {
+  const status = n % 3 !== 0 ? 'open' : n % 2 === 0 ? 'closed' : 'merged';
+  return {
+    source_branch: `b${n}`,
+    target_branch: 'main',
+    source_repo_uuid: repoUuid,
+    status,
+    closed_at: status === 'open' ? null : at,
+    merged_at: status === 'merged' ? at : null,
+    merged_by_uuid: status === 'merged' ? merger : null,
+    merge_commit_sha: null,
+    merge_strategy: status === 'merged' ? 'merge' : null,
+    review_seq: n % 13,
+    draft: n % 10 === 0 ? 1 : 0,
+    review_count: n % 13,
+  };
+};
+
+/**
+ * BENCH_THREADS threads or pulls (BENCH_KIND) written straight in SQL, with their labels,
+ * milestones, assignees and terms; pulls also get a review request on n % 5 = 0 (users u0-u24 in
+ * turn: u25-u29 none) and, on the same pulls, the terms of a review ("lgtm" and a mention).
+ */
+async function seedItems(
+  db: Db,
+  repoUuid: string,
+  users: Array<{ uuid: string }>,
+  labels: string[],
+  milestones: string[],
+  threadTerms: (text: string) => string[],
+) {
+  const t0 = Date.UTC(2026, 0, 1);
+  const pulls = KIND === 'pulls';
+  for (let start = 0; start < THREADS; start += 1000) {
+    const items = [];
+    const itemLabels = [];
+    const itemAssignees = [];
+    const requests = [];
+    const terms = [];
+    for (let n = start + 1; n <= Math.min(THREADS, start + 1000); n++) {
+      const uuid = randomUUID();
+      const at = new Date(t0 + n * 60_000).toISOString();
+      const title = `${WORDS[n % 10]} ${pulls ? 'change' : 'issue'} ${n}`;
+      const body = n % 7 === 0 ? `cc @u${n % 30} about ${WORDS[(n * 3) % 10]}` : `${WORDS[(n * 3) % 10]} seen`;
+      items.push({
+        uuid,
+        repo_uuid: repoUuid,
+        number: n,
+        title,
+        body,
+        author_uuid: users[n % 30]!.uuid,
+        created_at: at,
+        updated_at: new Date(t0 + ((n * 7919) % THREADS) * 60_000).toISOString(),
+        milestone_uuid: n % 4 === 0 ? milestones[n % 20]! : null,
+        ...(pulls ? pullFields(n, at, users[0]!.uuid, repoUuid) : threadFields(n, at, users[0]!.uuid)),
+      });
+      for (const k of new Set([n % 50, (n * 7) % 50]))
+        itemLabels.push({ item_uuid: uuid, label_uuid: labels[k]!, created_at: at });
+      if (n % 2 === 0) itemAssignees.push({ item_uuid: uuid, user_uuid: users[(n * 11) % 30]!.uuid, created_at: at });
+      const texts: Array<[string, string]> = [[uuid, `${title}\n${body}`]];
+      if (pulls && n % 5 === 0) {
+        requests.push({ pull_uuid: uuid, user_uuid: users[(n / 5) % 25]!.uuid, created_at: at });
+        texts.push([randomUUID(), `lgtm @u${(n * 3) % 30}`]);
+      }
+      for (const [source, text] of texts) {
+        for (const term of threadTerms(text)) {
+          terms.push({ repo_uuid: repoUuid, term, [pulls ? 'pull_uuid' : 'thread_uuid']: uuid, source_uuid: source });
+        }
+      }
+    }
+    await db.insertInto(KIND).values(items).execute();
+    for (let i = 0; i < terms.length; i += 1000)
+      await db
+        .insertInto(pulls ? 'pull_terms' : 'thread_terms')
+        .values(terms.slice(i, i + 1000))
+        .execute();
+    await db.insertInto('item_labels').values(itemLabels).execute();
+    await db.insertInto('item_assignees').values(itemAssignees).execute();
+    if (requests.length) await db.insertInto('review_requests').values(requests).execute();
+  }
+  await db
+    .updateTable('repos')
+    .set({ [pulls ? 'pull_seq' : 'thread_seq']: THREADS })
+    .where('uuid', '=', repoUuid)
+    .execute();
 }
 
 async function serve(): Promise<void> {
@@ -56,56 +171,7 @@ async function serve(): Promise<void> {
       for (let i = 0; i < 20; i++)
         milestones.push((await call(`/api/v1/teams/bench/repos/hot/milestones`, { title: `m${i}` })).uuid);
       const db = deps.db;
-      const t0 = Date.UTC(2026, 0, 1);
-      for (let start = 0; start < THREADS; start += 1000) {
-        const threads = [];
-        const itemLabels = [];
-        const itemAssignees = [];
-        const terms = [];
-        for (let n = start + 1; n <= Math.min(THREADS, start + 1000); n++) {
-          const uuid = randomUUID();
-          const at = new Date(t0 + n * 60_000).toISOString();
-          const title = `${WORDS[n % 10]} issue ${n}`;
-          const body = n % 7 === 0 ? `cc @u${n % 30} about ${WORDS[(n * 3) % 10]}` : `${WORDS[(n * 3) % 10]} seen`;
-          const closed = n % 3 === 0;
-          threads.push({
-            uuid,
-            repo_uuid: repo.uuid,
-            number: n,
-            title,
-            body,
-            author_uuid: users[n % 30]!.uuid,
-            reply_seq: 0,
-            created_at: at,
-            updated_at: new Date(t0 + ((n * 7919) % THREADS) * 60_000).toISOString(),
-            removed_at: null,
-            state: closed ? 'closed' : 'open',
-            state_reason: closed ? 'completed' : null,
-            closed_at: closed ? at : null,
-            closed_by_uuid: closed ? users[0]!.uuid : null,
-            closed_by_pull_number: null,
-            closed_by_commit_sha: null,
-            locked: 0,
-            milestone_uuid: n % 4 === 0 ? milestones[n % 20]! : null,
-            reply_count: n % 13,
-          });
-          for (const k of new Set([n % 50, (n * 7) % 50]))
-            itemLabels.push({ item_uuid: uuid, label_uuid: labels[k]!, created_at: at });
-          if (n % 2 === 0) itemAssignees.push({ item_uuid: uuid, user_uuid: users[(n * 11) % 30]!.uuid, created_at: at });
-          for (const term of threadTerms(`${title}\n${body}`)) {
-            terms.push({ repo_uuid: repo.uuid, term, thread_uuid: uuid, source_uuid: uuid });
-          }
-        }
-        await db.insertInto('threads').values(threads).execute();
-        for (let i = 0; i < terms.length; i += 1000)
-          await db
-            .insertInto('thread_terms')
-            .values(terms.slice(i, i + 1000))
-            .execute();
-        await db.insertInto('item_labels').values(itemLabels).execute();
-        await db.insertInto('item_assignees').values(itemAssignees).execute();
-      }
-      await db.updateTable('repos').set({ thread_seq: THREADS }).where('uuid', '=', repo.uuid).execute();
+      await seedItems(db, repo.uuid, users, labels, milestones, threadTerms);
       // as a settled database is after autovacuum: the visibility map set (index-only scans read
       // no heap) and the statistics current; SQLite's ANALYZE fills sqlite_stat1 for its planner
       const { sql } = await import('kysely');
@@ -125,12 +191,12 @@ async function serve(): Promise<void> {
   });
 }
 
-// keyset paging's deep page: the cursor (created_at, number) of thread 50,000, half way down
+// keyset paging's deep page: the cursor (created_at, number) of thread (or pull) 50,000, half way down
 const DEEP = Buffer.from(JSON.stringify([new Date(Date.UTC(2026, 0, 1) + 50_000 * 60_000).toISOString(), 50_000])).toString(
   'base64url',
 );
 
-const TARGETS: Array<[string, string]> = [
+const THREAD_TARGETS: Array<[string, string]> = [
   ['GET {repo}', ''],
   ['threads, no filter (open, newest): the reference', '/threads'],
   ['state=all', '/threads?state=all'],
@@ -164,6 +230,55 @@ const TARGETS: Array<[string, string]> = [
   ['mentioned=u7&milestone=none&sort=updated', '/threads?mentioned=u7&milestone=none&sort=updated'],
 ];
 
+const PULL_TARGETS: Array<[string, string]> = [
+  ['GET {repo}', ''],
+  ['pulls, no filter (every status, by number): the reference', '/pulls'],
+  ['state=open (filtered: open, newest)', '/pulls?state=open'],
+  ['state=all', '/pulls?state=all'],
+  ['state=closed (closed or merged)', '/pulls?state=closed'],
+  ['status=merged', '/pulls?status=merged&sort=created'],
+  ['after=(pull 50,000) (deep page, keyset)', `/pulls?after=${DEEP}`],
+  ['state=open&page=300 (deep page, offset)', '/pulls?state=open&page=300'],
+  ['labels=l7', '/pulls?labels=l7'],
+  ['labels=l7,l49 (both)', '/pulls?labels=l7,l49'],
+  ['labels=l0,l1 (both; no pull has both)', '/pulls?labels=l0,l1'],
+  ['assignee=u3 (matches nothing)', '/pulls?assignee=u3'],
+  ['assignee=u4', '/pulls?assignee=u4'],
+  ['assignee=none', '/pulls?assignee=none'],
+  ['assignee=*', '/pulls?assignee=*'],
+  ['milestone=5', '/pulls?milestone=5'],
+  ['milestone=none', '/pulls?milestone=none'],
+  ['milestone=*&sort=updated', '/pulls?milestone=*&sort=updated'],
+  ['author=u1', '/pulls?author=u1'],
+  ['mentioned=u7', '/pulls?mentioned=u7'],
+  ['q=crash', '/pulls?q=crash'],
+  ['q=crash login (both)', '/pulls?q=crash%20login'],
+  ['q=lgtm (review words)', '/pulls?q=lgtm'],
+  ['q=nosuchword (matches nothing)', '/pulls?q=nosuchword'],
+  ['draft=true', '/pulls?draft=true'],
+  ['draft=false', '/pulls?draft=false'],
+  ['review_requested=u4', '/pulls?review_requested=u4'],
+  ['review_requested=u27 (matches nothing)', '/pulls?review_requested=u27'],
+  ['sort=updated', '/pulls?sort=updated'],
+  ['sort=updated&state=all', '/pulls?sort=updated&state=all'],
+  ['sort=updated&state=closed', '/pulls?sort=updated&state=closed'],
+  ['sort=replies', '/pulls?sort=replies'],
+  ['sort=replies&state=all&direction=asc', '/pulls?sort=replies&state=all&direction=asc'],
+  ['sort=replies&state=closed', '/pulls?sort=replies&state=closed'],
+  ['direction=asc', '/pulls?direction=asc'],
+  ['labels=l7&assignee=u3&milestone=5', '/pulls?labels=l7&assignee=u3&milestone=5&state=all'],
+  ['labels=l7&assignee=u4&sort=replies', '/pulls?labels=l7&assignee=u4&sort=replies'],
+  ['q=crash&labels=l10&author=u10', '/pulls?q=crash&labels=l10&author=u10'],
+  ['mentioned=u7&milestone=none&sort=updated', '/pulls?mentioned=u7&milestone=none&sort=updated'],
+  ['draft=true&review_requested=u4', '/pulls?draft=true&review_requested=u4&state=all'],
+  ['draft=false&q=crash&sort=replies', '/pulls?draft=false&q=crash&sort=replies'],
+  ['status=merged&labels=l7&sort=updated', '/pulls?status=merged&labels=l7&sort=updated'],
+  ['state=closed&draft=true&sort=updated', '/pulls?state=closed&draft=true&sort=updated'],
+];
+
+const TARGETS = KIND === 'pulls' ? PULL_TARGETS : THREAD_TARGETS;
+const REFERENCE = KIND === 'pulls' ? '/pulls' : '/threads';
+
 async function main(): Promise<void> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve'], {
     execArgv: ['--import', 'tsx'],
@@ -183,8 +298,9 @@ async function main(): Promise<void> {
     if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode}`);
   };
   const db = process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'SQLite';
+  const what = KIND === 'pulls' ? 'pull lists' : 'issue lists';
   console.log(
-    `issue lists: ${THREADS} threads in one repo, ${CALLS} calls each, one client (${db}; seeded in ${served.seedSeconds.toFixed(0)} s)`,
+    `${what}: ${THREADS} ${KIND} in one repo, ${CALLS} calls each, one client (${db}; seeded in ${served.seedSeconds.toFixed(0)} s)`,
   );
   console.log('| request | p50 ms | p99 ms | server CPU ms/req | p99 / reference p99 | CPU / reference CPU |');
   console.log('|---|---:|---:|---:|---:|---:|');
@@ -192,7 +308,7 @@ async function main(): Promise<void> {
   let refCpu = 0;
   const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
   for (const [name, path] of TARGETS) {
-    if (only && path !== '/threads' && !only.test(name)) continue;
+    if (only && path !== REFERENCE && !only.test(name)) continue;
     for (let i = 0; i < 20; i++) await get(path); // warm-up
     const times: number[] = [];
     const c0 = await cpu();
@@ -206,7 +322,7 @@ async function main(): Promise<void> {
     const p50 = times[Math.floor(times.length * 0.5)]!;
     const p99 = times[Math.floor(times.length * 0.99)]!;
     const perCall = (c1 - c0) / CALLS;
-    if (path === '/threads') [refP99, refCpu] = [p99, perCall];
+    if (path === REFERENCE) [refP99, refCpu] = [p99, perCall];
     const ratio = (x: number, ref: number) => (ref ? (x / ref).toFixed(1) : '-');
     console.log(
       `| ${name} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | ${perCall.toFixed(2)} | ${ratio(p99, refP99)} | ${ratio(perCall, refCpu)} |`,

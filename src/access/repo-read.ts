@@ -51,6 +51,7 @@ const PULL_COLUMNS = [
   'merge_claim_head',
   'merged_head_sha',
   'merged_base_sha',
+  'review_count',
 ] as const;
 
 // compiledOnce passes placeholder strings while building (numberParam binds the pull number as a number).
@@ -173,6 +174,7 @@ const pullFrom = (r: Record<string, unknown>): PullReadRow =>
     merge_claim_head: r.p_merge_claim_head,
     merged_head_sha: r.p_merged_head_sha,
     merged_base_sha: r.p_merged_base_sha,
+    review_count: r.p_review_count,
     author_username: r.p_author_username,
     merged_by_username: r.p_merged_by_username,
   }) satisfies Record<keyof PullReadRow, unknown> as PullReadRow;

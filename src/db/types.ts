@@ -198,6 +198,8 @@ export interface PullsTable {
   /** the head and the target tip a merge landed (migration 410): the pull's diff after merge */
   merged_head_sha: Generated<string | null>;
   merged_base_sha: Generated<string | null>;
+  /** the reviews not removed, pending ones included: what `sort=replies` orders by (migration 740) */
+  review_count: Generated<number>;
 }
 
 export interface CommitStatusesTable {

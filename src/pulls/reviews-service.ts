@@ -18,6 +18,7 @@ import { command } from '../core/command.ts';
 import { onPull } from '../core/targets.ts';
 import { nowIso } from '../time.ts';
 import { endReviewRequest } from '../tracker/pulls.ts';
+import { indexTerms } from '../tracker/lists.ts';
 import { recordReferences } from '../references/service.ts';
 import type { RepoAt, Viewer } from '../viewer.ts';
 import { pullHeadSha, pullTips } from './heads.ts';
@@ -89,6 +90,22 @@ async function reviewEventPayload(deps: Deps, pull: PullRow, review: ReviewJson)
   };
 }
 
+/**
+ * Keeps `pulls.review_count` (migration 740: the reviews not removed, pending ones included, what
+ * the pull list's `sort=replies` orders by) in the review's own transaction.
+ */
+async function countReviews(db: Kysely<DB>, pullUuid: string, by: 1 | -1): Promise<void> {
+  await db
+    .updateTable('pulls')
+    .set((eb) => ({ review_count: eb('review_count', '+', by) }))
+    .where('uuid', '=', pullUuid)
+    .execute();
+}
+
+/** A submitted review's words and mentions for the pull list's filters (table pull_terms); null drops them. */
+const indexReview = (db: Kysely<DB>, pull: PullRow, reviewUuid: string, body: string | null) =>
+  indexTerms(db, 'pulls', pull.repo_uuid, pull.uuid, reviewUuid, body);
+
 const MERGED = () => conflict('pull_merged', 'The pull is merged: its reviews can no longer change.');
 
 /**
@@ -159,6 +176,8 @@ export async function createReview(
         commit_sha: pending ? null : head,
       })
       .execute();
+    await countReviews(tx.db, pull.uuid, 1);
+    if (!pending) await indexReview(tx.db, pull, uuid, input.body ?? '');
     const comments = await insertComments(tx, viewer, pull.uuid, uuid, prepared, pending);
     const review = reviewToJson(await reviewsWithNames(tx.db).where('r.uuid', '=', uuid).executeTakeFirstOrThrow());
     if (!pending) await published(deps, tx, viewer, tx.access.access.repo, pull, review, comments);
@@ -231,6 +250,7 @@ export async function submitReview(
       })
       .where('uuid', '=', row.uuid)
       .execute();
+    await indexReview(tx.db, pull, row.uuid, input.body ?? row.body);
     const comments = await tx.db
       .selectFrom('review_comments')
       .select('uuid')
@@ -310,7 +330,8 @@ export async function removeReview(deps: Deps, viewer: Viewer, ref: RepoRef, num
     if (review.status === 'pending') {
       // a pending review was never shown: it goes with its comments, without an event
       await tx.db.deleteFrom('review_comments').where('review_uuid', '=', review.uuid).execute();
-      await tx.db.deleteFrom('reviews').where('uuid', '=', review.uuid).execute();
+      const deleted = await tx.db.deleteFrom('reviews').where('uuid', '=', review.uuid).executeTakeFirst();
+      if (Number(deleted.numDeletedRows) > 0) await countReviews(tx.db, pull.uuid, -1);
       return;
     }
     // the pull's row is locked by the target: a concurrent merge waits, or is seen here
@@ -322,6 +343,8 @@ export async function removeReview(deps: Deps, viewer: Viewer, ref: RepoRef, num
       .where('removed_at', 'is', null)
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 0) return; // already removed: nothing changes
+    await countReviews(tx.db, pull.uuid, -1);
+    await indexReview(tx.db, pull, review.uuid, null);
     const removed = reviewToJson(await findReview(tx.db, viewer, pull, review.uuid));
     await tx.emit({
       kind: 'review-removed',

@@ -115,6 +115,7 @@ const TRACKER_FILTERS = [
   'direction',
   'draft',
   'review_requested',
+  'after',
 ];
 
 /** Caller, repo and pull number of a request (the per-form params schemas validated them). */
@@ -156,8 +157,11 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
           description:
             "`status` filters by open, closed or merged (other values 400). Read access. With any of the issue tracker's " +
             'parameters (README "Issue tracker": state, labels, assignee, milestone, author, mentioned, q, sort, direction, ' +
-            'draft, review_requested) the list is filtered and sorted as GET {repo}/threads (state open and created desc by ' +
-            'default; state closed covers closed and merged pulls; sort replies counts reviews); an unknown value is 400.',
+            'draft, review_requested, after) the list is filtered and sorted as GET {repo}/threads (state open and created desc by ' +
+            'default; state closed covers closed and merged pulls; q matches whole words of the title, body and submitted ' +
+            'reviews, not parts of words; sort replies counts the reviews not removed); an unknown value is 400. ' +
+            'Filtered, paging is by keyset: `next` carries `after` (the last row\u2019s cursor), so every page costs what the first ' +
+            'does; `page` still works.',
           params: RepoPath,
           querystring: ListPullsQuery,
           response: { 200: Page(Pull) },
@@ -166,14 +170,17 @@ export async function pullsRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       async (request, reply) => {
         const p = pageParams(request.query);
         const q = request.query as Record<string, string | undefined>;
-        const tracker = TRACKER_FILTERS.some((k) => q[k] !== undefined);
-        const rows = tracker
-          ? await listPullsFiltered(deps, ...atRepo(request), p, request.query as PullFilters)
-          : await listPulls(deps, ...atRepo(request), {
-              status: request.query.status,
-              offset: p.offset,
-              limit: p.limit,
-            });
+        if (TRACKER_FILTERS.some((k) => q[k] !== undefined)) {
+          const { pulls, cursors } = await listPullsFiltered(deps, ...atRepo(request), p, request.query as PullFilters);
+          // the next page by keyset (after the last row), so a deep page costs what the first does
+          const next = pulls.length > p.perPage ? { after: cursors[p.perPage - 1]!, page: '1' } : undefined;
+          return pageOf(request, reply, p, await listWithBranchTips(deps, ...callerRepo(request), pulls), undefined, next);
+        }
+        const rows = await listPulls(deps, ...atRepo(request), {
+          status: request.query.status,
+          offset: p.offset,
+          limit: p.limit,
+        });
         return pageOf(request, reply, p, await listWithBranchTips(deps, ...callerRepo(request), rows));
       },
     );

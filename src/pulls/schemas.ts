@@ -118,9 +118,18 @@ export const UpdatePullBody = StrictObject({
   draft: Type.Optional(Type.Boolean({ description: 'the author or write access' })),
 });
 
-const { state: _state, after: _after, ...threadFilters } = ThreadListQuery.properties;
+const { state: _state, mentioned: _mentioned, q: _q, ...threadFilters } = ThreadListQuery.properties;
 export const ListPullsQuery = Type.Object({
   ...threadFilters,
+  mentioned: Type.Optional(
+    Type.String({ maxLength: 2000, description: 'a username @-mentioned in the title, body or a submitted review' }),
+  ),
+  q: Type.Optional(
+    Type.String({
+      maxLength: 2000,
+      description: 'words in the title, body or submitted reviews: whole words, any case, each must appear (at most 10 used)',
+    }),
+  ),
   state: Type.Optional(
     Type.Union([Type.Literal('open'), Type.Literal('closed'), Type.Literal('all')], {
       description: 'open, closed (closed or merged) or all; default open once any filter of the tracker is given',

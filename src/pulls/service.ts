@@ -1,7 +1,7 @@
 import { startPullRuns } from '../ci/pull-runs.ts';
 import { type AutoMergeJson, turnOffAutoMerge } from './auto-merge-state.ts';
 import { randomUUID } from 'node:crypto';
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { type Expression, type Kysely, type Selectable, sql, type SqlBool } from 'kysely';
 import {
   assertCanEditPull,
   canOpenPull,
@@ -35,18 +35,10 @@ import {
   syncPullHeads,
 } from './heads.ts';
 import { TITLE_MAX } from './schemas.ts';
-import { containsText } from '../db/like.ts';
 import type { RepoRow } from '../access/index.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
-import {
-  assigneeFilter,
-  drivenRows,
-  drivingSet,
-  filterUserUuid,
-  inDrivingSet,
-  labelFilters,
-  milestoneFilter,
-} from '../tracker/items.ts';
+import { assigneeFilter, filterUserUuid, isPostgres, labelFilters, type ListFilter, milestoneFilter } from '../tracker/items.ts';
+import { filteredKeys, inKeyOrder, indexTerms, listCursor, pageKeys, textFilters } from '../tracker/lists.ts';
 import {
   assertMaySetTracking,
   decoratePulls,
@@ -326,6 +318,7 @@ export async function createPull(deps: Deps, viewer: Viewer, ref: RepoRef, input
         draft: input.draft ? 1 : 0,
       })
       .execute();
+    await indexTerms(tx.db, 'pulls', access.repo.uuid, uuid, uuid, `${title}\n${input.body}`);
     const pull = await loadPullJson(tx.db, uuid);
     // what a CI builds: the head and the base as they are now (README "Events a CI can build from")
     const [headSha, baseSha] = await Promise.all([
@@ -458,6 +451,7 @@ export async function updatePull(
         });
       }
       if (changes.title !== undefined || changes.body !== undefined) {
+        await indexTerms(tx.db, 'pulls', access.repo.uuid, pull.uuid, pull.uuid, `${json.title}\n${json.body}`);
         await recordReferences(tx, viewer, pullSource(access.repo, json), `${json.title}\n${json.body}`);
       }
     }
@@ -487,6 +481,8 @@ export const pullEventShape = (db: Kysely<DB>) => async (pull: { uuid: string })
 
 /** The tracker's list filters of GET {repo}/pulls (README "Issue tracker"), checked by the route schema. */
 export interface PullFilters {
+  /** a keyset cursor (`next` of the previous page) */
+  after?: string;
   state?: 'open' | 'closed' | 'all';
   status?: PullStatus;
   labels?: string;
@@ -501,10 +497,76 @@ export interface PullFilters {
   review_requested?: string;
 }
 
+/** The `review_requested` filter: a user's review requests (review_requests_user_idx) are its own set. */
+function reviewRequestedFilter(db: Kysely<DB>, userUuid: string): ListFilter {
+  const requested = (uuid: Expression<unknown>, fence: boolean) =>
+    sql<SqlBool>`exists (select 1 from review_requests rr where rr.pull_uuid = ${uuid} and rr.user_uuid = ${userUuid}${
+      fence ? sql` offset 0` : sql``
+    })`;
+  return {
+    where: requested(sql.ref('p.uuid'), false),
+    check: requested(sql.ref('p.uuid'), isPostgres(db)),
+    set: sql`select pull_uuid as uuid from review_requests where user_uuid = ${userUuid}`,
+    probe: (uuid) => requested(uuid, false),
+  };
+}
+
 /**
- * A page of pulls with the tracker's filters: the page's keys from the (repo, status, created_at,
- * number) indexes of migration 310 with existence checks on the label, assignee and review
- * request keys, then their rows. `replies` sorts by the number of reviews.
+ * The status a list asks for: `status` when given, else `state` (open by default; closed is closed
+ * or merged, written `status <> 'open'` as the partial indexes of migration 740 name it, so the
+ * list reads one of them in its order; all: any).
+ */
+function statusCondition(f: PullFilters): Expression<SqlBool> | null {
+  if (f.status !== undefined) return sql<SqlBool>`p.status = ${f.status}`;
+  const state = f.state ?? 'open';
+  if (state === 'open') return sql<SqlBool>`p.status = 'open'`;
+  return state === 'closed' ? sql<SqlBool>`p.status <> 'open'` : null;
+}
+
+/**
+ * The pull keys of a repo that pass the list filters, in no order, or null when a filter's own set
+ * is empty: driven by a small set (a label, an assignee, a review request, a word or a mention),
+ * or checked row by row on the sort index (tracker/lists.ts filteredKeys), as the thread list.
+ */
+async function filteredPullKeys(db: Kysely<DB>, repo: RepoRow, f: PullFilters) {
+  const conds: Array<Expression<SqlBool>> = [];
+  const checks: ListFilter[] = [];
+  if (f.labels !== undefined) checks.push(...(await labelFilters(db, repo, 'p', f.labels)));
+  if (f.assignee !== undefined) checks.push(await assigneeFilter(db, 'p', f.assignee));
+  if (f.review_requested !== undefined) {
+    checks.push(reviewRequestedFilter(db, await filterUserUuid(db, 'review_requested', f.review_requested)));
+  }
+  if (f.milestone !== undefined) conds.push(await milestoneFilter(db, repo.uuid, 'p', f.milestone));
+  if (f.author !== undefined) conds.push(sql<SqlBool>`p.author_uuid = ${await filterUserUuid(db, 'author', f.author)}`);
+  if (f.draft !== undefined) conds.push(sql<SqlBool>`p.draft = ${f.draft === 'true' ? 1 : 0}`);
+  const status = statusCondition(f);
+  if (status) conds.push(status);
+  // words and mentions: the pull_terms key (repo, term, pull) gives the pulls that have them
+  checks.push(...(await textFilters(db, 'pulls', repo.uuid, f)));
+  return filteredKeys(db, 'pulls', checks, 'page', (driven) => {
+    // driven on PostgreSQL: the set's rows by primary key (tracker/items.ts drivenRows)
+    const all = db.selectFrom('pulls as p');
+    let keys = (driven ? (db.selectFrom(driven.as('p')) as unknown as typeof all) : all)
+      .select('p.uuid')
+      .where('p.repo_uuid', '=', repo.uuid);
+    for (const cond of conds) keys = keys.where(cond);
+    return keys;
+  });
+}
+
+const PULL_SORT_COLUMNS = { created: 'created_at', updated: 'updated_at', replies: 'review_count' } as const;
+
+/** A page of the filtered pull list, and each pull's keyset cursor (the `next` link's `after`). */
+export interface PullListPage {
+  pulls: PullJson[];
+  cursors: string[];
+}
+
+/**
+ * A page of pulls with the tracker's filters, as GET {repo}/threads reads its page: the page's
+ * keys in the list's order from one of the list indexes of migrations 310 and 740 (repo[, status],
+ * created_at | updated_at | review_count, number), after the `after` cursor when given, then their
+ * rows. `replies` sorts by `pulls.review_count` (the reviews not removed, kept by the review writes).
  */
 export async function listPullsFiltered(
   deps: Deps,
@@ -512,76 +574,14 @@ export async function listPullsFiltered(
   at: RepoAt,
   page: { offset: number; limit: number },
   f: PullFilters,
-): Promise<PullJson[]> {
+): Promise<PullListPage> {
   const { repo } = await repoContextOf(deps.database, viewer, at);
   const db = deps.db;
-  // a label's or an assignee's own set drives the list when it is small (tracker/items.ts drivingSet);
-  // on PostgreSQL its rows are read by primary key (drivenRows)
-  const checks = f.labels !== undefined ? await labelFilters(db, repo, 'p', f.labels) : [];
-  if (f.assignee !== undefined) checks.push(await assigneeFilter(db, 'p', f.assignee));
-  const driving = await drivingSet(db, checks);
-  if (driving?.length === 0) return [];
-  const driven = driving && drivenRows(db, 'pulls', driving);
-  const all = db.selectFrom('pulls as p');
-  let keys = (driven ? (db.selectFrom(driven.as('p')) as unknown as typeof all) : all)
-    .select('p.uuid')
-    .where('p.repo_uuid', '=', repo.uuid);
-  if (f.status !== undefined) keys = keys.where('p.status', '=', f.status);
-  else if ((f.state ?? 'open') === 'open') keys = keys.where('p.status', '=', 'open');
-  else if (f.state === 'closed') keys = keys.where('p.status', 'in', ['closed', 'merged']);
-  if (f.draft !== undefined) keys = keys.where('p.draft', '=', f.draft === 'true' ? 1 : 0);
-  for (const check of checks) keys = keys.where(check.check);
-  if (driving && !driven) keys = keys.where(inDrivingSet(db, 'p.uuid', driving));
-  if (f.review_requested !== undefined) {
-    const uuid = await filterUserUuid(db, 'review_requested', f.review_requested);
-    keys = keys.where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('review_requests as rr')
-          .select('rr.pull_uuid')
-          .whereRef('rr.pull_uuid', '=', 'p.uuid')
-          .where('rr.user_uuid', '=', uuid),
-      ),
-    );
-  }
-  if (f.milestone !== undefined) keys = keys.where(await milestoneFilter(db, repo.uuid, 'p', f.milestone));
-  if (f.author !== undefined) keys = keys.where('p.author_uuid', '=', await filterUserUuid(db, 'author', f.author));
-  if (f.mentioned !== undefined) {
-    const name = f.mentioned.toLowerCase();
-    await filterUserUuid(db, 'mentioned', name);
-    keys = keys.where((eb) =>
-      eb.or([
-        containsText('p.body', `@${name}`),
-        eb.exists(
-          eb
-            .selectFrom('reviews as rv')
-            .select('rv.uuid')
-            .whereRef('rv.pull_uuid', '=', 'p.uuid')
-            .where('rv.removed_at', 'is', null)
-            .where(containsText('rv.body', `@${name}`)),
-        ),
-      ]),
-    );
-  }
-  for (const word of (f.q ?? '').split(/\s+/).filter(Boolean)) {
-    keys = keys.where((eb) => eb.or([containsText('p.title', word), containsText('p.body', word)]));
-  }
-  const dir = f.direction ?? 'desc';
-  const sort = f.sort ?? 'created';
-  const ordered =
-    sort === 'replies'
-      ? keys.orderBy(sql`(select count(*) from reviews rv where rv.pull_uuid = p.uuid and rv.removed_at is null)`, dir)
-      : keys.orderBy(sort === 'updated' ? 'p.updated_at' : 'p.created_at', dir);
-  const pageKeys = await ordered.orderBy('p.number', dir).offset(page.offset).limit(page.limit).execute();
-  if (pageKeys.length === 0) return [];
-  const rows = await pullsWithNames(db)
-    .where(
-      'p.uuid',
-      'in',
-      pageKeys.map((k) => k.uuid),
-    )
-    .execute();
-  const order = new Map(pageKeys.map((k, i) => [k.uuid, i]));
-  rows.sort((a, b) => order.get(a.uuid)! - order.get(b.uuid)!);
-  return rows.map(pullToJson);
+  const keys = await filteredPullKeys(db, repo, f);
+  if (!keys) return { pulls: [], cursors: [] };
+  const column = PULL_SORT_COLUMNS[f.sort ?? 'created'];
+  const uuids = await pageKeys(keys, 'pulls', column, column === 'review_count', f, page);
+  if (uuids.length === 0) return { pulls: [], cursors: [] };
+  const rows = inKeyOrder(await pullsWithNames(db).where('p.uuid', 'in', uuids).execute(), uuids);
+  return { pulls: rows.map(pullToJson), cursors: rows.map((r) => listCursor(r[column], r.number)) };
 }

@@ -441,8 +441,9 @@ export async function deleteRepo(deps: Deps, viewer: Viewer, ref: RepoRef): Prom
       }
     }
     if (repo.owner_kind === 'team') await dropFromTeamActivity(tx, repo.uuid, repo.owner_uuid);
-    // the list filters' words (no foreign key: see migration 400)
+    // the list filters' words (no foreign key: see migrations 400 and 740)
     await tx.db.deleteFrom('thread_terms').where('repo_uuid', '=', repo.uuid).execute();
+    await tx.db.deleteFrom('pull_terms').where('repo_uuid', '=', repo.uuid).execute();
     await tx.db.deleteFrom('repos').where('uuid', '=', repo.uuid).execute();
     await tx.emit({
       kind: 'repo-deleted',

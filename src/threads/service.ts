@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
-import { type Expression, type Kysely, type RawBuilder, type Selectable, sql, type SqlBool } from 'kysely';
+import { type Expression, type Kysely, type Selectable, sql, type SqlBool } from 'kysely';
 import {
   assertCanChangeState,
   assertCanEditPost,
@@ -15,7 +15,6 @@ import {
   requireRepo,
   type RepoRow,
 } from '../access/index.ts';
-import { threadTerms, wordsOf } from '../db/terms.ts';
 import { timelinePage } from '../tracker/timeline.ts';
 import { recordReferences, type ReferenceSource } from '../references/service.ts';
 import { linkReferences } from '../references/render.ts';
@@ -32,7 +31,6 @@ import {
   drivenRows,
   drivingSet,
   inDrivingSet,
-  isPostgres,
   setIntersection,
   walkBounds,
   milestoneFilter,
@@ -40,6 +38,7 @@ import {
   milestoneRefs,
   replaceItemTracking,
 } from '../tracker/items.ts';
+import { indexTerms, listCursor, readListCursor, textFilters } from '../tracker/lists.ts';
 import type { DB } from '../db/types.ts';
 import type { RepliesTable, ThreadsTable } from '../db/tables/threads.ts';
 import type { Deps } from '../deps.ts';
@@ -89,20 +88,6 @@ function cleanReplyBody(raw: string): string {
 }
 
 // ---------------------------------------------------------------- threads
-
-/** Replaces the terms (words, @-mentions) a thread's or reply's text gives the list filters (table thread_terms). */
-async function indexTerms(db: Kysely<DB>, repoUuid: string, threadUuid: string, sourceUuid: string, text: string | null) {
-  await db.deleteFrom('thread_terms').where('source_uuid', '=', sourceUuid).execute();
-  if (text === null) return;
-  const rows = threadTerms(text).map((term) => ({ repo_uuid: repoUuid, term, thread_uuid: threadUuid, source_uuid: sourceUuid }));
-  for (let i = 0; i < rows.length; i += 500) {
-    await db
-      .insertInto('thread_terms')
-      .values(rows.slice(i, i + 500))
-      .onConflict((oc) => oc.doNothing())
-      .execute();
-  }
-}
 
 /** Items with their references linked for the reader (references/render.ts). */
 async function linked<T extends { body_html: string }>(db: Kysely<DB>, viewer: Viewer, repo: RepoRow, items: T[]): Promise<T[]> {
@@ -259,7 +244,7 @@ export async function createThread(deps: Deps, viewer: Viewer, ref: RepoRef, inp
       removed_at: null,
     };
     await tx.db.insertInto('threads').values(row).execute();
-    await indexTerms(tx.db, access.repo.uuid, uuid, uuid, `${row.title}\n${row.body}`);
+    await indexTerms(tx.db, 'threads', access.repo.uuid, uuid, uuid, `${row.title}\n${row.body}`);
     const changes = tracking
       ? await setTracking(tx, viewer, access, { ...row, ...NEW_THREAD_TRACKING }, input)
       : ({} as ItemChanges);
@@ -285,20 +270,10 @@ const NEW_THREAD_TRACKING = {
 
 /** A keyset cursor of the thread list: the last row's sort value and number (README "Issue tracker"). */
 export function threadCursor(thread: ThreadJson, sort: ThreadFilters['sort']): string {
-  const value = sort === 'replies' ? thread.reply_count : sort === 'updated' ? thread.updated_at : thread.created_at;
-  return Buffer.from(JSON.stringify([value, thread.number])).toString('base64url');
-}
-
-function readCursor(cursor: string, numeric: boolean): [string | number, number] {
-  try {
-    const [value, number] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if ((numeric ? typeof value === 'number' : typeof value === 'string') && Number.isSafeInteger(number)) {
-      return [value as string | number, number as number];
-    }
-  } catch {
-    // refused below
-  }
-  throw badRequest('after: not a cursor of this list (take it from the `next` link of a page with the same sort).');
+  return listCursor(
+    sort === 'replies' ? thread.reply_count : sort === 'updated' ? thread.updated_at : thread.created_at,
+    thread.number,
+  );
 }
 
 /** The list filters of GET {repo}/threads (README "Issue tracker"), already checked by the route schema. */
@@ -341,23 +316,7 @@ async function filteredThreadKeys(
   if (filters.author !== undefined)
     conds.push(sql<SqlBool>`t.author_uuid = ${await filterUserUuid(db, 'author', filters.author)}`);
   // words and mentions: the thread_terms key (repo, term, thread) gives the threads that have them
-  const withTerm = (term: string): ListFilter => {
-    const has = (uuid: RawBuilder<unknown>, fence: RawBuilder<unknown>) =>
-      sql<SqlBool>`exists (select 1 from thread_terms tt where tt.repo_uuid = ${repo.uuid} and tt.term = ${term} and tt.thread_uuid = ${uuid}${fence})`;
-    const probe = (uuid: RawBuilder<unknown>) => has(uuid, sql``);
-    return {
-      where: probe(sql.ref('t.uuid')),
-      check: has(sql.ref('t.uuid'), isPostgres(db) ? sql` offset 0` : sql``),
-      set: sql`select distinct thread_uuid as uuid from thread_terms where repo_uuid = ${repo.uuid} and term = ${term}`,
-      probe,
-    };
-  };
-  if (filters.mentioned !== undefined) {
-    const name = filters.mentioned.toLowerCase();
-    await filterUserUuid(db, 'mentioned', name);
-    checks.push(withTerm(`@${name}`));
-  }
-  for (const word of wordsOf(filters.q ?? '').slice(0, 10)) checks.push(withTerm(word));
+  checks.push(...(await textFilters(db, 'threads', repo.uuid, filters)));
   const driving = drive ?? (await drivingSet(db, checks));
   if (driving?.length === 0) return null;
   // driven on PostgreSQL: the set's rows by primary key (tracker/items.ts drivenRows)
@@ -434,7 +393,7 @@ export async function listThreads(
   const sortKey = sql.ref(sort === 'replies' ? 't.reply_count' : sort === 'updated' ? 't.updated_at' : 't.created_at');
   const cmp = dir === 'desc' ? '<' : '>';
   // keyset paging: the rows after the cursor's (sort value, number) in the list's order
-  const cursor = filters.after !== undefined ? readCursor(filters.after, sort === 'replies') : null;
+  const cursor = filters.after !== undefined ? readListCursor(filters.after, sort === 'replies') : null;
   const inOrder = (q: ThreadKeys) => {
     let ordered = q.orderBy(sortKey, dir);
     // as a row value, which both databases read as one range of the sort index (an OR of the two
@@ -609,7 +568,7 @@ export async function updateThread(
         .execute();
       const renamed = changes.title === undefined ? {} : { renamed: { from: row.title, to: changes.title } };
       const edited = { ...row, ...changes };
-      await indexTerms(tx.db, access.repo.uuid, row.uuid, row.uuid, `${edited.title}\n${edited.body}`);
+      await indexTerms(tx.db, 'threads', access.repo.uuid, row.uuid, row.uuid, `${edited.title}\n${edited.body}`);
       await recordReferences(tx, viewer, threadSource(access, edited), `${edited.title}\n${edited.body}`);
       await emitThread(tx, viewer, access, await loadThreadJson(tx.db, row.uuid), 'thread-updated', {
         fields: Object.keys(changes),
@@ -879,7 +838,7 @@ export async function createReply(
       removed_at: null,
     };
     await tx.db.insertInto('replies').values(row).execute();
-    await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, body);
+    await indexTerms(tx.db, 'threads', access.repo.uuid, thread.uuid, row.uuid, body);
     await insertVersion(tx, row, viewer.uuid, now);
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-created');
@@ -974,7 +933,7 @@ export async function updateReply(
     const reply = await loadReplyJson(tx.db, row.uuid);
     await emitReply(tx, viewer, access, thread, reply, 'reply-edited', { fields });
     if (fields.includes('body')) {
-      await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, next.body);
+      await indexTerms(tx.db, 'threads', access.repo.uuid, thread.uuid, row.uuid, next.body);
       await recordReferences(tx, viewer, { ...threadSource(access, thread), kind: 'reply', key: row.uuid }, next.body);
     }
     return reply;
@@ -1004,7 +963,7 @@ export async function removeReply(deps: Deps, viewer: Viewer, ref: RepoRef, numb
       .set((eb) => ({ reply_count: eb('reply_count', '-', 1) }))
       .where('uuid', '=', thread.uuid)
       .execute();
-    await indexTerms(tx.db, access.repo.uuid, thread.uuid, row.uuid, null);
+    await indexTerms(tx.db, 'threads', access.repo.uuid, thread.uuid, row.uuid, null);
     await emitReply(tx, viewer, access, thread, await loadReplyJson(tx.db, row.uuid), 'reply-removed');
   });
 }

@@ -103,6 +103,7 @@ export interface ThreadsTables {
   review_requests: ReviewRequestsTable;
   item_references: ItemReferencesTable;
   thread_terms: ThreadTermsTable;
+  pull_terms: PullTermsTable;
 }
 
 /** The words and @-mentions of a thread and its replies, by source (migration 400). */
@@ -110,6 +111,14 @@ export interface ThreadTermsTable {
   repo_uuid: string;
   term: string;
   thread_uuid: string;
+  source_uuid: string;
+}
+
+/** The words and @-mentions of a pull (title and body) and its submitted reviews, by source (migration 740). */
+export interface PullTermsTable {
+  repo_uuid: string;
+  term: string;
+  pull_uuid: string;
   source_uuid: string;
 }
 
