@@ -426,15 +426,15 @@ async function sizeSets(db: Kysely<DB>, sets: ListFilter[], bound: number): Prom
  * rare one the smallest set's probes or all the sets' entries: without an index of the pair, that
  * an intersection is empty cannot be known in less.
  */
-export async function drivingSet(db: Kysely<DB>, filters: ListFilter[]): Promise<string[] | null> {
+export async function drivingSet(db: Kysely<DB>, filters: ListFilter[], max = drivingSetMax): Promise<string[] | null> {
   const keyed = filters.filter((f) => f.set);
   if (keyed.length === 0) return null;
-  const bound = drivingSetMax + 1;
+  const bound = max + 1;
   const sizes = await sizeSets(db, keyed, bound);
   const order = keyed.map((_, i) => i).sort((x, y) => sizes[x]! - sizes[y]!);
   const least = sizes[order[0]!]!;
   if (least === 0) return [];
-  if (least <= drivingSetMax) {
+  if (least <= max) {
     const rows = await sql<{ uuid: string }>`${keyed[order[0]!]!.set!} limit ${bound}`.execute(db);
     return [...new Set(rows.rows.map((r) => r.uuid))];
   }

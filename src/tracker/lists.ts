@@ -105,8 +105,10 @@ export async function filteredKeys<Q extends KeyQuery<Q>>(
   checks: ListFilter[],
   use: 'page' | 'count',
   from: (driven: RawBuilder<unknown> | null) => Q,
+  /** the largest set that drives the list (default DRIVING_SET_MAX) */
+  drivingMax?: number,
 ): Promise<Q | null> {
-  const driving = await drivingSet(db, checks);
+  const driving = await drivingSet(db, checks, drivingMax);
   if (driving?.length === 0) return null;
   const driven = driving && drivenRows(db, items, driving);
   let keys = from(driven);
