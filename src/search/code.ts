@@ -244,11 +244,7 @@ async function dense(
   const range = pg ? null : prefixRange(plan.path);
   if (range) windowConditions.push(sql<SqlBool>`f.path >= ${range[0]} and f.path < ${range[1]}`);
   if (plan.lang) windowConditions.push(sql<SqlBool>`f.language = ${plan.lang.toLowerCase()}`);
-  // SQLite: only the trigram candidates (`+` keeps the (repo, path) index driving, in order)
-  if (!pg)
-    windowConditions.push(
-      sql<SqlBool>`+f.id in (select rowid from search_code_fts where search_code_fts match ${ftsQuery(pattern.need)})`,
-    );
+  const fts = pg ? null : ftsQuery(pattern.need);
   const exact = exactCondition(pattern, plan.caseSensitive, pg, sql`c.content`);
   // PostgreSQL: a regex's texts come back only when its trigram literals are in them
   const check = exact ?? (pg ? pgNeed(pattern.need, sql`c.content`) : null);
@@ -267,22 +263,41 @@ async function dense(
       // the text comes back only while the page takes rows (a regex: always, it is verified here);
       // past a full page a literal's files are only counted
       const wantText = !exact || found.length < page.limit;
-      const window = await sql<{
-        id: number;
-        path: string;
-        language: string | null;
-        blob_sha: string;
-        content: string | null;
-        hit?: unknown;
-      }>`
-        select c.id, c.path, c.language, c.blob_sha, ${
-          wantText
-            ? sql`${check ? sql`case when ${check} then c.content end` : sql`c.content`} as content`
-            : sql`null as content, ${check} as hit`
+      const select = sql`select c.id, c.path, c.language, c.blob_sha, ${
+        wantText
+          ? sql`${check ? sql`case when ${check} then c.content end` : sql`c.content`} as content`
+          : sql`null as content, ${check} as hit`
+      }`;
+      const window = sql`select f.id, f.path from search_code_files f where ${sql.join(conds, sql` and `)} order by f.path limit ${size}`;
+      type Row = { id: number; path: string; language: string | null; blob_sha: string; content: string | null; hit?: unknown };
+      let rows: Row[] = [];
+      let seen: number;
+      let last: string | undefined;
+      if (fts === null) {
+        rows = (await sql<Row>`${select} from (${window}) w join search_code_files c on c.id = w.id order by c.path`.execute(db))
+          .rows;
+        seen = rows.length;
+        last = rows.at(-1)?.path;
+      } else {
+        // SQLite: the window's paths (the (repo, path) index, no text), the trigram candidates among
+        // them (the FTS5 query bounded to the window's rowids, so it reads that part of each
+        // trigram's doclist, not all of it), then those candidates' rows
+        const paths = (await sql<{ id: number; path: string }>`${window}`.execute(db)).rows;
+        seen = paths.length;
+        last = paths.at(-1)?.path;
+        const ids = paths.map((r) => Number(r.id));
+        if (ids.length) {
+          const inFts = await sql<{ id: number }>`select rowid as id from search_code_fts where search_code_fts match ${fts}
+            and rowid between ${Math.min(...ids)} and ${Math.max(...ids)}`.execute(db);
+          const candidates = new Set(inFts.rows.map((r) => Number(r.id)));
+          const chosen = ids.filter((id) => candidates.has(id));
+          if (chosen.length)
+            rows = (
+              await sql<Row>`${select} from search_code_files c
+                where c.id in (select value from json_each(${JSON.stringify(chosen)})) order by c.path`.execute(db)
+            ).rows;
         }
-        from (select f.id from search_code_files f where ${sql.join(conds, sql` and `)} order by f.path limit ${size}) w
-        join search_code_files c on c.id = w.id order by c.path`.execute(db);
-      const rows = window.rows;
+      }
       for (const row of rows) {
         examined++;
         if (row.content === null && !(wantText ? false : truthy(row.hit))) continue;
@@ -316,9 +331,11 @@ async function dense(
         if (hits * CODE_SEARCH_LIMITS.examineBudget < page.limit * examined) return null;
       }
       if (found.length >= page.limit && examined >= budget) return { rows: found, total: hits, atLeast: true };
-      if (rows.length < size) break;
-      after = rows.at(-1)!.path;
+      if (seen < size) break;
+      after = last!;
       size = Math.min(size * 2, 512);
+      // a full page: the next window reads no further than the budget
+      if (found.length >= page.limit) size = Math.max(1, Math.min(size, budget - examined));
     }
   }
   // the end: every file after the cursor was examined; the count adds those before it, if the budget allows
