@@ -384,6 +384,34 @@ for (const dialect of DIALECTS) {
       assert.ok(isErrorBody((await search('threads', 'zebra is:nonsense', alice.token)).body, 'invalid_request'));
     });
 
+    it('a literal with regex and LIKE metacharacters matches itself only, on either way in (PostgreSQL checks it with ~*)', async () => {
+      await newRepo(alice, 'meta');
+      const url = g.url(`/git/users/${alice.username}/meta.git`, alice.token);
+      const lit = 'x.y*(z)[w]\\v%u_t^$|?+{2}/s';
+      const files: Record<string, string> = {
+        'hit.txt': `before ${lit.toUpperCase()} after\n`,
+        // the same characters where each metacharacter would match something else
+        'miss.txt': 'xAyyy(z)[w]\\v%uQt^$|?+{2}/s xxy*zz w vv%u_t\n',
+        'near.txt': 'x.y*(z)[w]\\v%uQt^$|?+{2}/s\n',
+      };
+      const dir = await makeWorkTree(g, 'meta', [files]);
+      await g.run(['-C', dir, 'push', '-q', url, 'main']);
+      await indexed(alice.username, 'meta', await head(dir));
+      const saved = { ...CODE_SEARCH_LIMITS };
+      try {
+        for (const limits of [{}, { sparseCandidates: 0, rareProbe: 0, denseProbe: 1000 }]) {
+          Object.assign(CODE_SEARCH_LIMITS, saved, limits);
+          const res = await search('code', `${lit} repo:${alice.username}/meta`, alice.token);
+          assert.equal(res.status, 200, res.text);
+          assert.deepEqual([res.headers['x-total-count'], res.body.results.map((h: Hit) => h.path)], ['1', ['hit.txt']]);
+          const cased = await search('code', `${lit} repo:${alice.username}/meta`, alice.token, '&case=sensitive');
+          assert.equal(cased.headers['x-total-count'], '0');
+        }
+      } finally {
+        Object.assign(CODE_SEARCH_LIMITS, saved);
+      }
+    });
+
     it('a literal in many files stops after its page: the count says "at least" (N+), paging by cursor and by page stays in order', async () => {
       await newRepo(alice, 'dense');
       const url = g.url(`/git/users/${alice.username}/dense.git`, alice.token);

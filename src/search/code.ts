@@ -57,9 +57,23 @@ function ftsQuery(need: Need): string {
   return need.or.map((n) => `(${ftsQuery(n)})`).join(' OR ');
 }
 
-/** PostgreSQL condition of a need (pg_trgm answers `ilike` from its GIN index). */
+// eslint-disable-next-line no-control-regex
+const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
+
+/**
+ * PostgreSQL's case-insensitive check of an ASCII literal: `~*` with the literal escaped (every
+ * character but a letter or digit after a backslash: a plain character in an ARE). pg_trgm answers
+ * it from the same GIN index as `ilike`, and it folds the pattern's ASCII letters only, as
+ * JavaScript's `i` flag does, where `ilike` lowers the whole text first in the database's
+ * collation (about twice the CPU per file).
+ */
+const pgAsciiMatch = (content: RawBuilder<unknown>, lit: string): RawBuilder<SqlBool> =>
+  sql<SqlBool>`(${content} ~* ${lit.replace(/[^A-Za-z0-9]/g, '\\$&')})`;
+
+/** PostgreSQL condition of a need (pg_trgm answers `~*` and `ilike` from its GIN index). */
 function pgNeed(need: Need, content: RawBuilder<unknown> = sql`f.content`): RawBuilder<SqlBool> {
-  if ('lit' in need) return sql<SqlBool>`(${content} ilike ${`%${likeEscape(need.lit)}%`})`;
+  if ('lit' in need)
+    return isAscii(need.lit) ? pgAsciiMatch(content, need.lit) : sql<SqlBool>`(${content} ilike ${`%${likeEscape(need.lit)}%`})`;
   const parts = ('and' in need ? need.and : need.or).map((n) => pgNeed(n, content));
   return sql<SqlBool>`(${sql.join(parts, sql.raw('and' in need ? ' and ' : ' or '))})`;
 }
@@ -164,9 +178,17 @@ async function searchCodeOn(
     conditions,
   };
   if (!plan.pg) {
-    const n = await sql<{ n: number }>`select count(*) as n from (select rowid from search_code_fts
-      where search_code_fts match ${ftsQuery(plan.pattern.need)} limit ${CODE_SEARCH_LIMITS.sparseCandidates + 1}) x`.execute(db);
-    if (Number(n.rows[0]?.n ?? 0) <= CODE_SEARCH_LIMITS.sparseCandidates) return sparse(db, plan, query.after ?? null, page);
+    // the trigram candidates, once: as few as sparseCandidates are all verified (the exact count)
+    const ids = await sql<{ id: number }>`select rowid as id from search_code_fts
+      where search_code_fts match ${ftsQuery(plan.pattern.need)} limit ${CODE_SEARCH_LIMITS.sparseCandidates + 1}`.execute(db);
+    if (ids.rows.length <= CODE_SEARCH_LIMITS.sparseCandidates)
+      return sparse(
+        db,
+        plan,
+        query.after ?? null,
+        page,
+        ids.rows.map((r) => Number(r.id)),
+      );
   } else {
     // the GIN index, asked first with a limit: a rare literal (or a regex's rare literal runs) is
     // known rare without reading the files in order, and its few files are the candidates
@@ -222,11 +244,7 @@ async function dense(
   const range = pg ? null : prefixRange(plan.path);
   if (range) windowConditions.push(sql<SqlBool>`f.path >= ${range[0]} and f.path < ${range[1]}`);
   if (plan.lang) windowConditions.push(sql<SqlBool>`f.language = ${plan.lang.toLowerCase()}`);
-  // SQLite: only the trigram candidates (`+` keeps the (repo, path) index driving, in order)
-  if (!pg)
-    windowConditions.push(
-      sql<SqlBool>`+f.id in (select rowid from search_code_fts where search_code_fts match ${ftsQuery(pattern.need)})`,
-    );
+  const fts = pg ? null : ftsQuery(pattern.need);
   const exact = exactCondition(pattern, plan.caseSensitive, pg, sql`c.content`);
   // PostgreSQL: a regex's texts come back only when its trigram literals are in them
   const check = exact ?? (pg ? pgNeed(pattern.need, sql`c.content`) : null);
@@ -242,15 +260,48 @@ async function dense(
       const conds = [sql<SqlBool>`f.repo_uuid = ${repo.uuid}`, ...windowConditions];
       if (after !== null) conds.push(sql<SqlBool>`f.path > ${after}`);
       if (until && repo.full_name === until.full_name) conds.push(sql<SqlBool>`f.path <= ${until.path}`);
-      const window = await sql<{ id: number; path: string; language: string | null; blob_sha: string; content: string | null }>`
-        select c.id, c.path, c.language, c.blob_sha, ${check ? sql`case when ${check} then c.content end` : sql`c.content`} as content
-        from (select f.id from search_code_files f where ${sql.join(conds, sql` and `)} order by f.path limit ${size}) w
-        join search_code_files c on c.id = w.id order by c.path`.execute(db);
-      const rows = window.rows;
+      // the text comes back only while the page takes rows (a regex: always, it is verified here);
+      // past a full page a literal's files are only counted
+      const wantText = !exact || found.length < page.limit;
+      const select = sql`select c.id, c.path, c.language, c.blob_sha, ${
+        wantText
+          ? sql`${check ? sql`case when ${check} then c.content end` : sql`c.content`} as content`
+          : sql`null as content, ${check} as hit`
+      }`;
+      const window = sql`select f.id, f.path from search_code_files f where ${sql.join(conds, sql` and `)} order by f.path limit ${size}`;
+      type Row = { id: number; path: string; language: string | null; blob_sha: string; content: string | null; hit?: unknown };
+      let rows: Row[] = [];
+      let seen: number;
+      let last: string | undefined;
+      if (fts === null) {
+        rows = (await sql<Row>`${select} from (${window}) w join search_code_files c on c.id = w.id order by c.path`.execute(db))
+          .rows;
+        seen = rows.length;
+        last = rows.at(-1)?.path;
+      } else {
+        // SQLite: the window's paths (the (repo, path) index, no text), the trigram candidates among
+        // them (the FTS5 query bounded to the window's rowids, so it reads that part of each
+        // trigram's doclist, not all of it), then those candidates' rows
+        const paths = (await sql<{ id: number; path: string }>`${window}`.execute(db)).rows;
+        seen = paths.length;
+        last = paths.at(-1)?.path;
+        const ids = paths.map((r) => Number(r.id));
+        if (ids.length) {
+          const inFts = await sql<{ id: number }>`select rowid as id from search_code_fts where search_code_fts match ${fts}
+            and rowid between ${Math.min(...ids)} and ${Math.max(...ids)}`.execute(db);
+          const candidates = new Set(inFts.rows.map((r) => Number(r.id)));
+          const chosen = ids.filter((id) => candidates.has(id));
+          if (chosen.length)
+            rows = (
+              await sql<Row>`${select} from search_code_files c
+                where c.id in (select value from json_each(${JSON.stringify(chosen)})) order by c.path`.execute(db)
+            ).rows;
+        }
+      }
       for (const row of rows) {
         examined++;
-        if (row.content === null) continue;
-        const content = row.content;
+        if (row.content === null && !(wantText ? false : truthy(row.hit))) continue;
+        const content = row.content ?? '';
         let matched: FileMatches | null = null;
         const onPage = skip === 0 && found.length < page.limit;
         if (!exact || onPage) {
@@ -280,9 +331,11 @@ async function dense(
         if (hits * CODE_SEARCH_LIMITS.examineBudget < page.limit * examined) return null;
       }
       if (found.length >= page.limit && examined >= budget) return { rows: found, total: hits, atLeast: true };
-      if (rows.length < size) break;
-      after = rows.at(-1)!.path;
+      if (seen < size) break;
+      after = last!;
       size = Math.min(size * 2, 512);
+      // a full page: the next window reads no further than the budget
+      if (found.length >= page.limit) size = Math.max(1, Math.min(size, budget - examined));
     }
   }
   // the end: every file after the cursor was examined; the count adds those before it, if the budget allows
@@ -307,7 +360,8 @@ async function sparse(
   const fileConditions: Expression<SqlBool>[] = [];
   if (path) fileConditions.push(pathCondition(path));
   if (lang) fileConditions.push(sql<SqlBool>`f.language = ${lang.toLowerCase()}`);
-  if (probed) fileConditions.push(sql<SqlBool>`f.id in (${sql.join(probed)})`);
+  if (probed && pg) fileConditions.push(sql<SqlBool>`f.id in (${sql.join(probed)})`);
+  else if (probed) fileConditions.push(sql<SqlBool>`f.id in (select value from json_each(${JSON.stringify(probed)}))`);
   else if (pg) fileConditions.push(pgNeed(pattern.need));
   else
     fileConditions.push(
@@ -315,9 +369,10 @@ async function sparse(
     );
 
   // a literal is decided by the statement itself; a regex (or a case-insensitive literal beyond
-  // ASCII on SQLite, whose LIKE folds ASCII only) is decided by verification
+  // ASCII on SQLite, whose LIKE folds ASCII only) is decided by verification. PostgreSQL's probe
+  // checked the literal already; SQLite's candidates are the trigram index's
   const exact = exactCondition(pattern, caseSensitive, pg, sql`f.content`, true);
-  if (exact && !probed) fileConditions.push(exact);
+  if (exact && !(probed && pg)) fileConditions.push(exact);
   // PostgreSQL: the files first, from the trigram index (`offset 0` keeps the planner from
   // reading every file of a repo through the repo's index instead)
   const files = pg
@@ -339,6 +394,14 @@ async function sparse(
       ${after ? sql`where ${beyond(after)}` : sql``}
       order by c.full_name, c.path limit ${limit} offset ${offset}`;
 
+  if (exact && probed) {
+    // few candidates (the probe's): every matching file in order without its text (the literal
+    // checked once, in the statement), so the count is the rows'; then the page's texts
+    const all = (await candidates(null, probed.length + 1).execute(db)).rows;
+    const rest = cursor ? all.filter((r) => truthy(r.beyond)) : all.slice(page.offset);
+    const hits = await verify(db, pattern, rest.slice(0, page.limit), null);
+    return { rows: hits.filter((h): h is CodeHit => h !== null), total: all.length };
+  }
   if (exact) {
     // the page's rows with their text (read after the limit, for those rows only): one statement
     const rows = await sql<Candidate & { content: string }>`select p.*,
@@ -399,12 +462,11 @@ function exactCondition(
   const lit = pattern.literal;
   if (lit === null) return null;
   if (pg) {
-    if (caseSensitive) return sql<SqlBool>`(${content} like ${`%${likeEscape(lit)}%`})`;
-    return needDone ? sql<SqlBool>`1 = 1` : sql<SqlBool>`(${content} ilike ${`%${likeEscape(lit)}%`})`;
+    if (caseSensitive) return sql<SqlBool>`(strpos(${content}, ${lit}) > 0)`;
+    return needDone ? sql<SqlBool>`1 = 1` : pgNeed({ lit }, content);
   }
   if (caseSensitive) return sql<SqlBool>`(instr(${content}, ${lit}) > 0)`;
-  // eslint-disable-next-line no-control-regex
-  if (/^[\x00-\x7f]*$/.test(lit)) return sql<SqlBool>`(${content} like ${`%${likeEscape(lit)}%`} escape '\\')`;
+  if (isAscii(lit)) return sql<SqlBool>`(${content} like ${`%${likeEscape(lit)}%`} escape '\\')`;
   return null;
 }
 
