@@ -22,6 +22,8 @@ for (const dialect of DIALECTS) {
     let t: TestApp;
     before(async () => {
       t = await startApp(dialect);
+      // every range on the background writer (on SQLite a worker thread's connection), however small
+      (t.deps.notifications as NotificationsBackground).fanout.writerFrom = 0;
     });
     after(async () => {
       await t.close();

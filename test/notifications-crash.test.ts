@@ -14,7 +14,14 @@ import { ADMIN_TOKEN, DIALECTS, freshStore } from './helpers.ts';
 import { type StoreHandle, freePort, spawnWeft, storeEnv } from './server-process.ts';
 
 function startServer(store: StoreHandle, port: number): ChildProcess {
-  const env = { PORT: String(port), LOG_LEVEL: 'warn', BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN, ...storeEnv(store) };
+  // every range on the background writer (on SQLite the worker thread's connection): killed mid-write there too
+  const env = {
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN,
+    WEFT_NOTIFY_WRITER_FROM: '0',
+    ...storeEnv(store),
+  };
   return spawnWeft('main', [], env, { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 

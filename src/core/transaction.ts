@@ -1,4 +1,6 @@
+import type { Kysely } from 'kysely';
 import { withTransaction } from '../db/tx.ts';
+import type { DB } from '../db/types.ts';
 import type { TxContext } from './tx-context.ts';
 import type { Deps } from '../deps.ts';
 import { insertEvent, insertEvents } from '../events/service.ts';
@@ -13,10 +15,13 @@ export type { TxContext } from './tx-context.ts';
  * A write made for a caller goes through `command` (src/core/command.ts), which opens this and
  * decides access inside it; `inTransaction` alone is for writes without a caller (the CLI, the
  * timer scheduler, the bookkeeping after a push or a merge's git step).
+ *
+ * `on` runs it on another connection to the same store: `deps.database.writer`, the background
+ * writer that keeps a long write off the server's thread on SQLite (db/sqlite-writer.ts).
  */
-export async function inTransaction<T>(deps: Deps, fn: (tx: TxContext) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(deps: Deps, fn: (tx: TxContext) => Promise<T>, on: Kysely<DB> = deps.db): Promise<T> {
   return withTransaction(
-    deps.db,
+    on,
     (handle) =>
       fn({
         db: handle.trx,

@@ -8,6 +8,12 @@ import type { DB } from './types.ts';
 /** An open store: Kysely over one of the two dialects, and what the fast path runs on directly. */
 export interface Database {
   db: Kysely<DB>;
+  /**
+   * For background writes that must not hold the server's thread (the notification fan-out): on
+   * a SQLite file a second connection on a worker thread (sqlite-writer.ts); else `db` itself
+   * (PostgreSQL's driver does not hold the thread; an in-memory SQLite database has one connection).
+   */
+  writer: Kysely<DB>;
   dialect: Dialect;
   /** PostgreSQL only: the pool, for LISTEN/NOTIFY and advisory locks. */
   pool: pg.Pool | null;

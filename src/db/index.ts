@@ -1,11 +1,14 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrate.ts';
 import { sqliteConnection } from './fast-path.ts';
 import { type QueryObserver, queryLogger } from './query-timing.ts';
+import { SqliteWriterDialect } from './sqlite-writer.ts';
+import { sameStore } from './tx.ts';
+import { GatedSqliteDialect, WriteGate } from './write-gate.ts';
 import type { DB } from './types.ts';
 import type { Database } from './database.ts';
 
@@ -38,7 +41,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
     });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
-    database = { db, dialect: 'postgres', pool, sqlite: null, queryObservers, close: () => db.destroy() };
+    database = { db, writer: db, dialect: 'postgres', pool, sqlite: null, queryObservers, close: () => db.destroy() };
   } else {
     const file = opts.url?.startsWith('sqlite:') ? opts.url.slice('sqlite:'.length) : join(opts.dataDir, 'weft.sqlite');
     // Only the server's user may read the data (README "Files and durability"): directories it
@@ -52,8 +55,18 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     handle.pragma('busy_timeout = 5000');
     handle.pragma('foreign_keys = ON');
     handle.pragma('synchronous = NORMAL');
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqliteConnection(handle) }), log });
-    database = { db, dialect: 'sqlite', pool: null, sqlite: handle, queryObservers, close: () => db.destroy() };
+    // the main connection and the background writer (a worker thread's connection, sqlite-writer.ts)
+    // take turns at writing through one gate; an in-memory database cannot be opened by another
+    // connection, so there the writer is the main connection
+    const gate = new WriteGate();
+    const db = new Kysely<DB>({ dialect: new GatedSqliteDialect(sqliteConnection(handle), gate), log });
+    const writer = handle.memory ? db : new Kysely<DB>({ dialect: new SqliteWriterDialect(file, gate), log });
+    if (writer !== db) sameStore(writer, db);
+    const close = async () => {
+      if (writer !== db) await writer.destroy();
+      await db.destroy();
+    };
+    database = { db, writer, dialect: 'sqlite', pool: null, sqlite: handle, queryObservers, close };
   }
   if (opts.migrate !== false) await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   return database;

@@ -13,6 +13,27 @@ interface OpenTransaction {
 
 const current = new AsyncLocalStorage<OpenTransaction>();
 
+/** Second connections to a store (the SQLite background writer, sqlite-writer.ts), to its main one. */
+const stores = new WeakMap<Kysely<DB>, Kysely<DB>>();
+
+/**
+ * Declares `other` a second connection to the store `main` connects to: a `withTransaction` on
+ * either joins a transaction open on the other in the same async context, and `runAfterCommit`
+ * and `currentTransaction` find it (one store, one transaction: a service called inside the
+ * writer's transaction writes in it, and its after-commit steps wait for that commit).
+ */
+export function sameStore(other: Kysely<DB>, main: Kysely<DB>): void {
+  stores.set(other, main);
+}
+
+const storeOf = (db: Kysely<DB>): Kysely<DB> => stores.get(db) ?? db;
+
+/** The transaction open in this async context on `db`'s store, if any. */
+function openOn(db: Kysely<DB>): OpenTransaction | undefined {
+  const outer = current.getStore();
+  return outer && storeOf(outer.root) === storeOf(db) ? outer : undefined;
+}
+
 /** What a library below the write pipeline needs of a write's transaction (the git store's disk usage). */
 export interface InTransaction {
   db: Transaction<DB>;
@@ -28,9 +49,9 @@ export interface TxHandle {
 
 /**
  * Runs `fn` in a transaction on `db`. A call made while another `withTransaction` on the same
- * database is open (in the same async context) joins it instead of opening a second one, so a
- * service that calls another service keeps one transaction: its checks and writes commit or roll
- * back together. After-commit callbacks run once the outermost transaction commits; a failing
+ * database (or another connection to its store, `sameStore`) is open in the same async context
+ * joins it instead of opening a second one, so a service that calls another service keeps one
+ * transaction: its checks and writes commit or roll back together. After-commit callbacks run once the outermost transaction commits; a failing
  * callback is reported to `onAfterCommitError` and does not undo the commit.
  */
 export async function withTransaction<T>(
@@ -38,8 +59,8 @@ export async function withTransaction<T>(
   fn: (tx: TxHandle) => Promise<T>,
   onAfterCommitError: (err: unknown) => void = () => {},
 ): Promise<T> {
-  const outer = current.getStore();
-  if (outer && outer.root === db) {
+  const outer = openOn(db);
+  if (outer) {
     return fn({ trx: outer.trx, afterCommit: (cb) => outer.afterCommit.push(cb), nested: true });
   }
   const afterCommit: OpenTransaction['afterCommit'] = [];
@@ -60,8 +81,7 @@ export async function withTransaction<T>(
 
 /** The transaction open in this async context on `db`, if any (for helpers that may run in or out of one). */
 export function currentTransaction(db: Kysely<DB>): Transaction<DB> | null {
-  const outer = current.getStore();
-  return outer && outer.root === db ? outer.trx : null;
+  return openOn(db)?.trx ?? null;
 }
 
 /** Whether a database error is a unique-constraint violation (both dialects). */
@@ -72,8 +92,8 @@ export function isUniqueViolation(err: unknown): boolean {
 
 /** Runs `fn` after the transaction open on `db` in this async context commits, or now when none is open. */
 export function runAfterCommit(db: Kysely<DB>, fn: () => void | Promise<void>): void {
-  const outer = current.getStore();
-  if (outer && outer.root === db) outer.afterCommit.push(fn);
+  const outer = openOn(db);
+  if (outer) outer.afterCommit.push(fn);
   else void Promise.resolve().then(fn);
 }
 

@@ -4,14 +4,15 @@
  * events (events/order.ts), asks concerned.ts who each event about a thread or a pull concerns and
  * why, and upserts one notification per (user, subject).
  *
- * Bounded (docs/notifications.md "Bounded"): the recipients of a batch are written in chunks of a
- * few hundred notifications (more on PostgreSQL, whose driver does not hold the event loop), in
- * recipient uuid order, each chunk one short transaction with one set-based upsert, the mail jobs
- * and one `notification-updated` event per recipient for the whole batch; the loop yields to the
- * event loop between chunks. Each chunk's transaction locks the cursor row, checks that it still
- * says what this loop last wrote (else another instance took over: this one stops) and records
- * the chunk's last recipient (`batch_end`, `done_user`); the last chunk moves the cursor past the
- * batch. An event is thus fanned out exactly once across restarts, crashes and instances: a
+ * Bounded (docs/notifications.md "Bounded"): the recipients of a batch are written in chunks of
+ * about a thousand notifications (more on PostgreSQL), in recipient uuid order, each chunk one
+ * short transaction with one set-based upsert, the mail jobs and one `notification-updated` event
+ * per recipient for the whole batch, on the background writer (`database.writer`: on a SQLite
+ * file a worker thread's connection, so the server's thread is not held while SQLite writes);
+ * the loop yields to the event loop between chunks. Each chunk's transaction locks the cursor
+ * row, checks that it still says what this loop last wrote (else another instance took over:
+ * this one stops) and records the chunk's last recipient (`batch_end`, `done_user`); the last
+ * chunk moves the cursor past the batch. An event is thus fanned out exactly once across restarts, crashes and instances: a
  * restarted loop re-reads the same batch (settled events up to `batch_end`) and resumes after
  * `done_user`. After a batch of several chunks, the next batch waits COALESCE_MS so that a
  * burst's events gather into fewer, larger batches (one upsert per (user, subject) and one badge
@@ -33,8 +34,13 @@ import { readableBy } from './readers.ts';
 export { REASONS, type Reason } from './concerned.ts';
 
 const BATCH = 1000;
-/** Notifications written per chunk transaction: SQLite's driver holds the event loop meanwhile. */
+/** Notifications written per chunk transaction. */
 const CHUNK: Record<Dialect, number> = { sqlite: 1000, postgres: 5000 };
+/**
+ * Ranges of fewer notifications stay on the main connection (WEFT_NOTIFY_WRITER_FROM: tests set 0
+ * to send every range to the background writer).
+ */
+const WRITER_FROM = Number(process.env.WEFT_NOTIFY_WRITER_FROM ?? 100);
 /** After a batch of several chunks, the next one waits this long for the burst to gather. */
 const COALESCE_MS = 250;
 
@@ -55,6 +61,12 @@ export class NotificationFanout extends EventFollower {
   onCommitted: ((users: string[]) => void) | null = null;
   /** Notifications per chunk transaction (tests make it small to cut a batch in several). */
   chunkSize: number;
+  /**
+   * From this many notifications (estimated: touches plus watchers x subjects) a range is written
+   * on the background writer, `database.writer` (on a SQLite file, a worker thread's connection:
+   * docs/notifications.md "Bounded"); smaller ranges on the main connection.
+   */
+  writerFrom = WRITER_FROM;
   /** What this loop has written (bench/notify.ts reports CPU per batch): batches, ranges, notifications. */
   readonly stats = { batches: 0, ranges: 0, notifications: 0 };
   private heavyAt: number | null = null;
@@ -111,7 +123,11 @@ export class NotificationFanout extends EventFollower {
         ? { last: end, batchEnd: null, done: null }
         : { last: cursor.last, batchEnd: end, done: range.hi };
       const inRange = touches.filter((t) => t.user >= range.lo && (range.hi === null || t.user < range.hi));
-      const users = await this.writeChunk(cursor, next, inRange, bulk, range);
+      // a range of some size on the background writer (a worker thread on SQLite); a small one,
+      // which a round trip per statement to the worker would slow down more than it weighs, here
+      const size = inRange.length + range.watchers * bulk.length;
+      const on = size >= this.writerFrom ? this.deps.database.writer : this.deps.db;
+      const users = await this.writeChunk(cursor, next, inRange, bulk, range, on);
       // another instance moved the cursor (or holds it): it goes on from there
       if (users === null) return 'idle';
       if (users.length) this.onCommitted?.(users);
@@ -136,6 +152,8 @@ export class NotificationFanout extends EventFollower {
   private async rangesOf(bulk: Bulk[], touches: Touch[], done: string | null): Promise<Range[]> {
     const lo = done ?? '';
     const bounds: string[] = [];
+    const perRange = (subjects: number) => Math.max(1, Math.floor(this.chunkSize / subjects));
+    let watchersLeft = 0;
     if (bulk.length) {
       const repos = [...new Set(bulk.map((b) => b.subject.repo_uuid))];
       const users = await this.deps.db
@@ -147,8 +165,9 @@ export class NotificationFanout extends EventFollower {
         .where('user_uuid', '>=', lo)
         .orderBy('user_uuid')
         .execute();
-      const step = Math.max(1, Math.floor(this.chunkSize / bulk.length));
-      for (let i = step; i < users.length; i += step) bounds.push(users[i]!.user_uuid);
+      const n = perRange(bulk.length);
+      for (let i = n; i < users.length; i += n) bounds.push(users[i]!.user_uuid);
+      watchersLeft = users.length - bounds.length * n;
     } else if (touches.length > this.chunkSize) {
       const users = [...new Set(touches.map((t) => t.user).filter((u) => u >= lo))].sort();
       for (let i = this.chunkSize; i < users.length; i += this.chunkSize) bounds.push(users[i]!);
@@ -156,10 +175,10 @@ export class NotificationFanout extends EventFollower {
     const ranges: Range[] = [];
     let from = lo;
     for (const b of bounds) {
-      ranges.push({ lo: from, hi: b });
+      ranges.push({ lo: from, hi: b, watchers: bulk.length ? perRange(bulk.length) : 0 });
       from = b;
     }
-    ranges.push({ lo: from, hi: null });
+    ranges.push({ lo: from, hi: null, watchers: bulk.length ? watchersLeft : 0 });
     return ranges;
   }
 
@@ -169,51 +188,62 @@ export class NotificationFanout extends EventFollower {
    * jobs and one badge event per user, the cursor set to `to`. The users whose inbox changed;
    * null when the cursor is not at `from` (or is held).
    */
-  private async writeChunk(from: Cursor, to: Cursor, chunk: Touch[], bulk: Bulk[], range: Range): Promise<string[] | null> {
+  private async writeChunk(
+    from: Cursor,
+    to: Cursor,
+    chunk: Touch[],
+    bulk: Bulk[],
+    range: Range,
+    on: Kysely<DB>,
+  ): Promise<string[] | null> {
     const started = performance.now();
-    return inTransaction(this.deps, async (tx) => {
-      let q = tx.db.selectFrom('notification_dispatch').select(['last_event_id', 'batch_end', 'done_user']).where('id', '=', 1);
-      if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
-      const row = await q.executeTakeFirst();
-      if (
-        !row ||
-        Number(row.last_event_id) !== from.last ||
-        (row.batch_end === null ? null : Number(row.batch_end)) !== from.batchEnd ||
-        row.done_user !== from.done
-      )
-        return null;
-      // PostgreSQL's JIT would compile the bulk statement (its estimated cost, with the repo
-      // rule's subqueries, passes jit_above_cost) for seconds to run it for milliseconds
-      if (tx.dialect === 'postgres') await sql`set local jit = off`.execute(tx.db);
-      const now = this.deps.clock.now().toISOString();
-      const t0 = performance.now();
-      const locked = t0 - started;
-      const changed = await upsert(tx.db, tx.dialect, chunk, now);
-      // every subject's watchers and holders in the range: one statement
-      changed.push(...(await writeBulk(tx.db, tx.dialect, bulk, range, now)));
-      const t1 = performance.now();
-      // mail: set-based, a job per notification (batched by its dedupe key) or a digest per user
-      await enqueueMail(this.deps, tx.db, changed);
-      const t2 = performance.now();
-      // the live badge: one `notification-updated` per user whose inbox changed in this batch
-      const byUser = new Map<string, string[]>();
-      for (const c of changed) (byUser.get(c.user) ?? byUser.set(c.user, []).get(c.user)!).push(c.uuid);
-      const inputs: EventInput[] = [...byUser].map(([user, uuids]) => updatedEvent(user, uuids.slice(0, 100), 'activity'));
-      for (let i = 0; i < inputs.length; i += 1000) await tx.emitMany(inputs.slice(i, i + 1000));
-      if (TRACE)
-        console.error(
-          `trace chunk ${changed.length} begin+lock ${locked.toFixed(1)} upsert ${(t1 - t0).toFixed(1)} mail ${(t2 - t1).toFixed(1)} events ${(performance.now() - t2).toFixed(1)}`,
-        );
-      await tx.db
-        .updateTable('notification_dispatch')
-        .set({ last_event_id: to.last, batch_end: to.batchEnd, done_user: to.done })
-        .where('id', '=', 1)
-        .execute();
-      tx.afterCommit(() => {
-        this.stats.notifications += changed.length;
-      });
-      return [...byUser.keys()];
-    });
+    return inTransaction(
+      this.deps,
+      async (tx) => {
+        let q = tx.db.selectFrom('notification_dispatch').select(['last_event_id', 'batch_end', 'done_user']).where('id', '=', 1);
+        if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
+        const row = await q.executeTakeFirst();
+        if (
+          !row ||
+          Number(row.last_event_id) !== from.last ||
+          (row.batch_end === null ? null : Number(row.batch_end)) !== from.batchEnd ||
+          row.done_user !== from.done
+        )
+          return null;
+        // PostgreSQL's JIT would compile the bulk statement (its estimated cost, with the repo
+        // rule's subqueries, passes jit_above_cost) for seconds to run it for milliseconds
+        if (tx.dialect === 'postgres') await sql`set local jit = off`.execute(tx.db);
+        const now = this.deps.clock.now().toISOString();
+        const t0 = performance.now();
+        const locked = t0 - started;
+        const changed = await upsert(tx.db, tx.dialect, chunk, now);
+        // every subject's watchers and holders in the range: one statement
+        changed.push(...(await writeBulk(tx.db, tx.dialect, bulk, range, now)));
+        const t1 = performance.now();
+        // mail: set-based, a job per notification (batched by its dedupe key) or a digest per user
+        await enqueueMail(this.deps, tx.db, changed);
+        const t2 = performance.now();
+        // the live badge: one `notification-updated` per user whose inbox changed in this batch
+        const byUser = new Map<string, string[]>();
+        for (const c of changed) (byUser.get(c.user) ?? byUser.set(c.user, []).get(c.user)!).push(c.uuid);
+        const inputs: EventInput[] = [...byUser].map(([user, uuids]) => updatedEvent(user, uuids.slice(0, 100), 'activity'));
+        for (let i = 0; i < inputs.length; i += 1000) await tx.emitMany(inputs.slice(i, i + 1000));
+        if (TRACE)
+          console.error(
+            `trace chunk ${changed.length} begin+lock ${locked.toFixed(1)} upsert ${(t1 - t0).toFixed(1)} mail ${(t2 - t1).toFixed(1)} events ${(performance.now() - t2).toFixed(1)}`,
+          );
+        await tx.db
+          .updateTable('notification_dispatch')
+          .set({ last_event_id: to.last, batch_end: to.batchEnd, done_user: to.done })
+          .where('id', '=', 1)
+          .execute();
+        tx.afterCommit(() => {
+          this.stats.notifications += changed.length;
+        });
+        return [...byUser.keys()];
+      },
+      on,
+    );
   }
 }
 
@@ -221,6 +251,8 @@ export class NotificationFanout extends EventFollower {
 interface Range {
   lo: string;
   hi: string | null;
+  /** the subjects' repos' watchers in the range (each gets a notification per subject) */
+  watchers: number;
 }
 
 /** A new notification's uuid made by the database (a v4 UUID on both). */
