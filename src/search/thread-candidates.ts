@@ -1,0 +1,137 @@
+/**
+ * The candidates of a thread search with words (docs/search.md "Issues and pulls"): the newest
+ * documents matching the words and the newest whose title matches, access and qualifiers inside
+ * each statement (before its limit), each with its rank (lower is better). Every statement stops
+ * at `rankedDocs` + 1 rows; the ranking over them is in threads.ts.
+ */
+import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { repoReadableBy } from '../access/index.ts';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../errors.ts';
+import type { Viewer } from '../viewer.ts';
+import { one, repoNamed, type textQuery, tsText } from './query.ts';
+
+export const THREAD_SEARCH_LIMITS = {
+  /** matching documents ranked at most (the newest), and as many title matches */
+  rankedDocs: 1000,
+};
+
+export type TextQuery = NonNullable<ReturnType<typeof textQuery>>;
+
+export interface ItemRow {
+  kind: 'thread' | 'pull';
+  uuid: string;
+  repo_uuid: string;
+  number: number;
+  title: string;
+  state: string;
+  updated_at: string;
+  rank: number;
+  doc_id: number | null;
+}
+
+/** The columns of an item, as SQL over `t` (threads), `p` (pulls) and the document's `kind`/`item_uuid`. */
+interface ItemColumns {
+  kind: RawBuilder<unknown>;
+  uuid: RawBuilder<unknown>;
+  state: RawBuilder<unknown>;
+  author: RawBuilder<unknown>;
+}
+
+/** Access and the qualifiers as conditions (over `repos` and an item's columns). */
+export function conditionsOf(viewer: Viewer, quals: Map<string, string[]>, c: ItemColumns): Expression<SqlBool>[] {
+  const conditions: Expression<SqlBool>[] = [repoReadableBy(viewer)];
+  const repo = one(quals, 'repo');
+  if (repo) conditions.push(repoNamed(repo));
+  for (const is of quals.get('is') ?? []) {
+    const v = is.toLowerCase();
+    if (v === 'thread' || v === 'issue') conditions.push(sql<SqlBool>`${c.kind} = 'thread'`);
+    else if (v === 'pull' || v === 'pr') conditions.push(sql<SqlBool>`${c.kind} = 'pull'`);
+    else if (v === 'open' || v === 'closed' || v === 'merged') conditions.push(sql<SqlBool>`${c.state} = ${v}`);
+    else throw new AppError(400, 'invalid_request', `is:${is} is not a known qualifier (is:open, closed, merged, thread, pull).`);
+  }
+  for (const label of quals.get('label') ?? []) {
+    conditions.push(sql<SqlBool>`exists (select 1 from item_labels il join labels l on l.uuid = il.label_uuid
+      where il.item_uuid = ${c.uuid} and l.name_key = ${label.toLowerCase()})`);
+  }
+  for (const author of quals.get('author') ?? []) {
+    conditions.push(sql<SqlBool>`${c.author} = (select u.uuid from users u where u.username = ${author})`);
+  }
+  for (const assignee of quals.get('assignee') ?? []) {
+    conditions.push(sql<SqlBool>`exists (select 1 from item_assignees ia join users u on u.uuid = ia.user_uuid
+      where ia.item_uuid = ${c.uuid} and u.username = ${assignee})`);
+  }
+  return conditions;
+}
+
+/** The candidates' statements (exported for bench/search.ts's plans). */
+export function candidateStatements(deps: Deps, viewer: Viewer, quals: Map<string, string[]>, tq: TextQuery) {
+  const pg = deps.dialect === 'postgres';
+  const limit = THREAD_SEARCH_LIMITS.rankedDocs + 1;
+  const conditions = conditionsOf(viewer, quals, {
+    kind: sql`d.kind`,
+    uuid: sql`d.item_uuid`,
+    state: sql`coalesce(t.state, p.status)`,
+    author: sql`coalesce(t.author_uuid, p.author_uuid)`,
+  });
+  const item = sql`d.kind, d.item_uuid as uuid, coalesce(t.repo_uuid, p.repo_uuid) as repo_uuid,
+    coalesce(t.number, p.number) as number, coalesce(t.title, p.title) as title, coalesce(t.state, p.status) as state,
+    coalesce(t.updated_at, p.updated_at) as updated_at, d.id as doc_id`;
+  const joins = sql`left join threads t on d.kind = 'thread' and t.uuid = d.item_uuid and t.removed_at is null
+    left join pulls p on d.kind = 'pull' and p.uuid = d.item_uuid
+    join repos on repos.uuid = coalesce(t.repo_uuid, p.repo_uuid)`;
+  const where = sql.join([sql<SqlBool>`(t.uuid is not null or p.uuid is not null)`, ...conditions], sql` and `);
+  if (pg) {
+    const tsq = sql`to_tsquery('simple', ${tsText(sql`${tq.ts}`)})`;
+    // ts_rank_cd weighs a title (A) over a body (B); higher is better, so negated. A title match
+    // ranks with the words weighted as titles
+    const tsqTitle = sql`to_tsquery('simple', ${tsText(sql`${tq.tsTitle}`)})`;
+    return {
+      /** the documents matching the words; `newestFirst`: in id order, else the GIN index's */
+      words: (newestFirst: boolean) => sql<ItemRow>`select ${item}, -ts_rank_cd(d.tsv, ${tsq}) as rank
+        from search_docs d ${joins}
+        where d.tsv @@ ${tsq} and ${where}
+        ${newestFirst ? sql`order by d.id desc` : sql``} limit ${limit}`,
+      // the title matches through the titles' own GIN index (migration 710: the same expression),
+      // not through the `:A` weight of the whole document's vector, which the heap must recheck
+      titles: () => sql<ItemRow>`select ${item}, -ts_rank_cd(d.tsv, ${tsqTitle}) as rank
+        from search_docs d ${joins}
+        where to_tsvector('simple', ${tsText(sql`d.title`)}) @@ ${tsq} and ${where}
+        order by d.id desc limit ${limit}`,
+    };
+  }
+  // bm25 weighs a title hit 10 times a body hit; lower is better. FTS5 gives its rows newest
+  // (highest rowid) first without sorting, and the limit stops it. The title matches come from
+  // the titles' own index (migration 710), ranked by bm25 over titles (weighed 10 as well)
+  return {
+    words: () => sql<ItemRow>`select ${item}, bm25(search_docs_fts, 10.0, 1.0) as rank
+      from search_docs_fts join search_docs d on d.id = search_docs_fts.rowid ${joins}
+      where search_docs_fts match ${tq.fts} and ${where}
+      order by search_docs_fts.rowid desc limit ${limit}`,
+    titles: () => sql<ItemRow>`select ${item}, bm25(search_titles_fts, 10.0) as rank
+      from search_titles_fts join search_docs d on d.id = search_titles_fts.rowid ${joins}
+      where search_titles_fts match ${tq.fts} and ${where}
+      order by search_titles_fts.rowid desc limit ${limit}`,
+  };
+}
+
+/**
+ * The newest documents matching the words (at most `rankedDocs` + 1). On PostgreSQL first through
+ * the words' GIN index with the limit and no order: with few matches that is every one, and the
+ * index reads only them. When it fills the limit, more match than are ranked, and the newest are
+ * read backwards along the primary key, filtered by the words, stopping at the limit (sure to
+ * fill: that many readable matches exist, so it reads about limit / density documents). The
+ * planner cannot be left to choose: a prefix tsquery's estimate is far too low (40 rows for
+ * ~52,000), so it reads every match through the bitmap and sorts them; the bitmap and sequential
+ * scans are turned off for that one statement (`set local`, in its own transaction), which leaves
+ * it the primary key (a GIN index has no order and no plain scan).
+ */
+export async function newestMatching(deps: Deps, statements: ReturnType<typeof candidateStatements>): Promise<ItemRow[]> {
+  if (deps.dialect !== 'postgres') return (await statements.words(true).execute(deps.db)).rows;
+  const probe = await statements.words(false).execute(deps.db);
+  if (probe.rows.length <= THREAD_SEARCH_LIMITS.rankedDocs) return probe.rows;
+  return deps.db.transaction().execute(async (trx) => {
+    await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`.execute(trx);
+    return (await statements.words(true).execute(trx)).rows;
+  });
+}
