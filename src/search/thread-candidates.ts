@@ -87,8 +87,14 @@ export function candidateStatements(deps: Deps, viewer: Viewer, quals: Map<strin
     // ranks with the words weighted as titles
     const tsqTitle = sql`to_tsquery('simple', ${tsText(sql`${tq.tsTitle}`)})`;
     return {
-      /** the documents matching the words; `newestFirst`: in id order, else the GIN index's */
-      words: (newestFirst: boolean) => sql<ItemRow>`select ${item}, -ts_rank_cd(d.tsv, ${tsq}) as rank
+      /**
+       * the documents matching the words; `newestFirst`: in id order, else the GIN index's;
+       * `ranked`: with their rank, else 0 (only counted)
+       */
+      words: (
+        newestFirst: boolean,
+        ranked = true,
+      ) => sql<ItemRow>`select ${item}, ${ranked ? sql`-ts_rank_cd(d.tsv, ${tsq})` : sql`0`} as rank
         from search_docs d ${joins}
         where d.tsv @@ ${tsq} and ${where}
         ${newestFirst ? sql`order by d.id desc` : sql``} limit ${limit}`,
@@ -104,7 +110,11 @@ export function candidateStatements(deps: Deps, viewer: Viewer, quals: Map<strin
   // (highest rowid) first without sorting, and the limit stops it. The title matches come from
   // the titles' own index (migration 710), ranked by bm25 over titles (weighed 10 as well)
   return {
-    words: () => sql<ItemRow>`select ${item}, bm25(search_docs_fts, 10.0, 1.0) as rank
+    // bm25 reads every match of each phrase again (its idf: the number of documents holding it)
+    words: (
+      _newestFirst: boolean,
+      ranked = true,
+    ) => sql<ItemRow>`select ${item}, ${ranked ? sql`bm25(search_docs_fts, 10.0, 1.0)` : sql`0`} as rank
       from search_docs_fts join search_docs d on d.id = search_docs_fts.rowid ${joins}
       where search_docs_fts match ${tq.fts} and ${where}
       order by search_docs_fts.rowid desc limit ${limit}`,
@@ -116,7 +126,8 @@ export function candidateStatements(deps: Deps, viewer: Viewer, quals: Map<strin
 }
 
 /**
- * The newest documents matching the words (at most `rankedDocs` + 1). On PostgreSQL first through
+ * The newest documents matching the words (at most `rankedDocs` + 1; `ranked` false: their rank is
+ * 0, for counting their items only). On PostgreSQL first through
  * the words' GIN index with the limit and no order: with few matches that is every one, and the
  * index reads only them. When it fills the limit, more match than are ranked, and the newest are
  * read backwards along the primary key, filtered by the words, stopping at the limit (sure to
@@ -126,12 +137,16 @@ export function candidateStatements(deps: Deps, viewer: Viewer, quals: Map<strin
  * scans are turned off for that one statement (`set local`, in its own transaction), which leaves
  * it the primary key (a GIN index has no order and no plain scan).
  */
-export async function newestMatching(deps: Deps, statements: ReturnType<typeof candidateStatements>): Promise<ItemRow[]> {
-  if (deps.dialect !== 'postgres') return (await statements.words(true).execute(deps.db)).rows;
-  const probe = await statements.words(false).execute(deps.db);
+export async function newestMatching(
+  deps: Deps,
+  statements: ReturnType<typeof candidateStatements>,
+  ranked = true,
+): Promise<ItemRow[]> {
+  if (deps.dialect !== 'postgres') return (await statements.words(true, ranked).execute(deps.db)).rows;
+  const probe = await statements.words(false, ranked).execute(deps.db);
   if (probe.rows.length <= THREAD_SEARCH_LIMITS.rankedDocs) return probe.rows;
   return deps.db.transaction().execute(async (trx) => {
     await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`.execute(trx);
-    return (await statements.words(true).execute(trx)).rows;
+    return (await statements.words(true, ranked).execute(trx)).rows;
   });
 }

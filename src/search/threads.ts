@@ -106,8 +106,11 @@ export async function searchThreads(
 }
 
 /**
- * With words: the candidates (thread-candidates.ts), the items' best documents ranked here: every
- * statement reads at most `rankedDocs` + 1 documents.
+ * With words: the candidates (thread-candidates.ts), every statement reading at most `rankedDocs`
+ * + 1 documents. The items whose title holds the words come first, by their title's rank; then the
+ * others, by their best document's rank (then newest first). When the title matches fill the page,
+ * the others are only counted (their statement computes no rank: on SQLite bm25 would read every
+ * match of each word again).
  */
 async function ranked(
   deps: Deps,
@@ -117,19 +120,24 @@ async function ranked(
   page: PageWindow,
 ): Promise<Counted<ItemRow>> {
   const statements = candidateStatements(deps, viewer, quals, tq);
-  const [any, titled] = await Promise.all([newestMatching(deps, statements), statements.titles().execute(deps.db)]);
+  const limit = THREAD_SEARCH_LIMITS.rankedDocs;
+  const bestOf = (rows: ItemRow[], into = new Map<string, ItemRow>()) => {
+    for (const r of rows.slice(0, limit)) {
+      const rank = Number(r.rank);
+      const had = into.get(r.uuid);
+      if (!had || rank < had.rank) into.set(r.uuid, { ...r, rank });
+    }
+    return into;
+  };
+  const order = (a: ItemRow, b: ItemRow) =>
+    a.rank - b.rank || (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0) || (a.uuid < b.uuid ? -1 : 1);
+  const titled = bestOf((await statements.titles().execute(deps.db)).rows);
+  const filled = titled.size >= page.offset + page.limit;
+  const any = await newestMatching(deps, statements, !filled);
   // more documents match than were read: the ranking is over the newest and the title matches
-  const more = any.length > THREAD_SEARCH_LIMITS.rankedDocs;
-  const best = new Map<string, ItemRow>();
-  for (const r of [...any.slice(0, THREAD_SEARCH_LIMITS.rankedDocs), ...titled.rows.slice(0, THREAD_SEARCH_LIMITS.rankedDocs)]) {
-    const rank = Number(r.rank);
-    const had = best.get(r.uuid);
-    if (!had || rank < had.rank) best.set(r.uuid, { ...r, rank });
-  }
-  const items = [...best.values()].sort(
-    (a, b) =>
-      a.rank - b.rank || (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0) || (a.uuid < b.uuid ? -1 : 1),
-  );
+  const more = any.length > limit;
+  const others = [...bestOf(any).values()].filter((r) => !titled.has(r.uuid));
+  const items = [...[...titled.values()].sort(order), ...(filled ? others : others.sort(order))];
   return { rows: items.slice(page.offset, page.offset + page.limit), total: items.length, ...(more ? { atLeast: true } : {}) };
 }
 
