@@ -316,7 +316,7 @@ async function measure(root: string): Promise<void> {
   const { indexRepo, scheduleSearchIndex } = await import('../src/search/indexer.ts');
   const { CODE_SEARCH_LIMITS } = await import('../src/search/code.ts');
   const { THREAD_SEARCH_LIMITS } = await import('../src/search/threads.ts');
-  const { candidateStatements, newestMatching } = await import('../src/search/thread-candidates.ts');
+  const { candidateStatements, readCandidates } = await import('../src/search/thread-candidates.ts');
   const { textQuery, tsText } = await import('../src/search/query.ts');
   const out: string[] = [];
   // each line as soon as it is known (a long run shows its progress)
@@ -477,11 +477,12 @@ async function measure(root: string): Promise<void> {
         }
       emit(`load average ${load1()}`);
       if (pg) {
-        // the words' candidates statement alone (access included, as the bench's user): before
-        // (the planner's choice, newest first) and after (the GIN index with the limit, then
-        // backwards along the primary key when that fills it), the median of 10 runs, one client
+        // the candidates' statements alone (access included, as the bench's user): before (the
+        // planner's choice for the words, newest first, and the titles) and after (readCandidates:
+        // the newest documents, else the GIN index with the limit, else backwards, in a transaction
+        // with sequential scans off), the median of 10 runs, one client, the words' rows compared
         emit(
-          "| words' candidates, the statement alone | rows | before: planner's choice (median) | after: GIN with a limit, then backwards (median) |",
+          "| candidates' statements alone (titles + words) | rows | before: the planner's choice (median) | after: recent, GIN with a limit, backwards (median) |",
         );
         emit('|---|---:|---:|---:|');
         const viewer = { uuid: user.uuid, username: 'bench', isStaff: false, tokenUuid: '' };
@@ -499,26 +500,28 @@ async function measure(root: string): Promise<void> {
             const ids = rows.map((x) => Number(x.doc_id)).sort((a, b) => b - a);
             return { ms: percentile(ms, 50), ids: ids.join(','), n: ids.length };
           };
-          const b = await times(async () => (await stmts.words(true).execute(t.deps.db)).rows);
-          const a = await times(() => newestMatching(t.deps, stmts));
+          const b = await times(async () => {
+            await stmts.titles().execute(t.deps.db);
+            return (await stmts.words('newest').execute(t.deps.db)).rows;
+          });
+          const a = await times(async () => (await readCandidates(t.deps, stmts, () => false)).words);
           emit(`| \`${q}\` | ${a.n}${a.ids === b.ids ? '' : ' (differ!)'} | ${b.ms.toFixed(1)} ms | ${a.ms.toFixed(1)} ms |`);
           if (process.env.PLAN) {
             const explain = async (stmt: ReturnType<typeof stmts.words>, db: typeof t.deps.db) =>
               (await sql<{ 'QUERY PLAN': string }>`explain (analyze, buffers) ${stmt}`.execute(db)).rows.map(
                 (x) => `      ${x['QUERY PLAN']}`,
               );
-            emit(`  before \`${q}\`:`, ...(await explain(stmts.words(true), t.deps.db)));
-            emit(`  after, the GIN index with the limit \`${q}\`:`, ...(await explain(stmts.words(false), t.deps.db)));
-            if (a.n > THREAD_SEARCH_LIMITS.rankedDocs)
-              emit(
-                `  after, backwards \`${q}\`:`,
-                ...(await t.deps.db.transaction().execute(async (trx) => {
-                  await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`.execute(
-                    trx,
-                  );
-                  return explain(stmts.words(true), trx);
-                })),
-              );
+            emit(`  before \`${q}\`:`, ...(await explain(stmts.words('newest'), t.deps.db)));
+            const limit = THREAD_SEARCH_LIMITS.rankedDocs;
+            await t.deps.db.transaction().execute(async (trx) => {
+              await sql`select set_config('enable_seqscan', 'off', true)`.execute(trx);
+              emit(`  after, the newest documents \`${q}\`:`, ...(await explain(stmts.words('recent'), trx)));
+              if ((await stmts.words('recent').execute(trx)).rows.length > limit) return;
+              emit(`  after, the GIN index with the limit \`${q}\`:`, ...(await explain(stmts.words('index'), trx)));
+              if ((await stmts.words('index').execute(trx)).rows.length <= limit) return;
+              await sql`select set_config('enable_bitmapscan', 'off', true)`.execute(trx);
+              emit(`  after, backwards \`${q}\`:`, ...(await explain(stmts.words('newest'), trx)));
+            });
           }
         }
       }

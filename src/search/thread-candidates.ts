@@ -14,7 +14,12 @@ import { one, repoNamed, type textQuery, tsText } from './query.ts';
 export const THREAD_SEARCH_LIMITS = {
   /** matching documents ranked at most (the newest), and as many title matches */
   rankedDocs: 1000,
+  /** PostgreSQL: the newest documents read first, before the words' GIN index is asked */
+  recentDocs: 5000,
 };
+
+/** How the words' statement reads (PostgreSQL; SQLite's FTS5 gives the newest first anyway). */
+export type WordsScan = 'recent' | 'index' | 'newest';
 
 export type TextQuery = NonNullable<ReturnType<typeof textQuery>>;
 
@@ -88,16 +93,19 @@ export function candidateStatements(deps: Deps, viewer: Viewer, quals: Map<strin
     const tsqTitle = sql`to_tsquery('simple', ${tsText(sql`${tq.tsTitle}`)})`;
     return {
       /**
-       * the documents matching the words; `newestFirst`: in id order, else the GIN index's;
-       * `ranked`: with their rank, else 0 (only counted)
+       * the documents matching the words (`ranked`: with their rank, else 0, only counted):
+       * `recent` among the newest `recentDocs` documents, `index` through the GIN index (no
+       * order), `newest` newest first
        */
-      words: (
-        newestFirst: boolean,
-        ranked = true,
-      ) => sql<ItemRow>`select ${item}, ${ranked ? sql`-ts_rank_cd(d.tsv, ${tsq})` : sql`0`} as rank
-        from search_docs d ${joins}
+      words: (scan: WordsScan, ranked = true) => sql<ItemRow>`select ${item},
+          ${ranked ? sql`-ts_rank_cd(d.tsv, ${tsq})` : sql`0`} as rank
+        from ${
+          scan === 'recent'
+            ? sql`(select * from search_docs order by id desc limit ${THREAD_SEARCH_LIMITS.recentDocs}) d`
+            : sql`search_docs d`
+        } ${joins}
         where d.tsv @@ ${tsq} and ${where}
-        ${newestFirst ? sql`order by d.id desc` : sql``} limit ${limit}`,
+        ${scan === 'index' ? sql`` : sql`order by d.id desc`} limit ${limit}`,
       // the title matches through the titles' own GIN index (migration 710: the same expression),
       // not through the `:A` weight of the whole document's vector, which the heap must recheck
       titles: () => sql<ItemRow>`select ${item}, -ts_rank_cd(d.tsv, ${tsqTitle}) as rank
@@ -112,7 +120,7 @@ export function candidateStatements(deps: Deps, viewer: Viewer, quals: Map<strin
   return {
     // bm25 reads every match of each phrase again (its idf: the number of documents holding it)
     words: (
-      _newestFirst: boolean,
+      _scan: WordsScan,
       ranked = true,
     ) => sql<ItemRow>`select ${item}, ${ranked ? sql`bm25(search_docs_fts, 10.0, 1.0)` : sql`0`} as rank
       from search_docs_fts join search_docs d on d.id = search_docs_fts.rowid ${joins}
@@ -126,27 +134,39 @@ export function candidateStatements(deps: Deps, viewer: Viewer, quals: Map<strin
 }
 
 /**
- * The newest documents matching the words (at most `rankedDocs` + 1; `ranked` false: their rank is
- * 0, for counting their items only). On PostgreSQL first through
- * the words' GIN index with the limit and no order: with few matches that is every one, and the
- * index reads only them. When it fills the limit, more match than are ranked, and the newest are
- * read backwards along the primary key, filtered by the words, stopping at the limit (sure to
- * fill: that many readable matches exist, so it reads about limit / density documents). The
- * planner cannot be left to choose: a prefix tsquery's estimate is far too low (40 rows for
- * ~52,000), so it reads every match through the bitmap and sorts them; the bitmap and sequential
- * scans are turned off for that one statement (`set local`, in its own transaction), which leaves
- * it the primary key (a GIN index has no order and no plain scan).
+ * The title matches, then (at most `rankedDocs` + 1 of) the newest documents matching the words,
+ * with their rank unless the title matches fill the page (`fills`: then 0, for counting only).
+ * SQLite's FTS5 reads them newest first and stops at the limit. PostgreSQL reads, in one
+ * transaction with sequential scans off (so that the joins go through the keys whatever the
+ * statistics say; a table analyzed before a bulk import is estimated at a few hundred rows and
+ * read whole into a hash): (1) the newest `recentDocs` documents, backwards along the primary key,
+ * filtered by the words; a common query fills the limit there. (2) Else the words' GIN index,
+ * with the limit and no order: a rare query's every match, the index reading only those. (3) Else
+ * (more match, but not among the newest) backwards along the primary key without a bound,
+ * stopping at the limit, which is sure to fill since that many readable matches exist. The
+ * planner cannot be left to choose (3) itself: a prefix tsquery's estimate is far too low (40 rows
+ * for ~52,000), so it reads every match through a bitmap and sorts them; bitmap scans are turned
+ * off for that statement, which leaves the primary key (a GIN index has no order).
  */
-export async function newestMatching(
+export async function readCandidates(
   deps: Deps,
   statements: ReturnType<typeof candidateStatements>,
-  ranked = true,
-): Promise<ItemRow[]> {
-  if (deps.dialect !== 'postgres') return (await statements.words(true, ranked).execute(deps.db)).rows;
-  const probe = await statements.words(false, ranked).execute(deps.db);
-  if (probe.rows.length <= THREAD_SEARCH_LIMITS.rankedDocs) return probe.rows;
+  fills: (titled: ItemRow[]) => boolean,
+): Promise<{ titled: ItemRow[]; words: ItemRow[] }> {
+  const enough = (rows: ItemRow[]) => rows.length > THREAD_SEARCH_LIMITS.rankedDocs;
+  if (deps.dialect !== 'postgres') {
+    const titled = (await statements.titles().execute(deps.db)).rows;
+    return { titled, words: (await statements.words('newest', !fills(titled)).execute(deps.db)).rows };
+  }
   return deps.db.transaction().execute(async (trx) => {
-    await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`.execute(trx);
-    return (await statements.words(true, ranked).execute(trx)).rows;
+    await sql`select set_config('enable_seqscan', 'off', true)`.execute(trx);
+    const titled = (await statements.titles().execute(trx)).rows;
+    const ranked = !fills(titled);
+    const recent = (await statements.words('recent', ranked).execute(trx)).rows;
+    if (enough(recent)) return { titled, words: recent };
+    const probe = (await statements.words('index', ranked).execute(trx)).rows;
+    if (!enough(probe)) return { titled, words: probe };
+    await sql`select set_config('enable_bitmapscan', 'off', true)`.execute(trx);
+    return { titled, words: (await statements.words('newest', ranked).execute(trx)).rows };
   });
 }

@@ -3,10 +3,10 @@
  * bodies, replies and reviews of every thread and pull the caller may read, ranked by relevance.
  *
  * The cost is bounded by a page, not by the number of matches: the ranking runs over at most
- * `rankedDocs` + 1 of the newest matching documents (read in the index's own order, newest first,
- * access and qualifiers applied before the limit) plus as many of the newest documents whose
- * title matches, so title hits of any age rank first. When more documents match than that, the
- * results are the best of those candidates and the count says "at least" (`N+`).
+ * `rankedDocs` + 1 of the newest matching documents (access and qualifiers applied before the
+ * limit; thread-candidates.ts) plus as many of the newest documents whose title matches, so title
+ * hits of any age rank first. When more documents match than that, the results are the best of
+ * those candidates and the count says "at least" (`N+`).
  */
 import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
@@ -32,7 +32,7 @@ import {
   type TextQuery,
   candidateStatements,
   conditionsOf,
-  newestMatching,
+  readCandidates,
 } from './thread-candidates.ts';
 
 export { THREAD_SEARCH_LIMITS };
@@ -131,9 +131,10 @@ async function ranked(
   };
   const order = (a: ItemRow, b: ItemRow) =>
     a.rank - b.rank || (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0) || (a.uuid < b.uuid ? -1 : 1);
-  const titled = bestOf((await statements.titles().execute(deps.db)).rows);
+  const read = await readCandidates(deps, statements, (rows) => bestOf(rows).size >= page.offset + page.limit);
+  const titled = bestOf(read.titled);
   const filled = titled.size >= page.offset + page.limit;
-  const any = await newestMatching(deps, statements, !filled);
+  const any = read.words;
   // more documents match than were read: the ranking is over the newest and the title matches
   const more = any.length > limit;
   const others = [...bestOf(any).values()].filter((r) => !titled.has(r.uuid));
