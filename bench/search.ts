@@ -480,7 +480,7 @@ async function measure(root: string): Promise<void> {
         // the candidates' statements alone (access included, as the bench's user): before (the
         // planner's choice for the words, newest first, and the titles) and after (readCandidates:
         // the newest documents, else the GIN index with the limit, else backwards, in a transaction
-        // with sequential scans off), the median of 10 runs, one client, the words' rows compared
+        // with hash and merge joins off), the median of 10 runs, one client, the words' rows compared
         emit(
           "| candidates' statements alone (titles + words) | rows | before: the planner's choice (median) | after: recent, GIN with a limit, backwards (median) |",
         );
@@ -514,12 +514,16 @@ async function measure(root: string): Promise<void> {
             emit(`  before \`${q}\`:`, ...(await explain(stmts.words('newest'), t.deps.db)));
             const limit = THREAD_SEARCH_LIMITS.rankedDocs;
             await t.deps.db.transaction().execute(async (trx) => {
-              await sql`select set_config('enable_seqscan', 'off', true)`.execute(trx);
+              await sql`select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`.execute(
+                trx,
+              );
               emit(`  after, the newest documents \`${q}\`:`, ...(await explain(stmts.words('recent'), trx)));
               if ((await stmts.words('recent').execute(trx)).rows.length > limit) return;
               emit(`  after, the GIN index with the limit \`${q}\`:`, ...(await explain(stmts.words('index'), trx)));
               if ((await stmts.words('index').execute(trx)).rows.length <= limit) return;
-              await sql`select set_config('enable_bitmapscan', 'off', true)`.execute(trx);
+              await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`.execute(
+                trx,
+              );
               emit(`  after, backwards \`${q}\`:`, ...(await explain(stmts.words('newest'), trx)));
             });
           }

@@ -137,36 +137,42 @@ export function candidateStatements(deps: Deps, viewer: Viewer, quals: Map<strin
  * The title matches, then (at most `rankedDocs` + 1 of) the newest documents matching the words,
  * with their rank unless the title matches fill the page (`fills`: then 0, for counting only).
  * SQLite's FTS5 reads them newest first and stops at the limit. PostgreSQL reads, in one
- * transaction with sequential scans off (so that the joins go through the keys whatever the
- * statistics say; a table analyzed before a bulk import is estimated at a few hundred rows and
- * read whole into a hash): (1) the newest `recentDocs` documents, backwards along the primary key,
- * filtered by the words; a common query fills the limit there. (2) Else the words' GIN index,
- * with the limit and no order: a rare query's every match, the index reading only those. (3) Else
- * (more match, but not among the newest) backwards along the primary key without a bound,
- * stopping at the limit, which is sure to fill since that many readable matches exist. The
- * planner cannot be left to choose (3) itself: a prefix tsquery's estimate is far too low (40 rows
- * for ~52,000), so it reads every match through a bitmap and sorts them; bitmap scans are turned
- * off for that statement, which leaves the primary key (a GIN index has no order).
+ * transaction with hash and merge joins off (the joins to threads, pulls and repos go by key from
+ * the few candidate documents, whatever the statistics say: a table last analyzed before a bulk
+ * import is estimated at a few hundred rows and read whole into a hash): (1) the newest
+ * `recentDocs` documents, backwards along the primary key, filtered by the words; a common query
+ * fills the limit there. (2) When those hold too few matches for more than twice the limit to be
+ * expected in all (a rare query), the words' GIN index with the limit and no order: every match
+ * when no more than the limit exist, the index reading only those. (3) Else backwards along the
+ * primary key without a bound, stopping at the limit (it fills when that many readable matches
+ * exist). The planner cannot be left to choose (3) itself: a prefix tsquery's estimate is far too
+ * low (40 rows for ~52,000), so it reads every match through a bitmap and sorts them; bitmap and
+ * sequential scans are turned off for that statement, which leaves the primary key.
  */
 export async function readCandidates(
   deps: Deps,
   statements: ReturnType<typeof candidateStatements>,
   fills: (titled: ItemRow[]) => boolean,
 ): Promise<{ titled: ItemRow[]; words: ItemRow[] }> {
-  const enough = (rows: ItemRow[]) => rows.length > THREAD_SEARCH_LIMITS.rankedDocs;
+  const { rankedDocs, recentDocs } = THREAD_SEARCH_LIMITS;
+  const enough = (rows: ItemRow[]) => rows.length > rankedDocs;
   if (deps.dialect !== 'postgres') {
     const titled = (await statements.titles().execute(deps.db)).rows;
     return { titled, words: (await statements.words('newest', !fills(titled)).execute(deps.db)).rows };
   }
   return deps.db.transaction().execute(async (trx) => {
-    await sql`select set_config('enable_seqscan', 'off', true)`.execute(trx);
+    await sql`select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`.execute(trx);
     const titled = (await statements.titles().execute(trx)).rows;
     const ranked = !fills(titled);
     const recent = (await statements.words('recent', ranked).execute(trx)).rows;
     if (enough(recent)) return { titled, words: recent };
-    const probe = (await statements.words('index', ranked).execute(trx)).rows;
-    if (!enough(probe)) return { titled, words: probe };
-    await sql`select set_config('enable_bitmapscan', 'off', true)`.execute(trx);
+    const docs = await sql<{ n: number | null }>`select max(id) as n from search_docs`.execute(trx);
+    const expected = (recent.length * Number(docs.rows[0]?.n ?? 0)) / recentDocs;
+    if (expected <= 2 * rankedDocs) {
+      const probe = (await statements.words('index', ranked).execute(trx)).rows;
+      if (!enough(probe)) return { titled, words: probe };
+    }
+    await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`.execute(trx);
     return { titled, words: (await statements.words('newest', ranked).execute(trx)).rows };
   });
 }
