@@ -11,9 +11,11 @@
  *   with 10 concurrent clients over HTTP for BENCH_DURATION seconds (default 5): p50 and p99,
  *   beside the same question asked of `git grep` on the bare repo and of `csearch` (Debian's
  *   codesearch, after `cindex` of the same files), each with 10 concurrent processes, as ratios;
- * - thread search at BENCH_SEARCH_THREADS threads (default 100,000): p50 and p99, 10 clients, and
- *   the title candidates' statement alone through the old way (a column filter / a weight) and
- *   through the titles' own index (migration 710);
+ * - thread search at BENCH_SEARCH_THREADS threads (default 100,000): p50 and p99 with 1 and with
+ *   10 clients (BENCH_TEXT_CLIENTS, default `1,10`), the title candidates' statement alone
+ *   through the old way (a column filter / a weight) and through the titles' own index (migration
+ *   710), and on PostgreSQL the words' candidates statement alone, the planner's choice against
+ *   the GIN index with a limit then backwards (with PLAN=1 their `EXPLAIN (ANALYZE, BUFFERS)`);
  * - on PostgreSQL, the rare literal also without the probe of the trigram index (as before).
  *
  * The load runs in this process beside the server (one event loop): the figures are an upper
@@ -40,6 +42,8 @@ const THREADS = Number(process.env.BENCH_SEARCH_THREADS ?? 100_000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 const DATABASES = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',');
 const CLIENTS = 10;
+/** the thread queries run with each of these client counts (the text budget names none) */
+const TEXT_CLIENTS = (process.env.BENCH_TEXT_CLIENTS ?? '1,10').split(',').map(Number);
 
 const env = {
   PATH: process.env.PATH!,
@@ -150,15 +154,19 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-/** `CLIENTS` concurrent loops of `once` for `seconds`: p50 and p99 in ms. */
-async function load(once: () => Promise<void>, seconds: number): Promise<{ p50: number; p99: number; n: number; cpuMs: number }> {
+/** `clients` concurrent loops of `once` for `seconds`: p50 and p99 in ms. */
+async function load(
+  once: () => Promise<void>,
+  seconds: number,
+  clients = CLIENTS,
+): Promise<{ p50: number; p99: number; n: number; cpuMs: number }> {
   const warm = Date.now() + 500;
   while (Date.now() < warm) await once();
   const times: number[] = [];
   const cpu0 = process.cpuUsage();
   const end = Date.now() + seconds * 1000;
   await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
+    Array.from({ length: clients }, async () => {
       while (Date.now() < end) {
         const t0 = performance.now();
         await once();
@@ -308,6 +316,7 @@ async function measure(root: string): Promise<void> {
   const { indexRepo, scheduleSearchIndex } = await import('../src/search/indexer.ts');
   const { CODE_SEARCH_LIMITS } = await import('../src/search/code.ts');
   const { THREAD_SEARCH_LIMITS } = await import('../src/search/threads.ts');
+  const { candidateStatements, readCandidates } = await import('../src/search/thread-candidates.ts');
   const { textQuery, tsText } = await import('../src/search/query.ts');
   const out: string[] = [];
   // each line as soon as it is known (a long run shows its progress)
@@ -380,9 +389,9 @@ async function measure(root: string): Promise<void> {
       );
       const pg = dialect === 'postgres';
       /** `once` under load, with the PostgreSQL backends' CPU per request beside this process's */
-      const measured = async (fn: () => Promise<void>) => {
+      const measured = async (fn: () => Promise<void>, clients = CLIENTS) => {
         const before = pg ? await pgBackendCpu(t.deps.db as never) : null;
-        const r = await load(fn, DURATION);
+        const r = await load(fn, DURATION, clients);
         let dbMs = '';
         if (before) {
           const after = await pgBackendCpu(t.deps.db as never);
@@ -451,17 +460,74 @@ async function measure(root: string): Promise<void> {
       emit(`\n${dialect}: ${THREADS} threads inserted (triggers indexing them) in ${seedSec.toFixed(1)} s`);
       if (pg) await sql`analyze search_docs`.execute(t.deps.db);
       emit(`load average ${load1()}`);
-      emit(`| thread query | p50 | p99 | CPU/request |${dbCol} total |`);
-      emit(`|---|---:|---:|---:|${dbSep}---:|`);
-      for (const q of ['okapi', 'stream parse', 'is:open okapi', '"write error"']) {
-        const url = `${base}/api/v1/search/threads?q=${encodeURIComponent(q)}`;
-        let total = '';
-        const r = await measured(async () => {
-          const res = await fetch(url, { headers: { authorization: `Bearer ${user.token}` } });
-          total = res.headers.get('x-total-count') ?? '';
-          await res.arrayBuffer();
-        });
-        emit(`| \`${q}\` | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms${r.dbMs} | ${total} |`);
+      emit(`| thread query | clients | p50 | p99 | CPU/request |${dbCol} total |`);
+      emit(`|---|---:|---:|---:|---:|${dbSep}---:|`);
+      for (const clients of TEXT_CLIENTS)
+        for (const q of ['okapi', 'stream parse', 'is:open okapi', '"write error"']) {
+          const url = `${base}/api/v1/search/threads?q=${encodeURIComponent(q)}`;
+          let total = '';
+          const r = await measured(async () => {
+            const res = await fetch(url, { headers: { authorization: `Bearer ${user.token}` } });
+            total = res.headers.get('x-total-count') ?? '';
+            await res.arrayBuffer();
+          }, clients);
+          emit(
+            `| \`${q}\` | ${clients} | ${r.p50.toFixed(1)} ms | ${r.p99.toFixed(1)} ms | ${r.cpuMs.toFixed(1)} ms${r.dbMs} | ${total} |`,
+          );
+        }
+      emit(`load average ${load1()}`);
+      if (pg) {
+        // the candidates' statements alone (access included, as the bench's user): before (the
+        // planner's choice for the words, newest first, and the titles) and after (readCandidates:
+        // the newest documents, else the GIN index with the limit, else backwards, in a transaction
+        // with hash and merge joins off), the median of 10 runs, one client, the words' rows compared
+        emit(
+          "| candidates' statements alone (titles + words) | rows | before: the planner's choice (median) | after: recent, GIN with a limit, backwards (median) |",
+        );
+        emit('|---|---:|---:|---:|');
+        const viewer = { uuid: user.uuid, username: 'bench', isStaff: false, tokenUuid: '' };
+        for (const q of ['okapi', 'stream parse', '"write error"']) {
+          const stmts = candidateStatements(t.deps, viewer, new Map(), textQuery(q)!);
+          const times = async (fn: () => Promise<{ doc_id: number | null }[]>) => {
+            const ms: number[] = [];
+            let rows: { doc_id: number | null }[] = [];
+            for (let k = 0; k < 10; k++) {
+              const t1 = performance.now();
+              rows = await fn();
+              ms.push(performance.now() - t1);
+            }
+            ms.sort((a, b) => a - b);
+            const ids = rows.map((x) => Number(x.doc_id)).sort((a, b) => b - a);
+            return { ms: percentile(ms, 50), ids: ids.join(','), n: ids.length };
+          };
+          const b = await times(async () => {
+            await stmts.titles().execute(t.deps.db);
+            return (await stmts.words('newest').execute(t.deps.db)).rows;
+          });
+          const a = await times(async () => (await readCandidates(t.deps, stmts, () => false)).words);
+          emit(`| \`${q}\` | ${a.n}${a.ids === b.ids ? '' : ' (differ!)'} | ${b.ms.toFixed(1)} ms | ${a.ms.toFixed(1)} ms |`);
+          if (process.env.PLAN) {
+            const explain = async (stmt: ReturnType<typeof stmts.words>, db: typeof t.deps.db) =>
+              (await sql<{ 'QUERY PLAN': string }>`explain (analyze, buffers) ${stmt}`.execute(db)).rows.map(
+                (x) => `      ${x['QUERY PLAN']}`,
+              );
+            emit(`  before \`${q}\`:`, ...(await explain(stmts.words('newest'), t.deps.db)));
+            const limit = THREAD_SEARCH_LIMITS.rankedDocs;
+            await t.deps.db.transaction().execute(async (trx) => {
+              await sql`select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`.execute(
+                trx,
+              );
+              emit(`  after, the newest documents \`${q}\`:`, ...(await explain(stmts.words('recent'), trx)));
+              if ((await stmts.words('recent').execute(trx)).rows.length > limit) return;
+              emit(`  after, the GIN index with the limit \`${q}\`:`, ...(await explain(stmts.words('index'), trx)));
+              if ((await stmts.words('index').execute(trx)).rows.length <= limit) return;
+              await sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`.execute(
+                trx,
+              );
+              emit(`  after, backwards \`${q}\`:`, ...(await explain(stmts.words('newest'), trx)));
+            });
+          }
+        }
       }
       // the title candidates' statement alone (no access conditions), before session 5 (FTS5's
       // `{title}:` column filter; PostgreSQL's `:A` weight rechecked on the heap) and after (the

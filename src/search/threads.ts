@@ -3,13 +3,12 @@
  * bodies, replies and reviews of every thread and pull the caller may read, ranked by relevance.
  *
  * The cost is bounded by a page, not by the number of matches: the ranking runs over at most
- * `rankedDocs` + 1 of the newest matching documents (read in the index's own order, newest first,
- * access and qualifiers applied before the limit) plus as many of the newest documents whose
- * title matches, so title hits of any age rank first. When more documents match than that, the
- * results are the best of those candidates and the count says "at least" (`N+`).
+ * `rankedDocs` + 1 of the newest matching documents (access and qualifiers applied before the
+ * limit; thread-candidates.ts) plus as many of the newest documents whose title matches, so title
+ * hits of any age rank first. When more documents match than that, the results are the best of
+ * those candidates and the count says "at least" (`N+`).
  */
-import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
-import { repoReadableBy } from '../access/index.ts';
+import { sql } from 'kysely';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
@@ -20,20 +19,23 @@ import {
   MARK_OPEN,
   type PageWindow,
   markSnippet,
-  one,
   ownerName,
-  repoNamed,
   takeQualifiers,
   textQuery,
   textSnippet,
   tsText,
   untsText,
 } from './query.ts';
+import {
+  type ItemRow,
+  THREAD_SEARCH_LIMITS,
+  type TextQuery,
+  candidateStatements,
+  conditionsOf,
+  readCandidates,
+} from './thread-candidates.ts';
 
-export const THREAD_SEARCH_LIMITS = {
-  /** matching documents ranked at most (the newest), and as many title matches */
-  rankedDocs: 1000,
-};
+export { THREAD_SEARCH_LIMITS };
 
 export interface ThreadHit {
   kind: 'thread' | 'pull';
@@ -48,52 +50,6 @@ export interface ThreadHit {
 
 export interface ThreadQuery {
   q: string;
-}
-
-interface ItemRow {
-  kind: 'thread' | 'pull';
-  uuid: string;
-  repo_uuid: string;
-  number: number;
-  title: string;
-  state: string;
-  updated_at: string;
-  rank: number;
-  doc_id: number | null;
-}
-
-/** The columns of an item, as SQL over `t` (threads), `p` (pulls) and the document's `kind`/`item_uuid`. */
-interface ItemColumns {
-  kind: RawBuilder<unknown>;
-  uuid: RawBuilder<unknown>;
-  state: RawBuilder<unknown>;
-  author: RawBuilder<unknown>;
-}
-
-/** Access and the qualifiers as conditions (over `repos` and an item's columns). */
-function conditionsOf(viewer: Viewer, quals: Map<string, string[]>, c: ItemColumns): Expression<SqlBool>[] {
-  const conditions: Expression<SqlBool>[] = [repoReadableBy(viewer)];
-  const repo = one(quals, 'repo');
-  if (repo) conditions.push(repoNamed(repo));
-  for (const is of quals.get('is') ?? []) {
-    const v = is.toLowerCase();
-    if (v === 'thread' || v === 'issue') conditions.push(sql<SqlBool>`${c.kind} = 'thread'`);
-    else if (v === 'pull' || v === 'pr') conditions.push(sql<SqlBool>`${c.kind} = 'pull'`);
-    else if (v === 'open' || v === 'closed' || v === 'merged') conditions.push(sql<SqlBool>`${c.state} = ${v}`);
-    else throw new AppError(400, 'invalid_request', `is:${is} is not a known qualifier (is:open, closed, merged, thread, pull).`);
-  }
-  for (const label of quals.get('label') ?? []) {
-    conditions.push(sql<SqlBool>`exists (select 1 from item_labels il join labels l on l.uuid = il.label_uuid
-      where il.item_uuid = ${c.uuid} and l.name_key = ${label.toLowerCase()})`);
-  }
-  for (const author of quals.get('author') ?? []) {
-    conditions.push(sql<SqlBool>`${c.author} = (select u.uuid from users u where u.username = ${author})`);
-  }
-  for (const assignee of quals.get('assignee') ?? []) {
-    conditions.push(sql<SqlBool>`exists (select 1 from item_assignees ia join users u on u.uuid = ia.user_uuid
-      where ia.item_uuid = ${c.uuid} and u.username = ${assignee})`);
-  }
-  return conditions;
 }
 
 /** GET /search/threads. */
@@ -150,74 +106,39 @@ export async function searchThreads(
 }
 
 /**
- * With words: the newest matching documents (access and qualifiers inside the statement, before
- * its limit), and the newest whose title matches, each with its rank (lower is better); the items'
- * best documents ranked here. Every statement reads at most `rankedDocs` + 1 documents.
+ * With words: the candidates (thread-candidates.ts), every statement reading at most `rankedDocs`
+ * + 1 documents. The items whose title holds the words come first, by their title's rank; then the
+ * others, by their best document's rank (then newest first). When the title matches fill the page,
+ * the others are only counted (their statement computes no rank: on SQLite bm25 would read every
+ * match of each word again).
  */
 async function ranked(
   deps: Deps,
   viewer: Viewer,
   quals: Map<string, string[]>,
-  tq: NonNullable<ReturnType<typeof textQuery>>,
+  tq: TextQuery,
   page: PageWindow,
 ): Promise<Counted<ItemRow>> {
-  const pg = deps.dialect === 'postgres';
-  const conditions = conditionsOf(viewer, quals, {
-    kind: sql`d.kind`,
-    uuid: sql`d.item_uuid`,
-    state: sql`coalesce(t.state, p.status)`,
-    author: sql`coalesce(t.author_uuid, p.author_uuid)`,
-  });
-  const item = sql`d.kind, d.item_uuid as uuid, coalesce(t.repo_uuid, p.repo_uuid) as repo_uuid,
-    coalesce(t.number, p.number) as number, coalesce(t.title, p.title) as title, coalesce(t.state, p.status) as state,
-    coalesce(t.updated_at, p.updated_at) as updated_at, d.id as doc_id`;
-  const joins = sql`left join threads t on d.kind = 'thread' and t.uuid = d.item_uuid and t.removed_at is null
-    left join pulls p on d.kind = 'pull' and p.uuid = d.item_uuid
-    join repos on repos.uuid = coalesce(t.repo_uuid, p.repo_uuid)`;
-  const where = sql.join([sql<SqlBool>`(t.uuid is not null or p.uuid is not null)`, ...conditions], sql` and `);
-  const newest = (titleOnly: boolean) => {
-    if (pg) {
-      const tsq = sql`to_tsquery('simple', ${tsText(sql`${titleOnly ? tq.tsTitle : tq.ts}`)})`;
-      // the title matches through the titles' own GIN index (migration 710: the same expression),
-      // not through the `:A` weight of the whole document's vector, which the heap must recheck
-      const match = titleOnly
-        ? sql`to_tsvector('simple', ${tsText(sql`d.title`)}) @@ to_tsquery('simple', ${tsText(sql`${tq.ts}`)})`
-        : sql`d.tsv @@ ${tsq}`;
-      // ts_rank_cd weighs a title (A) over a body (B); higher is better, so negated
-      return sql<ItemRow>`select ${item}, -ts_rank_cd(d.tsv, ${tsq}) as rank
-        from search_docs d ${joins}
-        where ${match} and ${where}
-        order by d.id desc limit ${THREAD_SEARCH_LIMITS.rankedDocs + 1}`.execute(deps.db);
+  const statements = candidateStatements(deps, viewer, quals, tq);
+  const limit = THREAD_SEARCH_LIMITS.rankedDocs;
+  const bestOf = (rows: ItemRow[], into = new Map<string, ItemRow>()) => {
+    for (const r of rows.slice(0, limit)) {
+      const rank = Number(r.rank);
+      const had = into.get(r.uuid);
+      if (!had || rank < had.rank) into.set(r.uuid, { ...r, rank });
     }
-    // bm25 weighs a title hit 10 times a body hit; lower is better. FTS5 gives its rows newest
-    // (highest rowid) first without sorting, and the limit stops it. The title matches come from
-    // the titles' own index (migration 710), ranked by bm25 over titles (weighed 10 as well)
-    if (titleOnly)
-      return sql<ItemRow>`select ${item}, bm25(search_titles_fts, 10.0) as rank
-        from search_titles_fts join search_docs d on d.id = search_titles_fts.rowid ${joins}
-        where search_titles_fts match ${tq.fts} and ${where}
-        order by search_titles_fts.rowid desc limit ${THREAD_SEARCH_LIMITS.rankedDocs + 1}`.execute(deps.db);
-    return sql<ItemRow>`select ${item}, bm25(search_docs_fts, 10.0, 1.0) as rank
-      from search_docs_fts join search_docs d on d.id = search_docs_fts.rowid ${joins}
-      where search_docs_fts match ${tq.fts} and ${where}
-      order by search_docs_fts.rowid desc limit ${THREAD_SEARCH_LIMITS.rankedDocs + 1}`.execute(deps.db);
+    return into;
   };
-  const [any, titled] = await Promise.all([newest(false), newest(true)]);
+  const order = (a: ItemRow, b: ItemRow) =>
+    a.rank - b.rank || (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0) || (a.uuid < b.uuid ? -1 : 1);
+  const read = await readCandidates(deps, statements, (rows) => bestOf(rows).size >= page.offset + page.limit);
+  const titled = bestOf(read.titled);
+  const filled = titled.size >= page.offset + page.limit;
+  const any = read.words;
   // more documents match than were read: the ranking is over the newest and the title matches
-  const more = any.rows.length > THREAD_SEARCH_LIMITS.rankedDocs;
-  const best = new Map<string, ItemRow>();
-  for (const r of [
-    ...any.rows.slice(0, THREAD_SEARCH_LIMITS.rankedDocs),
-    ...titled.rows.slice(0, THREAD_SEARCH_LIMITS.rankedDocs),
-  ]) {
-    const rank = Number(r.rank);
-    const had = best.get(r.uuid);
-    if (!had || rank < had.rank) best.set(r.uuid, { ...r, rank });
-  }
-  const items = [...best.values()].sort(
-    (a, b) =>
-      a.rank - b.rank || (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0) || (a.uuid < b.uuid ? -1 : 1),
-  );
+  const more = any.length > limit;
+  const others = [...bestOf(any).values()].filter((r) => !titled.has(r.uuid));
+  const items = [...[...titled.values()].sort(order), ...(filled ? others : others.sort(order))];
   return { rows: items.slice(page.offset, page.offset + page.limit), total: items.length, ...(more ? { atLeast: true } : {}) };
 }
 
