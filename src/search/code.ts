@@ -177,34 +177,31 @@ async function searchCodeOn(
     lang: query.lang ?? one(quals, 'lang'),
     conditions,
   };
-  if (!plan.pg) {
-    // the trigram candidates, once: as few as sparseCandidates are all verified (the exact count)
-    const ids = await sql<{ id: number }>`select rowid as id from search_code_fts
-      where search_code_fts match ${ftsQuery(plan.pattern.need)} limit ${CODE_SEARCH_LIMITS.sparseCandidates + 1}`.execute(db);
-    if (ids.rows.length <= CODE_SEARCH_LIMITS.sparseCandidates)
-      return sparse(
-        db,
-        plan,
-        query.after ?? null,
-        page,
-        ids.rows.map((r) => Number(r.id)),
-      );
-  } else {
-    // the GIN index, asked first with a limit: a rare literal (or a regex's rare literal runs) is
-    // known rare without reading the files in order, and its few files are the candidates
-    const exact = exactCondition(plan.pattern, caseSensitive, true, sql`f.content`, true);
-    const ids = await sql<{ id: number }>`select f.id from search_code_files f
-      where ${pgNeed(plan.pattern.need)}${exact ? sql` and ${exact}` : sql``}
-      limit ${CODE_SEARCH_LIMITS.rareProbe + 1}`.execute(db);
-    if (ids.rows.length <= CODE_SEARCH_LIMITS.rareProbe)
-      return sparse(
-        db,
-        plan,
-        query.after ?? null,
-        page,
-        ids.rows.map((r) => Number(r.id)),
-      );
-  }
+  // SQLite: the trigram candidates, once: as few as sparseCandidates are all verified (the exact
+  // count). PostgreSQL: the GIN index, asked first with a limit: a rare literal (or a regex's rare
+  // literal runs) is known rare without reading the files in order, and its few files are the candidates
+  const exact = plan.pg ? exactCondition(plan.pattern, caseSensitive, true, sql`f.content`, true) : null;
+  const [probe, most] = plan.pg
+    ? [
+        sql<{ id: number }>`select f.id from search_code_files f
+          where ${pgNeed(plan.pattern.need)}${exact ? sql` and ${exact}` : sql``}
+          limit ${CODE_SEARCH_LIMITS.rareProbe + 1}`,
+        CODE_SEARCH_LIMITS.rareProbe,
+      ]
+    : [
+        sql<{ id: number }>`select rowid as id from search_code_fts
+          where search_code_fts match ${ftsQuery(plan.pattern.need)} limit ${CODE_SEARCH_LIMITS.sparseCandidates + 1}`,
+        CODE_SEARCH_LIMITS.sparseCandidates,
+      ];
+  const ids = (await probe.execute(db)).rows;
+  if (ids.length <= most)
+    return sparse(
+      db,
+      plan,
+      query.after ?? null,
+      page,
+      ids.map((r) => Number(r.id)),
+    );
   return (await dense(db, plan, query.after ?? null, page)) ?? sparse(db, plan, query.after ?? null, page);
 }
 
