@@ -60,9 +60,21 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     // connection, so there the writer is the main connection
     const gate = new WriteGate();
     const db = new Kysely<DB>({ dialect: new GatedSqliteDialect(sqliteConnection(handle), gate), log });
-    const writer = handle.memory ? db : new Kysely<DB>({ dialect: new SqliteWriterDialect(file, gate), log });
+    // Once the writer's thread runs, it does the WAL checkpoints (after its commits, and every
+    // second for the server's own writes) instead of the server's connection, whose commit would
+    // otherwise copy the worker's pages back into the database file on the server's thread
+    // (docs/architecture.md "One store, two dialects").
+    let checkpoints: NodeJS.Timeout | null = null;
+    const writerDialect = handle.memory
+      ? null
+      : new SqliteWriterDialect(file, gate, () => {
+          handle.pragma('wal_autocheckpoint = 0');
+          checkpoints ??= setInterval(() => void writerDialect!.checkpoint().catch(() => {}), 1000).unref();
+        });
+    const writer = writerDialect ? new Kysely<DB>({ dialect: writerDialect, log }) : db;
     if (writer !== db) sameStore(writer, db);
     const close = async () => {
+      if (checkpoints) clearInterval(checkpoints);
       if (writer !== db) await writer.destroy();
       await db.destroy();
     };

@@ -49,6 +49,16 @@ db.pragma('journal_mode = WAL');
 db.pragma('busy_timeout = 5000');
 db.pragma('foreign_keys = ON');
 db.pragma('synchronous = NORMAL');
+// checkpoints run here, outside the write gate: after a commit (at most every 200 ms) and when
+// the server's thread asks (index.ts), never inside a commit that the gate waits for
+db.pragma('wal_autocheckpoint = 0');
+let checkpointed = 0;
+function checkpoint() {
+  checkpointed = Date.now();
+  try {
+    db.pragma('wal_checkpoint(PASSIVE)');
+  } catch {}
+}
 const statements = new Map();
 function prepare(text) {
   let s = statements.get(text);
@@ -65,6 +75,10 @@ parentPort.on('message', (m) => {
     parentPort.close();
     return;
   }
+  if (m.checkpoint) {
+    if (!db.inTransaction) checkpoint();
+    return parentPort.postMessage({ id: m.id, rows: [] });
+  }
   try {
     // SQLite may have rolled back by itself (SQLITE_FULL, SQLITE_IOERR): nothing left to roll back
     if (m.sql === 'rollback' && !db.inTransaction) return parentPort.postMessage({ id: m.id, rows: [] });
@@ -73,6 +87,7 @@ parentPort.on('message', (m) => {
     if (s.reader) return parentPort.postMessage({ id: m.id, rows: s.all(params) });
     const r = s.run(params);
     parentPort.postMessage({ id: m.id, changes: r.changes, insertId: r.lastInsertRowid });
+    if (m.sql === 'commit' && Date.now() - checkpointed >= 200) checkpoint();
   } catch (e) {
     parentPort.postMessage({ id: m.id, error: { message: String((e && e.message) || e), code: e && e.code } });
   }
@@ -100,6 +115,7 @@ class WorkerConnection implements DatabaseConnection {
   constructor(
     private readonly file: string,
     private readonly gate: WriteGate,
+    private readonly started?: () => void,
   ) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -135,13 +151,7 @@ class WorkerConnection implements DatabaseConnection {
 
   async run<R>(text: string, parameters: readonly unknown[]): Promise<QueryResult<R>> {
     if (this.lost) throw new Error('the SQLite writer thread stopped during this transaction');
-    const worker = this.worker ?? this.start();
-    const id = ++this.nextId;
-    const answer = await new Promise<Answer>((resolve, reject) => {
-      if (this.pending.size === 0) worker.ref();
-      this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, sql: text, parameters });
-    });
+    const answer = await this.send({ sql: text, parameters });
     if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
     if (answer.rows) {
       for (const row of answer.rows)
@@ -157,6 +167,25 @@ class WorkerConnection implements DatabaseConnection {
       numAffectedRows: answer.changes === undefined ? undefined : BigInt(answer.changes),
       insertId: answer.insertId === undefined ? undefined : BigInt(answer.insertId),
     };
+  }
+
+  /**
+   * A passive WAL checkpoint on the worker's connection, outside the write gate (writers go on
+   * meanwhile); skipped while a statement or a transaction is open there.
+   */
+  async checkpoint(): Promise<void> {
+    if (this.inTransaction || this.lost || this.pending.size > 0) return;
+    await this.send({ checkpoint: true });
+  }
+
+  private send(message: { sql: string; parameters: readonly unknown[] } | { checkpoint: true }): Promise<Answer> {
+    const worker = this.worker ?? this.start();
+    const id = ++this.nextId;
+    return new Promise<Answer>((resolve, reject) => {
+      if (this.pending.size === 0) worker.ref();
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ id, ...message });
+    });
   }
 
   private start(): Worker {
@@ -185,6 +214,7 @@ class WorkerConnection implements DatabaseConnection {
     worker.on('error', (err) => gone(String(err)));
     worker.on('exit', (code) => gone(`exit ${code}`));
     this.worker = worker;
+    this.started?.();
     return worker;
   }
 
@@ -202,16 +232,13 @@ class WorkerConnection implements DatabaseConnection {
 }
 
 class WorkerDriver implements Driver {
-  private readonly connection: WorkerConnection;
   /** One connection: Kysely's queries and transactions on it take turns. */
   private readonly turn = new WriteGate();
 
   constructor(
-    file: string,
+    readonly connection: WorkerConnection,
     private readonly gate: WriteGate,
-  ) {
-    this.connection = new WorkerConnection(file, gate);
-  }
+  ) {}
 
   async init(): Promise<void> {}
 
@@ -255,13 +282,24 @@ class WorkerDriver implements Driver {
 
 /** Kysely's SQLite adapter, compiler and introspector over a connection on a worker thread. */
 export class SqliteWriterDialect implements Dialect {
+  private readonly connection: WorkerConnection;
+
+  /** `started`: called each time the worker thread starts (index.ts moves checkpoints to it). */
   constructor(
-    private readonly file: string,
+    file: string,
     private readonly gate: WriteGate,
-  ) {}
+    started?: () => void,
+  ) {
+    this.connection = new WorkerConnection(file, gate, started);
+  }
 
   createDriver(): Driver {
-    return new WorkerDriver(this.file, this.gate);
+    return new WorkerDriver(this.connection, this.gate);
+  }
+
+  /** A passive WAL checkpoint on the worker (WorkerConnection.checkpoint). */
+  checkpoint(): Promise<void> {
+    return this.connection.checkpoint();
   }
 
   createQueryCompiler(): QueryCompiler {
