@@ -297,7 +297,12 @@ async function run(argv: string[]): Promise<number> {
     );
     return 1;
   }
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, migrate: false });
+  const database = await openDatabase({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    migrate: false,
+    readers: config.sqliteReaders,
+  });
   const deps = createDeps(config, database);
   try {
     const applied = await migrateToLatest(database.db as Kysely<unknown>, database.dialect);

@@ -73,6 +73,11 @@ export interface Config {
   sshMaxUnauthenticatedPerAddress: number;
   /** WEFT_FAST_PATH (on|off): the fast read path of src/db/fast-path.ts; off gives the same answers through plain Kysely. */
   fastPath: boolean;
+  /**
+   * WEFT_SQLITE_READERS: read-only worker-thread connections for search on a SQLite file
+   * (src/db/sqlite-reader.ts; default 2); 0 reads on the main connection. Not used on PostgreSQL.
+   */
+  sqliteReaders: number;
   /** GIT_MAX_PROCESSES: concurrent git processes for reading code (default twice the cores). */
   gitMaxProcesses?: number;
   /** GIT_TIMEOUT_MS: timeout of one git command (or object-reader batch) of a code-reading request. */
@@ -260,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const fastPathRaw = (env.WEFT_FAST_PATH || 'on').toLowerCase();
   if (fastPathRaw !== 'on' && fastPathRaw !== 'off')
     throw new ConfigError(`WEFT_FAST_PATH must be on or off, got "${env.WEFT_FAST_PATH}"`);
+  const sqliteReaders = intVar(env, 'WEFT_SQLITE_READERS', 2, 0, 64);
   const gitMaxProcesses = intVar(env, 'GIT_MAX_PROCESSES', 2 * Math.max(1, cpus().length), 1, 1024);
   const gitTimeoutMs = intVar(env, 'GIT_TIMEOUT_MS', 10_000, 100, 600_000);
   const gitMaxOutputBytes = intVar(env, 'GIT_MAX_OUTPUT_BYTES', 32 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
@@ -313,6 +319,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sshLoginTimeoutMs,
     sshMaxUnauthenticatedPerAddress,
     fastPath: fastPathRaw === 'on',
+    sqliteReaders,
     gitMaxProcesses,
     gitTimeoutMs,
     gitMaxOutputBytes,

@@ -14,6 +14,14 @@ export interface Database {
    * (PostgreSQL's driver does not hold the thread; an in-memory SQLite database has one connection).
    */
   writer: Kysely<DB>;
+  /**
+   * For reads long enough to hold the server's thread (search): on a SQLite file a pool of
+   * read-only connections on worker threads (sqlite-reader.ts; `WEFT_SQLITE_READERS`, default 2),
+   * each statement reading what was committed when it started; else (PostgreSQL, an in-memory
+   * SQLite database, or `WEFT_SQLITE_READERS=0`) `db` itself. Never for a read that must see the
+   * caller's own open transaction: the readers see committed data only.
+   */
+  reader: Kysely<DB>;
   dialect: Dialect;
   /** PostgreSQL only: the pool, for LISTEN/NOTIFY and advisory locks. */
   pool: pg.Pool | null;

@@ -97,7 +97,7 @@ export function compiledOnce<Row, Params extends string[]>(
       } finally {
         if (started) {
           const seconds = (performance.now() - started) / 1000;
-          for (const observe of database.queryObservers) observe(kind, seconds, failed);
+          for (const observe of database.queryObservers) observe(kind, seconds, failed, 'main');
         }
       }
     }
@@ -116,7 +116,7 @@ export function compiledOnce<Row, Params extends string[]>(
       } finally {
         if (started) {
           const seconds = (performance.now() - started) / 1000;
-          for (const observe of database.queryObservers) observe(kind, seconds, failed);
+          for (const observe of database.queryObservers) observe(kind, seconds, failed, 'main');
         }
       }
     }

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { migrateToLatest } from './migrate.ts';
 import { sqliteConnection } from './fast-path.ts';
 import { type QueryObserver, queryLogger } from './query-timing.ts';
+import { SqliteReaderDialect } from './sqlite-reader.ts';
 import { SqliteWriterDialect } from './sqlite-writer.ts';
 import { sameStore } from './tx.ts';
 import { GatedSqliteDialect, WriteGate } from './write-gate.ts';
@@ -22,6 +23,11 @@ export interface OpenOptions {
   /** PostgreSQL only: the schema to work in (tests use one schema per run). */
   schema?: string;
   migrate?: boolean;
+  /**
+   * SQLite file only: read-only worker connections of `Database.reader` (sqlite-reader.ts;
+   * `WEFT_SQLITE_READERS`, default 2); 0: none, `reader` is the main connection.
+   */
+  readers?: number;
 }
 
 // int8 columns (counts, byte sizes, event ids) fit in a double for any realistic value.
@@ -41,7 +47,16 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
     });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
-    database = { db, writer: db, dialect: 'postgres', pool, sqlite: null, queryObservers, close: () => db.destroy() };
+    database = {
+      db,
+      writer: db,
+      reader: db,
+      dialect: 'postgres',
+      pool,
+      sqlite: null,
+      queryObservers,
+      close: () => db.destroy(),
+    };
   } else {
     const file = opts.url?.startsWith('sqlite:') ? opts.url.slice('sqlite:'.length) : join(opts.dataDir, 'weft.sqlite');
     // Only the server's user may read the data (README "Files and durability"): directories it
@@ -71,14 +86,21 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
           handle.pragma('wal_autocheckpoint = 0');
           checkpoints ??= setInterval(() => void writerDialect!.checkpoint().catch(() => {}), 1000).unref();
         });
-    const writer = writerDialect ? new Kysely<DB>({ dialect: writerDialect, log }) : db;
+    const writer = writerDialect ? new Kysely<DB>({ dialect: writerDialect, log: queryLogger(queryObservers, 'writer') }) : db;
     if (writer !== db) sameStore(writer, db);
+    // the search's reads (sqlite-reader.ts): read-only connections on worker threads, taking no gate
+    const readers = opts.readers ?? 2;
+    const reader =
+      handle.memory || readers === 0
+        ? db
+        : new Kysely<DB>({ dialect: new SqliteReaderDialect(file, readers), log: queryLogger(queryObservers, 'reader') });
     const close = async () => {
       if (checkpoints) clearInterval(checkpoints);
+      if (reader !== db) await reader.destroy();
       if (writer !== db) await writer.destroy();
       await db.destroy();
     };
-    database = { db, writer, dialect: 'sqlite', pool: null, sqlite: handle, queryObservers, close };
+    database = { db, writer, reader, dialect: 'sqlite', pool: null, sqlite: handle, queryObservers, close };
   }
   if (opts.migrate !== false) await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   return database;

@@ -109,11 +109,14 @@ interface Candidate {
 
 /** GET /search/code. */
 export async function searchCode(deps: Deps, viewer: Viewer, query: CodeQuery, page: PageWindow): Promise<Counted<CodeHit>> {
-  if (deps.dialect !== 'postgres') return searchCodeOn(deps, deps.db, viewer, query, page);
+  // on a SQLite file the reader is a pool of read-only connections on worker threads
+  // (db/sqlite-reader.ts), so a search does not hold the server's thread; on PostgreSQL it is `db`
+  const reader = deps.database.reader;
+  if (deps.dialect !== 'postgres') return searchCodeOn(deps, reader, viewer, query, page);
   // PostgreSQL prices a scan of the table low (the text is TOASTed apart) and would read every
   // file's text instead of asking the trigram index: the search runs with scans off, its
   // statements in one snapshot (the probe's files below are those the page is taken from)
-  return deps.db
+  return reader
     .transaction()
     .setIsolationLevel('repeatable read')
     .execute(async (trx) => {

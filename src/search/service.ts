@@ -59,6 +59,8 @@ export async function searchCommits(
   if (repo) conditions.push(repoNamed(repo));
   else conditions.push(sql<SqlBool>`repos.fork_of_uuid is null`);
   const pg = deps.dialect === 'postgres';
+  // the reads run on the reader (on a SQLite file a worker thread's read-only connection, db/sqlite-reader.ts)
+  const reader = deps.database.reader;
   const tsq = sql`to_tsquery('simple', ${tsText(sql`${tq.ts}`)})`;
   const from = pg
     ? sql`from search_commits c join repos on repos.uuid = c.repo_uuid
@@ -71,7 +73,7 @@ export async function searchCommits(
       )
     : sql`snippet(search_commits_fts, 0, ${MARK_OPEN}, ${MARK_CLOSE}, '\u2026', 24)`;
   const [countRow, rows] = await Promise.all([
-    sql<{ n: number }>`select count(*) as n from (select 1 ${from} limit ${COUNT_CAP + 1}) x`.execute(deps.db),
+    sql<{ n: number }>`select count(*) as n from (select 1 ${from} limit ${COUNT_CAP + 1}) x`.execute(reader),
     sql<{
       repo_uuid: string;
       full_name: string;
@@ -83,7 +85,7 @@ export async function searchCommits(
     }>`
       select c.repo_uuid, ${ownerName()} || '/' || repos.slug as full_name, c.sha, c.message, c.author_name, c.committed_at,
         ${snippet} as snippet ${from}
-      order by c.committed_at desc, c.sha limit ${page.limit} offset ${page.offset}`.execute(deps.db),
+      order by c.committed_at desc, c.sha limit ${page.limit} offset ${page.offset}`.execute(reader),
   ]);
   return {
     total: Number(countRow.rows[0]?.n ?? 0),
@@ -112,6 +114,7 @@ export async function searchRepos(deps: Deps, viewer: Viewer, query: { q: string
   const words = query.q.split(/\s+/).filter(Boolean);
   if (words.length === 0) throw new AppError(400, 'invalid_request', 'q needs words.');
   const pg = deps.dialect === 'postgres';
+  const reader = deps.database.reader;
   const like = pg ? sql.raw('ilike') : sql.raw('like');
   const hay = sql`(repos.name || ' ' || repos.slug || ' ' || coalesce(repos.description, '') || ' ' || repos.about || ' ' || ${ownerName()})`;
   const conditions: Expression<SqlBool>[] = [
@@ -121,7 +124,7 @@ export async function searchRepos(deps: Deps, viewer: Viewer, query: { q: string
   const first = sql`${sql.ref('repos.slug')} ${like} ${`%${likeEscape(words[0]!)}%`} escape '\\'`;
   const from = sql`from repos where ${sql.join(conditions, sql` and `)}`;
   const [countRow, rows] = await Promise.all([
-    sql<{ n: number }>`select count(*) as n from (select 1 ${from} limit ${COUNT_CAP + 1}) x`.execute(deps.db),
+    sql<{ n: number }>`select count(*) as n from (select 1 ${from} limit ${COUNT_CAP + 1}) x`.execute(reader),
     sql<{
       uuid: string;
       full_name: string;
@@ -132,7 +135,7 @@ export async function searchRepos(deps: Deps, viewer: Viewer, query: { q: string
     }>`
       select repos.uuid, ${ownerName()} || '/' || repos.slug as full_name, repos.description, repos.visibility, repos.fork_of_uuid,
         repos.updated_at ${from}
-      order by case when ${first} then 0 else 1 end, full_name limit ${page.limit} offset ${page.offset}`.execute(deps.db),
+      order by case when ${first} then 0 else 1 end, full_name limit ${page.limit} offset ${page.offset}`.execute(reader),
   ]);
   return {
     total: Number(countRow.rows[0]?.n ?? 0),

@@ -156,11 +156,13 @@ export async function readCandidates(
 ): Promise<{ titled: ItemRow[]; words: ItemRow[] }> {
   const { rankedDocs, recentDocs } = THREAD_SEARCH_LIMITS;
   const enough = (rows: ItemRow[]) => rows.length > rankedDocs;
+  // on a SQLite file the reader is a worker thread's read-only connection (db/sqlite-reader.ts)
+  const reader = deps.database.reader;
   if (deps.dialect !== 'postgres') {
-    const titled = (await statements.titles().execute(deps.db)).rows;
-    return { titled, words: (await statements.words('newest', !fills(titled)).execute(deps.db)).rows };
+    const titled = (await statements.titles().execute(reader)).rows;
+    return { titled, words: (await statements.words('newest', !fills(titled)).execute(reader)).rows };
   }
-  return deps.db.transaction().execute(async (trx) => {
+  return reader.transaction().execute(async (trx) => {
     await sql`select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`.execute(trx);
     const titled = (await statements.titles().execute(trx)).rows;
     const ranked = !fills(titled);

@@ -70,7 +70,7 @@ export async function searchThreads(
       uuid: string;
       full_name: string;
     }>`select repos.uuid, ${ownerName()} || '/' || repos.slug as full_name
-      from repos where repos.uuid in (${sql.join(repoUuids)})`.execute(deps.db);
+      from repos where repos.uuid in (${sql.join(repoUuids)})`.execute(deps.database.reader);
     for (const r of named.rows) names.set(r.uuid, r.full_name);
   }
   // snippets for the page's rows only
@@ -83,10 +83,10 @@ export async function searchThreads(
             sql`ts_headline('simple', ${tsText(sql`d.title || ' ' || d.body`)}, to_tsquery('simple', ${tsText(sql`${tq.ts}`)}),
             ${`StartSel=${MARK_OPEN}, StopSel=${MARK_CLOSE}, MaxWords=30, MinWords=10, MaxFragments=1`})`,
           )} as snippet
-          from search_docs d where d.id in (${sql.join(docIds)})`.execute(deps.db)
+          from search_docs d where d.id in (${sql.join(docIds)})`.execute(deps.database.reader)
         : await sql<{ id: number; title: string; body: string }>`select d.id, d.title, d.body from search_docs d
           where d.id in (${sql.join(docIds)})`
-            .execute(deps.db)
+            .execute(deps.database.reader)
             .then((r) => ({ rows: r.rows.map((d) => ({ id: d.id, snippet: textSnippet(`${d.title} ${d.body}`, text) })) }));
     for (const r of made.rows) snippets.set(Number(r.id), r.snippet);
   }
@@ -159,9 +159,9 @@ async function unranked(deps: Deps, viewer: Viewer, quals: Map<string, string[]>
     join repos on repos.uuid = i.repo_uuid
     where ${sql.join(conditions, sql` and `)}`;
   const [countRow, rows] = await Promise.all([
-    sql<{ n: number }>`select count(*) as n from (select 1 ${from} limit ${COUNT_CAP + 1}) x`.execute(deps.db),
+    sql<{ n: number }>`select count(*) as n from (select 1 ${from} limit ${COUNT_CAP + 1}) x`.execute(deps.database.reader),
     sql<ItemRow>`select i.kind, i.uuid, i.repo_uuid, i.number, i.title, i.state, i.updated_at, 0 as rank, null as doc_id ${from}
-      order by i.updated_at desc, i.uuid limit ${page.limit} offset ${page.offset}`.execute(deps.db),
+      order by i.updated_at desc, i.uuid limit ${page.limit} offset ${page.offset}`.execute(deps.database.reader),
   ]);
   return { rows: rows.rows, total: Number(countRow.rows[0]?.n ?? 0) };
 }
