@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Database } from '../src/db/index.ts';
+import type { QueryConnection, QueryObserver } from '../src/db/query-timing.ts';
 import { snapshot } from './foundation-helpers.ts';
 import type { RequestOptions, Res, TestApp } from './helpers.ts';
 import { isErrorBody } from './helpers.ts';
@@ -68,4 +71,29 @@ export async function waitUntil(pred: () => boolean | Promise<boolean>, ms = 20_
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * The statements `run` makes, by connection (the main one, the background writer, a reader;
+ * db/query-timing.ts): every query of the database (Kysely's and the compiled ones) made in
+ * `run`'s async context, so background work (jobs, the live feed) is not counted.
+ */
+export async function statementsOf(
+  database: Database,
+  run: () => Promise<unknown>,
+): Promise<Record<QueryConnection, number> & { total: number }> {
+  const mine = new AsyncLocalStorage<true>();
+  const n = { main: 0, writer: 0, reader: 0, total: 0 };
+  const observe: QueryObserver = (_kind, _seconds, _failed, connection) => {
+    if (!mine.getStore()) return;
+    n[connection]++;
+    n.total++;
+  };
+  database.queryObservers.add(observe);
+  try {
+    await mine.run(true, run);
+  } finally {
+    database.queryObservers.delete(observe);
+  }
+  return n;
 }

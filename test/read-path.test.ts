@@ -3,8 +3,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { type DecisionObserver, decisionObservers } from '../src/access/decisions.ts';
 import { after, before, describe, it } from 'node:test';
 import { fastPathOn, setFastPath } from '../src/db/fast-path.ts';
-import type { QueryObserver } from '../src/db/query-timing.ts';
 import { commitFiles, type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
+import { statementsOf } from './common.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
 import { type Browser, pageReq, signIn } from './web-helpers.ts';
 
@@ -24,24 +24,8 @@ for (const dialect of DIALECTS) {
     const configured = fastPathOn();
     const api = '/api/v1/teams/core/repos/proj';
 
-    /**
-     * The statements `run` makes: every query of the database (Kysely's and the compiled ones)
-     * made in `run`'s async context, so background work (jobs, the live feed) is not counted.
-     */
-    const statements = async (run: () => Promise<unknown>): Promise<number> => {
-      const mine = new AsyncLocalStorage<true>();
-      let n = 0;
-      const observe: QueryObserver = () => {
-        if (mine.getStore()) n++;
-      };
-      t.deps.database.queryObservers.add(observe);
-      try {
-        await mine.run(true, run);
-      } finally {
-        t.deps.database.queryObservers.delete(observe);
-      }
-      return n;
-    };
+    /** The statements `run` makes in its async context (test/common.ts `statementsOf`). */
+    const statements = async (run: () => Promise<unknown>): Promise<number> => (await statementsOf(t.deps.database, run)).total;
     /** The access decisions `run` makes (src/access/decisions.ts), by kind, in its async context. */
     const decisions = async (run: () => Promise<unknown>): Promise<string[]> => {
       const mine = new AsyncLocalStorage<true>();

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,10 +6,10 @@ import { after, before, describe, it } from 'node:test';
 import { Kysely, sql } from 'kysely';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
-import type { QueryConnection, QueryObserver } from '../src/db/query-timing.ts';
 import { SqliteReaderDialect } from '../src/db/sqlite-reader.ts';
 import type { DB } from '../src/db/types.ts';
 import { searchRepos } from '../src/search/service.ts';
+import { statementsOf } from './common.ts';
 import { DIALECTS, type TestApp, startApp } from './helpers.ts';
 
 type User = { token: string; uuid: string; username: string };
@@ -28,20 +27,7 @@ for (const dialect of DIALECTS) {
     let bob: User;
 
     /** The statements `run` makes in its async context, by connection (main, writer, reader). */
-    const byConnection = async (run: () => Promise<unknown>): Promise<Record<QueryConnection, number>> => {
-      const mine = new AsyncLocalStorage<true>();
-      const n: Record<QueryConnection, number> = { main: 0, writer: 0, reader: 0 };
-      const observe: QueryObserver = (_kind, _seconds, _failed, connection) => {
-        if (mine.getStore()) n[connection]++;
-      };
-      t.deps.database.queryObservers.add(observe);
-      try {
-        await mine.run(true, run);
-      } finally {
-        t.deps.database.queryObservers.delete(observe);
-      }
-      return n;
-    };
+    const byConnection = (run: () => Promise<unknown>) => statementsOf(t.deps.database, run);
     const search = (kind: string, q: string, token: string) =>
       t.req('GET', `/api/v1/search/${kind}?q=${encodeURIComponent(q)}`, { token });
     const total = async (kind: string, q: string, token: string) => {
