@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { DIALECTS, type DialectName } from './helpers.ts';
 
 /**
  * Real Chromium for the web interface's tests (README "Web interface"): Debian's `chromium`
@@ -96,3 +97,13 @@ export async function signInPage(page: Page, base: string, username: string, pas
   await page.fill('#password', password);
   await Promise.all([page.waitForURL(`${base}/`), page.click('button[type=submit].primary')]);
 }
+
+/**
+ * The databases the Chromium tests run on: every one of DIALECTS, or only those named in
+ * WEFT_BROWSER_DATABASES (comma-separated). `.ci/run` sets `sqlite`: the pages' data paths run
+ * on PostgreSQL in the HTTP tests, and the browser half on PostgreSQL cost CI about 5 minutes of
+ * its 45 on a 2-core machine (README "Tests").
+ */
+export const BROWSER_DIALECTS: DialectName[] = process.env.WEFT_BROWSER_DATABASES
+  ? DIALECTS.filter((d) => process.env.WEFT_BROWSER_DATABASES!.split(',').includes(d))
+  : DIALECTS;

@@ -9,13 +9,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { seedTeam } from './fixtures.ts';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { ManualClock } from './limits-fixtures.ts';
 import { totpAt } from './signin-helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(`the second factor in Chromium (${dialect})`, { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' }, () => {
     let t: TestApp;
     let clock: ManualClock;

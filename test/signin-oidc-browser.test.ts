@@ -7,12 +7,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage } from './browser.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, BROWSER_DIALECTS } from './browser.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { type TestProvider, startProvider } from './oidc-provider.ts';
 import { freePort } from './server-process.ts';
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(`OIDC sign-in in Chromium (${dialect})`, { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' }, () => {
     let t: TestApp;
     let op: TestProvider;

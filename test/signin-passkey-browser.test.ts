@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 
 /** A free port: WebAuthn wants a host name (localhost), so PUBLIC_URL is known before the server starts. */
@@ -68,7 +68,7 @@ const post = (url: string, caught: Caught) =>
     body: caught.body,
   });
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(`passkeys in Chromium (${dialect})`, { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' }, () => {
     let t: TestApp;
     let base: string;

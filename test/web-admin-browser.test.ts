@@ -10,14 +10,14 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 import { Receiver } from './webhooks-helpers.ts';
 
 const SHOTS = process.env.WEFT_SCREENSHOTS;
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(
     `hooks, staff and signup pages in Chromium (${dialect})`,
     { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' },

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { runWeft, spawnWeft } from './server-process.ts';
 import { PASSWORD } from './web-helpers.ts';
 
@@ -29,7 +29,7 @@ jobs:
       - run: echo checked
 `;
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(`auto-merge in Chromium (${dialect})`, { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' }, () => {
     let t: TestApp;
     let g: GitClient;

@@ -9,12 +9,12 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(`import, mirrors, releases and LFS pages in Chromium (${dialect})`, { skip: !hasChromium && 'no Chromium' }, () => {
     let t: TestApp;
     let g: GitClient;

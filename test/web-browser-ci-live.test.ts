@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
 import type { Person } from './common.ts';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 
 const SLOW = `name: Slow
@@ -56,7 +56,7 @@ const weft = (args: string[], cwd: string): ChildProcess =>
   spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
 const exited = (p: ChildProcess) => new Promise<number>((r) => p.on('exit', (code) => r(code ?? -1)));
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(
     `CI settings, approval and the live log in Chromium (${dialect})`,
     { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' },

@@ -8,11 +8,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
-import { ADMIN_TOKEN, DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
+import { ADMIN_TOKEN, type TestApp, startApp } from './helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(
     `creating from the pages in Chromium (${dialect})`,
     { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' },

@@ -7,14 +7,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 
 type Person = { token: string; uuid: string; username: string };
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(
     `live pull and thread state in Chromium (${dialect})`,
     { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' },

@@ -9,16 +9,16 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 
 type Person = { token: string; uuid: string; username: string };
 /** WEFT_SCREENSHOTS=DIR saves the pull page with its checks there (docs/screenshots is made this way). */
 const SHOTS = process.env.WEFT_SCREENSHOTS;
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(
     `pull pages in Chromium: forks, checks, attachments, raw (${dialect})`,
     { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' },

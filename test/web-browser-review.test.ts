@@ -10,16 +10,16 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 
 type Person = { token: string; uuid: string; username: string };
 const lines = (n: number, change: Record<number, string> = {}) =>
   `${Array.from({ length: n }, (_, i) => change[i + 1] ?? `line ${i + 1}`).join('\n')}\n`;
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(`code review in Chromium (${dialect})`, { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' }, () => {
     let t: TestApp;
     let g: GitClient;

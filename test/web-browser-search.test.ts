@@ -7,13 +7,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { PASSWORD } from './web-helpers.ts';
 import { waitUntil } from './webhooks-helpers.ts';
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(`search pages in Chromium (${dialect})`, { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' }, () => {
     let t: TestApp;
     let g: GitClient;

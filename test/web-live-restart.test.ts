@@ -14,9 +14,9 @@ import type { Browser } from 'playwright-core';
 import { type Database, openDatabase } from '../src/db/index.ts';
 import { createDeps } from '../src/root.ts';
 import { createReply } from '../src/threads/service.ts';
-import { hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
 import { waitUntil } from './common.ts';
-import { ADMIN_TOKEN, DIALECTS, freshStore, testConfig } from './helpers.ts';
+import { ADMIN_TOKEN, freshStore, testConfig } from './helpers.ts';
 import { type StoreHandle, freePort, spawnWeft, storeEnv } from './server-process.ts';
 import { PASSWORD } from './web-helpers.ts';
 
@@ -57,7 +57,7 @@ function startServer(store: StoreHandle, port: number, publicUrl: string): Child
   return spawnWeft('main', [], env, { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(
     `live pages across a restart behind a 502-answering proxy (${dialect})`,
     { skip: !hasChromium && 'no Chromium' },

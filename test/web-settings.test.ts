@@ -10,9 +10,9 @@ import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Browser as Chromium, Page } from 'playwright-core';
 import { type SshServer, startSshServer } from '../src/ssh/server.ts';
-import { checkPage, hasChromium, launchBrowser, newPage, signInPage } from './browser.ts';
+import { checkPage, hasChromium, launchBrowser, newPage, signInPage, BROWSER_DIALECTS } from './browser.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
-import { DIALECTS, type TestApp, startApp } from './helpers.ts';
+import { type TestApp, startApp } from './helpers.ts';
 import { gitSshCommand, keyDir } from './ssh-fixtures.ts';
 import { type Browser, PASSWORD, pageReq, signIn } from './web-helpers.ts';
 
@@ -21,7 +21,7 @@ const byId = (page: string, id: string): string | undefined => new RegExp(`id="$
 /** The value attribute of the input with this id. */
 const valueOf = (page: string, id: string): string | undefined => new RegExp(`id="${id}"[^>]*value="([^"]*)"`).exec(page)?.[1];
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(`settings pages over HTTP (${dialect})`, () => {
     let t: TestApp;
     let ann: { token: string; uuid: string };
@@ -379,7 +379,7 @@ for (const dialect of DIALECTS) {
 /** WEFT_SCREENSHOTS=DIR saves the settings pages there (docs/screenshots is made this way). */
 const SHOTS = process.env.WEFT_SCREENSHOTS;
 
-for (const dialect of DIALECTS) {
+for (const dialect of BROWSER_DIALECTS) {
   describe(`settings pages in Chromium (${dialect})`, { skip: !hasChromium && 'no Chromium at /usr/bin/chromium' }, () => {
     let t: TestApp;
     let g: GitClient;

@@ -1,6 +1,17 @@
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
 const N = 16384;
+
+/**
+ * scrypt's cost for new hashes: 16384, or WEFT_PASSWORD_SCRYPT_N when it is a power of two from
+ * 1024 to 1048576. The test scripts set 1024 (package.json `test:files`): the suite makes
+ * thousands of users, each hash 60 ms of CPU at 16384. A stored hash keeps its own cost, so
+ * verifying never depends on this setting. Never lower it in production.
+ */
+function cost(): number {
+  const n = Number(process.env.WEFT_PASSWORD_SCRYPT_N);
+  return Number.isInteger(n) && n >= 1024 && n <= 1048576 && (n & (n - 1)) === 0 ? n : N;
+}
 const R = 8;
 const P = 1;
 const KEYLEN = 32;
@@ -14,8 +25,9 @@ function derive(password: string, salt: Buffer, n: number, r: number, p: number)
 /** scrypt (memory-hard), stored as `scrypt$N$r$p$salt$hash`. */
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(password, salt, N, R, P);
-  return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${key.toString('base64')}`;
+  const n = cost();
+  const key = await derive(password, salt, n, R, P);
+  return `scrypt$${n}$${R}$${P}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
 let dummy: Promise<string> | null = null;
