@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type GitClient, commitFiles, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, isErrorBody, startApp, type TestApp } from './helpers.ts';
+import { openPull } from './pulls-fixtures.ts';
 import { type Kysely, sql } from 'kysely';
 import { up as upTitles } from '../src/db/migrations/710_search_titles.ts';
 import { CODE_SEARCH_LIMITS } from '../src/search/code.ts';
@@ -574,7 +575,51 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    it('pulls and their reviews by their text, with snippets; a removed review no longer matches', async () => {
+      await newRepo(alice, 'reviewed');
+      const base = `/api/v1/users/${alice.username}/repos/reviewed`;
+      const pull = await openPull(t, base, { token: alice.token, title: 'Teach the lemur parser' });
+      const other = await openPull(t, base, { token: alice.token, title: 'Unrelated change' });
+      let res = await search('threads', 'lemur', carol.token);
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(
+        res.body.results.map((r: { kind: string; number: number }) => [r.kind, r.number]),
+        [['pull', pull.number]],
+      );
+      assert.match(res.body.results[0].title ?? res.body.results[0].snippet, /lemur/);
+      assert.equal((await search('threads', 'lemur is:pull', carol.token)).body.results.length, 1);
+      assert.equal((await search('threads', 'lemur is:open', carol.token)).body.results.length, 1);
+      // a review's body counts for its pull
+      const review = await t.req('POST', `${base}/pulls/${other.number}/reviews`, {
+        token: bob.token,
+        body: { status: 'commented', body: 'The narwhal cache needs a bound.' },
+      });
+      assert.equal(review.status, 201, review.text);
+      res = await search('threads', 'narwhal', carol.token);
+      assert.deepEqual(
+        res.body.results.map((r: { kind: string; number: number }) => [r.kind, r.number]),
+        [['pull', other.number]],
+      );
+      assert.match(res.body.results[0].snippet, /<mark>narwhal<\/mark>/);
+      // removing the review removes its words, in the same transaction
+      const removed = await t.req('DELETE', `${base}/pulls/${other.number}/reviews/${review.body.uuid}`, { token: bob.token });
+      assert.equal(removed.status, 204, removed.text);
+      assert.equal((await search('threads', 'narwhal', carol.token)).headers['x-total-count'], '0');
+    });
+
     it('repos by name and description', async () => {
+      const described = await t.req('POST', `/api/v1/users/${bob.username}/repos`, {
+        token: bob.token,
+        body: { name: 'zoo', slug: 'zoo', visibility: 'public', description: 'Feeding times for the aardvark enclosure' },
+      });
+      assert.equal(described.status, 201, described.text);
+      const byDescription = await search('repos', 'aardvark enclosure', carol.token);
+      assert.equal(byDescription.status, 200, byDescription.text);
+      assert.deepEqual(
+        byDescription.body.results.map((r: { full_name: string }) => r.full_name),
+        [`${bob.username}/zoo`],
+      );
+      assert.equal((await search('repos', 'aardvark giraffe', carol.token)).headers['x-total-count'], '0');
       const res = await search('repos', 'tracker', carol.token);
       assert.equal(res.status, 200, res.text);
       assert.deepEqual(
