@@ -445,13 +445,24 @@ for (const dialect of DIALECTS) {
         // past it: the page, and a lower bound (the files in order: neither the SQLite count of
         // the trigram candidates nor the PostgreSQL probe of the trigram index calls them few)
         Object.assign(CODE_SEARCH_LIMITS, { examineBudget: 5, sparseCandidates: 0, rareProbe: 0, window: 4 });
-        for (const q of ['densword', '/densword \\d+$/']) {
-          const total = await walk(q);
-          assert.match(total, /^\d+\+$/);
-          assert.ok(Number(total.slice(0, -1)) >= 11 && Number(total.slice(0, -1)) < 40, total);
-          // by page (offset) too
-          const second = await search('code', `${q} repo:${alice.username}/dense`, alice.token, '&per_page=10&page=2');
-          assert.deepEqual(only(second), all.slice(10, 20));
+        // SQLite: with each window's trigram candidates from FTS5, without (every file's text
+        // checked) and either, as the walk measures: the same pages and the same counts
+        const totals = new Map<string, string>();
+        for (const windowTrigrams of ['always', 'never', 'auto'] as const) {
+          Object.assign(CODE_SEARCH_LIMITS, { windowTrigrams });
+          for (const q of ['densword', '/densword \\d+$/', 'densword path:d lang:text']) {
+            const total = q.includes('path:')
+              ? String((await search('code', `${q} repo:${alice.username}/dense`, alice.token)).headers['x-total-count'])
+              : await walk(q);
+            assert.equal(totals.get(q) ?? total, total, `${q} (${windowTrigrams})`);
+            totals.set(q, total);
+            if (q.includes('path:')) continue;
+            assert.match(total, /^\d+\+$/);
+            assert.ok(Number(total.slice(0, -1)) >= 11 && Number(total.slice(0, -1)) < 40, total);
+            // by page (offset) too
+            const second = await search('code', `${q} repo:${alice.username}/dense`, alice.token, '&per_page=10&page=2');
+            assert.deepEqual(only(second), all.slice(10, 20));
+          }
         }
         // a qualifier narrows the files before their text is read
         const narrowed = await search('code', `densword path:d1 lang:text repo:${alice.username}/dense`, alice.token);

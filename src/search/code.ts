@@ -157,6 +157,11 @@ export const CODE_SEARCH_LIMITS = {
   rareProbe: 100,
   /** files in a first window (doubling to 512) */
   window: 64,
+  /**
+   * SQLite, a literal's files in order: ask FTS5 for each window's trigram candidates `always`,
+   * `never` (check every file's text), or `auto`: whichever the walk measured as cheaper
+   */
+  windowTrigrams: 'auto' as 'auto' | 'always' | 'never',
 };
 
 async function searchCodeOn(
@@ -223,6 +228,9 @@ function prefixRange(path: string | undefined): [string, string] | null {
  * each window's texts checked in the statement (a literal) or here (a regex). Null on PostgreSQL
  * when the first `denseProbe` files hold no match: the trigram index is then the better way in.
  */
+/** SQLite's walk of a literal: asks FTS5 once a window's checks of files without a match cost more */
+const WASTED_MS = 5;
+
 async function dense(
   db: Kysely<DB>,
   plan: Plan,
@@ -249,6 +257,27 @@ async function dense(
   // PostgreSQL: a regex's texts come back only when its trigram literals are in them
   const check = exact ?? (pg ? pgNeed(pattern.need, sql`c.content`) : null);
   const clock = exact ? null : new RegexClock(REGEX_BUDGET_MS);
+  // SQLite, a literal: a window's trigram candidates cost an FTS5 query that reads the trigrams'
+  // doclists up to the window (about 15 ms at 50,000 files whatever the window's size), a file's
+  // text check costs about its length; the walk times both (the last of each) and asks FTS5 only
+  // while that is the cheaper way to the same rows (bench/README.md "The contract's size on the
+  // current code"). A regex's files are checked here, in JavaScript: always narrowed by FTS5.
+  // Until FTS5 was asked once, the walk checks the files directly and asks it only when the last
+  // window's checks of files without a match cost more than WASTED_MS.
+  const costs = {
+    ftsMs: null as number | null,
+    checkMsPerFile: null as number | null,
+    candidateShare: 1,
+    hitShare: 1,
+  };
+  const askFts = (files: number) => {
+    const mode = CODE_SEARCH_LIMITS.windowTrigrams;
+    if (mode !== 'auto' || exact === null) return mode !== 'never' || exact === null;
+    if (costs.checkMsPerFile === null) return costs.ftsMs !== null;
+    const wasted = (share: number) => files * costs.checkMsPerFile! * (1 - share);
+    if (costs.ftsMs === null) return wasted(costs.hitShare) > WASTED_MS;
+    return wasted(costs.candidateShare) >= costs.ftsMs;
+  };
   const found: CodeHit[] = [];
   let skip = cursor ? 0 : page.offset;
   let hits = 0;
@@ -272,6 +301,7 @@ async function dense(
       type Row = { id: number; path: string; language: string | null; blob_sha: string; content: string | null; hit?: unknown };
       let rows: Row[] = [];
       let seen: number;
+      let narrowed = true;
       let last: string | undefined;
       if (fts === null) {
         rows = (await sql<Row>`${select} from (${window}) w join search_code_files c on c.id = w.id order by c.path`.execute(db))
@@ -287,19 +317,32 @@ async function dense(
         last = paths.at(-1)?.path;
         const ids = paths.map((r) => Number(r.id));
         if (ids.length) {
-          const inFts = await sql<{ id: number }>`select rowid as id from search_code_fts where search_code_fts match ${fts}
-            and rowid between ${Math.min(...ids)} and ${Math.max(...ids)}`.execute(db);
-          const candidates = new Set(inFts.rows.map((r) => Number(r.id)));
-          const chosen = ids.filter((id) => candidates.has(id));
-          if (chosen.length)
+          let chosen = ids;
+          narrowed = askFts(ids.length);
+          if (narrowed) {
+            const t0 = performance.now();
+            const inFts = await sql<{ id: number }>`select rowid as id from search_code_fts where search_code_fts match ${fts}
+              and rowid between ${Math.min(...ids)} and ${Math.max(...ids)}`.execute(db);
+            costs.ftsMs = performance.now() - t0;
+            const candidates = new Set(inFts.rows.map((r) => Number(r.id)));
+            chosen = ids.filter((id) => candidates.has(id));
+            costs.candidateShare = chosen.length / ids.length;
+          }
+          if (chosen.length) {
+            const t0 = performance.now();
             rows = (
               await sql<Row>`${select} from search_code_files c
                 where c.id in (select value from json_each(${JSON.stringify(chosen)})) order by c.path`.execute(db)
             ).rows;
+            costs.checkMsPerFile = (performance.now() - t0) / chosen.length;
+          }
         }
       }
+      // the budget counts the files walked, on either way in (so a count is the same whichever
+      // way the walk took, and a window ends where the budget does)
+      examined += seen;
+      const hitsBefore = hits;
       for (const row of rows) {
-        examined++;
         if (row.content === null && !(wantText ? false : truthy(row.hit))) continue;
         const content = row.content ?? '';
         let matched: FileMatches | null = null;
@@ -325,6 +368,7 @@ async function dense(
           });
         }
       }
+      if (!narrowed && seen > 0) costs.hitShare = (hits - hitsBefore) / seen;
       // PostgreSQL: matches too sparse in order to fill the page within the budget (none in the
       // first files, or fewer than a page per budget): the trigram index is the better way in
       if (pg && !until && found.length < page.limit && examined >= CODE_SEARCH_LIMITS.denseProbe) {
