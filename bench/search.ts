@@ -24,8 +24,13 @@
  * beside it. The load average is printed with each table. The big repo is generated and streamed
  * to `git fast-import` a file at a time, so its size costs disk, not memory.
  *
+ * BENCH_WINDOW_TRIGRAMS=always|never|auto sets how SQLite's walk of a common literal narrows each
+ * window (src/search/code.ts `windowTrigrams`; the server's is `auto`), for an A/B.
+ *
  * With PROFILE=1 each search then runs alone too: its wall time and this process's CPU, and on
- * SQLite every statement's SQL and time (with PLAN=1 its `EXPLAIN QUERY PLAN`), as a profile.
+ * SQLite its statements by text, how many and their time (with PLAN=1 the slowest ones'
+ * `EXPLAIN QUERY PLAN`), as a profile; with WEFT_SQLITE_READERS=0, since the statements of the
+ * read-only worker connections run on other threads.
  */
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -224,8 +229,35 @@ const QUERIES: Query[] = [
 ];
 
 /**
- * Each search alone (PROFILE=1): wall time and CPU; on SQLite every statement over 1 ms, through the
- * connection's `prepare`, with its query plan when PLAN=1.
+ * The statements of a SQLite search, for its profile (PROFILE=1): better-sqlite3's `prepare` is
+ * wrapped on its prototype before any connection opens, so statements that the connection's cache
+ * (src/db/fast-path.ts) prepared during the load are timed too. Statements on the read-only worker
+ * connections run on other threads and are not seen: run the profile with WEFT_SQLITE_READERS=0
+ * to list a search's statements.
+ */
+const statementLog: { sql: string; ms: number; params: unknown[]; db: unknown }[] = [];
+let recordingStatements = false;
+if (process.env.PROFILE) {
+  const proto = (await import('better-sqlite3')).default.prototype as unknown as { prepare: (source: string) => unknown };
+  const prepare = proto.prepare;
+  proto.prepare = function (this: unknown, source: string) {
+    const stmt = prepare.call(this, source) as Record<string, (...a: unknown[]) => unknown>;
+    for (const m of ['all', 'get', 'run', 'iterate'] as const) {
+      const orig = stmt[m]!.bind(stmt);
+      stmt[m] = (...args: unknown[]) => {
+        const t0 = performance.now();
+        const out = orig(...args);
+        if (recordingStatements) statementLog.push({ sql: source, ms: performance.now() - t0, params: args.flat(), db: this });
+        return out;
+      };
+    }
+    return stmt;
+  };
+}
+
+/**
+ * Each search alone (PROFILE=1): wall time and CPU; on SQLite every statement over 1 ms (see
+ * statementLog above), with its query plan when PLAN=1.
  */
 async function profile(
   t: import('../test/helpers.ts').TestApp,
@@ -233,42 +265,40 @@ async function profile(
   searches: [string, string][],
   emit: (...lines: string[]) => void,
 ): Promise<void> {
-  const handle = t.deps.database.sqlite;
-  const log: { sql: string; ms: number; params: unknown[] }[] = [];
-  let recording = false;
-  const prepare = handle?.prepare.bind(handle);
-  if (handle && prepare)
-    (handle as { prepare: unknown }).prepare = (source: string) => {
-      const stmt = prepare(source);
-      for (const m of ['all', 'get', 'run', 'iterate'] as const) {
-        const orig = (stmt as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!.bind(stmt);
-        (stmt as unknown as Record<string, unknown>)[m] = (...args: unknown[]) => {
-          const t0 = performance.now();
-          const out = orig(...args);
-          if (recording) log.push({ sql: source, ms: performance.now() - t0, params: args.flat() });
-          return out;
-        };
-      }
-      return stmt;
-    };
+  const log = statementLog;
   for (const [kind, q] of searches) {
     const url = `/api/v1/search/${kind}?q=${encodeURIComponent(q)}`;
     await t.req('GET', url, { token });
     log.length = 0;
-    recording = true;
+    recordingStatements = true;
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const r = await t.req('GET', url, { token });
     const wall = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
-    recording = false;
+    recordingStatements = false;
     emit(
       `- ${kind} \`${q}\`: ${r.status}, total ${r.headers['x-total-count']}, ${wall.toFixed(1)} ms wall, ${((cpu.user + cpu.system) / 1000).toFixed(1)} ms CPU alone`,
     );
-    for (const s of log.filter((x) => x.ms > 1)) {
+    // every statement, by its text: how many ran and their time in all
+    const byText = new Map<string, { n: number; ms: number }>();
+    for (const s of log) {
+      const k = s.sql.replace(/\s+/g, ' ').slice(0, 160);
+      const e = byText.get(k) ?? byText.set(k, { n: 0, ms: 0 }).get(k)!;
+      e.n++;
+      e.ms += s.ms;
+    }
+    const inAll = log.reduce((a, s) => a + s.ms, 0);
+    // the searches' statements are the workers' unless WEFT_SQLITE_READERS=0: not listed then
+    const listed = process.env.WEFT_SQLITE_READERS === '0' ? 6 : 0;
+    if (log.length && listed) emit(`  statements: ${log.length}, ${inAll.toFixed(1)} ms in all; by text:`);
+    for (const [k, e] of [...byText].sort((a, b) => b[1].ms - a[1].ms).slice(0, listed))
+      emit(`  - ${e.n} x, ${e.ms.toFixed(1)} ms: ${k}`);
+    for (const s of log.filter((x) => x.ms > 1).slice(0, process.env.PLAN && listed ? 8 : 0)) {
       emit(`  - ${s.ms.toFixed(1)} ms: ${s.sql.replace(/\s+/g, ' ').slice(0, 400)}`);
-      if (process.env.PLAN && prepare) {
-        const plan = prepare(`explain query plan ${s.sql}`).all(...(s.params as never[])) as { detail: string }[];
+      if (process.env.PLAN) {
+        const on = s.db as { prepare: (sql: string) => { all: (...a: never[]) => unknown[] } };
+        const plan = on.prepare(`explain query plan ${s.sql}`).all(...(s.params as never[])) as { detail: string }[];
         for (const p of plan) emit(`      ${p.detail}`);
       }
     }
@@ -321,6 +351,10 @@ async function measure(root: string): Promise<void> {
   const { startApp } = await import('../test/helpers.ts');
   const { indexRepo, scheduleSearchIndex } = await import('../src/search/indexer.ts');
   const { CODE_SEARCH_LIMITS } = await import('../src/search/code.ts');
+  // SQLite's walk of a common literal: each window's trigram candidates from FTS5 `always`, `never`
+  // or, as the server does, `auto` (an A/B of src/search/code.ts windowTrigrams)
+  const trigrams = process.env.BENCH_WINDOW_TRIGRAMS;
+  if (trigrams === 'always' || trigrams === 'never' || trigrams === 'auto') CODE_SEARCH_LIMITS.windowTrigrams = trigrams;
   const { THREAD_SEARCH_LIMITS } = await import('../src/search/threads.ts');
   const { candidateStatements, readCandidates } = await import('../src/search/thread-candidates.ts');
   const { textQuery, tsText } = await import('../src/search/query.ts');

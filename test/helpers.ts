@@ -85,6 +85,8 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
       LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
       // CI runs the suite once with WEFT_FAST_PATH=off (src/db/fast-path.ts)
       WEFT_FAST_PATH: process.env.WEFT_FAST_PATH,
+      // bench/search.ts's statement profile runs with WEFT_SQLITE_READERS=0 (docs/search.md)
+      WEFT_SQLITE_READERS: process.env.WEFT_SQLITE_READERS,
     }),
     bootstrapAdminToken: ADMIN_TOKEN,
     ...overrides,
@@ -102,7 +104,12 @@ export async function startApp(
   const store = opts.store ?? (await freshStore(dialect));
   const ownsStore = opts.store === undefined;
   const config = testConfig(store.dataDir, { databaseUrl: store.url, ...opts.config });
-  const database: Database = await openDatabase({ url: store.url, dataDir: store.dataDir, schema: store.schema });
+  const database: Database = await openDatabase({
+    url: store.url,
+    dataDir: store.dataDir,
+    schema: store.schema,
+    readers: config.sqliteReaders,
+  });
   const deps: Deps = createDeps(config, database, opts.deps);
   await bootstrapAdmin(deps);
   const app = await buildApp(deps, opts.logStream ? { logStream: opts.logStream } : { logger: false });
