@@ -619,6 +619,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('repos by name and description', async () => {
+      const names = (res: { body: { results: { full_name: string }[] } }) => res.body.results.map((r) => r.full_name);
       const described = await t.req('POST', `/api/v1/users/${bob.username}/repos`, {
         token: bob.token,
         body: { name: 'zoo', slug: 'zoo', visibility: 'public', description: 'Feeding times for the aardvark enclosure' },
@@ -626,17 +627,11 @@ for (const dialect of DIALECTS) {
       assert.equal(described.status, 201, described.text);
       const byDescription = await search('repos', 'aardvark enclosure', carol.token);
       assert.equal(byDescription.status, 200, byDescription.text);
-      assert.deepEqual(
-        byDescription.body.results.map((r: { full_name: string }) => r.full_name),
-        [`${bob.username}/zoo`],
-      );
+      assert.deepEqual(names(byDescription), [`${bob.username}/zoo`]);
       assert.equal((await search('repos', 'aardvark giraffe', carol.token)).headers['x-total-count'], '0');
       const res = await search('repos', 'tracker', carol.token);
       assert.equal(res.status, 200, res.text);
-      assert.deepEqual(
-        res.body.results.map((r: { full_name: string }) => r.full_name),
-        [`${alice.username}/tracker`],
-      );
+      assert.deepEqual(names(res), [`${alice.username}/tracker`]);
       assert.equal((await search('repos', 'hidden', carol.token)).headers['x-total-count'], '0');
       assert.equal((await search('repos', 'hidden', bob.token)).headers['x-total-count'], '1');
     });

@@ -222,15 +222,15 @@ function prefixRange(path: string | undefined): [string, string] | null {
   return [trimmed, trimmed.slice(0, -1) + String.fromCodePoint(last + 1)];
 }
 
+/** SQLite's walk of a literal: asks FTS5 once a window's checks of files without a match cost more */
+const WASTED_MS = 5;
+
 /**
  * In result order: the readable repos by `full_name`, in each its files by path (the (repo, path)
  * index, the path and language qualifiers, on SQLite the trigram candidates), a window at a time,
  * each window's texts checked in the statement (a literal) or here (a regex). Null on PostgreSQL
  * when the first `denseProbe` files hold no match: the trigram index is then the better way in.
  */
-/** SQLite's walk of a literal: asks FTS5 once a window's checks of files without a match cost more */
-const WASTED_MS = 5;
-
 async function dense(
   db: Kysely<DB>,
   plan: Plan,
@@ -259,11 +259,10 @@ async function dense(
   const clock = exact ? null : new RegexClock(REGEX_BUDGET_MS);
   // SQLite, a literal: a window's trigram candidates cost an FTS5 query that reads the trigrams'
   // doclists up to the window (about 15 ms at 50,000 files whatever the window's size), a file's
-  // text check costs about its length; the walk times both (the last of each) and asks FTS5 only
-  // while that is the cheaper way to the same rows (bench/README.md "The contract's size on the
+  // text check costs about its length. The walk starts by checking the files directly, asks FTS5
+  // once the last window's checks of files without a match cost more than WASTED_MS, then takes
+  // whichever way its last timings say is cheaper (bench/README.md "The contract's size on the
   // current code"). A regex's files are checked here, in JavaScript: always narrowed by FTS5.
-  // Until FTS5 was asked once, the walk checks the files directly and asks it only when the last
-  // window's checks of files without a match cost more than WASTED_MS.
   const costs = {
     ftsMs: null as number | null,
     checkMsPerFile: null as number | null,
