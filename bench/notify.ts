@@ -29,6 +29,7 @@ import { loadConfig } from '../src/config.ts';
 import type { NotificationsBackground } from '../src/notifications/background.ts';
 import { openDatabase } from '../src/db/index.ts';
 import { createDeps, startBackground, stopBackground } from '../src/root.ts';
+import { unreadCount } from '../src/notifications/service.ts';
 import { createReply } from '../src/threads/service.ts';
 import { bootstrapAdmin } from '../src/users/service.ts';
 import type { Viewer } from '../src/viewer.ts';
@@ -37,13 +38,24 @@ const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 5_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000);
 const THREADS = Number(process.env.BENCH_THREADS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 200);
+/** The burst's replies a second (0: as fast as the write path takes them). */
+const BURST_RATE = Number(process.env.BENCH_BURST_RATE ?? 0);
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 5_000);
+/** Watchers reading their count once a second during the burst (their badge would, on each badge event). */
+const ONLINE = Number(process.env.BENCH_ONLINE ?? 20);
+/** Watchers whose first read after the burst is timed (each takes in the threads' activity). */
+const OFFLINE = Number(process.env.BENCH_OFFLINE ?? 200);
 const url = process.env.BENCH_DATABASE_URL ?? null;
 const TOKEN = 'weft_bench_admin_token_0123456789abcdefghij';
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
+/** Waits until the i-th write of a paced burst (BURST_RATE a second) begun at `start` is due. */
+const paced = async (start: number, i: number) => {
+  const wait = start + (i * 1000) / BURST_RATE - now();
+  if (wait > 0) await sleep(wait);
+};
 
 /** CPU seconds of a process (user + system) from /proc, or null when it is gone. */
 function procCpu(pid: number): number | null {
@@ -148,6 +160,7 @@ async function main() {
 
     // the watchers: users rows and their `watching` level, straight in SQL
     const at = new Date().toISOString();
+    const watcherViewers: Viewer[] = [];
     for (let i = 0; i < WATCHERS; i += 500) {
       const users = Array.from({ length: Math.min(500, WATCHERS - i) }, (_, k) => ({
         uuid: randomUUID(),
@@ -162,6 +175,7 @@ async function main() {
         updated_at: at,
       }));
       await deps.db.insertInto('users').values(users).execute();
+      for (const u of users) watcherViewers.push({ uuid: u.uuid, username: u.username, isStaff: false, tokenUuid: '' });
       await deps.db
         .insertInto('repo_subscriptions')
         .values(users.map((u) => ({ user_uuid: u.uuid, repo_uuid: repo.uuid as string, level: 'watching', created_at: at })))
@@ -275,9 +289,23 @@ async function main() {
       poolWaitMax = Math.max(poolWaitMax, database.pool?.waitingCount ?? 0);
     }, 50);
     const busy = load(() => done);
+    // online watchers: each reads its unread count once a second (its inbox takes in what is new)
+    const onlineReads: number[] = [];
+    const online = Promise.all(
+      watcherViewers.slice(0, ONLINE).map(async (v, k) => {
+        await sleep((1000 * k) / Math.max(1, ONLINE));
+        while (!done) {
+          const t0 = now();
+          await unreadCount(deps, v);
+          onlineReads.push(now() - t0);
+          await sleep(1000);
+        }
+      }),
+    );
     const cpu0 = process.cpuUsage();
     const started = now();
     for (let i = 0; i < EVENTS; i++) {
+      if (BURST_RATE > 0) await paced(started, i);
       // always yield: on SQLite a write resolves without I/O, and the server must run meanwhile
       await new Promise((r) => setImmediate(r));
       await createReply(deps, viewer, ref, 1 + (i % THREADS), { body: `reply ${i}` });
@@ -301,6 +329,17 @@ async function main() {
     done = true;
     await watch;
     const during = await busy;
+    await online;
+    onlineReads.sort((a, b) => a - b);
+    // offline watchers: their first read after the burst takes in every thread's activity
+    const offlineReads: number[] = [];
+    for (const v of watcherViewers.slice(ONLINE, ONLINE + OFFLINE)) {
+      const t0 = now();
+      const n = await unreadCount(deps, v);
+      offlineReads.push(now() - t0);
+      if (n !== THREADS) throw new Error(`watcher ${v.username}: ${n} unread, ${THREADS} expected`);
+    }
+    offlineReads.sort((a, b) => a - b);
     const total = now() - started;
     const cpu = process.cpuUsage(cpu0);
     const dbCpu = await pgCpu.stop();
@@ -341,7 +380,7 @@ async function main() {
 
     const f = (x: number) => x.toFixed(1);
     console.log(
-      `notify (${database.dialect}): ${WATCHERS} watchers, ${EVENTS} replies on ${THREADS} threads written in ${(wrote / 1000).toFixed(1)} s, fanned out in ${(total / 1000).toFixed(1)} s`,
+      `notify (${database.dialect}): ${WATCHERS} watchers, ${EVENTS} replies on ${THREADS} threads${BURST_RATE ? ` at ${BURST_RATE} a second` : ''} written in ${(wrote / 1000).toFixed(1)} s, fanned out in ${(total / 1000).toFixed(1)} s`,
     );
     console.log(
       `  fan-out lag: p50 ${f(pct(lag, 50))} ms, p99 ${f(pct(lag, 99))} ms, max ${f(lag.at(-1) ?? NaN)} ms; ${EVENTS - lag.length} not passed; notifications ${before} -> ${after}`,
@@ -358,6 +397,9 @@ async function main() {
     console.log(
       `  one batch alone (${THREADS} subjects x ${WATCHERS} watchers, ${fanout.stats.ranges - aloneStats.ranges} ranges, ${fanout.stats.notifications - aloneStats.notifications} notifications): ${aloneMs.toFixed(0)} ms, CPU ${(aloneS * 1000).toFixed(0)} ms this process (${(aloneMain * 1000).toFixed(0)} ms its main thread)${schema ? ` + ${(aloneDb * 1000).toFixed(0)} ms PostgreSQL backends` : ''}; load average ${la(loadavg())}`,
     );
+    console.log(
+      `  watchers' unread count (their inbox taking in the activity): ${ONLINE} online, once a second during the burst: p50 ${f(pct(onlineReads, 50))} ms, p99 ${f(pct(onlineReads, 99))} ms (${onlineReads.length} reads); ${OFFLINE} offline, first read after it (${THREADS} subjects each): p50 ${f(pct(offlineReads, 50))} ms, p99 ${f(pct(offlineReads, 99))} ms`,
+    );
     console.log(`  GET /user idle:   p50 ${f(pct(idle, 50))} ms, p99 ${f(pct(idle, 99))} ms (${idle.length} requests)`);
     console.log(`  GET /user burst:  p50 ${f(pct(during, 50))} ms, p99 ${f(pct(during, 99))} ms (${during.length} requests)`);
     console.log(`  ratio burst/idle: p50 ${f(pct(during, 50) / pct(idle, 50))}x, p99 ${f(pct(during, 99) / pct(idle, 99))}x`);
@@ -368,10 +410,21 @@ async function main() {
     // backlog and GET /user probed at the same rate until it has passed the last event: nothing
     // but the fan-out runs beside the requests.
     await deps.notifications.stop();
+    // the writes' own share: GET /user probed while the same burst is written with no fan-out
+    let writesDone = false;
+    const writesProbe = load(() => writesDone);
+    const writesStart = now();
     for (let i = 0; i < EVENTS; i++) {
+      if (BURST_RATE > 0) await paced(writesStart, i);
       await new Promise((r) => setImmediate(r));
       await createReply(deps, viewer, ref, 1 + (i % THREADS), { body: `backlog ${i}` });
     }
+    const writesMs = now() - writesStart;
+    writesDone = true;
+    const writesAlone = await writesProbe;
+    console.log(
+      `  GET /user during the same ${EVENTS} replies written with the fan-out stopped (${(writesMs / 1000).toFixed(1)} s): p50 ${f(pct(writesAlone, 50))} ms, p99 ${f(pct(writesAlone, 99))} ms (${writesAlone.length} requests); ratio to idle p50 ${f(pct(writesAlone, 50) / pct(idle, 50))}x, p99 ${f(pct(writesAlone, 99) / pct(idle, 99))}x; the burst with the fan-out against it: p99 ${f(pct(during, 99) / pct(writesAlone, 99))}x`,
+    );
     const backlogEnd = await lastEvent();
     let drained = false;
     const probe = load(() => drained);

@@ -39,6 +39,8 @@ export interface LiveSignal {
 
 export interface EventBus {
   publish(event: EventRecord): void;
+  /** Several events committed together: each to the subscribers, one hint for them all. */
+  publishMany(events: EventRecord[]): void;
   /** Sends a signal to the live streams of every instance (after the commit of what it is about). */
   signal(signal: LiveSignal): void;
   onSignal(listener: (signal: LiveSignal) => void): () => void;
@@ -71,6 +73,10 @@ export interface LiveFeed {
   remove(sub: LiveSubscriber): void;
   /** Streams subscribed on this instance. */
   readonly subscriberCount: number;
+  /** A signal to this instance's subscribers alone (not sent to the other instances). */
+  deliverSignal(signal: LiveSignal): void;
+  /** The scopes with a subscriber on this instance asking for `kind`, starting with `prefix`. */
+  scopesAsking(kind: string, prefix: string): string[];
   close(): Promise<void>;
 }
 

@@ -97,3 +97,20 @@ export async function statementsOf(
   }
   return n;
 }
+
+/** The notification fan-out has read every committed event (its cursor is at the newest). */
+export async function fanoutSettled(t: TestApp): Promise<void> {
+  await waitUntil(
+    async () => {
+      const top = await t.deps.db
+        .selectFrom('events')
+        .select((eb) => eb.fn.max('id').as('id'))
+        .where('kind', '!=', 'notification-updated')
+        .executeTakeFirst();
+      const cursor = await t.deps.db.selectFrom('notification_dispatch').select('last_event_id').executeTakeFirstOrThrow();
+      return Number(cursor.last_event_id) >= Number(top?.id ?? 0);
+    },
+    20_000,
+    'the fan-out',
+  );
+}

@@ -157,6 +157,32 @@ for (const dialect of DIALECTS) {
       );
     });
 
+    it('a watcher who gets mail is written at once and mailed; one with mail off reads the activity in', async () => {
+      const erin = await t.user('erin');
+      const fred = await t.user('fred');
+      for (const u of ['erin', 'fred'])
+        ok(await t.req('POST', '/api/v1/teams/crew/members', { token: alice.token, body: { username: u, role: 'member' } }), 201);
+      ok(await t.req('PUT', '/api/v1/user/notification-settings', { token: fred.token, body: { email_notifications: 'off' } }));
+      for (const w of [erin, fred])
+        ok(await t.req('PUT', `${base}/subscription`, { token: w.token, body: { level: 'watching' } }));
+      ok(await t.req('POST', `${base}/threads`, { token: alice.token, body: { title: 'Watched', body: 'news' } }), 201);
+      await waitUntil(() => smtp.to('erin@example.com').length === 1, 20_000, "the watcher's mail");
+      const [m] = smtp.to('erin@example.com');
+      assert.match(m!.mail.subject ?? '', /^\[crew\/tool\] Watched \(#\d+\)$/);
+      assert.equal(header(m!, 'x-weft-reason'), 'subscribed');
+      const rows = async (u: { uuid: string }) =>
+        (await t.deps.db.selectFrom('notifications').select('uuid').where('user_uuid', '=', u.uuid).execute()).length;
+      assert.equal(await rows(erin), 1, 'written by the fan-out before erin reads anything');
+      assert.equal(await rows(fred), 0, 'fred gets no mail: his inbox reads the activity in');
+      assert.equal(smtp.to('fred@example.com').length, 0);
+      const [n] = ok(await t.req('GET', '/api/v1/notifications', { token: fred.token })).body.results as Array<{
+        reason: string;
+        subject: { title: string };
+      }>;
+      assert.equal(n!.subject.title, 'Watched');
+      assert.equal(n!.reason, 'subscribed');
+    });
+
     it('daily digest at 08:00 in the user timezone', async () => {
       assert.deepEqual(
         ok(

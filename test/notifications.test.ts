@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { waitUntil } from './common.ts';
+import { fanoutSettled } from './common.ts';
 import { seedCommit } from './git-fixtures.ts';
 import { DIALECTS, type Res, type TestApp, startApp } from './helpers.ts';
 import { pageReq, signIn } from './web-helpers.ts';
@@ -18,22 +18,7 @@ const ok = (res: Res, status = 200): Res => {
 
 type Who = { token: string; uuid: string; username: string };
 
-/** The fan-out has read every committed event (its cursor is at the newest). */
-async function settled(t: TestApp): Promise<void> {
-  await waitUntil(
-    async () => {
-      const top = await t.deps.db
-        .selectFrom('events')
-        .select((eb) => eb.fn.max('id').as('id'))
-        .where('kind', '!=', 'notification-updated')
-        .executeTakeFirst();
-      const cursor = await t.deps.db.selectFrom('notification_dispatch').select('last_event_id').executeTakeFirstOrThrow();
-      return Number(cursor.last_event_id) >= Number(top?.id ?? 0);
-    },
-    20_000,
-    'the fan-out',
-  );
-}
+const settled = fanoutSettled;
 
 const inbox = async (t: TestApp, who: Who, query = '') =>
   ok(await t.req('GET', `/api/v1/notifications${query}`, { token: who.token })).body.results as Array<{

@@ -34,10 +34,7 @@ export async function inTransaction<T>(deps: Deps, fn: (tx: TxContext) => Promis
         },
         emitMany: async (inputs) => {
           const records = await insertEvents(handle.trx, deps.dialect, inputs);
-          if (records.length)
-            handle.afterCommit(() => {
-              for (const r of records) deps.bus.publish(r);
-            });
+          if (records.length) handle.afterCommit(() => deps.bus.publishMany(records));
           return records;
         },
       }),

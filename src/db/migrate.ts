@@ -54,6 +54,7 @@ import * as m670 from './migrations/670_notification_bulk.ts';
 import * as m710 from './migrations/710_search_titles.ts';
 import * as m740 from './migrations/740_pull_lists.ts';
 import * as m750 from './migrations/750_notification_indexes.ts';
+import * as m770 from './migrations/770_watch_activity.ts';
 import type { Dialect, MigrationContext } from './dialect.ts';
 
 export type { MigrationContext } from './dialect.ts';
@@ -120,6 +121,7 @@ const MIGRATIONS: Migration[] = [
   { name: '710_search_titles', up: m710.up },
   { name: '740_pull_lists', up: m740.up },
   { name: '750_notification_indexes', up: m750.up },
+  { name: '770_watch_activity', up: m770.up },
 ];
 
 const MIGRATION_LOCK_KEY = 7_401_001;

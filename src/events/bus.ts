@@ -24,6 +24,13 @@ export class InProcessBus implements EventBus {
     this.emitter.emit('hint', { kinds: [event.kind] } satisfies NewEventsHint);
   }
 
+  /** Several events of one transaction: each to the subscribers, one hint for all of them. */
+  publishMany(events: EventRecord[]): void {
+    if (events.length === 0) return;
+    for (const event of events) this.emitter.emit('event', event);
+    this.emitter.emit('hint', { kinds: [...new Set(events.map((e) => e.kind))] } satisfies NewEventsHint);
+  }
+
   subscribe(listener: (event: EventRecord) => void): () => void {
     this.emitter.on('event', listener);
     return () => this.emitter.off('event', listener);
@@ -100,8 +107,17 @@ export class PostgresBus extends InProcessBus {
 
   override publish(event: EventRecord): void {
     super.publish(event);
+    this.pending([event.kind]);
+  }
+
+  override publishMany(events: EventRecord[]): void {
+    super.publishMany(events);
+    if (events.length) this.pending(new Set(events.map((e) => e.kind)));
+  }
+
+  private pending(kinds: Iterable<string>): void {
     if (this.pendingKinds) {
-      this.pendingKinds.add(event.kind);
+      for (const kind of kinds) this.pendingKinds.add(kind);
       if (this.pendingKinds.size > MAX_NOTIFY_KINDS) this.pendingKinds = null;
     }
     this.notify();

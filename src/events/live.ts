@@ -59,6 +59,19 @@ export class LiveHub implements LiveFeed {
     }
   }
 
+  /** A signal to this instance's subscribers alone (not sent to the other instances). */
+  deliverSignal(signal: LiveSignal): void {
+    this.dispatchSignal(signal);
+  }
+
+  /** The scopes with a subscriber on this instance asking for `kind`, starting with `prefix`. */
+  scopesAsking(kind: string, prefix: string): string[] {
+    const out: string[] = [];
+    for (const [scope, set] of this.byScope)
+      if (scope.startsWith(prefix) && [...set].some((sub) => sub.kind === kind && sub.signal)) out.push(scope);
+    return out;
+  }
+
   /** Live subscribers on this instance. */
   get subscriberCount(): number {
     return this.size;

@@ -49,6 +49,7 @@ export const teamActivityKey = (teamUuid: string): string => `team-activity:${te
  */
 async function writeScopeRows(
   db: Transaction<DB>,
+  dialect: Dialect,
   events: Array<{ id: number; kind: string; scopes: string[]; actorUuid: string | null }>,
 ): Promise<void> {
   const repoUuids = new Set<string>();
@@ -74,7 +75,56 @@ async function writeScopeRows(
     if (e.actorUuid !== null) for (const cls of actorClasses(e.scopes, repos)) keys.add(actorClassKey(e.actorUuid, cls));
     for (const scope of keys) rows.push({ event_id: e.id, scope, kind: e.kind });
   }
-  if (rows.length) await db.insertInto('event_scopes').values(rows).execute();
+  if (rows.length === 0) return;
+  if (rows.length < MANY) {
+    await db.insertInto('event_scopes').values(rows).execute();
+    return;
+  }
+  // many rows: one JSON parameter (no statement of thousands of parameters to build and compile)
+  const json = JSON.stringify(rows.map((r) => [r.event_id, r.scope, r.kind]));
+  const source =
+    dialect === 'postgres'
+      ? sql`select (j.value->>0)::bigint, j.value->>1, j.value->>2 from jsonb_array_elements(${json}::jsonb) j`
+      : sql`select json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]') from json_each(${json}) j`;
+  await sql`insert into event_scopes (event_id, scope, kind) ${source}`.execute(db);
+}
+
+/** From this many rows, an insert of events or scope rows passes them as one JSON parameter. */
+const MANY = 100;
+
+/**
+ * Many events in one statement with the rows as one JSON parameter (a badge event for each of a
+ * repo's thousands of watchers: building a statement of thousands of parameters held the
+ * server's thread for tens of milliseconds). Rows are inserted in the array's order, so SQLite's
+ * increasing ids follow it as a multi-row `VALUES` does; PostgreSQL's are `first` onwards.
+ */
+async function insertManyEvents(
+  db: Transaction<DB>,
+  first: number | null,
+  inputs: EventInput[],
+  created_at: string,
+): Promise<Array<{ id: number }>> {
+  const json = JSON.stringify(
+    inputs.map((input) => [
+      input.kind,
+      JSON.stringify(input.scopes),
+      input.actor?.uuid ?? null,
+      input.actor?.username ?? null,
+      JSON.stringify(input.payload),
+    ]),
+  );
+  const result =
+    first !== null
+      ? await sql<{ id: number }>`insert into events (id, kind, scopes, actor_uuid, actor_username, payload, created_at)
+          select ${first} + j.ord - 1, j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, ${created_at}
+          from jsonb_array_elements(${json}::jsonb) with ordinality as j(value, ord)
+          returning id`.execute(db)
+      : await sql<{ id: number }>`insert into events (kind, scopes, actor_uuid, actor_username, payload, created_at)
+          select json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'),
+            json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), ${created_at}
+          from json_each(${json}) j where true order by j.key
+          returning id`.execute(db);
+  return result.rows.map((r) => ({ id: Number(r.id) }));
 }
 
 /** The `events` row of an input, but its id. */
@@ -117,7 +167,7 @@ export async function insertEvent(db: Transaction<DB>, dialect: Dialect, input: 
     row = await db.insertInto('events').values(values).returning('id').executeTakeFirstOrThrow();
   }
   const scopes = [...new Set(input.scopes)];
-  await writeScopeRows(db, [{ id: row.id, kind: input.kind, scopes, actorUuid: input.actor?.uuid ?? null }]);
+  await writeScopeRows(db, dialect, [{ id: row.id, kind: input.kind, scopes, actorUuid: input.actor?.uuid ?? null }]);
   return {
     id: String(row.id),
     kind: input.kind,
@@ -174,16 +224,19 @@ export async function insertEvents(db: Transaction<DB>, dialect: Dialect, inputs
       throw new Error(`one transaction may emit at most ${EVENTS_PER_TRANSACTION - 1} events`);
     }
   }
-  const rows = await db
-    .insertInto('events')
-    .values(
-      inputs.map((input, i) => ({
-        ...(first === null ? {} : { id: first + i }),
-        ...eventValues(input, created_at),
-      })),
-    )
-    .returning('id')
-    .execute();
+  const rows =
+    inputs.length < MANY
+      ? await db
+          .insertInto('events')
+          .values(
+            inputs.map((input, i) => ({
+              ...(first === null ? {} : { id: first + i }),
+              ...eventValues(input, created_at),
+            })),
+          )
+          .returning('id')
+          .execute()
+      : await insertManyEvents(db, first, inputs, created_at);
   // Ids of one multi-row insert are assigned in row order; RETURNING's order is not promised.
   const ids = rows.map((r) => r.id).sort((a, b) => a - b);
   const records = inputs.map((input, i) => ({
@@ -196,6 +249,7 @@ export async function insertEvents(db: Transaction<DB>, dialect: Dialect, inputs
   }));
   await writeScopeRows(
     db,
+    dialect,
     records.map((r) => ({ id: Number(r.id), kind: r.kind, scopes: r.scopes, actorUuid: r.actor?.uuid ?? null })),
   );
   return records;

@@ -14,9 +14,10 @@
  * this one stops) and records the chunk's last recipient (`batch_end`, `done_user`); the last
  * chunk moves the cursor past the batch. An event is thus fanned out exactly once across restarts, crashes and instances: a
  * restarted loop re-reads the same batch (settled events up to `batch_end`) and resumes after
- * `done_user`. After a batch of several chunks, the next batch waits COALESCE_MS so that a
- * burst's events gather into fewer, larger batches (one upsert per (user, subject) and one badge
- * event per user for all of them).
+ * `done_user`. After a batch, the next one waits COALESCE_MS so that a burst's events gather
+ * into fewer, larger batches (one upsert per (user, subject) and one badge event per user for
+ * all of them). A repo's watchers who get no mail are not written here: the batch records each
+ * subject's activity once and their inboxes read it in (watch.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type RawBuilder, type SqlBool, sql } from 'kysely';
@@ -28,8 +29,9 @@ import { EventFollower, type FollowStep, eventsAfterCursor } from '../events/fol
 import type { EventInput } from '../events/service.ts';
 import { CI_KINDS, withCi } from './ci.ts';
 import { type Bulk, NOTIFYING, type Reason, type Touch, concerned } from './concerned.ts';
-import { enqueueMail, registerMailJobs } from './mail.ts';
+import { enqueueMail, mailConfigured, registerMailJobs } from './mail.ts';
 import { readableBy } from './readers.ts';
+import { BUMP, type WrittenAtOnce, activityOf, nudgeWatchers, recordActivity, uuidSql, writtenAtOnce } from './watch.ts';
 
 export { REASONS, type Reason } from './concerned.ts';
 
@@ -41,7 +43,11 @@ const CHUNK: Record<Dialect, number> = { sqlite: 1000, postgres: 5000 };
  * to send every range to the background writer).
  */
 const WRITER_FROM = Number(process.env.WEFT_NOTIFY_WRITER_FROM ?? 100);
-/** After a batch of several chunks, the next one waits this long for the burst to gather. */
+/**
+ * After a batch with events, the next one waits this long for a burst to gather (the first event
+ * after a quiet spell is taken at once): at most a few batches a second, each with every event
+ * that came meanwhile, instead of one per event competing with the writes for the server.
+ */
 const COALESCE_MS = 250;
 
 interface Cursor {
@@ -69,12 +75,21 @@ export class NotificationFanout extends EventFollower {
   writerFrom = WRITER_FROM;
   /** What this loop has written (bench/notify.ts reports CPU per batch): batches, ranges, notifications. */
   readonly stats = { batches: 0, ranges: 0, notifications: 0 };
+  /**
+   * Every watcher written at once, as those who get mail are (watch.ts): tests of the ranges and
+   * their crash protocol over many watchers set it.
+   */
+  writeEveryWatcher = false;
   private heavyAt: number | null = null;
 
   constructor(private readonly deps: Deps) {
     super(deps.bus, 'the notification fan-out');
     registerMailJobs(deps);
     this.chunkSize = CHUNK[deps.dialect];
+  }
+
+  private watchersAtOnce(): WrittenAtOnce {
+    return this.writeEveryWatcher ? 'all' : mailConfigured(this.deps) ? 'mail' : 'none';
   }
 
   protected step(): Promise<FollowStep> {
@@ -115,7 +130,8 @@ export class NotificationFanout extends EventFollower {
     const { touches, bulk } = await withCi(this.deps.db, events, await concerned(this.deps.db, events));
     const ranges = await this.rangesOf(bulk, touches, cursor.done);
     const t1 = performance.now();
-    if (ranges.length > 1) this.heavyAt = Date.now();
+    // a burst's events gather: the next batch starts COALESCE_MS after this one at the soonest
+    if (events.length > 0) this.heavyAt = Date.now();
     for (let i = 0; i < ranges.length; i++) {
       const range = ranges[i]!;
       const final = i === ranges.length - 1;
@@ -127,7 +143,7 @@ export class NotificationFanout extends EventFollower {
       // which a round trip per statement to the worker would slow down more than it weighs, here
       const size = inRange.length + range.watchers * bulk.length;
       const on = size >= this.writerFrom ? this.deps.database.writer : this.deps.db;
-      const users = await this.writeChunk(cursor, next, inRange, bulk, range, on);
+      const users = await this.writeChunk(cursor, next, inRange, bulk, range, on, final ? end : null);
       // another instance moved the cursor (or holds it): it goes on from there
       if (users === null) return 'idle';
       if (users.length) this.onCommitted?.(users);
@@ -145,9 +161,9 @@ export class NotificationFanout extends EventFollower {
 
   /**
    * The batch's recipients cut into ranges of user uuids of about `chunkSize` notifications: the
-   * bounds are every n-th watcher of the subjects' repos (n = chunkSize / subjects), from `done`
-   * (a batch in progress: the users before it are written) to the end. At least one range (maybe
-   * empty: it moves the cursor).
+   * bounds are every n-th watcher written at once (who gets mail: watch.ts) of the subjects' repos
+   * (n = chunkSize / subjects), from `done` (a batch in progress: the users before it are
+   * written) to the end. At least one range (maybe empty: it moves the cursor).
    */
   private async rangesOf(bulk: Bulk[], touches: Touch[], done: string | null): Promise<Range[]> {
     const lo = done ?? '';
@@ -159,6 +175,7 @@ export class NotificationFanout extends EventFollower {
       const users = await this.deps.db
         .selectFrom('repo_subscriptions')
         .select('user_uuid')
+        .select(writtenAtOnce(sql.ref('repo_subscriptions.user_uuid'), this.watchersAtOnce()).as('mail'))
         .distinct()
         .where('repo_uuid', 'in', repos)
         .where('level', '=', 'watching')
@@ -166,8 +183,13 @@ export class NotificationFanout extends EventFollower {
         .orderBy('user_uuid')
         .execute();
       const n = perRange(bulk.length);
-      for (let i = n; i < users.length; i += n) bounds.push(users[i]!.user_uuid);
-      watchersLeft = users.length - bounds.length * n;
+      let written = 0;
+      for (const u of users) {
+        if (!Number(u.mail)) continue;
+        written++;
+        if (written > n && (written - 1) % n === 0) bounds.push(u.user_uuid);
+      }
+      watchersLeft = written - bounds.length * n;
     } else if (touches.length > this.chunkSize) {
       const users = [...new Set(touches.map((t) => t.user).filter((u) => u >= lo))].sort();
       for (let i = this.chunkSize; i < users.length; i += this.chunkSize) bounds.push(users[i]!);
@@ -185,8 +207,9 @@ export class NotificationFanout extends EventFollower {
   /**
    * One range of users in its own transaction: the cursor row locked and checked to be at
    * `from`, the special users' touches upserted, every subject's bulk written by one statement, their mail
-   * jobs and one badge event per user, the cursor set to `to`. The users whose inbox changed;
-   * null when the cursor is not at `from` (or is held).
+   * jobs and one badge event per user, and in the batch's last range (`seq`: the cursor after it)
+   * the subjects' activity the other watchers read (watch.ts), the cursor set to `to`. The users whose inbox changed; null when the cursor is not
+   * at `from` (or is held).
    */
   private async writeChunk(
     from: Cursor,
@@ -195,6 +218,7 @@ export class NotificationFanout extends EventFollower {
     bulk: Bulk[],
     range: Range,
     on: Kysely<DB>,
+    seq: number | null,
   ): Promise<string[] | null> {
     const started = performance.now();
     return inTransaction(
@@ -216,9 +240,11 @@ export class NotificationFanout extends EventFollower {
         const now = this.deps.clock.now().toISOString();
         const t0 = performance.now();
         const locked = t0 - started;
+        const mail = this.watchersAtOnce();
         const changed = await upsert(tx.db, tx.dialect, chunk, now);
-        // every subject's watchers and holders in the range: one statement
-        changed.push(...(await writeBulk(tx.db, tx.dialect, bulk, range, now)));
+        // every subject's watchers who get mail and holders in the range: one statement
+        changed.push(...(await writeBulk(tx.db, tx.dialect, bulk, range, now, mail)));
+        if (seq !== null) await recordActivity(tx.db, bulk, seq, now);
         const t1 = performance.now();
         // mail: set-based, a job per notification (batched by its dedupe key) or a digest per user
         await enqueueMail(this.deps, tx.db, changed);
@@ -239,6 +265,8 @@ export class NotificationFanout extends EventFollower {
           .execute();
         tx.afterCommit(() => {
           this.stats.notifications += changed.length;
+          // the watchers who read their activity: their open pages ask for the count again (watch.ts)
+          if (seq !== null) nudgeWatchers(this.deps, bulk);
         });
         return [...byUser.keys()];
       },
@@ -251,16 +279,9 @@ export class NotificationFanout extends EventFollower {
 interface Range {
   lo: string;
   hi: string | null;
-  /** the subjects' repos' watchers in the range (each gets a notification per subject) */
+  /** the subjects' repos' watchers written at once in the range (each gets a notification per subject) */
   watchers: number;
 }
-
-/** A new notification's uuid made by the database (a v4 UUID on both). */
-const uuidSql = (dialect: Dialect) =>
-  dialect === 'postgres'
-    ? sql`gen_random_uuid()::text`
-    : sql`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' ||
-        substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`;
 
 /**
  * The bulk of every subject of a batch in one range of users, in one set-based statement (so a
@@ -292,18 +313,10 @@ async function writeBulk(
   bulk: Bulk[],
   range: Range,
   now: string,
+  mail: WrittenAtOnce,
 ): Promise<Array<{ user: string; uuid: string }>> {
   if (bulk.length === 0) return [];
-  const subjects = JSON.stringify(
-    bulk.map((b) => ({
-      subject_uuid: b.subject.uuid,
-      subject_kind: b.subject.kind,
-      repo_uuid: b.subject.repo_uuid,
-      event_id: b.eventId,
-      actor_uuid: b.actor?.uuid ?? null,
-      actor_username: b.actor?.username ?? null,
-    })),
-  );
+  const subjects = JSON.stringify(bulk.map(activityOf));
   const repos = [...new Set(bulk.map((b) => b.subject.repo_uuid))];
   // (subject, user) of the special users: keys an anti-join probes (hashed / an ephemeral index)
   const special = bulk.flatMap((b) => b.special.map((u) => `${b.subject.uuid}:${u}`));
@@ -326,7 +339,8 @@ async function writeBulk(
   const nu = sql.ref('n.user_uuid');
   const rows = await sql<{ uuid: string; user_uuid: string }>`with subj as materialized (${subjectRows}),
     watchers as materialized (select w.user_uuid, w.repo_uuid from repo_subscriptions w
-      where ${inRepos} and w.level = 'watching' and ${inRange(wu)} and ${readableBy(sql.ref('w.repo_uuid'), wu)}),
+      where ${inRepos} and w.level = 'watching' and ${inRange(wu)} and ${writtenAtOnce(wu, mail)}
+        and ${readableBy(sql.ref('w.repo_uuid'), wu)}),
     src as (
       select w.user_uuid, subj.subject_uuid, subj.subject_kind, subj.repo_uuid, subj.event_id, subj.actor_uuid,
         subj.actor_username, 'subscribed' as reason, '["subscribed"]' as reasons
@@ -346,12 +360,7 @@ async function writeBulk(
     select ${uuidSql(dialect)}, src.user_uuid, src.subject_kind, src.subject_uuid, src.repo_uuid, src.reason, src.reasons, 1, 0,
       cast(${now} as text), src.event_id, src.actor_uuid, src.actor_username, cast(${now} as text)
     from src where true
-    on conflict (user_uuid, subject_uuid) do update set reason = excluded.reason,
-      reasons = case when notifications.reasons like '%"' || excluded.reason || '"%' then notifications.reasons
-        when notifications.reasons = '[]' then '["' || excluded.reason || '"]'
-        else substr(notifications.reasons, 1, length(notifications.reasons) - 1) || ',"' || excluded.reason || '"]' end,
-      unread = 1, done = 0, updated_at = excluded.updated_at, last_event_id = excluded.last_event_id,
-      last_actor_uuid = excluded.last_actor_uuid, last_actor_username = excluded.last_actor_username
+    on conflict (user_uuid, subject_uuid) do update set ${BUMP}
     returning uuid, user_uuid`.execute(db);
   return rows.rows.map((r) => ({ user: r.user_uuid, uuid: r.uuid }));
 }

@@ -15,6 +15,7 @@ import type { Viewer } from '../viewer.ts';
 import { runTitle } from './ci.ts';
 import { type Reason, updatedEvent } from './fanout.ts';
 import { type MailSetting, type MailSettings, mailSettings, validTimezone } from './mail.ts';
+import { catchUp } from './watch.ts';
 
 export interface NotificationJson {
   uuid: string;
@@ -176,6 +177,7 @@ export async function listNotifications(
   after?: string,
 ): Promise<NotificationJson[]> {
   const from = after === undefined ? null : readInboxCursor(after);
+  await catchUp(deps, viewer.uuid);
   let repoUuid: string | null | undefined;
   if (filter.repo !== undefined) {
     repoUuid = await repoUuidOf(deps.db, filter.repo);
@@ -213,6 +215,7 @@ function readInboxCursor(cursor: string): [string, string] {
 
 /** The caller's unread count (unread and not done, readable now). */
 export async function unreadCount(deps: Deps, viewer: Viewer): Promise<number> {
+  await catchUp(deps, viewer.uuid);
   const row = await stateFilter('unread')(inbox(deps.db, viewer))
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
     .executeTakeFirst();
@@ -220,7 +223,8 @@ export async function unreadCount(deps: Deps, viewer: Viewer): Promise<number> {
 }
 
 /** One of the caller's notifications (readable now), or 404: another user's uuid is 404. */
-export async function getNotification(deps: Deps, viewer: Viewer, uuid: string): Promise<NotificationJson> {
+export async function getNotification(deps: Deps, viewer: Viewer, uuid: string, caughtUp = false): Promise<NotificationJson> {
+  if (!caughtUp) await catchUp(deps, viewer.uuid);
   const row = await inbox(deps.db, viewer)
     .select([...COLUMNS])
     .where('n.uuid', '=', uuid)
@@ -248,7 +252,7 @@ export async function updateNotification(
     const change = input.done !== undefined ? (input.done ? 'done' : 'undone') : input.unread ? 'unread' : 'read';
     await tx.emit(updatedEvent(viewer.uuid, [uuid], change));
   });
-  return getNotification(deps, viewer, uuid);
+  return getNotification(deps, viewer, uuid, true);
 }
 
 /** Marks read every unread notification of the caller updated at or before `before` (default now), optionally of one repo. */
@@ -259,6 +263,7 @@ export async function markAllRead(deps: Deps, viewer: Viewer, input: { before?: 
     if (repoUuid === null) return 0;
   }
   const before = input.before ?? deps.clock.now().toISOString();
+  await catchUp(deps, viewer.uuid);
   return command(deps, viewer, nothing, async (tx) => {
     let q = tx.db
       .updateTable('notifications')
@@ -307,12 +312,24 @@ export async function setRepoSubscription(
   level: WatchLevel | null,
   now: string,
 ): Promise<{ level: WatchLevel }> {
+  const current = await repoSubscription(db, viewer, repoUuid);
+  // still watching: what the inbox has taken in stays (watch.ts)
+  if (level === 'watching' && current.level === 'watching') return { level };
   await db.deleteFrom('repo_subscriptions').where('user_uuid', '=', viewer.uuid).where('repo_uuid', '=', repoUuid).execute();
-  if (level !== null && level !== 'participating')
+  if (level !== null && level !== 'participating') {
+    // a new watcher takes in the activity from here on: the fan-out's cursor now
+    const cursor = await db.selectFrom('notification_dispatch').select('last_event_id').where('id', '=', 1).executeTakeFirst();
     await db
       .insertInto('repo_subscriptions')
-      .values({ user_uuid: viewer.uuid, repo_uuid: repoUuid, level, created_at: now })
+      .values({
+        user_uuid: viewer.uuid,
+        repo_uuid: repoUuid,
+        level,
+        created_at: now,
+        caught_up: Number(cursor?.last_event_id ?? 0),
+      })
       .execute();
+  }
   return { level: level ?? 'participating' };
 }
 

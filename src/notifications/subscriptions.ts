@@ -16,6 +16,7 @@ import {
   setSubjectSubscription,
   subjectSubscription,
 } from './service.ts';
+import { catchUp } from './watch.ts';
 
 const READ = { level: 'read' } as const;
 
@@ -25,6 +26,8 @@ export async function getRepoWatch(deps: Deps, viewer: Viewer, at: RepoAt): Prom
 }
 
 export async function putRepoWatch(deps: Deps, viewer: Viewer, ref: RepoRef, level: WatchLevel | null) {
+  // a watcher's inbox takes in what it has not yet read of the repos it watches (watch.ts) before it stops
+  if (level !== 'watching') await catchUp(deps, viewer.uuid);
   return command(deps, viewer, onRepo(ref, READ), (tx) =>
     setRepoSubscription(tx.db, viewer, tx.access.repo.uuid, level, deps.clock.now().toISOString()),
   );

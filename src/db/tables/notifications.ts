@@ -38,6 +38,21 @@ export interface RepoSubscriptionsTable {
   /** watching | participating | ignoring */
   level: string;
   created_at: string;
+  /** watching: the `watch_activity.seq` this user's inbox has taken in (migration 770) */
+  caught_up: Generated<number>;
+}
+
+/** A subject's latest activity for its repo's watchers (migration 770): one row per subject. */
+export interface WatchActivityTable {
+  subject_uuid: string;
+  subject_kind: string;
+  repo_uuid: string;
+  event_id: number;
+  actor_uuid: string | null;
+  actor_username: string | null;
+  /** the fan-out's cursor after the batch that wrote it */
+  seq: number;
+  updated_at: string;
 }
 
 export interface SubjectSubscriptionsTable {
@@ -75,4 +90,5 @@ export interface NotificationsTables {
   notification_dispatch: NotificationDispatchTable;
   repo_subscriptions: RepoSubscriptionsTable;
   subject_subscriptions: SubjectSubscriptionsTable;
+  watch_activity: WatchActivityTable;
 }

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { inTransaction } from '../../core/transaction.ts';
 import type { Deps } from '../../deps.ts';
 import { readUnsubscribeToken } from '../../notifications/mail.ts';
+import { catchUp } from '../../notifications/watch.ts';
 import { sendPage } from '../context.ts';
 import { html } from '../html.ts';
 import { layout } from '../layout.ts';
@@ -45,6 +46,8 @@ export async function unsubscribePages(app: FastifyInstance, { deps }: { deps: D
       const found = readUnsubscribeToken(deps, (request.params as { token: string }).token);
       if (!found) return sendPage(reply, layout({ title: 'Unsubscribe', caller: request.page ?? null }, invalid), 404);
       const now = deps.clock.now().toISOString();
+      // leaving a watched repo: the inbox takes in what it has not yet read of it first (watch.ts)
+      if (found.what === 'r') await catchUp(deps, found.user);
       // no caller: the signed token is the credential, and it can only turn mail off for its own user
       await inTransaction(deps, async (tx) => {
         if (found.what === 's') {
