@@ -121,7 +121,8 @@ export async function eventsRoutes(app: FastifyInstance, { deps }: { deps: Deps 
           'order; without either, only new events. `kind` keeps one kind (an unknown kind is an empty stream); a stream that ' +
           "names a kind also gets that kind's live signals: frames with no `id`, neither stored nor replayed (`job-log` on a " +
           "repo scope: `{job_uuid, size}` when a job's log grew, `{job_uuid, completed: true}` when it ended; docs/ci.md " +
-          '"Events"). With `html=true`, ' +
+          '"Events"; `notification-updated` on your user scope: `{user_uuid, notification_uuids: [], change: "activity"}` when ' +
+          'a repo you watch had activity your inbox reads in; docs/notifications.md "Live"). With `html=true`, ' +
           '`data` is a sanitised HTML fragment (an `<article id="event-ID">`), one `data:` line per line of HTML, as htmx\'s SSE ' +
           'extension expects. Events written by any instance sharing the database arrive. ' +
           PRIVACY +
