@@ -152,8 +152,11 @@ for (const dialect of DIALECTS) {
           await new Promise((r) => setTimeout(r, 200));
         }
       };
-      const heavy = await unshed(() => t.user(`heavy${dialect}`));
-      const other = await unshed(() => t.user(`other${dialect}`));
+      // a fresh name each attempt: a shed token request after the user was made would make the
+      // same name's retry a 409
+      let attempt = 0;
+      const heavy = await unshed(() => t.user(`heavy${dialect}${attempt++}`));
+      const other = await unshed(() => t.user(`other${dialect}${attempt++}`));
       const made = await unshed(
         () =>
           t.req('POST', `/api/v1/users/${other.username}/repos`, {
