@@ -8,8 +8,10 @@
  * first in the same run (the reference). Budget: lag p99 < 2 s, `GET /user` p99 within 2x idle.
  * Then the same burst again with the fan-out stopped, and `GET /user` probed while the started
  * fan-out works through that backlog alone (the writer, which shares this process, not running).
- * Server and clients share this process (so an event loop held by the fan-out shows in the
- * clients' latency) and the machine's cores. CPU: this process's and, on PostgreSQL, that of the
+ * The server, the fan-out and the burst's writer share this process (so an event loop held by the
+ * fan-out shows in the requests' latency); the `GET /user` prober is a child process (its HTTP
+ * client's work is not the server's, as a user's would not be; until session 10 it shared this
+ * process too), and all share the machine's cores. CPU: this process's and, on PostgreSQL, that of the
  * database backends of this run's connections (read from /proc), during the burst and per batch
  * the fan-out wrote; then one batch alone (a reply on each thread written while the fan-out is
  * stopped, then fanned out with nothing else running): its wall time and CPU, the steadier figure
@@ -18,11 +20,14 @@
  *   npx tsx bench/notify.ts                                                        # SQLite
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/notify.ts   # PostgreSQL
  */
+import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
@@ -199,49 +204,12 @@ async function main() {
     const settledAt = await lastEvent();
     while ((await cursor()) < settledAt) await sleep(50);
 
-    /** One `GET /user`; a request on a keep-alive connection the server closed at that moment is asked again. */
-    const getUser = async (): Promise<void> => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await (await fetch(`${base}/api/v1/user`, { headers: { authorization: `Bearer ${TOKEN}` } })).arrayBuffer();
-          return;
-        } catch (err) {
-          // a loaded machine (load average past 10) reset a connection now and then
-          if (attempt === 4) throw err;
-        }
-      }
-    };
-
-    /**
-     * `GET /user` at a steady RATE requests a second (open loop: sent on a schedule whatever the
-     * answers, each timed from when it was due, so a held event loop shows as the delay it causes)
-     * until `until()` is true; the sorted latencies. A closed loop (each client asking again as soon
-     * as it is answered) measures throughput instead: on PostgreSQL, where the fan-out waits on the
-     * database, four such clients took 1,400 requests a second and most of the process's CPU.
-     */
-    const load = async (until: () => boolean): Promise<number[]> => {
-      const out: number[] = [];
-      const inflight = new Set<Promise<void>>();
-      const interval = 1000 / RATE;
-      const start = now();
-      for (let i = 0; !until(); i++) {
-        const due = start + i * interval;
-        const wait = due - now();
-        if (wait > 0) await sleep(wait);
-        const p = getUser().then(() => {
-          out.push(now() - due);
-        });
-        inflight.add(p);
-        void p.finally(() => inflight.delete(p));
-      }
-      await Promise.all(inflight);
-      return out.sort((a, b) => a - b);
-    };
-
-    // the reference: the idle server, after a warm-up (the route's first calls compile its schema and JIT the path)
-    for (let i = 0; i < 300; i++) await getUser();
-    const idleEnd = now() + IDLE_MS;
-    const idle = await load(() => now() > idleEnd);
+    // the reference: the idle server, after the prober's warm-up (the route's first calls compile
+    // its schema and JIT the path)
+    const prober = await startProber(base);
+    if (process.env.BENCH_MARKS) console.log('MARK idle', process.hrtime.bigint() / 1000n);
+    const idle = await prober.during(() => sleep(IDLE_MS));
+    if (process.env.BENCH_MARKS) console.log('MARK idleend', process.hrtime.bigint() / 1000n);
 
     // the burst, with the clients running until the fan-out has passed the last event
     const adminRow = await deps.db
@@ -288,7 +256,7 @@ async function main() {
     const poolTimer = setInterval(() => {
       poolWaitMax = Math.max(poolWaitMax, database.pool?.waitingCount ?? 0);
     }, 50);
-    const busy = load(() => done);
+    const busy = prober.start();
     // online watchers: each reads its unread count once a second (its inbox takes in what is new)
     const onlineReads: number[] = [];
     const online = Promise.all(
@@ -328,7 +296,7 @@ async function main() {
     while (!done && now() < deadline) await sleep(50);
     done = true;
     await watch;
-    const during = await busy;
+    const during = await busy.stop();
     await online;
     onlineReads.sort((a, b) => a - b);
     // offline watchers: their first read after the burst takes in every thread's activity
@@ -400,8 +368,14 @@ async function main() {
     console.log(
       `  watchers' unread count (their inbox taking in the activity): ${ONLINE} online, once a second during the burst: p50 ${f(pct(onlineReads, 50))} ms, p99 ${f(pct(onlineReads, 99))} ms (${onlineReads.length} reads); ${OFFLINE} offline, first read after it (${THREADS} subjects each): p50 ${f(pct(offlineReads, 50))} ms, p99 ${f(pct(offlineReads, 99))} ms`,
     );
-    console.log(`  GET /user idle:   p50 ${f(pct(idle, 50))} ms, p99 ${f(pct(idle, 99))} ms (${idle.length} requests)`);
-    console.log(`  GET /user burst:  p50 ${f(pct(during, 50))} ms, p99 ${f(pct(during, 99))} ms (${during.length} requests)`);
+    const tail = (l: number[]) =>
+      `p90 ${f(pct(l, 90))}, p95 ${f(pct(l, 95))}, p99.9 ${f(pct(l, 99.9))}, max ${f(l.at(-1) ?? NaN)}`;
+    console.log(
+      `  GET /user idle:   p50 ${f(pct(idle, 50))} ms, p99 ${f(pct(idle, 99))} ms (${idle.length} requests; ${tail(idle)})`,
+    );
+    console.log(
+      `  GET /user burst:  p50 ${f(pct(during, 50))} ms, p99 ${f(pct(during, 99))} ms (${during.length} requests; ${tail(during)})`,
+    );
     console.log(`  ratio burst/idle: p50 ${f(pct(during, 50) / pct(idle, 50))}x, p99 ${f(pct(during, 99) / pct(idle, 99))}x`);
 
     // The fan-out's own cost to requests: above, the writer shares this process and its event loop
@@ -411,8 +385,7 @@ async function main() {
     // but the fan-out runs beside the requests.
     await deps.notifications.stop();
     // the writes' own share: GET /user probed while the same burst is written with no fan-out
-    let writesDone = false;
-    const writesProbe = load(() => writesDone);
+    const writesProbe = prober.start();
     const writesStart = now();
     for (let i = 0; i < EVENTS; i++) {
       if (BURST_RATE > 0) await paced(writesStart, i);
@@ -420,22 +393,19 @@ async function main() {
       await createReply(deps, viewer, ref, 1 + (i % THREADS), { body: `backlog ${i}` });
     }
     const writesMs = now() - writesStart;
-    writesDone = true;
-    const writesAlone = await writesProbe;
+    const writesAlone = await writesProbe.stop();
     console.log(
       `  GET /user during the same ${EVENTS} replies written with the fan-out stopped (${(writesMs / 1000).toFixed(1)} s): p50 ${f(pct(writesAlone, 50))} ms, p99 ${f(pct(writesAlone, 99))} ms (${writesAlone.length} requests); ratio to idle p50 ${f(pct(writesAlone, 50) / pct(idle, 50))}x, p99 ${f(pct(writesAlone, 99) / pct(idle, 99))}x; the burst with the fan-out against it: p99 ${f(pct(during, 99) / pct(writesAlone, 99))}x`,
     );
     const backlogEnd = await lastEvent();
-    let drained = false;
-    const probe = load(() => drained);
+    const probe = prober.start();
     const cpuB = process.cpuUsage();
     const mainB = mainThreadCpu();
     const drainStart = now();
     await deps.notifications.start();
     while ((await cursor()) < backlogEnd) await sleep(5);
     const drainMs = now() - drainStart;
-    drained = true;
-    const draining = await probe;
+    const draining = await probe.stop();
     const cpuDrain = process.cpuUsage(cpuB);
     const mainDrain = mainThreadCpu() - mainB;
     console.log(
@@ -447,6 +417,7 @@ async function main() {
     console.log(
       `  ratio fan-out alone/idle: p50 ${f(pct(draining, 50) / pct(idle, 50))}x, p99 ${f(pct(draining, 99) / pct(idle, 99))}x`,
     );
+    prober.close();
   } finally {
     await stopBackground(deps);
     await app.close();
@@ -456,4 +427,92 @@ async function main() {
   }
 }
 
-await main();
+/**
+ * The `GET /user` prober: a child process (so its HTTP client's work is not the server's event
+ * loop's, as a user's would not be) asking at a steady RATE requests a second, open loop: sent on a
+ * schedule whatever the answers, each timed from when it was due, so a held event loop shows as
+ * the delay it causes. A closed loop (each client asking again as soon as it is answered) measures
+ * throughput instead: on PostgreSQL, where the fan-out waits on the database, four such clients
+ * took 1,400 requests a second and most of the process's CPU. Before the first phase it warms the
+ * route up (300 requests). `start` begins a phase; its `stop` resolves with the phase's sorted
+ * latencies (ms).
+ */
+async function startProber(base: string) {
+  const child = fork(fileURLToPath(import.meta.url), ['--probe'], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, BENCH_PROBE_BASE: base },
+  });
+  const next = () => new Promise<any>((resolve) => child.once('message', resolve));
+  await next(); // warmed up
+  const start = () => {
+    child.send('start');
+    return { stop: async () => (child.send('stop'), (await next()) as number[]) };
+  };
+  return {
+    start,
+    during: async (work: () => Promise<unknown>) => {
+      const phase = start();
+      await work();
+      return phase.stop();
+    },
+    close: () => child.disconnect(),
+  };
+}
+
+/** The prober's side (`--probe`): node:http with keep-alive connections, no framework. */
+async function probe(): Promise<void> {
+  const url = new URL(process.env.BENCH_PROBE_BASE!);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const getUser = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const req = http.get(
+        { host: url.hostname, port: url.port, path: '/api/v1/user', agent, headers: { authorization: `Bearer ${TOKEN}` } },
+        (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`GET /user: ${res.statusCode}`))));
+        },
+      );
+      req.on('error', reject);
+    });
+  /** A request on a keep-alive connection the server closed at that moment is asked again. */
+  const getUserAgain = async (): Promise<void> => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await getUser();
+      } catch (err) {
+        if (attempt === 4) throw err;
+      }
+    }
+  };
+  for (let i = 0; i < 300; i++) await getUserAgain();
+  let running = false;
+  process.on('message', async (m) => {
+    if (m === 'stop') {
+      running = false;
+      return;
+    }
+    running = true;
+    const out: number[] = [];
+    const inflight = new Set<Promise<void>>();
+    const interval = 1000 / RATE;
+    const start = now();
+    for (let i = 0; running; i++) {
+      const due = start + i * interval;
+      const wait = due - now();
+      if (wait > 0) await sleep(wait);
+      const p = getUserAgain().then(() => {
+        out.push(now() - due);
+      });
+      inflight.add(p);
+      void p.finally(() => inflight.delete(p));
+    }
+    await Promise.all(inflight);
+    process.send!(out.sort((a, b) => a - b));
+  });
+  process.on('disconnect', () => process.exit(0));
+  process.send!('ready');
+}
+
+if (process.argv[2] === '--probe') await probe();
+else await main();

@@ -164,7 +164,8 @@ export class NotificationFanout extends EventFollower {
   /**
    * The batch's recipients cut into ranges of user uuids of about `chunkSize` notifications: the
    * bounds are every n-th watcher written at once (who gets mail: watch.ts) of the subjects' repos
-   * (n = chunkSize / subjects), from `done` (a batch in progress: the users before it are
+   * (n = chunkSize / subjects), or with none of them (mail not set up: no watcher is read) every
+   * `chunkSize`-th user touched, from `done` (a batch in progress: the users before it are
    * written) to the end. At least one range (maybe empty: it moves the cursor).
    */
   private async rangesOf(bulk: Bulk[], touches: Touch[], done: string | null): Promise<Range[]> {
@@ -172,26 +173,25 @@ export class NotificationFanout extends EventFollower {
     const bounds: string[] = [];
     const perRange = (subjects: number) => Math.max(1, Math.floor(this.chunkSize / subjects));
     let watchersLeft = 0;
-    if (bulk.length) {
+    let watchersPerRange = 0;
+    const atOnce = this.watchersAtOnce();
+    if (bulk.length && atOnce !== 'none') {
+      // only the watchers written at once (without mail set up, none: their inboxes read the activity)
       const repos = [...new Set(bulk.map((b) => b.subject.repo_uuid))];
       const users = await this.deps.db
         .selectFrom('repo_subscriptions')
         .select('user_uuid')
-        .select(writtenAtOnce(sql.ref('repo_subscriptions.user_uuid'), this.watchersAtOnce()).as('mail'))
         .distinct()
         .where('repo_uuid', 'in', repos)
         .where('level', '=', 'watching')
         .where('user_uuid', '>=', lo)
+        .where(writtenAtOnce(sql.ref('repo_subscriptions.user_uuid'), atOnce))
         .orderBy('user_uuid')
         .execute();
       const n = perRange(bulk.length);
-      let written = 0;
-      for (const u of users) {
-        if (!Number(u.mail)) continue;
-        written++;
-        if (written > n && (written - 1) % n === 0) bounds.push(u.user_uuid);
-      }
-      watchersLeft = written - bounds.length * n;
+      for (let i = n; i < users.length; i += n) bounds.push(users[i]!.user_uuid);
+      watchersLeft = users.length - bounds.length * n;
+      watchersPerRange = n;
     } else if (touches.length > this.chunkSize) {
       const users = [...new Set(touches.map((t) => t.user).filter((u) => u >= lo))].sort();
       for (let i = this.chunkSize; i < users.length; i += this.chunkSize) bounds.push(users[i]!);
@@ -199,10 +199,10 @@ export class NotificationFanout extends EventFollower {
     const ranges: Range[] = [];
     let from = lo;
     for (const b of bounds) {
-      ranges.push({ lo: from, hi: b, watchers: bulk.length ? perRange(bulk.length) : 0 });
+      ranges.push({ lo: from, hi: b, watchers: watchersPerRange });
       from = b;
     }
-    ranges.push({ lo: from, hi: null, watchers: bulk.length ? watchersLeft : 0 });
+    ranges.push({ lo: from, hi: null, watchers: watchersLeft });
     return ranges;
   }
 
