@@ -1,8 +1,8 @@
 /**
  * Watchers read their repos' activity (docs/notifications.md "Watchers"): the fan-out writes a
  * subject's activity once, not a notification per watcher; a watcher's inbox takes it in when it
- * is read (list, count, one notification, a mark) with the fan-out's semantics: reason
- * `subscribed`, unread again and on top after new activity (also when done), never the watcher's
+ * is read (list, one notification, a mark; the count counts it without taking it in) with the
+ * fan-out's semantics: reason `subscribed`, unread again and on top after new activity (also when done), never the watcher's
  * own activity, never a subject they unsubscribed from, only what they can read now (what they
  * cannot read waits, and comes in with access), nothing from before they started watching; the
  * badge of a watcher's open page hears of it (a live signal, on every instance); watchers who get
@@ -36,6 +36,12 @@ const inbox = async (t: TestApp, who: Who, query = '') =>
   ok(await t.req('GET', `/api/v1/notifications${query}`, { token: who.token })).body.results as Note[];
 const count = async (t: TestApp, who: Who) =>
   ok(await t.req('GET', '/api/v1/notifications/count', { token: who.token })).body.unread as number;
+/** The count (a read: the activity not taken in yet counted) is what the list then shows unread. */
+const countIsList = async (t: TestApp, who: Who) => {
+  const n = await count(t, who);
+  assert.equal(n, (await inbox(t, who, '?state=unread')).length, 'the count is what the list shows unread');
+  return n;
+};
 const rowsOf = async (t: TestApp, who: Who) =>
   t.deps.db.selectFrom('notifications').select('uuid').where('user_uuid', '=', who.uuid).execute();
 
@@ -88,6 +94,7 @@ for (const dialect of DIALECTS) {
       assert.ok(!stored.some((e) => e.kind === 'notification-updated'));
 
       assert.equal(await count(t, w1), 1);
+      assert.equal((await rowsOf(t, w1)).length, 0, 'counted, not taken in: the count is a read');
       const [n] = await inbox(t, w1);
       assert.equal(n!.subject.title, 'One');
       assert.equal(n!.reason, 'subscribed');
@@ -114,7 +121,7 @@ for (const dialect of DIALECTS) {
       assert.equal(await count(t, w1), 1);
       ok(await t.req('POST', `${base}/threads/1/replies`, { token: owner.token, body: { body: 'again' } }), 201);
       await settled(t);
-      assert.equal(await count(t, w1), 2);
+      assert.equal(await countIsList(t, w1), 2);
       list = await inbox(t, w1);
       assert.deepEqual(
         list.map((n) => [n.subject.title, n.unread, n.uuid === one.uuid || n.subject.title !== 'One']),
@@ -130,6 +137,7 @@ for (const dialect of DIALECTS) {
       );
       ok(await t.req('POST', `${base}/threads/1/replies`, { token: owner.token, body: { body: 'and again' } }), 201);
       await settled(t);
+      assert.equal(await countIsList(t, w1), 2, 'the done one is unread again');
       const back = (await inbox(t, w1)).find((n) => n.uuid === one.uuid);
       assert.ok(back && back.unread && !back.done, 'new activity undoes done');
       // mark all read takes in first, then marks
@@ -152,7 +160,7 @@ for (const dialect of DIALECTS) {
       ok(await t.req('POST', `${base}/threads/1/replies`, { token: owner.token, body: { body: 'hush' } }), 201);
       await settled(t);
       assert.equal((await inbox(t, w2)).find((n) => n.subject.title === 'One')?.unread ?? false, false);
-      assert.equal(await count(t, w2), 0);
+      assert.equal(await countIsList(t, w2), 0);
     });
 
     it('a new watcher starts from now; leaving a repo takes in what was not read', async () => {
@@ -196,7 +204,7 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
       await a.close();
     });
 
-    it('counts read at once on both instances: one notification per subject', { timeout: 60_000 }, async () => {
+    it('counts and lists read at once on both instances: one notification per subject', { timeout: 60_000 }, async () => {
       const owner = await a.user('owner');
       const w = await a.user('watcher');
       ok(
@@ -216,7 +224,15 @@ for (const dialect of DIALECTS.filter((d) => d === 'postgres')) {
         ),
       );
       assert.deepEqual(counts, [6, 6, 6, 6, 6, 6]);
-      const rows = await a.deps.db.selectFrom('notifications').select('subject_uuid').where('user_uuid', '=', w.uuid).execute();
+      const stored = () => a.deps.db.selectFrom('notifications').select('subject_uuid').where('user_uuid', '=', w.uuid).execute();
+      assert.equal((await stored()).length, 0, 'the count is a read: it takes nothing in');
+      const lists = await Promise.all(
+        [a, b, a, b, a, b].map(
+          async (app) => ok(await app.req('GET', '/api/v1/notifications', { token: w.token })).body.results.length as number,
+        ),
+      );
+      assert.deepEqual(lists, [6, 6, 6, 6, 6, 6]);
+      const rows = await stored();
       assert.equal(rows.length, 6);
       assert.equal(new Set(rows.map((r) => r.subject_uuid)).size, 6);
     });

@@ -75,8 +75,12 @@ export class NotificationFanout extends EventFollower {
    * docs/notifications.md "Bounded"); smaller ranges on the main connection.
    */
   writerFrom = WRITER_FROM;
-  /** What this loop has written (bench/notify.ts reports CPU per batch): batches, ranges, notifications. */
-  readonly stats = { batches: 0, ranges: 0, notifications: 0 };
+  /**
+   * What this loop has written (bench/notify.ts reports CPU per batch and times the lag by
+   * `through`, without asking the database): batches, ranges, notifications, and the cursor as of
+   * its last commit that moved it past a batch.
+   */
+  readonly stats = { batches: 0, ranges: 0, notifications: 0, through: 0 };
   /**
    * Every watcher written at once, as those who get mail are (watch.ts): tests of the ranges and
    * their crash protocol over many watchers set it.
@@ -267,6 +271,7 @@ export class NotificationFanout extends EventFollower {
           .execute();
         tx.afterCommit(() => {
           this.stats.notifications += changed.length;
+          if (seq !== null) this.stats.through = Math.max(this.stats.through, to.last);
           // the watchers who read their activity: their open pages ask for the count again (watch.ts)
           if (seq !== null) nudgeWatchers(this.deps, bulk);
         });

@@ -15,7 +15,7 @@ import type { Viewer } from '../viewer.ts';
 import { runTitle } from './ci.ts';
 import { type Reason, updatedEvent } from './fanout.ts';
 import { type MailSetting, type MailSettings, mailSettings, validTimezone } from './mail.ts';
-import { catchUp } from './watch.ts';
+import { catchUp, pendingUnread } from './watch.ts';
 
 export interface NotificationJson {
   uuid: string;
@@ -213,13 +213,16 @@ function readInboxCursor(cursor: string): [string, string] {
   throw badRequest('after: not a cursor of this list (take it from the `next` link of a page).');
 }
 
-/** The caller's unread count (unread and not done, readable now). */
+/**
+ * The caller's unread count (unread and not done, readable now): their notifications' and the
+ * watched repos' activity their inbox has not taken in yet (`pendingUnread`: counted, not taken
+ * in, so that the badge's count stays a read).
+ */
 export async function unreadCount(deps: Deps, viewer: Viewer): Promise<number> {
-  await catchUp(deps, viewer.uuid);
-  const row = await stateFilter('unread')(inbox(deps.db, viewer))
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .executeTakeFirst();
-  return Number(row?.n ?? 0);
+  const stored = stateFilter('unread')(inbox(deps.db, viewer)).select((eb) => eb.fn.countAll<number | string>().as('n'));
+  // one statement: one snapshot, whatever a catch-up running meanwhile moves from one to the other
+  const row = await sql<{ n: number | string }>`select (${stored}) + (${pendingUnread(viewer.uuid)}) as n`.execute(deps.db);
+  return Number(row.rows[0]?.n ?? 0);
 }
 
 /** One of the caller's notifications (readable now), or 404: another user's uuid is 404. */

@@ -202,3 +202,28 @@ export async function catchUp(deps: Deps, user: string): Promise<void> {
         and ${readableBy(sql.ref('repo_subscriptions.repo_uuid'), sql`${me}`)}`.execute(tx.db);
   });
 }
+
+/**
+ * How many of the caller's subjects their watched repos' activity would make unread that
+ * `catchUp` has not taken in yet, without taking it in (the badge's count is a read: it asks
+ * after every activity signal, and a write for each online watcher was most of a burst's cost on
+ * PostgreSQL, bench/README.md "Session 10"). The activity counts as `catchUp` would take it in:
+ * past the watcher's `caught_up`, not their own, not a subject they subscribed to or unsubscribed
+ * from by name, in a repo they may read now, about a subject the inbox shows (a thread not removed,
+ * a pull, a run), and not already counted: their notification about it is not unread and not done,
+ * and is older than the activity (a newer one is not bumped).
+ */
+export function pendingUnread(user: string): RawBuilder<number | string> {
+  return sql<number | string>`select count(*)
+    from repo_subscriptions w
+    join watch_activity a on a.repo_uuid = w.repo_uuid and a.seq > w.caught_up
+    left join threads t on a.subject_kind = 'thread' and t.uuid = a.subject_uuid
+    left join pulls p on a.subject_kind = 'pull' and p.uuid = a.subject_uuid
+    left join ci_runs cr on a.subject_kind = 'run' and cr.uuid = a.subject_uuid
+    where w.user_uuid = ${user} and w.level = 'watching' and (a.actor_uuid is null or a.actor_uuid <> ${user})
+      and (t.uuid is not null or p.uuid is not null or cr.uuid is not null) and t.removed_at is null
+      and not exists (select 1 from subject_subscriptions s where s.user_uuid = ${user} and s.subject_uuid = a.subject_uuid)
+      and not exists (select 1 from notifications n where n.user_uuid = ${user} and n.subject_uuid = a.subject_uuid
+        and ((n.unread = 1 and n.done = 0) or n.last_event_id >= a.event_id))
+      and ${readableBy(sql.ref('w.repo_uuid'), sql`${user}`)}`;
+}
