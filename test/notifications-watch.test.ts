@@ -188,6 +188,24 @@ for (const dialect of DIALECTS) {
       );
       assert.ok((await inbox(t, w2)).some((n) => n.subject.title === 'Four' && n.unread));
     });
+
+    it('a token restricted to another repo counts none of this one’s activity', async () => {
+      const other = ok(
+        await t.req('POST', '/api/v1/teams/crew/repos', { token: owner.token, body: { name: 'Other', slug: 'other' } }),
+        201,
+      ).body;
+      const restricted = ok(
+        await t.req('POST', '/api/v1/api-tokens', {
+          token: w1.token,
+          body: { name: 'one repo', scopes: ['read:user'], repos: [other.uuid] },
+        }),
+        201,
+      ).body;
+      ok(await t.req('POST', `${base}/threads`, { token: owner.token, body: { title: 'Five', body: 'x' } }), 201);
+      await settled(t);
+      assert.equal(ok(await t.req('GET', '/api/v1/notifications/count', { token: restricted.token })).body.unread, 0);
+      assert.ok((await countIsList(t, w1)) >= 1, 'the unrestricted token counts it');
+    });
   });
 }
 

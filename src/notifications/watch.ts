@@ -211,9 +211,12 @@ export async function catchUp(deps: Deps, user: string): Promise<void> {
  * past the watcher's `caught_up`, not their own, not a subject they subscribed to or unsubscribed
  * from by name, in a repo they may read now, about a subject the inbox shows (a thread not removed,
  * a pull, a run), and not already counted: their notification about it is not unread and not done,
- * and is older than the activity (a newer one is not bumped).
+ * and is older than the activity (a newer one is not bumped). `repos`: the caller's token's
+ * repos, when it is restricted to some.
  */
-export function pendingUnread(user: string): RawBuilder<number | string> {
+export function pendingUnread(user: string, repos: readonly string[] | null = null): RawBuilder<number | string> {
+  // a token restricted to some repos (README "Scoped tokens") counts their activity only
+  const reach = repos === null ? sql`` : repos.length ? sql`and a.repo_uuid in (${sql.join([...repos])})` : sql`and 1 = 0`;
   return sql<number | string>`select count(*)
     from repo_subscriptions w
     join watch_activity a on a.repo_uuid = w.repo_uuid and a.seq > w.caught_up
@@ -225,5 +228,5 @@ export function pendingUnread(user: string): RawBuilder<number | string> {
       and not exists (select 1 from subject_subscriptions s where s.user_uuid = ${user} and s.subject_uuid = a.subject_uuid)
       and not exists (select 1 from notifications n where n.user_uuid = ${user} and n.subject_uuid = a.subject_uuid
         and ((n.unread = 1 and n.done = 0) or n.last_event_id >= a.event_id))
-      and ${readableBy(sql.ref('w.repo_uuid'), sql`${user}`)}`;
+      and ${readableBy(sql.ref('w.repo_uuid'), sql`${user}`)} ${reach}`;
 }
