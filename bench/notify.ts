@@ -1,9 +1,10 @@
 /**
  * Notification fan-out benchmark (bench/README.md "Notifications"): a public repo with
  * BENCH_WATCHERS (5,000) users watching it and a burst of BENCH_EVENTS (1,000) replies on
- * BENCH_THREADS (10) threads, written as fast as the write path takes them. Reports the fan-out
- * lag (from each event's commit to the fan-out cursor passing it: its notifications are in the
- * inboxes) p50/p99/max, the notifications written, and `GET /user` latency over HTTP at a steady
+ * BENCH_THREADS (10) threads, written as fast as the write path takes them (or BENCH_BURST_RATE a
+ * second). Reports the fan-out lag (from each event's publication after its commit to the
+ * fan-out's commit of a cursor past it, as the fan-out's `stats.through` says: its notifications
+ * and activity are in the store; no polling query of the bench's own) p50/p99/max, the notifications written, and `GET /user` latency over HTTP at a steady
  * BENCH_RATE (200) requests a second meanwhile, against the same probe on the idle server measured
  * first in the same run (the reference). Budget: lag p99 < 2 s, `GET /user` p99 within 2x idle.
  * Then the same burst again with the fan-out stopped, and `GET /user` probed while the started
@@ -17,6 +18,9 @@
  * stopped, then fanned out with nothing else running): its wall time and CPU, the steadier figure
  * on a shared machine.
  *
+ * BENCH_MARKS=1 prints each phase's start and end (process.hrtime in µs, the clock of a
+ * `node --cpu-prof` profile's timestamps), to cut a profile of this process by phase.
+ *
  *   npx tsx bench/notify.ts                                                        # SQLite
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/notify.ts   # PostgreSQL
  */
@@ -28,6 +32,7 @@ import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
@@ -203,6 +208,11 @@ async function main() {
       );
     const settledAt = await lastEvent();
     while ((await cursor()) < settledAt) await sleep(50);
+    // a settled database, as a server's that has run a while: statistics taken and the set-up's
+    // rows vacuumed, so that PostgreSQL's autovacuum of the 5,000 new users and subscriptions is
+    // not part of the burst (BENCH_NO_VACUUM=1 leaves it out; no difference was shown either way:
+    // bench/README.md "Session 10")
+    if (schema && process.env.BENCH_NO_VACUUM !== '1') await sql`vacuum analyze`.execute(deps.db);
 
     // the reference: the idle server, after the prober's warm-up (the route's first calls compile
     // its schema and JIT the path)
@@ -385,12 +395,14 @@ async function main() {
     // the writes' own share: GET /user probed while the same burst is written with no fan-out
     const writesProbe = prober.start();
     const writesStart = now();
+    if (process.env.BENCH_MARKS) console.log('MARK writes', process.hrtime.bigint() / 1000n);
     for (let i = 0; i < EVENTS; i++) {
       if (BURST_RATE > 0) await paced(writesStart, i);
       await new Promise((r) => setImmediate(r));
       await createReply(deps, viewer, ref, 1 + (i % THREADS), { body: `backlog ${i}` });
     }
     const writesMs = now() - writesStart;
+    if (process.env.BENCH_MARKS) console.log('MARK writesend', process.hrtime.bigint() / 1000n);
     const writesAlone = await writesProbe.stop();
     console.log(
       `  GET /user during the same ${EVENTS} replies written with the fan-out stopped (${(writesMs / 1000).toFixed(1)} s): p50 ${f(pct(writesAlone, 50))} ms, p99 ${f(pct(writesAlone, 99))} ms (${writesAlone.length} requests); ratio to idle p50 ${f(pct(writesAlone, 50) / pct(idle, 50))}x, p99 ${f(pct(writesAlone, 99) / pct(idle, 99))}x; the burst with the fan-out against it: p99 ${f(pct(during, 99) / pct(writesAlone, 99))}x`,
