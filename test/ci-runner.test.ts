@@ -220,5 +220,34 @@ for (const dialect of DIALECTS) {
       assert.equal(done.body.conclusion, 'cancelled');
       assert.equal(done.body.jobs[0].conclusion, 'cancelled');
     });
+
+    it('stop: an idle runner ends its long poll on SIGTERM, and a job queued after it stays queued', async () => {
+      // the runner of the tests above is idle, inside a 20 s long poll
+      assert.ok(runner);
+      const idle = runner;
+      await new Promise((r) => setTimeout(r, 500));
+      const at = Date.now();
+      idle.kill('SIGTERM');
+      assert.equal(await exited(idle), 0);
+      runner = null;
+      // well inside the poll's 20 s: the poll was cut, not waited out
+      assert.ok(Date.now() - at < 10_000, `the runner took ${Date.now() - at} ms to stop`);
+      const work = await makeWorkTree(g, 'after-stop', [
+        {
+          'README.md': 'y\n',
+          '.weft/workflows/quick.yml': 'name: Quick\non: push\njobs:\n  q:\n    runs-on: linux\n    steps:\n      - run: true\n',
+        },
+      ]);
+      await g.run(['-C', work, 'push', '-q', '-f', g.url('/git/users/alice/app.git', alice.token), 'main:after-stop']);
+      const run = await t.deps.db
+        .selectFrom('ci_runs')
+        .selectAll()
+        .where('workflow_name', '=', 'Quick')
+        .executeTakeFirstOrThrow();
+      await new Promise((r) => setTimeout(r, 1500));
+      const job = await t.deps.db.selectFrom('ci_jobs').selectAll().where('run_uuid', '=', run.uuid).executeTakeFirstOrThrow();
+      assert.equal(job.status, 'queued', 'the stopped runner claimed nothing');
+      assert.equal(job.runner_uuid, null);
+    });
   });
 }

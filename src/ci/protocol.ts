@@ -269,6 +269,7 @@ export async function poll(
   secret: string | undefined,
   input: { free: number; running: string[] },
   waitMs = POLL_WAIT_MS,
+  gone?: AbortSignal,
 ) {
   const runner = await runnerOf(deps, secret);
   const deadline = Date.now() + waitMs;
@@ -276,21 +277,26 @@ export async function poll(
     await inTransaction(deps, (tx) => sweepLostRunners(deps, tx));
     const cancel = await cancellations(deps, runner.uuid, input.running);
     const jobs = await inTransaction(deps, async (tx) => {
+      // a runner that hung up (a stop) gets no job: nobody would read the answer
+      if (gone?.aborted) return [];
       const uuids = await claimJobs(deps, tx, runner, Math.min(input.free, runner.capacity));
       const specs: JobSpec[] = [];
       for (const u of uuids) specs.push(await jobSpec(deps, tx, u));
       return specs;
     });
-    if (jobs.length || cancel.length || Date.now() >= deadline || input.free <= 0) return { jobs, cancel };
+    if (jobs.length || cancel.length || Date.now() >= deadline || input.free <= 0 || gone?.aborted) return { jobs, cancel };
     await new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
         removeWaiter(done);
+        gone?.removeEventListener('abort', done);
         resolve();
       };
       const timer = setTimeout(done, Math.min(1000, Math.max(0, deadline - Date.now())));
       addWaiter(done);
+      gone?.addEventListener('abort', done, { once: true });
     });
+    if (gone?.aborted) return { jobs: [], cancel: [] };
     await deps.db.updateTable('ci_runners').set({ last_seen_at: nowIso() }).where('uuid', '=', runner.uuid).execute();
   }
 }

@@ -20,6 +20,7 @@ import {
   createTeamRegistrationToken,
   finishFromRunner,
   poll,
+  POLL_WAIT_MS,
   registerRunner,
   reportSteps,
 } from './protocol.ts';
@@ -253,7 +254,14 @@ export async function ciRoutes(app: FastifyInstance, { deps }: { deps: Deps }): 
         response: { 200: Type.Object({ jobs: Type.Array(AnyObject), cancel: Type.Array(Type.String()) }), ...errors(400, 401) },
       },
     },
-    async (request) => poll(deps, secretOf(request), request.body),
+    async (request, reply) => {
+      // the runner hung up before its answer (it is stopping): stop waiting, claim nothing
+      const gone = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableEnded) gone.abort();
+      });
+      return poll(deps, secretOf(request), request.body, POLL_WAIT_MS, gone.signal);
+    },
   );
 
   r.post(

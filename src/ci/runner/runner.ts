@@ -46,12 +46,19 @@ class HttpError extends Error {
   }
 }
 
-async function call(cfg: { url: string; secret?: string }, path: string, body: unknown, timeoutMs = 30_000): Promise<unknown> {
+async function call(
+  cfg: { url: string; secret?: string },
+  path: string,
+  body: unknown,
+  timeoutMs = 30_000,
+  cut?: AbortSignal,
+): Promise<unknown> {
+  const timeout = AbortSignal.timeout(timeoutMs);
   const res = await fetch(`${cfg.url.replace(/\/$/, '')}/api/v1${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(cfg.secret ? { 'x-weft-runner-secret': cfg.secret } : {}) },
     body: JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
+    signal: cut ? AbortSignal.any([timeout, cut]) : timeout,
   });
   const text = await res.text();
   if (!res.ok) throw new HttpError(res.status, text);
@@ -115,14 +122,19 @@ export async function runnerMain(argv: string[]): Promise<number> {
   mkdirSync(workRoot, { recursive: true });
   const running = new Map<string, AbortController>();
   let stopping = false;
+  // the long poll in flight: a stop ends it at once (the server claims nothing for a poll whose
+  // runner has gone) instead of waiting out its 20 s
+  let polling: AbortController | null = null;
+  // the pause between polls, cut short when a job ends
+  let wake = () => {};
   const stop = () => {
     stopping = true;
+    polling?.abort('stopping');
+    wake();
     for (const c of running.values()) c.abort('cancelled');
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  // the pause between polls, cut short when a job ends
-  let wake = () => {};
   const pause = (ms: number) =>
     new Promise<void>((resolve) => {
       const timer = setTimeout(() => resolve(), ms);
@@ -135,13 +147,16 @@ export async function runnerMain(argv: string[]): Promise<number> {
   while (!stopping) {
     const free = capacity - running.size;
     try {
-      const answer = (await call(cfg, '/runner/poll', { free, running: [...running.keys()] }, 40_000)) as {
+      polling = new AbortController();
+      const answer = (await call(cfg, '/runner/poll', { free, running: [...running.keys()] }, 40_000, polling.signal)) as {
         jobs: JobSpec[];
         cancel: string[];
       };
+      polling = null;
       for (const u of answer.cancel) running.get(u)?.abort('cancelled');
       for (const spec of answer.jobs) {
         const ctl = new AbortController();
+        if (stopping) ctl.abort('cancelled'); // handed out as the stop came: reported cancelled
         running.set(spec.uuid, ctl);
         void runJob(cfg, spec, workRoot, ctl.signal)
           .catch((err) => log(`job ${spec.uuid} failed: ${(err as Error).message}`))
@@ -150,14 +165,15 @@ export async function runnerMain(argv: string[]): Promise<number> {
             wake(); // a slot is free: poll for the next job now, not at the end of the pause
           });
       }
-      if (free <= 0 || answer.jobs.length === 0) await pause(free <= 0 ? 2000 : 200);
+      if (!stopping && (free <= 0 || answer.jobs.length === 0)) await pause(free <= 0 ? 2000 : 200);
     } catch (err) {
       if (err instanceof HttpError && err.status === 401) {
         log('the server refused this runner (removed?): stopping');
         stop();
         break;
       }
-      await sleep(1000); // the server is away: reconnect
+      polling = null;
+      if (!stopping) await sleep(1000); // the server is away: reconnect
     }
     if (values.once && running.size === 0) break;
   }
