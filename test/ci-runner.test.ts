@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type Person, waitUntil } from './common.ts';
+import { type Person, processAlive, waitUntil } from './common.ts';
 import { type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, startApp, type TestApp } from './helpers.ts';
 
@@ -198,14 +198,7 @@ for (const dialect of DIALECTS) {
       const api = `/api/v1/users/alice/repos/app/runs/${run.number}`;
       await waitUntil(() => existsSync(pids) && readFileSync(pids, 'utf8').trim().split(' ').length === 2, 60_000, 'the step');
       const [child, shell] = readFileSync(pids, 'utf8').trim().split(' ').map(Number) as [number, number];
-      const alive = (pid: number) => {
-        try {
-          process.kill(pid, 0);
-          return true;
-        } catch {
-          return false;
-        }
-      };
+      const alive = processAlive;
       assert.ok(alive(child) && alive(shell));
       const cancelled = await t.req('POST', `${api}/cancel`, { token: alice.token });
       assert.equal(cancelled.status, 200, cancelled.text);

@@ -64,6 +64,16 @@ export async function eventResults(t: TestApp, scope: string, token?: string, ki
 }
 
 /** Polls `pred` until it holds, or fails after `ms` naming `what`. */
+/** Whether a process with this id is alive (signal 0). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function waitUntil(pred: () => boolean | Promise<boolean>, ms = 20_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BareGitStore } from '../src/git/bare-store.ts';
+import { launcher } from '../src/git/launcher.ts';
 import { git as runGit } from '../src/git/run.ts';
 import type { TestApp } from './helpers.ts';
 
@@ -39,17 +40,27 @@ export async function gitClient(t: TestApp): Promise<GitClient> {
     GIT_ASKPASS: '/bin/false',
     LC_ALL: 'C',
   };
+  // the client's git starts from the server's launcher when it runs (src/git/launcher.ts): a
+  // fork of this large test process costs tens of milliseconds of kernel time
   const run: GitClient['run'] = (args, opts = {}) =>
     new Promise((resolve, reject) => {
-      execFile(
-        'git',
-        args,
-        { cwd: opts.cwd ?? home, env: { ...env, ...opts.env }, timeout: 60_000, maxBuffer: 1 << 26 },
-        (err, stdout, stderr) => {
-          const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-          if (code !== 0 && opts.ok !== false) reject(new Error(`git ${args.join(' ')} → ${code}\n${stderr}`));
-          else resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-        },
+      const done = (err: { code?: number | string | null } | null, stdout: string, stderr: string) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        if (code !== 0 && opts.ok !== false) reject(new Error(`git ${args.join(' ')} → ${code}\n${stderr}`));
+        else resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      };
+      const cwd = opts.cwd ?? home;
+      const fullEnv = { ...env, ...opts.env };
+      const via = launcher();
+      if (via) {
+        via.run({ args, cwd, env: fullEnv, timeoutMs: 60_000, maxBuffer: 1 << 26 }).then(
+          (reply) => done(reply.error, reply.stdout, reply.stderr),
+          (err: Error) => reject(err),
+        );
+        return;
+      }
+      execFile('git', args, { cwd, env: fullEnv, timeout: 60_000, maxBuffer: 1 << 26, encoding: 'utf8' }, (err, stdout, stderr) =>
+        done(err as { code?: number | string | null } | null, stdout, stderr),
       );
     });
   const base = address;

@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { LauncherUnreachable, launcher } from './launcher.ts';
 import { gitBusy, isResourceExhaustion } from './spawn-errors.ts';
 
 /**
@@ -52,6 +53,46 @@ export class GitError extends Error {
 /** Runs `git --git-dir=DIR ARGS`, buffering output (for small answers: refs, trees, logs). */
 export function git(gitDir: string | null, args: string[], opts: RunOptions = {}): Promise<GitResult> {
   const full = gitDir === null ? args : [`--git-dir=${gitDir}`, ...args];
+  const via = launcher();
+  if (!via) return gitHere(full, opts);
+  return via
+    .run({
+      args: full,
+      env: gitEnv(opts.env),
+      input: opts.input,
+      timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      maxBuffer: MAX_BUFFER,
+    })
+    .then(
+      (reply) => settle(full, opts, reply.error, reply.stdout, reply.stderr),
+      (err: unknown) => {
+        // never reached the launcher: run it here; died with it in flight: it may have run
+        if (err instanceof LauncherUnreachable) return gitHere(full, opts);
+        throw gitBusy('The git launcher stopped while running this command');
+      },
+    );
+}
+
+const MAX_BUFFER = 64 * 1024 * 1024;
+
+/** The answer of one command, wherever it ran: the result, a GitError, or a 503 when git could not start. */
+function settle(
+  full: string[],
+  opts: RunOptions,
+  err: { code?: number | string | null } | null,
+  stdout: string,
+  stderr: string,
+): GitResult {
+  // git could not even start (EMFILE, EAGAIN...): a 503 for this request, not a 500.
+  if (err && isResourceExhaustion(err)) throw gitBusy('The server could not start git (out of file descriptors or processes)');
+  const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+  const result = { code, stdout, stderr };
+  if (code === 0 || opts.okCodes?.includes(code)) return result;
+  throw new GitError(full, result);
+}
+
+/** Runs the command from this process (the launcher is off or could not be started). */
+function gitHere(full: string[], opts: RunOptions): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const child = execFile(
       'git',
@@ -60,17 +101,15 @@ export function git(gitDir: string | null, args: string[], opts: RunOptions = {}
         env: gitEnv(opts.env),
         timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
         killSignal: 'SIGKILL',
-        maxBuffer: 64 * 1024 * 1024,
+        maxBuffer: MAX_BUFFER,
         encoding: 'utf8',
       },
       (err, stdout, stderr) => {
-        // git could not even start (EMFILE, EAGAIN...): a 503 for this request, not a 500.
-        if (err && isResourceExhaustion(err))
-          return reject(gitBusy('The server could not start git (out of file descriptors or processes)'));
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        const result = { code, stdout, stderr };
-        if (code === 0 || opts.okCodes?.includes(code)) resolve(result);
-        else reject(new GitError(full, result));
+        try {
+          resolve(settle(full, opts, err as { code?: number | string | null } | null, stdout, stderr));
+        } catch (e) {
+          reject(e);
+        }
       },
     );
     // A child that failed to spawn reports it through the callback; its stdin may not exist.
