@@ -309,6 +309,19 @@ for (const dialect of DIALECTS) {
       await t.deps.db.deleteFrom('search_code_files').where('repo_uuid', '=', pubUuid).execute();
       assert.equal(await reindex(t.deps, [pubUuid]), 1);
       assert.equal((await search('code', 'spindle', alice.token)).body.results.length, 1);
+      // an indexer elsewhere holds the repo (its lease runs 1.5 s more): reindex waits, then rebuilds
+      await t.deps.db
+        .updateTable('search_index_state')
+        .set({ state: 'indexing', lease_until: new Date(t.deps.clock.now().getTime() + 1500).toISOString() })
+        .where('repo_uuid', '=', pubUuid)
+        .execute();
+      await t.deps.db.deleteFrom('search_code_files').where('repo_uuid', '=', pubUuid).execute();
+      let returned = false;
+      const rebuilding = reindex(t.deps, [pubUuid]).then((n) => ((returned = true), n));
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(returned, false, 'reindex waits for the indexer holding the repo');
+      assert.equal(await rebuilding, 1);
+      assert.equal((await search('code', 'spindle', alice.token)).body.results.length, 1);
 
       const del = await t.req('DELETE', `/api/v1/users/${alice.username}/repos/pub`, { token: alice.token });
       assert.equal(del.status, 204, del.text);

@@ -175,12 +175,26 @@ export async function searchIndexState(deps: Deps, viewer: Viewer, at: RepoAt): 
   };
 }
 
-/** `weft reindex [REPO]`: rebuilds the index of one repo (uuid) or of every repo, now, in this process. */
+/**
+ * `weft reindex [REPO]`: rebuilds the index of one repo (uuid) or of every repo, now, and returns
+ * when each is rebuilt. The rebuild asked for runs in this process, unless an indexer (a job of a
+ * server, on any instance) holds the repo: then it waits for that indexer, which sees the new
+ * request when it finishes and runs again (or for its lease to end, when it died).
+ */
 export async function reindex(deps: Deps, repoUuids: string[] | null): Promise<number> {
   const uuids = repoUuids ?? (await deps.db.selectFrom('repos').select('uuid').orderBy('uuid').execute()).map((r) => r.uuid);
+  const stateOf = (uuid: string) =>
+    deps.db.selectFrom('search_index_state').select(['state', 'generation']).where('repo_uuid', '=', uuid).executeTakeFirst();
   for (const uuid of uuids) {
     await scheduleSearchIndex(deps, deps.db as Kysely<DB>, uuid, true);
-    await indexRepo(deps, uuid);
+    const asked = Number((await stateOf(uuid))?.generation ?? 0);
+    for (;;) {
+      await indexRepo(deps, uuid);
+      const now = await stateOf(uuid);
+      // gone with its repo, or done (or failed) at the generation asked for or later
+      if (!now || (now.state !== 'pending' && now.state !== 'indexing' && Number(now.generation) >= asked)) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
   return uuids.length;
 }
