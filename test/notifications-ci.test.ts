@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type Person, waitUntil } from './common.ts';
+import { fanoutSettled, type Person, waitUntil } from './common.ts';
 import { commitFiles, type GitClient, gitClient, makeWorkTree } from './git-fixtures.ts';
 import { DIALECTS, type Res, startApp, type TestApp } from './helpers.ts';
 import { freePort } from './server-process.ts';
@@ -63,21 +63,7 @@ for (const dialect of DIALECTS) {
       );
     };
     const runs = async () => t.deps.db.selectFrom('ci_runs').selectAll().orderBy('number').execute();
-    /** The fan-out has read every committed event. */
-    const settled = () =>
-      waitUntil(
-        async () => {
-          const top = await t.deps.db
-            .selectFrom('events')
-            .select((eb) => eb.fn.max('id').as('id'))
-            .where('kind', '!=', 'notification-updated')
-            .executeTakeFirst();
-          const cursor = await t.deps.db.selectFrom('notification_dispatch').select('last_event_id').executeTakeFirstOrThrow();
-          return Number(cursor.last_event_id) >= Number(top?.id ?? 0);
-        },
-        20_000,
-        'the fan-out',
-      );
+    const settled = () => fanoutSettled(t);
     const ciOf = async (who: Person): Promise<Note[]> =>
       (
         ok(await t.req('GET', '/api/v1/notifications?state=all&per_page=100', { token: who.token })).body.results as Note[]

@@ -184,16 +184,12 @@ export async function catchUp(deps: Deps, user: string): Promise<void> {
   if (pending?.seq === null || pending?.seq === undefined) return;
   const upTo = Number(pending.seq);
   const me = user;
-  const readable = readableBy(sql.ref('w.repo_uuid'), sql`${me}`);
   await inTransaction(deps, async (tx) => {
     await sql`insert into notifications (uuid, user_uuid, subject_kind, subject_uuid, repo_uuid, reason, reasons, unread, done,
         updated_at, last_event_id, last_actor_uuid, last_actor_username, created_at)
       select ${uuidSql(tx.dialect)}, w.user_uuid, a.subject_kind, a.subject_uuid, a.repo_uuid, 'subscribed', '["subscribed"]', 1, 0,
         a.updated_at, a.event_id, a.actor_uuid, a.actor_username, a.updated_at
-      from repo_subscriptions w join watch_activity a on a.repo_uuid = w.repo_uuid and a.seq > w.caught_up and a.seq <= ${upTo}
-      where w.user_uuid = ${me} and w.level = 'watching' and (a.actor_uuid is null or a.actor_uuid <> ${me})
-        and not exists (select 1 from subject_subscriptions s where s.user_uuid = ${me} and s.subject_uuid = a.subject_uuid)
-        and ${readable}
+      ${newActivityOf(me, sql`and a.seq <= ${upTo}`)}
       on conflict (user_uuid, subject_uuid) do update set ${BUMP}
       where notifications.last_event_id < excluded.last_event_id`.execute(tx.db);
     // the repos taken in (the ones the caller cannot read now keep their place: their activity waits)
@@ -218,15 +214,22 @@ export function pendingUnread(user: string, repos: readonly string[] | null = nu
   // a token restricted to some repos (README "Scoped tokens") counts their activity only
   const reach = repos === null ? sql`` : repos.length ? sql`and a.repo_uuid in (${sql.join([...repos])})` : sql`and 1 = 0`;
   return sql<number | string>`select count(*)
-    from repo_subscriptions w
-    join watch_activity a on a.repo_uuid = w.repo_uuid and a.seq > w.caught_up
-    left join threads t on a.subject_kind = 'thread' and t.uuid = a.subject_uuid
-    left join pulls p on a.subject_kind = 'pull' and p.uuid = a.subject_uuid
-    left join ci_runs cr on a.subject_kind = 'run' and cr.uuid = a.subject_uuid
-    where w.user_uuid = ${user} and w.level = 'watching' and (a.actor_uuid is null or a.actor_uuid <> ${user})
-      and (t.uuid is not null or p.uuid is not null or cr.uuid is not null) and t.removed_at is null
-      and not exists (select 1 from subject_subscriptions s where s.user_uuid = ${user} and s.subject_uuid = a.subject_uuid)
+    ${newActivityOf(user, reach)}
+      and exists (select 1 from threads t where a.subject_kind = 'thread' and t.uuid = a.subject_uuid and t.removed_at is null
+        union all select 1 from pulls p where a.subject_kind = 'pull' and p.uuid = a.subject_uuid
+        union all select 1 from ci_runs cr where a.subject_kind = 'run' and cr.uuid = a.subject_uuid)
       and not exists (select 1 from notifications n where n.user_uuid = ${user} and n.subject_uuid = a.subject_uuid
-        and ((n.unread = 1 and n.done = 0) or n.last_event_id >= a.event_id))
-      and ${readableBy(sql.ref('w.repo_uuid'), sql`${user}`)} ${reach}`;
+        and ((n.unread = 1 and n.done = 0) or n.last_event_id >= a.event_id))`;
+}
+
+/**
+ * The activity `catchUp` takes in for `me` (the `from … where` of its select, and of the
+ * count's): in the repos they watch, past their `caught_up`, not their own, not about a subject
+ * they subscribed to or unsubscribed from by name, in a repo they may read now; `more` narrows it.
+ */
+function newActivityOf(me: string, more: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`from repo_subscriptions w join watch_activity a on a.repo_uuid = w.repo_uuid and a.seq > w.caught_up
+    where w.user_uuid = ${me} and w.level = 'watching' and (a.actor_uuid is null or a.actor_uuid <> ${me})
+      and not exists (select 1 from subject_subscriptions s where s.user_uuid = ${me} and s.subject_uuid = a.subject_uuid)
+      and ${readableBy(sql.ref('w.repo_uuid'), sql`${me}`)} ${more}`;
 }
