@@ -31,6 +31,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -121,6 +122,35 @@ function backendCpu(list: () => Promise<number[]>): { stop: () => Promise<number
       let total = 0;
       for (const [pid, cpu] of last) total += cpu - base.get(pid)!;
       return total;
+    },
+  };
+}
+
+/**
+ * The main thread's stalls over a phase: the event loop's delay (p99, max) and the garbage
+ * collector's pauses (how many, their sum, the longest, and the same for the major ones).
+ */
+function stalls(): { stop(): string } {
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  const pauses: Array<{ ms: number; major: boolean }> = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries())
+      pauses.push({
+        ms: e.duration,
+        major: (e as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR,
+      });
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop() {
+      delay.disable();
+      observer.disconnect();
+      const ms = (ns: number) => (ns / 1e6).toFixed(1);
+      const sum = (l: typeof pauses) => l.reduce((a, p) => a + p.ms, 0).toFixed(0);
+      const max = (l: typeof pauses) => Math.max(0, ...l.map((p) => p.ms)).toFixed(1);
+      const major = pauses.filter((p) => p.major);
+      return `loop delay p99 ${ms(delay.percentile(99))} ms, max ${ms(delay.max)} ms; GC ${pauses.length} pauses, ${sum(pauses)} ms, longest ${max(pauses)} ms (major ${major.length}, ${sum(major)} ms, longest ${max(major)} ms)`;
     },
   };
 }
@@ -218,7 +248,9 @@ async function main() {
     // its schema and JIT the path)
     const prober = await startProber(base);
     if (process.env.BENCH_MARKS) console.log('MARK idle', process.hrtime.bigint() / 1000n);
+    const idleStalls = stalls();
     const idle = await prober.during(() => sleep(IDLE_MS));
+    const idleStallText = idleStalls.stop();
     if (process.env.BENCH_MARKS) console.log('MARK idleend', process.hrtime.bigint() / 1000n);
 
     // the burst, with the clients running until the fan-out has passed the last event
@@ -273,6 +305,7 @@ async function main() {
       poolWaitMax = Math.max(poolWaitMax, database.pool?.waitingCount ?? 0);
     }, 50);
     const busy = prober.start();
+    const burstStalls = stalls();
     // online watchers: each reads its unread count once a second (its inbox takes in what is new)
     const onlineReads: number[] = [];
     const online = Promise.all(
@@ -305,6 +338,7 @@ async function main() {
     recording = false;
     unsubscribe();
     const during = await busy.stop();
+    const burstStallText = burstStalls.stop();
     await online;
     onlineReads.sort((a, b) => a - b);
     // offline watchers: their first read after the burst takes in every thread's activity
@@ -384,6 +418,8 @@ async function main() {
     console.log(
       `  GET /user burst:  p50 ${f(pct(during, 50))} ms, p99 ${f(pct(during, 99))} ms (${during.length} requests; ${tail(during)})`,
     );
+    console.log(`  main thread idle:  ${idleStallText}`);
+    console.log(`  main thread burst: ${burstStallText}`);
     console.log(`  ratio burst/idle: p50 ${f(pct(during, 50) / pct(idle, 50))}x, p99 ${f(pct(during, 99) / pct(idle, 99))}x`);
 
     // The fan-out's own cost to requests: above, the writer shares this process and its event loop
