@@ -165,8 +165,13 @@ async function main() {
     await c.end();
   };
   if (schema) await admin(`create schema ${schema}`);
-  const database = await openDatabase({ url, dataDir, schema });
-  const config = { ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), bootstrapAdminToken: TOKEN, databaseUrl: url };
+  // WEFT_PG_HOT_CONNECTIONS=0 runs the compiled hot reads (GET /user's token lookup) on the main pool, as before session 12
+  const config = {
+    ...loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', WEFT_PG_HOT_CONNECTIONS: process.env.WEFT_PG_HOT_CONNECTIONS }),
+    bootstrapAdminToken: TOKEN,
+    databaseUrl: url,
+  };
+  const database = await openDatabase({ url, dataDir, schema, hotConnections: config.pgHotConnections });
   const deps = createDeps(config, database);
   await bootstrapAdmin(deps);
   const app = await buildApp(deps, { logger: false });
@@ -299,10 +304,13 @@ async function main() {
         : [];
     const stats0 = { ...fanout.stats };
     const pgCpu = backendCpu(backends);
-    // PostgreSQL: how many queries waited for one of the pool's connections (sampled)
+    // PostgreSQL: how many queries waited for one of the pools' connections (sampled): the main
+    // pool, and the hot reads' pool (the token lookups of `GET /user`, the unread counts)
     let poolWaitMax = 0;
+    let hotWaitMax = 0;
     const poolTimer = setInterval(() => {
       poolWaitMax = Math.max(poolWaitMax, database.pool?.waitingCount ?? 0);
+      hotWaitMax = Math.max(hotWaitMax, database.hotPool?.waitingCount ?? 0);
     }, 50);
     const busy = prober.start();
     const burstStalls = stalls();
@@ -401,7 +409,7 @@ async function main() {
       `  CPU during the burst: this process (server, fan-out, writer, clients) ${cpuS.toFixed(1)} s${schema ? `, PostgreSQL backends ${dbCpu.toFixed(1)} s` : ''} over ${(total / 1000).toFixed(1)} s; load average ${la(loadDuring)}`,
     );
     console.log(
-      `  fan-out: ${batches} batches, ${ranges} ranges, ${written} notifications written; CPU per batch (all of the above / batches) ${(((cpuS + dbCpu) / Math.max(1, batches)) * 1000).toFixed(0)} ms${schema ? `; queries waiting for a pool connection: at most ${poolWaitMax}` : ''}`,
+      `  fan-out: ${batches} batches, ${ranges} ranges, ${written} notifications written; CPU per batch (all of the above / batches) ${(((cpuS + dbCpu) / Math.max(1, batches)) * 1000).toFixed(0)} ms${schema ? `; queries waiting for a pool connection: at most ${poolWaitMax} (main), ${hotWaitMax} (hot reads)` : ''}`,
     );
     const aloneS = (aloneCpu.user + aloneCpu.system) / 1e6;
     console.log(

@@ -302,6 +302,7 @@ async function run(argv: string[]): Promise<number> {
     dataDir: config.dataDir,
     migrate: false,
     readers: config.sqliteReaders,
+    hotConnections: config.pgHotConnections,
   });
   const deps = createDeps(config, database);
   try {

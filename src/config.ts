@@ -78,6 +78,12 @@ export interface Config {
    * (src/db/sqlite-reader.ts; default 2); 0 reads on the main connection. Not used on PostgreSQL.
    */
   sqliteReaders: number;
+  /**
+   * WEFT_PG_HOT_CONNECTIONS: PostgreSQL only, the hot reads' own pool (src/db/index.ts: the token
+   * lookup of every request and the other compiled reads; default 3), beside the main pool's 10;
+   * 0: they share the main pool.
+   */
+  pgHotConnections: number;
   /** GIT_MAX_PROCESSES: concurrent git processes for reading code (default twice the cores). */
   gitMaxProcesses?: number;
   /** GIT_TIMEOUT_MS: timeout of one git command (or object-reader batch) of a code-reading request. */
@@ -266,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (fastPathRaw !== 'on' && fastPathRaw !== 'off')
     throw new ConfigError(`WEFT_FAST_PATH must be on or off, got "${env.WEFT_FAST_PATH}"`);
   const sqliteReaders = intVar(env, 'WEFT_SQLITE_READERS', 2, 0, 64);
+  const pgHotConnections = intVar(env, 'WEFT_PG_HOT_CONNECTIONS', 3, 0, 64);
   const gitMaxProcesses = intVar(env, 'GIT_MAX_PROCESSES', 2 * Math.max(1, cpus().length), 1, 1024);
   const gitTimeoutMs = intVar(env, 'GIT_TIMEOUT_MS', 10_000, 100, 600_000);
   const gitMaxOutputBytes = intVar(env, 'GIT_MAX_OUTPUT_BYTES', 32 * 1024 ** 2, 1024, Number.MAX_SAFE_INTEGER);
@@ -320,6 +327,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sshMaxUnauthenticatedPerAddress,
     fastPath: fastPathRaw === 'on',
     sqliteReaders,
+    pgHotConnections,
     gitMaxProcesses,
     gitTimeoutMs,
     gitMaxOutputBytes,

@@ -39,7 +39,12 @@ async function main(): Promise<void> {
     throw err;
   }
   assertDataDir(config.dataDir);
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, readers: config.sqliteReaders });
+  const database = await openDatabase({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    readers: config.sqliteReaders,
+    hotConnections: config.pgHotConnections,
+  });
   const deps = createDeps(config, database);
   // /readyz answers 503 until the background work runs (started once the server listens)
   const readiness = { ready: false };

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { PoolClient } from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { compiledOnce, fastPathOn, numberArg, numberParam, setFastPath } from '../src/db/fast-path.ts';
 import { seedRepo, seedTeam } from './fixtures.ts';
@@ -116,6 +117,47 @@ for (const dialect of DIALECTS) {
         await t.close();
       }
     });
+
+    test(
+      'the compiled hot reads have a pool of their own: GET /user answers while every main connection is held',
+      { skip: dialect === 'sqlite' && 'PostgreSQL only: SQLite has no pool' },
+      async () => {
+        const configured = fastPathOn();
+        setFastPath(true);
+        const t = await startApp(dialect);
+        const shared = await startApp(dialect, { store: t.store, config: { pgHotConnections: 0 } });
+        const held: PoolClient[] = [];
+        const release = () => held.splice(0).forEach((c) => c.release());
+        try {
+          const alice = await t.user('alice');
+          // the first request writes the token's last_used_at (at most once a minute, on the main pool)
+          for (const app of [t, shared]) assert.equal((await app.req('GET', '/api/v1/user', { token: alice.token })).status, 200);
+          for (const app of [t, shared]) {
+            const pool = app.deps.database.pool!;
+            while (held.length < pool.options.max!) held.push(await pool.connect());
+            const answered = app.req('GET', '/api/v1/user', { token: alice.token });
+            const first = await Promise.race([answered, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 1000))]);
+            if (app === t) {
+              assert.notEqual(first, 'waiting', 'GET /user waited for a main-pool connection');
+              assert.equal(app.deps.database.hotPool!.totalCount > 0, true);
+            } else {
+              // WEFT_PG_HOT_CONNECTIONS=0: the token lookup waits behind the main pool's holders
+              assert.equal(first, 'waiting');
+              assert.equal(app.deps.database.hotPool, null);
+            }
+            release();
+            const res = await answered;
+            assert.equal(res.status, 200);
+            assert.equal((res.body as { username: string }).username, 'alice');
+          }
+        } finally {
+          release();
+          setFastPath(configured);
+          await shared.close();
+          await t.close();
+        }
+      },
+    );
   });
 }
 
@@ -125,5 +167,11 @@ describe('WEFT_FAST_PATH', () => {
     assert.equal(loadConfig({ WEFT_FAST_PATH: 'off' }).fastPath, false);
     assert.equal(loadConfig({ WEFT_FAST_PATH: 'ON' }).fastPath, true);
     assert.throws(() => loadConfig({ WEFT_FAST_PATH: 'maybe' }), /WEFT_FAST_PATH must be on or off/);
+  });
+  test('WEFT_PG_HOT_CONNECTIONS: 3 by default, 0 to share the main pool, refused out of range', () => {
+    assert.equal(loadConfig({}).pgHotConnections, 3);
+    assert.equal(loadConfig({ WEFT_PG_HOT_CONNECTIONS: '0' }).pgHotConnections, 0);
+    assert.throws(() => loadConfig({ WEFT_PG_HOT_CONNECTIONS: '-1' }), /WEFT_PG_HOT_CONNECTIONS/);
+    assert.throws(() => loadConfig({ WEFT_PG_HOT_CONNECTIONS: 'many' }), /WEFT_PG_HOT_CONNECTIONS/);
   });
 });

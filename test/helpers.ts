@@ -232,6 +232,7 @@ export async function startApp(
     dataDir: store.dataDir,
     schema: store.schema,
     readers: config.sqliteReaders,
+    hotConnections: config.pgHotConnections,
   });
   const deps: Deps = createDeps(config, database, opts.deps);
   await bootstrapAdmin(deps);

@@ -161,7 +161,11 @@ for (const dialect of DIALECTS) {
       );
       assert.match(res.text, /# TYPE weft_event_stream_subscribers gauge/);
       assert.match(res.text, /# TYPE weft_db_pool_connections gauge/);
-      if (dialect === 'postgres') assert.match(res.text, /weft_db_pool_connections\{state="total"\} [1-9]/);
+      if (dialect === 'postgres') {
+        assert.match(res.text, /weft_db_pool_connections\{state="total",pool="main"\} [1-9]/);
+        // the token lookups ran on the hot reads' own pool (src/db/index.ts)
+        assert.match(res.text, /weft_db_pool_connections\{state="total",pool="hot"\} [1-9]/);
+      }
       assert.match(res.text, /weft_process_resident_memory_bytes/);
       // Query time by statement kind: the requests above read users, the token lookup included.
       assert.match(res.text, /weft_db_query_duration_seconds_bucket\{le="\+Inf",kind="select"\} [1-9]/);

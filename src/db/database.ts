@@ -26,6 +26,12 @@ export interface Database {
   /** PostgreSQL only: the pool, for LISTEN/NOTIFY and advisory locks. */
   pool: pg.Pool | null;
   /**
+   * PostgreSQL only: a small pool of its own for the compiled hot reads (`compiledOnce`: the token
+   * lookup of every request, the repo read, the unread count), which run outside any transaction,
+   * so they never wait for a connection that the main pool's write transactions hold.
+   */
+  hotPool: pg.Pool | null;
+  /**
    * SQLite only: the connection Kysely runs on, for the compiled hot reads (`compiledOnce`),
    * which run on it directly while no transaction is open on it.
    */

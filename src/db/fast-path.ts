@@ -50,7 +50,8 @@ export const numberArg = (value: number): string => value as unknown as string;
  * PostgreSQL parsing and planning it costs a round of server work: on a hot path (the token
  * lookup of every authenticated request) that halves throughput. So the query is compiled once;
  * on PostgreSQL it runs as a named prepared statement (each pooled connection prepares it on
- * first use). It runs outside any transaction. `build` receives placeholder strings for the
+ * first use) on the store's hot pool (`Database.hotPool`), not behind the main pool's
+ * transactions. It runs outside any transaction. `build` receives placeholder strings for the
  * parameters; every other value in the query stays as compiled.
  *
  * With the fast path off the query is built with the values and run through Kysely each time.
@@ -86,12 +87,13 @@ export function compiledOnce<Row, Params extends string[]>(
     }
     const { kind } = entry;
     const parameters = entry.slots.map((slot) => (typeof slot === 'number' ? params[slot] : slot.value));
-    if (database.pool) {
+    const pool = database.hotPool ?? database.pool;
+    if (pool) {
       // Outside Kysely, so timed here for the query-time metric (Kysely times the SQLite path).
       const started = database.queryObservers.size ? performance.now() : 0;
       let failed = true;
       try {
-        const result = await database.pool.query({ name, text: entry.compiled.sql, values: parameters });
+        const result = await pool.query({ name, text: entry.compiled.sql, values: parameters });
         failed = false;
         return result.rows as Row[];
       } finally {

@@ -28,7 +28,22 @@ export interface OpenOptions {
    * `WEFT_SQLITE_READERS`, default 2); 0: none, `reader` is the main connection.
    */
   readers?: number;
+  /**
+   * PostgreSQL only: connections of the hot reads' own pool (`Database.hotPool`;
+   * `WEFT_PG_HOT_CONNECTIONS`, default 3); 0: none, they run on the main pool.
+   */
+  hotConnections?: number;
 }
+
+/**
+ * PostgreSQL: connections per instance. The main pool runs every Kysely query and transaction; the
+ * hot pool runs only `compiledOnce`'s statements (db/fast-path.ts: the token lookup of every
+ * request, the repo read, the unread count, pull list pages), short reads outside any
+ * transaction, so a request's authentication never waits for a connection held by another
+ * request's write transaction (docs/architecture.md "One store, two dialects").
+ */
+const PG_POOL_MAX = 10;
+const PG_HOT_POOL_MAX = 3;
 
 // int8 columns (counts, byte sizes, event ids) fit in a double for any realistic value.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -39,13 +54,16 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   const log = queryLogger(queryObservers);
   if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   if (opts.url && /^postgres(ql)?:\/\//.test(opts.url)) {
-    const pool = new pg.Pool({
+    const settings = {
       connectionString: opts.url,
-      max: 10,
       // Names this deployment's connections: the event order (events/order.ts) ignores other deployments' transactions.
       application_name: `weft:${opts.schema ?? 'public'}`,
       ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
-    });
+    };
+    const pool = new pg.Pool({ ...settings, max: PG_POOL_MAX });
+    // the hot reads' own connections (Database.hotPool): never queued behind the main pool's transactions
+    const hot = opts.hotConnections ?? PG_HOT_POOL_MAX;
+    const hotPool = hot > 0 ? new pg.Pool({ ...settings, max: hot }) : null;
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
     database = {
       db,
@@ -53,9 +71,13 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       reader: db,
       dialect: 'postgres',
       pool,
+      hotPool,
       sqlite: null,
       queryObservers,
-      close: () => db.destroy(),
+      close: async () => {
+        await hotPool?.end();
+        await db.destroy();
+      },
     };
   } else {
     const file = opts.url?.startsWith('sqlite:') ? opts.url.slice('sqlite:'.length) : join(opts.dataDir, 'weft.sqlite');
@@ -100,7 +122,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       if (writer !== db) await writer.destroy();
       await db.destroy();
     };
-    database = { db, writer, reader, dialect: 'sqlite', pool: null, sqlite: handle, queryObservers, close };
+    database = { db, writer, reader, dialect: 'sqlite', pool: null, hotPool: null, sqlite: handle, queryObservers, close };
   }
   if (opts.migrate !== false) await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   return database;

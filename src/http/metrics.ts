@@ -80,16 +80,21 @@ const pools = new Set<Database>();
 
 new client.Gauge({
   name: 'weft_db_pool_connections',
-  help: 'PostgreSQL pool connections by state (total, idle, waiting clients); absent on SQLite',
-  labelNames: ['state'] as const,
+  help: 'PostgreSQL pool connections by state (total, idle, waiting clients) and pool (main; hot: the compiled hot reads); absent on SQLite',
+  labelNames: ['state', 'pool'] as const,
   registers: [metricsRegistry],
   collect() {
     this.reset();
-    for (const { pool } of pools) {
-      if (!pool) continue;
-      this.inc({ state: 'total' }, pool.totalCount);
-      this.inc({ state: 'idle' }, pool.idleCount);
-      this.inc({ state: 'waiting' }, pool.waitingCount);
+    for (const database of pools) {
+      for (const [name, pool] of [
+        ['main', database.pool],
+        ['hot', database.hotPool],
+      ] as const) {
+        if (!pool) continue;
+        this.inc({ state: 'total', pool: name }, pool.totalCount);
+        this.inc({ state: 'idle', pool: name }, pool.idleCount);
+        this.inc({ state: 'waiting', pool: name }, pool.waitingCount);
+      }
     }
   },
 });
