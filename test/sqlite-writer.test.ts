@@ -40,4 +40,38 @@ describe('the SQLite writer thread', () => {
       await database.close();
     }
   });
+
+  it('a write that returns rows (UPDATE … RETURNING) waits at the gate while the writer holds a transaction', async () => {
+    const sub = mkdtempSync(join(dir, 'returning-'));
+    const database = await openDatabase({ url: null, dataDir: sub });
+    try {
+      await sql`create table counters (id integer primary key, n integer)`.execute(database.db);
+      await sql`insert into counters values (1, 0)`.execute(database.db);
+      let finish!: () => void;
+      const held = new Promise<void>((r) => (finish = r));
+      let begun!: () => void;
+      const inside = new Promise<void>((r) => (begun = r));
+      const writer = database.writer.transaction().execute(async (trx) => {
+        await sql`update counters set n = n + 1 where id = 1`.execute(trx);
+        begun();
+        await held;
+      });
+      await inside;
+      // before the fix this went past the gate: SQLite's busy handler held this thread for
+      // busy_timeout (5 s) while the writer waited for it, then it failed with SQLITE_BUSY
+      let settled = false;
+      const update = sql<{ n: number }>`update counters set n = n + 10 where id = 1 returning n`
+        .execute(database.db)
+        .finally(() => (settled = true));
+      const t0 = performance.now();
+      await new Promise((r) => setTimeout(r, 200));
+      assert.ok(performance.now() - t0 < 1000, 'the event loop was not held');
+      assert.equal(settled, false, 'the update waits for the writer');
+      finish();
+      await writer;
+      assert.deepEqual((await update).rows, [{ n: 11 }]);
+    } finally {
+      await database.close();
+    }
+  });
 });

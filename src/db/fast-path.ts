@@ -21,6 +21,7 @@ import type { CompiledQuery, Kysely, SqliteDatabase } from 'kysely';
 import type { Database } from './database.ts';
 import { type QueryKind, statementKind } from './query-timing.ts';
 import { withRowBuilder } from './row-builder.ts';
+import { isQuery } from './write-gate.ts';
 import type { DB } from './types.ts';
 
 let enabled = true;
@@ -82,7 +83,12 @@ export function compiledOnce<Row, Params extends string[]>(
         return i >= 0 ? i : { value: p };
       });
       const statement = database.sqlite ? withRowBuilder(database.sqlite.prepare(compiled.sql)) : null;
-      entry = { compiled, slots, kind: statementKind(compiled.sql), statement: statement?.reader ? statement : null };
+      entry = {
+        compiled,
+        slots,
+        kind: statementKind(compiled.sql),
+        statement: statement && isQuery(statement) ? statement : null,
+      };
       cache.set(database, entry);
     }
     const { kind } = entry;

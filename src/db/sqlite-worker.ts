@@ -84,7 +84,7 @@ parentPort.on('message', (m) => {
     // SQLite may have rolled back by itself (SQLITE_FULL, SQLITE_IOERR): nothing left to roll back
     if (m.sql === 'rollback' && !db.inTransaction) return parentPort.postMessage({ id: m.id, rows: [] });
     const s = prepare(m.sql);
-    if (readonly && !s.reader && !m.control)
+    if (readonly && !(s.reader && s.readonly) && !m.control)
       throw Object.assign(new Error('a SQLite reader connection runs statements that read only'), { code: 'WEFT_READER_WRITE' });
     const params = m.parameters.map((p) => (p instanceof Uint8Array ? Buffer.from(p.buffer, p.byteOffset, p.byteLength) : p));
     if (s.reader) return parentPort.postMessage({ id: m.id, rows: s.all(params) });

@@ -19,6 +19,9 @@ import {
   SqliteDriver,
 } from 'kysely';
 
+/** Returns rows and writes nothing (see GatedConnection). */
+export const isQuery = (statement: { reader: boolean; readonly: boolean }): boolean => statement.reader && statement.readonly;
+
 export class WriteGate {
   private held = false;
   private readonly waiting: Array<() => void> = [];
@@ -41,9 +44,12 @@ export class WriteGate {
 
 /**
  * The main connection as its driver hands it out: outside a transaction a statement that writes
- * (not a `reader`, as better-sqlite3 tells from the prepared statement) takes the gate, since
- * SQLite would otherwise make it wait, on this thread, for a writer transaction that itself waits
- * for this thread; reads go straight through (WAL: they wait for nobody).
+ * takes the gate, since SQLite would otherwise make it wait, on this thread, for a writer
+ * transaction that itself waits for this thread; queries go straight through (WAL: they wait for
+ * nobody). A query is a statement that returns rows (better-sqlite3's `reader`) and writes nothing
+ * (`readonly`): `reader` alone let an `UPDATE … RETURNING` past the gate, where it waited 5 s in
+ * SQLite's busy handler holding this thread and failed SQLITE_BUSY; `readonly` alone would let
+ * `BEGIN` and `COMMIT` past, which SQLite counts as read-only.
  */
 class GatedConnection implements DatabaseConnection {
   inTransaction = false;
@@ -55,7 +61,8 @@ class GatedConnection implements DatabaseConnection {
   ) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    if (this.inTransaction || this.database.prepare(query.sql).reader) return this.inner.executeQuery<R>(query);
+    if (this.inTransaction || isQuery(this.database.prepare(query.sql) as unknown as { reader: boolean; readonly: boolean }))
+      return this.inner.executeQuery<R>(query);
     await this.gate.take();
     try {
       return await this.inner.executeQuery<R>(query);

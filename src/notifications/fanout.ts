@@ -42,7 +42,8 @@ const CHUNK: Record<Dialect, number> = { sqlite: 1000, postgres: 5000 };
  * Ranges of fewer notifications stay on the main connection (WEFT_NOTIFY_WRITER_FROM: tests set 0
  * to send every range to the background writer). With 0 as the default the bench's requests were
  * held less (bench/README.md "Session 9"), but a clean-clone CI run then met SQLITE_BUSY in an
- * unrelated test: kept at 100 until that is understood.
+ * unrelated test: an `UPDATE … RETURNING` went past the write gate (fixed in write-gate.ts). Kept
+ * at 100: on session 12's machine 0 changed nothing measurable (bench/README.md "Session 12").
  */
 const WRITER_FROM = Number(process.env.WEFT_NOTIFY_WRITER_FROM ?? 100);
 /**
