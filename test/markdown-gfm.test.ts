@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createMarkdownRenderer, toggleTask } from '../src/markdown/render.ts';
+import { createMarkdownRenderer, extractMentions, toggleTask } from '../src/markdown/render.ts';
 
 /** README "Markdown": what people write on GitHub, rendered and sanitised (docs/web.md "Markdown"). */
 describe('Markdown as people write it on GitHub', () => {
@@ -72,6 +72,13 @@ describe('Markdown as people write it on GitHub', () => {
     ]) {
       assert.doesNotMatch(html, bad);
     }
+  });
+
+  it('extractMentions: lower-cased, first-seen order, none inside code or an address, each call its own', () => {
+    assert.deepEqual(extractMentions('hi @Alice and @bob, again @alice; `@carol` mail dave@example.com'), ['alice', 'bob']);
+    assert.deepEqual(extractMentions('```\n@erin\n```\n@frank'), ['frank']);
+    assert.deepEqual(extractMentions('no mention here'), []);
+    assert.deepEqual(extractMentions('@gina'), ['gina']);
   });
 
   it('mermaid is left as code', () => {

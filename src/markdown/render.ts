@@ -319,16 +319,31 @@ export function createMarkdownRenderer(opts: { mentionHref?: (username: string) 
 
 /** The distinct usernames mentioned as `@username` (lowercase, first-seen order), outside code. */
 export function extractMentions(markdown: string): string[] {
+  // no `@`, no mention: every reply and thread text is read for its terms (db/terms.ts)
+  if (!markdown.includes('@')) return [];
   const seen = new Set<string>();
+  mentionSink = seen;
+  try {
+    // the rule sees each mention while the text is parsed; nothing needs rendering
+    (mentionParser ??= buildMentionParser()).parse(markdown, {});
+  } finally {
+    mentionSink = null;
+  }
+  return [...seen];
+}
+
+/** Where the one mention parser's rule puts what it sees (set for the length of one synchronous parse). */
+let mentionSink: Set<string> | null = null;
+let mentionParser: InstanceType<typeof MarkdownIt> | null = null;
+function buildMentionParser(): InstanceType<typeof MarkdownIt> {
   const md = new (markdownIt())({ html: false });
   md.inline.ruler.after(
     'emphasis',
     'mention',
     mentionRule((u) => {
-      seen.add(u);
+      mentionSink?.add(u);
       return '#';
     }),
   );
-  md.render(markdown);
-  return [...seen];
+  return md;
 }
