@@ -87,6 +87,9 @@ export function createDeps(config: Config, database: Database, overrides: DepsOv
 
 /** Starts the background parts (job workers, cross-instance listeners); the CLI does not. */
 export async function startBackground(deps: Deps): Promise<void> {
+  // SQLite file: the WAL checkpoints move to the background writer's thread from the start
+  // (docs/architecture.md "One store, two dialects"; bench/README.md "Session 12")
+  await deps.database.startWriter();
   await deps.bus.start();
   deps.live.start();
   deps.jobs.start();

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase } from '../src/db/index.ts';
+import { startApp } from './helpers.ts';
 
 describe('the SQLite writer thread', () => {
   const dir = mkdtempSync(join(tmpdir(), 'weft-writer-'));
@@ -38,6 +39,15 @@ describe('the SQLite writer thread', () => {
       assert.equal(Number(n.rows[0]!.n), 9);
     } finally {
       await database.close();
+    }
+  });
+
+  it('a server takes its checkpoints off the main connection from the start, before any large write', async () => {
+    const t = await startApp('sqlite');
+    try {
+      assert.equal(t.deps.database.sqlite!.pragma('wal_autocheckpoint', { simple: true }), 0);
+    } finally {
+      await t.close();
     }
   });
 

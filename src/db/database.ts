@@ -36,6 +36,12 @@ export interface Database {
    * which run on it directly while no transaction is open on it.
    */
   sqlite: SQLite.Database | null;
+  /**
+   * Starts the background writer's worker now (a SQLite file; elsewhere nothing to start). Once it
+   * runs it takes the WAL checkpoints, so none happens in a commit on the server's thread: the
+   * server starts it with its background work (root.ts), not at the first large write.
+   */
+  startWriter(): Promise<void>;
   /** Told of every query's kind and duration (the metrics module adds one when metrics are on). */
   queryObservers: Set<QueryObserver>;
   close(): Promise<void>;

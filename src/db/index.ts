@@ -74,6 +74,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       hotPool,
       sqlite: null,
       queryObservers,
+      startWriter: async () => {},
       close: async () => {
         await hotPool?.end();
         await db.destroy();
@@ -122,7 +123,21 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
       if (writer !== db) await writer.destroy();
       await db.destroy();
     };
-    database = { db, writer, reader, dialect: 'sqlite', pool: null, hotPool: null, sqlite: handle, queryObservers, close };
+    const startWriter = async () => {
+      if (writer !== db) await sql`select 1`.execute(writer);
+    };
+    database = {
+      db,
+      writer,
+      reader,
+      dialect: 'sqlite',
+      pool: null,
+      hotPool: null,
+      sqlite: handle,
+      queryObservers,
+      startWriter,
+      close,
+    };
   }
   if (opts.migrate !== false) await migrateToLatest(database.db as Kysely<unknown>, database.dialect);
   return database;
